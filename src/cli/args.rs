@@ -1,0 +1,193 @@
+//! The clap structures: raw flags as typed, before cross-flag validation (`cli::send`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Benchmark suite for mail servers.
+#[derive(Debug, Parser)]
+#[command(name = "mailbench", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// SMTP/LMTP load generator: fixed rate (open loop) or as fast as possible (closed loop).
+    #[command(after_help = SEND_EXAMPLES)]
+    Send(SendArgs),
+}
+
+const SEND_EXAMPLES: &str = "\
+Examples:
+  mailbench send 127.0.0.1:2525 -n 10000 -c 64 --size 25k
+      10,000 messages of 25 KiB over 64 connections, as fast as they go
+  mailbench send 127.0.0.1:25 --rate 500/s -z 60s --arrivals poisson -c 200
+      open loop: 500 messages/s for a minute; latency counts from the intended start
+  mailbench send mx.test:25 --to 'user{seq}@d{mod:1000}.example.test' --rcpts 3
+      three recipients per message spread over 1,000 domains
+  mailbench send 127.0.0.1:587 --tls starttls --auth user:secret --json out.json
+  mailbench send unix:/run/dovecot/lmtp --lmtp --recipients users.txt
+  mailbench send 127.0.0.1:2525 -n 1000 --threshold 'p99(total)<200ms' --threshold 'errors<1%'
+
+Trace header: every message carries
+  X-Mailbench-Trace: run=<16 hex>; seq=<n>; t=<send time, µs since the epoch>
+Exit codes: 0 ok, 1 bad input or unreachable target, 2 run failed, 3 a threshold was breached.";
+
+/// Spacing of open-loop arrivals.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ArrivalsArg {
+    /// Evenly spaced.
+    Constant,
+    /// Exponential gaps (Poisson process).
+    Poisson,
+}
+
+/// TLS use.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TlsArg {
+    /// Plain text.
+    None,
+    /// STARTTLS after EHLO.
+    Starttls,
+    /// TLS from the first byte (SMTPS).
+    Implicit,
+}
+
+/// On or off.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Switch {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+/// Flags of `mailbench send`.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Where to send: host[:port] (default port 25), [v6addr]:port, unix:/path; a
+    /// comma-separated list is used round-robin.
+    pub target: String,
+
+    /// Connections: closed loop uses this many, open loop at most this many.
+    #[arg(short = 'c', long, default_value = "16", value_name = "N")]
+    pub concurrency: String,
+    /// Open loop: intended message rate, e.g. 500/s or 12000/min.
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+    /// Open loop: how arrivals are spaced.
+    #[arg(long, value_enum, default_value = "constant")]
+    pub arrivals: ArrivalsArg,
+    /// Open loop: ramp the rate linearly up to --rate over this long.
+    #[arg(long, value_name = "DURATION")]
+    pub ramp: Option<String>,
+    /// Rate at the start of the ramp.
+    #[arg(long, value_name = "RATE", default_value = "1/s")]
+    pub ramp_from: String,
+    /// Stop after this many messages (default 1000 when no --duration is given).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub messages: Option<String>,
+    /// Stop after this long.
+    #[arg(short = 'z', long, value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Messages per connection, N or MIN-MAX; 0 keeps each connection for the whole run.
+    #[arg(long, default_value = "0", value_name = "N|MIN-MAX")]
+    pub per_conn: String,
+    /// Local addresses to bind, comma-separated, used round-robin (beyond 64k connections).
+    #[arg(long, value_name = "IP,...")]
+    pub source_ip: Option<String>,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each reply.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
+    /// After Ctrl-C or the end of --duration, how long transactions in flight may finish.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub grace: String,
+
+    /// Reverse-path; placeholders {seq}, {rcpt}, {mod:N}, {rand:N}.
+    #[arg(long, default_value = "mailbench@example.org", value_name = "ADDR")]
+    pub from: String,
+    /// Forward-path template; placeholders {seq}, {rcpt}, {mod:N}, {rand:N}.
+    #[arg(long, default_value = "rcpt@example.com", value_name = "ADDR")]
+    pub to: String,
+    /// Senders from a Postal user list (address [password [flags]] per line).
+    #[arg(long, value_name = "FILE")]
+    pub senders: Option<PathBuf>,
+    /// Recipients from a Postal user list.
+    #[arg(long, value_name = "FILE")]
+    pub recipients: Option<PathBuf>,
+    /// Recipients per message.
+    #[arg(long, default_value = "1", value_name = "N")]
+    pub rcpts: String,
+
+    /// Message size (headers included): 25k, or a range 0-10k.
+    #[arg(long, default_value = "1k", value_name = "SIZE")]
+    pub size: String,
+    /// Send this message file (headers and body) instead of generated messages.
+    #[arg(long, value_name = "FILE", conflicts_with = "eml")]
+    pub body: Option<PathBuf>,
+    /// Send the *.eml files of this directory, round-robin.
+    #[arg(long, value_name = "DIR")]
+    pub eml: Option<PathBuf>,
+    /// Add a base64 attachment of this size to generated messages.
+    #[arg(long, value_name = "SIZE")]
+    pub attach: Option<String>,
+
+    /// TLS: none, starttls or implicit.
+    #[arg(long, value_enum, default_value = "none")]
+    pub tls: TlsArg,
+    /// Share of connections that use TLS (postal's -s).
+    #[arg(long, default_value = "100", value_name = "PERCENT")]
+    pub tls_percent: String,
+    /// Verify server certificates against this PEM CA file (default: trust any).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// TLS session resumption between connections.
+    #[arg(long, value_enum, default_value = "on")]
+    pub tls_resume: Switch,
+    /// AUTH as user:pass, or 'senders' to log in as each --senders user with its password.
+    #[arg(long, value_name = "USER:PASS|senders")]
+    pub auth: Option<String>,
+
+    /// Speak LMTP (LHLO; one reply per recipient after the body).
+    #[arg(long)]
+    pub lmtp: bool,
+    /// Do not pipeline even when the server offers PIPELINING.
+    #[arg(long)]
+    pub no_pipelining: bool,
+    /// Use BDAT instead of DATA when the server offers CHUNKING.
+    #[arg(long)]
+    pub chunking: bool,
+    /// Name to send with EHLO.
+    #[arg(long, default_value = "mailbench.test", value_name = "NAME")]
+    pub helo: String,
+
+    /// Seconds per interval line and series point.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub interval: String,
+    /// Write the results (JSON) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the per-interval series as CSV here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write Postal's per-minute CSV here.
+    #[arg(long, value_name = "FILE")]
+    pub postal_csv: Option<PathBuf>,
+    /// No live or interval lines (the summary is still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Fail with exit code 3 unless this holds, e.g. 'p99(total)<500ms' or 'errors<1%'.
+    #[arg(long, value_name = "EXPR")]
+    pub threshold: Vec<String>,
+    /// Stop the run after this many failed transactions.
+    #[arg(long, value_name = "N")]
+    pub max_errors: Option<String>,
+}

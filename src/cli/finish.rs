@@ -1,0 +1,81 @@
+//! After the engine: write the result files, print the summary, pick the exit code.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
+use crate::report::{csv, text};
+use crate::send::{self, SendPlan};
+use crate::shutdown::Shutdown;
+use crate::stats::Results;
+
+/// Runs `send` and reports. Errors carry their exit code.
+pub async fn send(plan: SendPlan) -> Result<u8, (u8, String)> {
+    crate::limits::raise_nofile();
+    send::preflight(
+        &plan.targets,
+        plan.connect_timeout.min(Duration::from_secs(10)),
+    )
+    .await
+    .map_err(|e| (EXIT_USAGE, e))?;
+    let outputs = plan.outputs.clone();
+    let headline_target = plan
+        .targets
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let shutdown = Shutdown::install();
+    let unix_start = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let results = send::run(plan, shutdown).await;
+    let headline = format!(
+        "mailbench send: {} messages to {} in {:.2} s",
+        results.counters.sent, headline_target, results.duration_s
+    );
+    write_outputs(
+        &results,
+        outputs.json.as_deref(),
+        outputs.csv.as_deref(),
+        outputs.postal_csv.as_deref(),
+        unix_start,
+    )?;
+    print!("{}", text::render(&results, &headline));
+    if let Some(p) = &outputs.json {
+        println!("  results    {}", p.display());
+    }
+    Ok(exit_code(&results))
+}
+
+/// Writes the files asked for.
+pub fn write_outputs(
+    r: &Results,
+    json: Option<&std::path::Path>,
+    csv_path: Option<&std::path::Path>,
+    postal: Option<&std::path::Path>,
+    unix_start: u64,
+) -> Result<(), (u8, String)> {
+    if let Some(p) = json {
+        r.write(p).map_err(|e| (EXIT_FAILED, e))?;
+    }
+    let write = |p: &std::path::Path, text: String| {
+        std::fs::write(p, text)
+            .map_err(|e| (EXIT_FAILED, format!("cannot write {}: {e}", p.display())))
+    };
+    if let Some(p) = csv_path {
+        write(p, csv::interval_csv(&r.series))?;
+    }
+    if let Some(p) = postal {
+        write(p, csv::postal_csv(&r.series, unix_start))?;
+    }
+    Ok(())
+}
+
+/// 3 when a threshold was breached, else 0.
+pub fn exit_code(r: &Results) -> u8 {
+    if r.thresholds.iter().any(|t| !t.ok) {
+        EXIT_THRESHOLD
+    } else {
+        EXIT_OK
+    }
+}

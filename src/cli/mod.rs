@@ -1,0 +1,47 @@
+//! The thin command line: parse flags (`args`), validate them into a plan (`send`, ...),
+//! run the engine, then write outputs and choose the exit code (`finish`).
+
+pub mod args;
+pub mod finish;
+pub mod send;
+pub mod units;
+
+use std::process::ExitCode;
+
+use args::{Cli, Command};
+
+/// Exit code: the run completed and every threshold held.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: bad usage or input; nothing was run.
+pub const EXIT_USAGE: u8 = 1;
+/// Exit code: the run could not be done or broke down.
+pub const EXIT_FAILED: u8 = 2;
+/// Exit code: the run completed but a threshold was breached.
+pub const EXIT_THRESHOLD: u8 = 3;
+
+/// Runs a parsed command line; returns the process exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Send(a) => send::plan(&a)
+            .map_err(|e| (EXIT_USAGE, e))
+            .and_then(|plan| {
+                runtime()
+                    .map_err(|e| (EXIT_FAILED, e))?
+                    .block_on(finish::send(plan))
+            }),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err((code, msg)) => {
+            eprintln!("mailbench: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}

@@ -1,0 +1,236 @@
+//! `SendArgs` → validated `SendPlan`: every cross-flag rule lives here.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::args::{ArrivalsArg, SendArgs, Switch, TlsArg};
+use super::units;
+use crate::message::address::AddrTemplate;
+use crate::message::template::{Content, GenSpec, SizeRange};
+use crate::message::users;
+use crate::report::threshold::Threshold;
+use crate::send::plan::{Addresses, Auth, Outputs, SendPlan, TlsMode};
+use crate::send::schedule::{Arrivals, Pacing};
+use crate::smtp::proto::Credentials;
+use crate::smtp::target::parse_targets;
+
+/// Validates the flags of `send`.
+pub fn plan(a: &SendArgs) -> Result<SendPlan, String> {
+    let targets = parse_targets(&a.target, 25)?;
+    let concurrency = units::count(&a.concurrency)? as usize;
+    if concurrency == 0 {
+        return Err("-c/--concurrency must be at least 1".into());
+    }
+    let pacing = match &a.rate {
+        None => {
+            if a.ramp.is_some() {
+                return Err("--ramp needs --rate (the rate to ramp up to)".into());
+            }
+            Pacing::Closed
+        }
+        Some(r) => {
+            let rate = units::rate(r)?;
+            let (ramp_from, ramp_over) = match &a.ramp {
+                Some(d) => (Some(units::rate(&a.ramp_from)?), Some(units::duration(d)?)),
+                None => (None, None),
+            };
+            Pacing::Open {
+                rate,
+                arrivals: match a.arrivals {
+                    ArrivalsArg::Constant => Arrivals::Constant,
+                    ArrivalsArg::Poisson => Arrivals::Poisson,
+                },
+                ramp_from,
+                ramp_over,
+            }
+        }
+    };
+    let duration = a.duration.as_deref().map(units::duration).transpose()?;
+    let max_messages = match (&a.messages, duration) {
+        (Some(n), _) => {
+            let n = units::count(n)?;
+            if n == 0 {
+                return Err("-n/--messages must be at least 1".into());
+            }
+            n
+        }
+        (None, Some(_)) => u64::MAX,
+        (None, None) => 1000,
+    };
+    let per_conn = if a.per_conn.trim() == "0" {
+        (0, 0)
+    } else {
+        units::count_range(&a.per_conn).map_err(|e| format!("--per-conn: {e}"))?
+    };
+    let source_ips = match &a.source_ip {
+        None => Vec::new(),
+        Some(list) => list
+            .split(',')
+            .map(|s| {
+                s.trim().parse::<IpAddr>().map_err(|_| {
+                    format!("--source-ip {s:?} is not an IP address; give a comma-separated list of local addresses")
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let rcpts = units::count(&a.rcpts)?;
+    if rcpts == 0 || rcpts > 100_000 {
+        return Err("--rcpts must be between 1 and 100000".into());
+    }
+    let from = match &a.senders {
+        Some(p) => Addresses::List(Arc::new(users::load(p)?)),
+        None => {
+            Addresses::Template(AddrTemplate::parse(&a.from).map_err(|e| format!("--from: {e}"))?)
+        }
+    };
+    let to = match &a.recipients {
+        Some(p) => Addresses::List(Arc::new(users::load(p)?)),
+        None => Addresses::Template(AddrTemplate::parse(&a.to).map_err(|e| format!("--to: {e}"))?),
+    };
+    let (min, max) = units::size_range(&a.size).map_err(|e| format!("--size: {e}"))?;
+    let attach = a
+        .attach
+        .as_deref()
+        .map(units::size)
+        .transpose()?
+        .unwrap_or(0);
+    if max > 512 << 20 || attach > 512 << 20 {
+        return Err("--size and --attach are limited to 512 MiB".into());
+    }
+    let content = match (&a.body, &a.eml) {
+        (Some(p), _) | (None, Some(p)) => {
+            if attach > 0 {
+                return Err("--attach applies to generated messages, not to --body/--eml".into());
+            }
+            Content::from_path(p)?
+        }
+        (None, None) => Content::generate(&GenSpec {
+            size: SizeRange { min, max },
+            attach,
+            from: sample(&from),
+            to: sample(&to),
+        })?,
+    };
+    let tls = match a.tls {
+        TlsArg::None => TlsMode::None,
+        TlsArg::Starttls => TlsMode::Starttls,
+        TlsArg::Implicit => TlsMode::Implicit,
+    };
+    let tls_percent = units::percent(&a.tls_percent).map_err(|e| format!("--tls-percent: {e}"))?;
+    let tls_config = if tls == TlsMode::None {
+        if a.tls_ca.is_some() {
+            return Err("--tls-ca needs --tls starttls or --tls implicit".into());
+        }
+        None
+    } else {
+        Some(crate::smtp::tls::client_config(
+            a.tls_ca.as_deref(),
+            matches!(a.tls_resume, Switch::On),
+        )?)
+    };
+    let auth = match a.auth.as_deref() {
+        None => Auth::None,
+        Some("senders") => {
+            if !matches!(from, Addresses::List(_)) {
+                return Err("--auth senders needs --senders FILE with passwords".into());
+            }
+            Auth::Senders
+        }
+        Some(up) => match up.split_once(':') {
+            Some((u, p)) if !u.is_empty() => Auth::Fixed(Credentials {
+                user: u.to_string(),
+                pass: p.to_string(),
+            }),
+            _ => return Err(format!("--auth {up:?}: write user:password, or 'senders'")),
+        },
+    };
+    let interval = units::duration(&a.interval)?;
+    if interval < Duration::from_millis(100) {
+        return Err("--interval must be at least 100ms".into());
+    }
+    let thresholds = a
+        .threshold
+        .iter()
+        .map(|t| Threshold::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let max_errors = a.max_errors.as_deref().map(units::count).transpose()?;
+    let connect_timeout = units::duration(&a.connect_timeout)?;
+    let command_timeout = units::duration(&a.timeout)?;
+    let grace = units::duration(&a.grace)?;
+    for (name, d) in [
+        ("--connect-timeout", connect_timeout),
+        ("--timeout", command_timeout),
+    ] {
+        if d.is_zero() {
+            return Err(format!("{name} must be above zero"));
+        }
+    }
+    let config_json = serde_json::json!({
+        "target": a.target,
+        "targets": targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+        "protocol": if a.lmtp { "lmtp" } else { "smtp" },
+        "pacing": pacing,
+        "concurrency": concurrency,
+        "messages": if max_messages == u64::MAX { None } else { Some(max_messages) },
+        "duration_s": duration.map(|d| d.as_secs_f64()),
+        "per_conn": [per_conn.0, per_conn.1],
+        "rcpts": rcpts,
+        "from": a.senders.as_ref().map_or(a.from.clone(), |p| format!("list:{}", p.display())),
+        "to": a.recipients.as_ref().map_or(a.to.clone(), |p| format!("list:{}", p.display())),
+        "size": {"min": min, "max": max},
+        "attach": attach,
+        "body": a.body.as_ref().or(a.eml.as_ref()).map(|p| p.display().to_string()),
+        "tls": tls,
+        "tls_percent": tls_percent,
+        "tls_resume": matches!(a.tls_resume, Switch::On),
+        "auth": !matches!(auth, Auth::None),
+        "pipelining": !a.no_pipelining,
+        "chunking": a.chunking,
+        "helo": a.helo,
+        "interval_s": interval.as_secs_f64(),
+        "thresholds": a.threshold,
+    });
+    Ok(SendPlan {
+        targets,
+        lmtp: a.lmtp,
+        pacing,
+        concurrency,
+        max_messages,
+        duration,
+        per_conn,
+        source_ips,
+        connect_timeout,
+        command_timeout,
+        grace,
+        from,
+        to,
+        rcpts: rcpts as u32,
+        content: Arc::new(content),
+        tls,
+        tls_percent,
+        tls_config,
+        auth,
+        pipelining: !a.no_pipelining,
+        chunking: a.chunking,
+        helo: a.helo.clone(),
+        max_errors,
+        outputs: Outputs {
+            interval,
+            json: a.json.clone(),
+            csv: a.csv.clone(),
+            postal_csv: a.postal_csv.clone(),
+            quiet: a.quiet,
+        },
+        thresholds,
+        config_json,
+    })
+}
+
+/// An address for the generated From/To header.
+fn sample(a: &Addresses) -> String {
+    match a {
+        Addresses::Template(t) => t.render(0, 0, &mut fastrand::Rng::with_seed(0)),
+        Addresses::List(l) => l[0].address.clone(),
+    }
+}

@@ -1,0 +1,294 @@
+//! Message content, prepared once: generated messages (mail-builder, cut to size at line
+//! boundaries) or real messages read from files. Per message only a short prefix (trace
+//! header, Message-ID) is formatted; the rest is a shared `Bytes`.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use mail_builder::MessageBuilder;
+use mail_builder::headers::address::Address;
+
+use crate::smtp::proto::data::{dot_stuff, needs_no_stuffing, normalize_crlf};
+
+/// A message body ready for the wire in both forms.
+#[derive(Debug, Clone)]
+pub struct Template {
+    /// CRLF-normalised, for BDAT.
+    pub raw: Bytes,
+    /// Dot-stuffed, for DATA (shares `raw` when nothing needed stuffing).
+    pub stuffed: Bytes,
+    /// Contains octets above 127.
+    pub eight_bit: bool,
+}
+
+impl Template {
+    /// Prepares any message text for sending.
+    pub fn from_message(text: &[u8]) -> Template {
+        let raw = Bytes::from(normalize_crlf(text));
+        let stuffed = if needs_no_stuffing(&raw) {
+            raw.clone()
+        } else {
+            Bytes::from(dot_stuff(&raw))
+        };
+        Template {
+            eight_bit: raw.iter().any(|b| *b >= 0x80),
+            raw,
+            stuffed,
+        }
+    }
+}
+
+/// A message size or an inclusive range of sizes, in octets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SizeRange {
+    /// Smallest size.
+    pub min: usize,
+    /// Largest size.
+    pub max: usize,
+}
+
+/// What the generated messages look like.
+#[derive(Debug, Clone)]
+pub struct GenSpec {
+    /// Total message size (headers included, trace prefix excluded).
+    pub size: SizeRange,
+    /// Size of a base64 attachment to add, 0 for none.
+    pub attach: usize,
+    /// The From header address.
+    pub from: String,
+    /// The To header address.
+    pub to: String,
+}
+
+/// Body line length of generated text: 64 characters and CRLF (short enough that
+/// mail-builder's quoted-printable encoding leaves alphanumeric lines untouched).
+const LINE: usize = 66;
+/// Message-ID placeholder set on the template and cut out again (it is per message).
+const MSGID_PLACEHOLDER: &str = "mailbench-template@mailbench.test";
+
+/// The content of a run.
+#[derive(Debug, Clone)]
+pub enum Content {
+    /// One generated message at the largest size; smaller sizes are prefixes of it.
+    Generated {
+        /// The full-size message.
+        msg: Template,
+        /// Octets before the first body line.
+        header_len: usize,
+        /// The size distribution.
+        size: SizeRange,
+        /// True when the body is MIME multipart (then it is never cut).
+        fixed: bool,
+    },
+    /// Real messages, used round-robin; they carry their own Message-ID.
+    Files(Vec<Template>),
+}
+
+impl Content {
+    /// Generates the message template.
+    pub fn generate(spec: &GenSpec) -> Result<Content, String> {
+        if spec.attach > 0 && spec.size.min != spec.size.max {
+            return Err("--attach needs a fixed --size, not a range".into());
+        }
+        let mut rng = fastrand::Rng::with_seed(0x6d61_696c);
+        // Generate enough text; the message is cut back to size below.
+        let lines = spec.size.max / LINE + 1;
+        let mut text = String::with_capacity(lines * LINE);
+        for _ in 0..lines {
+            for _ in 0..LINE - 2 {
+                text.push(rng.alphanumeric());
+            }
+            text.push_str("\r\n");
+        }
+        let mut builder = MessageBuilder::new()
+            .from(Address::new_address(None::<&str>, spec.from.clone()))
+            .to(Address::new_address(None::<&str>, spec.to.clone()))
+            .subject("mailbench test message")
+            .message_id(MSGID_PLACEHOLDER)
+            .date(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64),
+            )
+            .text_body(text);
+        if spec.attach > 0 {
+            let mut blob = vec![0u8; spec.attach];
+            rng.fill(&mut blob);
+            builder = builder.attachment("application/octet-stream", "mailbench.bin", blob);
+        }
+        let built = builder
+            .write_to_vec()
+            .map_err(|e| format!("cannot build the message template: {e}"))?;
+        let built = strip_header_line(&built, "Message-ID:");
+        let header_len = memchr::memmem::find(&built, b"\r\n\r\n")
+            .map(|p| p + 4)
+            .ok_or("generated message has no header/body separator")?;
+        // Every body line must be exactly LINE long so that sizes can be cut anywhere.
+        if spec.attach == 0
+            && built[header_len..].chunks(LINE).any(|l| !l.ends_with(b"\r\n") && l.len() == LINE) {
+            return Err("generated message body is not in fixed-length lines".into());
+        }
+        let msg = Template::from_message(&built);
+        let fixed = spec.attach > 0;
+        if !fixed && msg.raw.len() < header_len + LINE {
+            return Err("generated message is empty".into());
+        }
+        Ok(Content::Generated {
+            msg,
+            header_len,
+            size: spec.size,
+            fixed,
+        })
+    }
+
+    /// Reads real messages: one file, or every `*.eml` file of a directory.
+    pub fn from_path(path: &Path) -> Result<Content, String> {
+        let files: Vec<PathBuf> = if path.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| format!("cannot read --eml directory {}: {e}", path.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "eml"))
+                .collect();
+            v.sort();
+            v
+        } else {
+            vec![path.to_path_buf()]
+        };
+        if files.is_empty() {
+            return Err(format!(
+                "--eml directory {} holds no *.eml file",
+                path.display()
+            ));
+        }
+        let mut templates = Vec::with_capacity(files.len());
+        for f in files {
+            let text = std::fs::read(&f)
+                .map_err(|e| format!("cannot read message file {}: {e}", f.display()))?;
+            if text.is_empty() {
+                return Err(format!("message file {} is empty", f.display()));
+            }
+            templates.push(Template::from_message(&text));
+        }
+        Ok(Content::Files(templates))
+    }
+
+    /// True when per-message prefixes should add a Message-ID.
+    pub fn wants_message_id(&self) -> bool {
+        matches!(self, Content::Generated { .. })
+    }
+
+    /// The (raw, stuffed, eight_bit) body of message `seq`.
+    pub fn pick(&self, seq: u64, rng: &mut fastrand::Rng) -> (Bytes, Bytes, bool) {
+        match self {
+            Content::Generated {
+                msg,
+                header_len,
+                size,
+                fixed,
+            } => {
+                if *fixed {
+                    return (msg.raw.clone(), msg.stuffed.clone(), msg.eight_bit);
+                }
+                let want = if size.min == size.max {
+                    size.max
+                } else {
+                    rng.usize(size.min..=size.max)
+                };
+                let body_lines = want.saturating_sub(*header_len).div_ceil(LINE).max(1);
+                let cut = (header_len + body_lines * LINE).min(msg.raw.len());
+                // Generated text never starts a line with '.', so raw == stuffed.
+                let b = msg.raw.slice(..cut);
+                (b.clone(), b, false)
+            }
+            Content::Files(list) => {
+                let t = &list[(seq % list.len() as u64) as usize];
+                (t.raw.clone(), t.stuffed.clone(), t.eight_bit)
+            }
+        }
+    }
+}
+
+/// Removes the first header line starting with `name` (case-insensitive) from the header
+/// section.
+fn strip_header_line(msg: &[u8], name: &str) -> Vec<u8> {
+    let mut pos = 0;
+    while pos < msg.len() {
+        let end = memchr::memchr(b'\n', &msg[pos..]).map_or(msg.len(), |p| pos + p + 1);
+        let line = &msg[pos..end];
+        if line == b"\r\n" {
+            break;
+        }
+        if line.len() >= name.len() && line[..name.len()].eq_ignore_ascii_case(name.as_bytes()) {
+            let mut out = msg[..pos].to_vec();
+            out.extend_from_slice(&msg[end..]);
+            return out;
+        }
+        pos = end;
+    }
+    msg.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(min: usize, max: usize, attach: usize) -> GenSpec {
+        GenSpec {
+            size: SizeRange { min, max },
+            attach,
+            from: "a@example.org".into(),
+            to: "b@example.com".into(),
+        }
+    }
+
+    #[test]
+    fn generated_messages_have_the_headers_and_about_the_size() {
+        let c = Content::generate(&spec(25 * 1024, 25 * 1024, 0)).expect("generate");
+        let (raw, stuffed, eight) = c.pick(0, &mut fastrand::Rng::with_seed(1));
+        assert_eq!(raw, stuffed);
+        assert!(!eight);
+        let text = String::from_utf8_lossy(&raw);
+        for h in ["From: ", "To: ", "Subject: ", "Date: ", "MIME-Version: "] {
+            assert!(text.contains(h), "missing {h} in {}", &text[..400]);
+        }
+        assert!(
+            !text.contains("Message-ID"),
+            "template must not carry a Message-ID"
+        );
+        let diff = raw.len().abs_diff(25 * 1024);
+        assert!(diff <= LINE, "size {} vs {}", raw.len(), 25 * 1024);
+        assert!(raw.ends_with(b"\r\n"));
+    }
+
+    #[test]
+    fn size_ranges_cut_at_line_boundaries() {
+        let c = Content::generate(&spec(1000, 10_000, 0)).expect("generate");
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..50 {
+            let (raw, _, _) = c.pick(i, &mut rng);
+            assert!(raw.ends_with(b"\r\n"));
+            assert!(raw.len() <= 10_000 + LINE && raw.len() + LINE >= 1000.min(raw.len() + LINE));
+            seen.insert(raw.len());
+        }
+        assert!(seen.len() > 10, "sizes should vary: {seen:?}");
+    }
+
+    #[test]
+    fn attachments_are_base64_multipart() {
+        let c = Content::generate(&spec(2000, 2000, 97 * 1024)).expect("generate");
+        let (raw, _, _) = c.pick(0, &mut fastrand::Rng::with_seed(1));
+        let text = String::from_utf8_lossy(&raw);
+        assert!(text.contains("multipart/mixed"));
+        assert!(text.contains("Content-Transfer-Encoding: base64"));
+        assert!(raw.len() > 97 * 1024 * 4 / 3);
+        assert!(Content::generate(&spec(1, 2, 10)).is_err());
+    }
+
+    #[test]
+    fn message_files_are_normalised_and_stuffed() {
+        let t = Template::from_message(b"Subject: x\n\n.hidden\nend");
+        assert_eq!(&t.raw[..], b"Subject: x\r\n\r\n.hidden\r\nend\r\n");
+        assert_eq!(&t.stuffed[..], b"Subject: x\r\n\r\n..hidden\r\nend\r\n");
+    }
+}

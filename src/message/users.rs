@@ -1,0 +1,89 @@
+//! User lists in Postal's format: one `address [password [flags]]` per line.
+
+use std::path::Path;
+
+/// One entry of a user list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// The mail address.
+    pub address: String,
+    /// The password, when given.
+    pub password: Option<String>,
+    /// Flags (used by the sink: d defer, r reject, b bounce, g greylist).
+    pub flags: String,
+}
+
+/// Reads a user list. Blank lines and lines starting with '#' are skipped.
+pub fn load(path: &Path) -> Result<Vec<User>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read user list {}: {e}", path.display()))?;
+    let users = parse(&text)
+        .map_err(|(line, why)| format!("user list {} line {line}: {why}", path.display()))?;
+    if users.is_empty() {
+        return Err(format!(
+            "user list {} has no users; write one 'address [password [flags]]' per line",
+            path.display()
+        ));
+    }
+    Ok(users)
+}
+
+/// Parses the text of a user list; errors carry the 1-based line number.
+pub fn parse(text: &str) -> Result<Vec<User>, (usize, String)> {
+    let mut users = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut parts = line.split_whitespace();
+        let address = parts.next().unwrap_or_default();
+        if !valid_address(address) {
+            return Err((
+                i + 1,
+                format!("{address:?} is not a mail address (expected local@domain)"),
+            ));
+        }
+        users.push(User {
+            address: address.to_string(),
+            password: parts.next().map(str::to_string),
+            flags: parts.next().unwrap_or_default().to_string(),
+        });
+    }
+    Ok(users)
+}
+
+/// A light check that catches typos: one '@', something on both sides, no brackets or
+/// spaces (which would break the envelope).
+pub fn valid_address(a: &str) -> bool {
+    match a.split_once('@') {
+        Some((l, d)) => {
+            !l.is_empty()
+                && !d.is_empty()
+                && !d.contains('@')
+                && !a.contains(['<', '>', ' ', '\r', '\n'])
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postal_format_is_read() {
+        let users = parse("# comment\nuser1@example.test secret\n\nuser2@example.test pw dr\nuser3@example.test\n")
+            .expect("valid");
+        assert_eq!(users.len(), 3);
+        assert_eq!(users[0].password.as_deref(), Some("secret"));
+        assert_eq!(users[1].flags, "dr");
+        assert_eq!(users[2].password, None);
+    }
+
+    #[test]
+    fn a_bad_line_is_named() {
+        let err = parse("ok@example.test\nnot-an-address\n").expect_err("bad");
+        assert_eq!(err.0, 2);
+    }
+}

@@ -1,0 +1,111 @@
+//! CSV outputs of the time series: mailbench's own per-interval columns, and Postal's
+//! per-minute format `time,messages,data(K),errors,connections,SSL connections`.
+
+use std::fmt::Write as _;
+
+use crate::stats::IntervalPoint;
+
+/// Per-interval CSV, one row per series point.
+pub fn interval_csv(series: &[IntervalPoint]) -> String {
+    let mut out = String::from(
+        "t_s,sent,accepted,rejected,errors,bytes,connections,tls_connections,msgs_per_sec,p50_ms,p99_ms,lag_p99_ms,cpu_pct\n",
+    );
+    for p in series {
+        let c = &p.counters;
+        let _ = writeln!(
+            out,
+            "{:.3},{},{},{},{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.1}",
+            p.t_s,
+            c.sent,
+            c.accepted,
+            c.rejected,
+            c.errors,
+            c.bytes,
+            c.connections,
+            c.tls_connections,
+            p.msgs_per_sec,
+            p.p50_ms,
+            p.p99_ms,
+            p.lag_p99_ms,
+            p.cpu_pct
+        );
+    }
+    out
+}
+
+/// Postal's per-minute CSV. Postal prints the wall-clock minute (`HH:MM`) and, per minute,
+/// messages sent, KiB of data, errors, connections and TLS connections. Points are grouped
+/// into minutes since `start_unix_s` (UTC).
+pub fn postal_csv(series: &[IntervalPoint], start_unix_s: u64) -> String {
+    let mut out = String::from("time,messages,data(K),errors,connections,SSL connections\n");
+    let mut minute: Option<u64> = None;
+    let mut acc = [0u64; 5];
+    let flush = |out: &mut String, m: u64, acc: &[u64; 5]| {
+        let wall = start_unix_s + m * 60;
+        let _ = writeln!(
+            out,
+            "{:02}:{:02},{},{},{},{},{}",
+            (wall / 3600) % 24,
+            (wall / 60) % 60,
+            acc[0],
+            acc[1] / 1024,
+            acc[2],
+            acc[3],
+            acc[4]
+        );
+    };
+    for p in series {
+        let m = ((p.t_s - p.dt_s / 2.0).max(0.0) / 60.0) as u64;
+        if minute.is_some_and(|cur| cur != m) {
+            flush(&mut out, minute.unwrap_or(0), &acc);
+            acc = [0; 5];
+        }
+        minute = Some(m);
+        let c = &p.counters;
+        acc[0] += c.accepted;
+        acc[1] += c.bytes;
+        acc[2] += c.errors + c.rejected;
+        acc[3] += c.connections;
+        acc[4] += c.tls_connections;
+    }
+    if let Some(m) = minute {
+        flush(&mut out, m, &acc);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(t: f64, accepted: u64) -> IntervalPoint {
+        let mut p = IntervalPoint {
+            t_s: t,
+            dt_s: 1.0,
+            ..Default::default()
+        };
+        p.counters.accepted = accepted;
+        p.counters.bytes = accepted * 2048;
+        p
+    }
+
+    #[test]
+    fn postal_csv_groups_by_minute() {
+        let series: Vec<_> = (1..=90).map(|s| point(s as f64, 10)).collect();
+        let csv = postal_csv(&series, 12 * 3600);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "time,messages,data(K),errors,connections,SSL connections"
+        );
+        assert_eq!(lines[1], "12:00,600,1200,0,0,0");
+        assert_eq!(lines[2], "12:01,300,600,0,0,0");
+    }
+
+    #[test]
+    fn interval_csv_has_a_row_per_point() {
+        let csv = interval_csv(&[point(1.0, 5), point(2.0, 7)]);
+        assert_eq!(csv.lines().count(), 3);
+        assert!(csv.lines().nth(2).expect("row").starts_with("2.000,0,7,"));
+    }
+}

@@ -1,0 +1,67 @@
+//! Progress while a run goes: a live line on a terminal (indicatif), or one plain line per
+//! interval otherwise. It only reads series points; it never touches workers.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::stats::{Counters, IntervalPoint};
+
+/// Where progress goes.
+pub enum Live {
+    /// Nothing (`--quiet`).
+    Off,
+    /// A redrawn status line on a terminal.
+    Bar(ProgressBar),
+    /// One line per interval on stderr.
+    Lines,
+}
+
+impl Live {
+    /// Picks the form for stderr.
+    pub fn new(quiet: bool) -> Live {
+        if quiet {
+            Live::Off
+        } else if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            Live::Bar(bar)
+        } else {
+            Live::Lines
+        }
+    }
+
+    /// Shows one closed interval and the totals so far.
+    pub fn update(&self, p: &IntervalPoint, total: &Counters, extra: &str) {
+        let line = format!(
+            "{:>7.1}s {:>9.1} msg/s  sent {} accepted {} rejected {} errors {}  p50 {:.2} ms p99 {:.2} ms  cpu {:.0}%{extra}",
+            p.t_s,
+            p.msgs_per_sec,
+            total.sent,
+            total.accepted,
+            total.rejected,
+            total.errors,
+            p.p50_ms,
+            p.p99_ms,
+            p.cpu_pct
+        );
+        match self {
+            Live::Off => {}
+            Live::Bar(b) => {
+                b.set_message(line);
+                b.tick();
+            }
+            Live::Lines => eprintln!("{line}"),
+        }
+    }
+
+    /// Removes the live line before the summary is printed.
+    pub fn finish(&self) {
+        if let Live::Bar(b) = self {
+            b.finish_and_clear();
+        }
+    }
+}

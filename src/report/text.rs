@@ -1,0 +1,107 @@
+//! The human summary printed at the end of a run, rendered from the results document only
+//! (so it shows exactly what the file holds).
+
+use std::fmt::Write as _;
+
+use crate::stats::Results;
+use crate::stats::metric::Metric;
+
+fn ms(us: u64) -> String {
+    format!("{:.3}", us as f64 / 1000.0)
+}
+
+fn num(r: &Results, key: &str) -> f64 {
+    r.summary.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0)
+}
+
+/// Renders the summary of any command's results.
+pub fn render(r: &Results, headline: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{headline}");
+    let _ = writeln!(out);
+    let c = &r.counters;
+    let _ = writeln!(
+        out,
+        "  messages   sent {}  accepted {}  rejected {}  errors {}  aborted {}",
+        c.sent, c.accepted, c.rejected, c.errors, c.aborted
+    );
+    let _ = writeln!(
+        out,
+        "  recipients accepted {}  refused {}",
+        c.rcpts_accepted, c.rcpts_refused
+    );
+    let _ = writeln!(
+        out,
+        "  rate       {:.1} msg/s   {:.0} msg/min   {:.2} MB accepted ({:.2} MB/s)",
+        num(r, "msgs_per_sec"),
+        num(r, "mpm"),
+        c.bytes as f64 / 1e6,
+        c.bytes as f64 / 1e6 / r.duration_s.max(1e-9)
+    );
+    let _ = writeln!(
+        out,
+        "  connections {} (TLS {}), failed to connect {}",
+        c.connections, c.tls_connections, c.connect_failures
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "latency ms", "count", "p50", "p90", "p99", "p99.9", "max"
+    );
+    for m in Metric::all() {
+        if let Some(h) = r.latency.get(m.name()) {
+            let _ = writeln!(
+                out,
+                "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                m.name(),
+                h.count,
+                ms(h.p50_us),
+                ms(h.p90_us),
+                ms(h.p99_us),
+                ms(h.p999_us),
+                ms(h.max_us)
+            );
+        }
+    }
+    let _ = writeln!(out);
+    if r.errors.is_empty() {
+        let _ = writeln!(out, "  errors     none");
+    } else {
+        let _ = writeln!(
+            out,
+            "  errors     {:<14} {:<10} {:>5} {:>9}",
+            "class", "phase", "code", "count"
+        );
+        for e in &r.errors {
+            let _ = writeln!(
+                out,
+                "             {:<14} {:<10} {:>5} {:>9}",
+                e.class, e.phase, e.code, e.count
+            );
+        }
+    }
+    let s = &r.self_report;
+    let _ = writeln!(
+        out,
+        "  tool       cpu {:.2} s user + {:.2} s sys ({:.0} % of a core on average, peak {:.0} %), peak RSS {:.1} MiB",
+        s.cpu_user_s,
+        s.cpu_sys_s,
+        s.cpu_avg_pct,
+        s.cpu_peak_pct,
+        s.peak_rss_kib as f64 / 1024.0
+    );
+    for w in &s.warnings {
+        let _ = writeln!(out, "  warning: {w}");
+    }
+    for t in &r.thresholds {
+        let _ = writeln!(
+            out,
+            "  threshold  {:<28} {}  (value {:.3})",
+            t.expr,
+            if t.ok { "ok" } else { "BREACHED" },
+            t.value
+        );
+    }
+    out
+}

@@ -1,0 +1,120 @@
+//! `SendPlan`: the validated description of a `send` run. Built by `cli::send` from flags;
+//! nothing downstream sees a raw flag.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::message::address::AddrTemplate;
+use crate::message::template::Content;
+use crate::message::users::User;
+use crate::report::threshold::Threshold;
+use crate::smtp::proto::Credentials;
+use crate::smtp::target::Target;
+
+use super::schedule::Pacing;
+
+/// Where envelope addresses come from.
+#[derive(Debug, Clone)]
+pub enum Addresses {
+    /// Rendered from a template per message.
+    Template(AddrTemplate),
+    /// Taken from a Postal-format user list, round-robin.
+    List(Arc<Vec<User>>),
+}
+
+/// TLS use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsMode {
+    /// Plain text.
+    None,
+    /// STARTTLS after EHLO.
+    Starttls,
+    /// TLS from the first byte.
+    Implicit,
+}
+
+/// Authentication.
+#[derive(Debug, Clone)]
+pub enum Auth {
+    /// None.
+    None,
+    /// The same credentials on every connection.
+    Fixed(Credentials),
+    /// Each connection logs in as one user of `--senders` (with its password) and sends as it.
+    Senders,
+}
+
+/// Where results go.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// Length of an interval line / series point.
+    pub interval: Duration,
+    /// Results JSON.
+    pub json: Option<PathBuf>,
+    /// Per-interval CSV.
+    pub csv: Option<PathBuf>,
+    /// Postal-style per-minute CSV.
+    pub postal_csv: Option<PathBuf>,
+    /// No live or interval lines.
+    pub quiet: bool,
+}
+
+/// A validated `send` run.
+#[derive(Debug, Clone)]
+pub struct SendPlan {
+    /// Targets, used round-robin per connection.
+    pub targets: Vec<Target>,
+    /// Speak LMTP.
+    pub lmtp: bool,
+    /// Open or closed loop.
+    pub pacing: Pacing,
+    /// Connections (closed loop) or the cap on connections (open loop).
+    pub concurrency: usize,
+    /// Stop after this many messages.
+    pub max_messages: u64,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Messages per connection: inclusive range, 0 = unlimited.
+    pub per_conn: (u64, u64),
+    /// Local addresses to bind, round-robin per connection.
+    pub source_ips: Vec<IpAddr>,
+    /// TCP connect limit.
+    pub connect_timeout: Duration,
+    /// Reply limit.
+    pub command_timeout: Duration,
+    /// Time in-flight transactions get to finish after a stop.
+    pub grace: Duration,
+    /// Reverse-path source.
+    pub from: Addresses,
+    /// Forward-path source.
+    pub to: Addresses,
+    /// Recipients per message.
+    pub rcpts: u32,
+    /// Message content.
+    pub content: Arc<Content>,
+    /// TLS mode.
+    pub tls: TlsMode,
+    /// Share of connections that use TLS, 0–100.
+    pub tls_percent: f64,
+    /// TLS client configuration (when TLS is used).
+    pub tls_config: Option<Arc<rustls::ClientConfig>>,
+    /// Authentication.
+    pub auth: Auth,
+    /// Use PIPELINING when offered.
+    pub pipelining: bool,
+    /// Use BDAT when offered.
+    pub chunking: bool,
+    /// EHLO name.
+    pub helo: String,
+    /// Stop after this many failed transactions.
+    pub max_errors: Option<u64>,
+    /// Outputs.
+    pub outputs: Outputs,
+    /// Thresholds to check at the end.
+    pub thresholds: Vec<Threshold>,
+    /// The configuration as recorded in the results file.
+    pub config_json: serde_json::Value,
+}

@@ -1,0 +1,307 @@
+//! When each message starts: the budget (how many, until when) and the pacing (closed loop,
+//! or an open-loop schedule of intended start times), composed in one value that every
+//! worker claims slots from.
+//!
+//! Open loop: message `n` has an intended start time fixed by the schedule alone (constant
+//! spacing or Poisson arrivals, optionally on a linear rate ramp). Workers that are busy make
+//! messages start late; the lateness is measured and charged to latency, never hidden as a
+//! lower rate (coordinated omission).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How arrivals are spaced in open loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Evenly spaced.
+    Constant,
+    /// Exponential gaps (a Poisson process).
+    Poisson,
+}
+
+/// The pacing of a run.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum Pacing {
+    /// As fast as each connection can go.
+    Closed,
+    /// Intended start times at `rate` per second.
+    Open {
+        /// Messages per second (at the end of the ramp, if any).
+        rate: f64,
+        /// Spacing.
+        arrivals: Arrivals,
+        /// Linear ramp: start at `ramp_from` per second and reach `rate` after `ramp_over`.
+        ramp_from: Option<f64>,
+        /// Length of the ramp.
+        #[serde(with = "humantime_serde_opt")]
+        ramp_over: Option<Duration>,
+    },
+}
+
+mod humantime_serde_opt {
+    use std::time::Duration;
+    pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+}
+
+/// One claimed message: its sequence number and, in open loop, its intended start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// Sequence number within the run, from 0.
+    pub seq: u64,
+    /// When the schedule wants it to start (open loop).
+    pub intended: Option<Instant>,
+}
+
+struct OpenState {
+    next_u: f64,
+    rng: fastrand::Rng,
+}
+
+/// Hands out slots until the budget is used up or the schedule passes the deadline.
+pub struct Schedule {
+    start: Instant,
+    pacing: Pacing,
+    max_messages: u64,
+    deadline: Option<Duration>,
+    claimed: AtomicU64,
+    stopped: AtomicBool,
+    open: Mutex<OpenState>,
+}
+
+impl Schedule {
+    /// A schedule starting at `start`. `max_messages` of `u64::MAX` means "until the
+    /// deadline".
+    pub fn new(
+        start: Instant,
+        pacing: Pacing,
+        max_messages: u64,
+        deadline: Option<Duration>,
+        seed: u64,
+    ) -> Self {
+        Schedule {
+            start,
+            pacing,
+            max_messages,
+            deadline,
+            claimed: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+            open: Mutex::new(OpenState {
+                next_u: 0.0,
+                rng: fastrand::Rng::with_seed(seed),
+            }),
+        }
+    }
+
+    /// The run's time zero.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// Stops handing out slots (shutdown, error limit).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    /// Messages claimed so far.
+    pub fn claimed(&self) -> u64 {
+        self.claimed.load(Ordering::Relaxed)
+    }
+
+    /// The next slot, or `None` when the run is over.
+    pub fn claim(&self) -> Option<Slot> {
+        if self.stopped.load(Ordering::Relaxed) {
+            return None;
+        }
+        match self.pacing {
+            Pacing::Closed => {
+                if let Some(d) = self.deadline
+                    && self.start.elapsed() >= d
+                {
+                    return None;
+                }
+                let seq = self.claimed.fetch_add(1, Ordering::Relaxed);
+                if seq >= self.max_messages {
+                    self.claimed.fetch_sub(1, Ordering::Relaxed);
+                    return None;
+                }
+                Some(Slot {
+                    seq,
+                    intended: None,
+                })
+            }
+            Pacing::Open { arrivals, .. } => {
+                let mut st = self.open.lock().unwrap_or_else(|p| p.into_inner());
+                let seq = self.claimed.load(Ordering::Relaxed);
+                if seq >= self.max_messages {
+                    return None;
+                }
+                // Arrivals are placed in "message count" space (`u`: constant spacing 0, 1,
+                // 2, ... or unit-rate Poisson), then mapped to time through the inverse of
+                // the cumulative rate, so ramps are exact and nothing drifts.
+                let u = match arrivals {
+                    Arrivals::Constant => seq as f64,
+                    Arrivals::Poisson => {
+                        let u = st.next_u;
+                        st.next_u += -(1.0 - st.rng.f64()).ln();
+                        u
+                    }
+                };
+                let at = self.time_of(u);
+                if let Some(d) = self.deadline
+                    && at >= d.as_secs_f64()
+                {
+                    return None;
+                }
+                self.claimed.store(seq + 1, Ordering::Relaxed);
+                Some(Slot {
+                    seq,
+                    intended: Some(self.start + Duration::from_secs_f64(at)),
+                })
+            }
+        }
+    }
+
+    /// Seconds after the start at which the cumulative count of scheduled messages reaches
+    /// `u`: the inverse of ∫rate. With a ramp from r0 to r1 over T the count is
+    /// r0·t + (r1−r0)·t²/(2T) until T, then grows at r1.
+    fn time_of(&self, u: f64) -> f64 {
+        let Pacing::Open {
+            rate,
+            ramp_from,
+            ramp_over,
+            ..
+        } = self.pacing
+        else {
+            return 0.0;
+        };
+        let (Some(r0), Some(t_ramp)) = (ramp_from, ramp_over) else {
+            return u / rate;
+        };
+        let t_ramp = t_ramp.as_secs_f64();
+        let in_ramp = (r0 + rate) / 2.0 * t_ramp;
+        if u >= in_ramp {
+            return t_ramp + (u - in_ramp) / rate;
+        }
+        let a = (rate - r0) / (2.0 * t_ramp);
+        if a.abs() < 1e-12 {
+            return u / r0;
+        }
+        // a·t² + r0·t − u = 0, the positive root.
+        (-r0 + (r0 * r0 + 4.0 * a * u).sqrt()) / (2.0 * a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(rate: f64, arrivals: Arrivals) -> Pacing {
+        Pacing::Open {
+            rate,
+            arrivals,
+            ramp_from: None,
+            ramp_over: None,
+        }
+    }
+
+    fn offsets(s: &Schedule) -> Vec<f64> {
+        std::iter::from_fn(|| s.claim())
+            .map(|slot| {
+                slot.intended
+                    .expect("open loop")
+                    .duration_since(s.start())
+                    .as_secs_f64()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn constant_rate_spaces_evenly_and_stops_at_the_deadline() {
+        let s = Schedule::new(
+            Instant::now(),
+            open(100.0, Arrivals::Constant),
+            u64::MAX,
+            Some(Duration::from_secs(10)),
+            1,
+        );
+        let t = offsets(&s);
+        assert_eq!(t.len(), 1000, "100/s for 10 s");
+        assert!((t[1] - t[0] - 0.01).abs() < 1e-9);
+    }
+
+    #[test]
+    fn message_count_stops_first_when_smaller() {
+        let s = Schedule::new(
+            Instant::now(),
+            open(100.0, Arrivals::Constant),
+            50,
+            Some(Duration::from_secs(10)),
+            1,
+        );
+        assert_eq!(offsets(&s).len(), 50);
+    }
+
+    #[test]
+    fn poisson_has_the_right_mean_and_varies() {
+        let s = Schedule::new(
+            Instant::now(),
+            open(1000.0, Arrivals::Poisson),
+            u64::MAX,
+            Some(Duration::from_secs(100)),
+            42,
+        );
+        let n = offsets(&s).len() as f64;
+        assert!(
+            (n - 100_000.0).abs() < 2_000.0,
+            "got {n} arrivals, expected ~100000"
+        );
+    }
+
+    #[test]
+    fn a_ramp_sends_the_area_under_the_rate() {
+        // 0 -> 100/s over 10 s, then 100/s for 10 s: 500 + 1000 messages.
+        let s = Schedule::new(
+            Instant::now(),
+            Pacing::Open {
+                rate: 100.0,
+                arrivals: Arrivals::Constant,
+                ramp_from: Some(0.0),
+                ramp_over: Some(Duration::from_secs(10)),
+            },
+            u64::MAX,
+            Some(Duration::from_secs(20)),
+            1,
+        );
+        let n = offsets(&s).len() as f64;
+        assert!((n - 1500.0).abs() < 30.0, "got {n}");
+    }
+
+    #[test]
+    fn closed_loop_hands_out_exactly_n_even_when_raced() {
+        let s = std::sync::Arc::new(Schedule::new(
+            Instant::now(),
+            Pacing::Closed,
+            10_000,
+            None,
+            1,
+        ));
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let s = s.clone();
+                std::thread::spawn(move || std::iter::from_fn(|| s.claim()).count())
+            })
+            .collect();
+        let total: usize = handles.into_iter().map(|h| h.join().expect("thread")).sum();
+        assert_eq!(total, 10_000);
+        s.stop();
+        assert_eq!(s.claim(), None);
+    }
+}

@@ -1,0 +1,247 @@
+//! One worker: claims slots from the schedule, keeps a connection, sends, records.
+//! Cancellation is checked only between transactions (never mid-DATA).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::plan::{Addresses, Auth, SendPlan, TlsMode};
+use super::schedule::Schedule;
+use super::workload::Workload;
+use crate::smtp::conn::{ClientConn, ConnError, ConnectOptions};
+use crate::smtp::proto::{ClientConfig, Credentials, Phase, TxnOutcome};
+use crate::stats::{Metric, Recorder, Shards};
+
+/// Everything workers share.
+pub struct Engine {
+    /// The plan.
+    pub plan: Arc<SendPlan>,
+    /// Slots.
+    pub schedule: Schedule,
+    /// Where results go.
+    pub shards: Shards,
+    /// What to send.
+    pub workload: Workload,
+    /// Transactions started and not yet recorded (what shutdown may cut off).
+    pub in_flight: AtomicU64,
+    /// Failed transactions so far (for `--max-errors`).
+    pub failures: AtomicU64,
+    /// Connections opened so far (round-robin over targets and source IPs).
+    pub conns_opened: AtomicU64,
+    /// Set on Ctrl-C, SIGTERM or the error limit.
+    pub stop: CancellationToken,
+}
+
+/// A sends-late threshold: starts later than this count as late.
+const LATE: Duration = Duration::from_millis(1);
+
+struct Live {
+    conn: ClientConn,
+    left: u64,
+    sender: Option<String>,
+}
+
+/// Runs one worker until the schedule is exhausted or the run stops.
+pub async fn run(id: usize, eng: Arc<Engine>) {
+    let mut rng =
+        fastrand::Rng::with_seed(0x5eed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut live: Option<Live> = None;
+    loop {
+        let Some(slot) = eng.schedule.claim() else {
+            break;
+        };
+        if let Some(at) = slot.intended {
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = eng.stop.cancelled() => break,
+            }
+        }
+        if eng.stop.is_cancelled() {
+            break;
+        }
+        let begun = Instant::now();
+        let t0 = slot.intended.unwrap_or(begun);
+        eng.in_flight.fetch_add(1, Ordering::Relaxed);
+
+        // Set when this message opened a connection: (opened, with TLS).
+        let mut opened = (0u64, 0u64);
+        if live
+            .as_ref()
+            .is_none_or(|l| l.left == 0 || !l.conn.is_usable())
+        {
+            if let Some(old) = live.take() {
+                close(old, &eng, id).await;
+            }
+            match open(&eng, &mut rng).await {
+                Ok(l) => live = Some(l),
+                Err(e) => {
+                    {
+                        let mut rec = eng.shards.get(id);
+                        rec.counters.sent += 1;
+                        rec.counters.errors += 1;
+                        rec.counters.connect_failures += 1;
+                        rec.error(e.class(), e.phase(), e.code());
+                        record_start(&mut rec, slot.intended, begun);
+                        rec.record(Metric::Total, Instant::now() - t0);
+                    }
+                    eng.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    count_failure(&eng);
+                    // Do not spin on a dead target; open loop shows this as lag.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            }
+            opened = (
+                1,
+                u64::from(live.as_ref().is_some_and(|l| l.conn.tls_active())),
+            );
+        }
+        let Some(l) = live.as_mut() else { continue };
+        let txn = eng
+            .workload
+            .transaction(slot.seq, l.sender.as_deref(), &mut rng);
+        let size = txn.size() as u64;
+        let bytes_before = l.conn.bytes_out;
+        let result = l.conn.send(txn).await;
+        let done = Instant::now();
+        l.left = l.left.saturating_sub(1);
+
+        let failed = {
+            let mut rec = eng.shards.get(id);
+            rec.counters.connections += opened.0;
+            rec.counters.tls_connections += opened.1;
+            for (phase, d) in l.conn.timings.drain(..) {
+                rec.record(Metric::Phase(phase), d);
+            }
+            record_start(&mut rec, slot.intended, begun);
+            rec.record(Metric::Total, done - t0);
+            rec.counters.sent += 1;
+            rec.counters.bytes_out += l.conn.bytes_out - bytes_before;
+            match result {
+                Ok(outcome) => record_outcome(&mut rec, &outcome, size),
+                Err(e) => {
+                    rec.counters.errors += 1;
+                    rec.error(e.class(), e.phase(), e.code());
+                    live = None;
+                    true
+                }
+            }
+        };
+        eng.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if failed {
+            count_failure(&eng);
+        }
+    }
+    if let Some(old) = live.take() {
+        close(old, &eng, id).await;
+    }
+}
+
+fn record_start(rec: &mut Recorder, intended: Option<Instant>, begun: Instant) {
+    if let Some(at) = intended {
+        let lag = begun.saturating_duration_since(at);
+        rec.record(Metric::Lag, lag);
+        if lag > LATE {
+            rec.counters.late_starts += 1;
+        }
+    }
+}
+
+/// Counts the outcome; true when the transaction failed.
+fn record_outcome(rec: &mut Recorder, o: &TxnOutcome, size: u64) -> bool {
+    rec.counters.rcpts_accepted += u64::from(o.rcpts_accepted);
+    rec.counters.rcpts_refused += u64::from(o.rcpts_refused);
+    rec.counters.rcpts_delivered += u64::from(o.rcpts_delivered);
+    for (phase, code) in &o.rcpt_failures {
+        rec.error(crate::error::ErrorClass::of_code(*code), *phase, *code);
+    }
+    if o.accepted {
+        rec.counters.accepted += 1;
+        rec.counters.bytes += size;
+        false
+    } else {
+        rec.counters.rejected += 1;
+        if let Some((phase, code)) = o.failure
+            && phase != Phase::Rcpt
+        {
+            // RCPT refusals are already in the table, one per recipient.
+            rec.error(crate::error::ErrorClass::of_code(code), phase, code);
+        }
+        true
+    }
+}
+
+fn count_failure(eng: &Engine) {
+    let n = eng.failures.fetch_add(1, Ordering::Relaxed) + 1;
+    if let Some(max) = eng.plan.max_errors
+        && n >= max
+    {
+        eng.schedule.stop();
+        eng.stop.cancel();
+    }
+}
+
+async fn open(eng: &Engine, rng: &mut fastrand::Rng) -> Result<Live, ConnError> {
+    let plan = &eng.plan;
+    let n = eng.conns_opened.fetch_add(1, Ordering::Relaxed);
+    let target = &plan.targets[(n % plan.targets.len() as u64) as usize];
+    let use_tls = plan.tls != TlsMode::None && rng.f64() * 100.0 < plan.tls_percent;
+    let (creds, sender) = match &plan.auth {
+        Auth::None => (None, None),
+        Auth::Fixed(c) => (Some(c.clone()), None),
+        Auth::Senders => match &plan.from {
+            Addresses::List(users) => {
+                let u = &users[(n % users.len() as u64) as usize];
+                (
+                    Some(Credentials {
+                        user: u.address.clone(),
+                        pass: u.password.clone().unwrap_or_default(),
+                    }),
+                    Some(u.address.clone()),
+                )
+            }
+            Addresses::Template(_) => (None, None),
+        },
+    };
+    let opts = ConnectOptions {
+        connect_timeout: plan.connect_timeout,
+        command_timeout: plan.command_timeout,
+        source_ip: if plan.source_ips.is_empty() {
+            None
+        } else {
+            Some(plan.source_ips[(n % plan.source_ips.len() as u64) as usize])
+        },
+        tls: if use_tls {
+            plan.tls_config.clone()
+        } else {
+            None
+        },
+        implicit_tls: plan.tls == TlsMode::Implicit,
+    };
+    let cfg = ClientConfig {
+        lmtp: plan.lmtp,
+        helo_name: plan.helo.clone(),
+        pipelining: plan.pipelining,
+        chunking: plan.chunking,
+        starttls: use_tls && plan.tls == TlsMode::Starttls,
+        auth: creds,
+    };
+    let conn = ClientConn::open(target, &opts, cfg).await?;
+    let (lo, hi) = plan.per_conn;
+    let left = match (lo, hi) {
+        (0, _) => u64::MAX,
+        (lo, hi) if lo == hi => lo,
+        (lo, hi) => rng.u64(lo..=hi),
+    };
+    Ok(Live { conn, left, sender })
+}
+
+async fn close(mut l: Live, eng: &Engine, id: usize) {
+    l.conn.timings.clear();
+    let quit = l.conn.quit_timed().await;
+    if let Some(d) = quit {
+        eng.shards.get(id).record(Metric::Phase(Phase::Quit), d);
+    }
+}

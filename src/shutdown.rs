@@ -1,0 +1,45 @@
+//! Ctrl-C and SIGTERM: the first stops new work and lets in-flight transactions finish
+//! within the grace period; the second aborts them. Either way the results are written.
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+/// The two stages of stopping a run.
+#[derive(Clone, Default)]
+pub struct Shutdown {
+    /// Stop starting new work; drain.
+    pub stop: CancellationToken,
+    /// Stop waiting; abort what is in flight.
+    pub abort: CancellationToken,
+}
+
+impl Shutdown {
+    /// Installs the signal handlers for this run.
+    pub fn install() -> Shutdown {
+        let s = Shutdown::default();
+        let (stop, abort) = (s.stop.clone(), s.abort.clone());
+        tokio::spawn(async move {
+            let Ok(mut term) = signal(SignalKind::terminate()) else {
+                return;
+            };
+            let mut first = true;
+            loop {
+                tokio::select! {
+                    r = tokio::signal::ctrl_c() => if r.is_err() { return },
+                    _ = term.recv() => {}
+                }
+                if first {
+                    eprintln!(
+                        "mailbench: stopping; finishing transactions in flight (signal again to abort)"
+                    );
+                    stop.cancel();
+                    first = false;
+                } else {
+                    abort.cancel();
+                    return;
+                }
+            }
+        });
+        s
+    }
+}

@@ -1,0 +1,457 @@
+//! The only place where the client touches sockets: `ClientConn` drives a sans-IO
+//! [`ClientSession`] over TCP, a unix socket or TLS, applies timeouts, and stamps every reply
+//! with the time it took (from the later of the last write and the previous reply, so
+//! pipelined replies are charged only their own processing time).
+
+use std::io::{self, IoSlice};
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpSocket, TcpStream, UnixStream};
+use tokio::time::timeout;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+use super::proto::{
+    ClientConfig, ClientSession, Decoded, Phase, Reply, ReplyDecoder, SessionError, Step,
+    Transaction, TxnOutcome,
+};
+use super::target::Target;
+use super::tls;
+use crate::error::ErrorClass;
+
+/// How to open connections; shared by all connections of a run.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    /// Limit for the TCP handshake.
+    pub connect_timeout: Duration,
+    /// Limit for each reply (and each write).
+    pub command_timeout: Duration,
+    /// Local address to bind before connecting (spreads connections over source IPs).
+    pub source_ip: Option<IpAddr>,
+    /// TLS client configuration, when this connection uses TLS.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// TLS from the first byte (SMTPS, port 465) instead of STARTTLS.
+    pub implicit_tls: bool,
+}
+
+/// A failure that ends a connection; the transaction in flight (if any) is lost.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    /// The connection could not be opened.
+    #[error("cannot connect to {target}: {source}")]
+    Connect {
+        /// Where to.
+        target: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// A reply (or the connection) did not come in time.
+    #[error("timed out after {after:?} waiting at {phase}")]
+    Timeout {
+        /// Where.
+        phase: Phase,
+        /// The limit that passed.
+        after: Duration,
+    },
+    /// Reading or writing failed, or the peer closed the connection.
+    #[error("connection lost at {phase}: {source}")]
+    Io {
+        /// Where.
+        phase: Phase,
+        /// Why.
+        source: io::Error,
+    },
+    /// The TLS handshake failed.
+    #[error("TLS handshake failed: {0}")]
+    Tls(io::Error),
+    /// The server refused set-up or broke the protocol.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// A malformed reply.
+    #[error("malformed reply at {phase}: {error}")]
+    Reply {
+        /// Where.
+        phase: Phase,
+        /// What.
+        error: super::proto::ReplyError,
+    },
+    /// The session was already closed (e.g. after a 421).
+    #[error("session closed by the server")]
+    Closed,
+}
+
+impl ConnError {
+    /// The statistics class of this failure.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ConnError::Connect { source, .. } if source.kind() == io::ErrorKind::TimedOut => {
+                ErrorClass::Timeout
+            }
+            ConnError::Connect { .. } => ErrorClass::Refused,
+            ConnError::Timeout { .. } => ErrorClass::Timeout,
+            ConnError::Io { .. } | ConnError::Closed => ErrorClass::Disconnect,
+            ConnError::Tls(_) => ErrorClass::Tls,
+            ConnError::Session(SessionError::Rejected { reply, .. }) => {
+                ErrorClass::of_code(reply.code)
+            }
+            ConnError::Session(SessionError::Protocol { .. }) | ConnError::Reply { .. } => {
+                ErrorClass::Protocol
+            }
+        }
+    }
+
+    /// The phase where the failure happened.
+    pub fn phase(&self) -> Phase {
+        match self {
+            ConnError::Connect { .. } => Phase::Connect,
+            ConnError::Timeout { phase, .. }
+            | ConnError::Io { phase, .. }
+            | ConnError::Reply { phase, .. } => *phase,
+            ConnError::Tls(_) => Phase::StartTls,
+            ConnError::Session(SessionError::Rejected { phase, .. })
+            | ConnError::Session(SessionError::Protocol { phase, .. }) => *phase,
+            ConnError::Closed => Phase::Mail,
+        }
+    }
+
+    /// The reply code involved, 0 when none.
+    pub fn code(&self) -> u16 {
+        match self {
+            ConnError::Session(SessionError::Rejected { reply, .. }) => reply.code,
+            _ => 0,
+        }
+    }
+}
+
+/// The byte stream under a session: plain or TLS, TCP or unix.
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+    TlsTcp(Box<TlsStream<TcpStream>>),
+    TlsUnix(Box<TlsStream<UnixStream>>),
+    /// Only during the TLS upgrade.
+    Gone,
+}
+
+macro_rules! delegate {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self.get_mut() {
+            Stream::Tcp($s) => $e,
+            Stream::Unix($s) => $e,
+            Stream::TlsTcp($s) => $e,
+            Stream::TlsUnix($s) => $e,
+            Stream::Gone => Poll::Ready(Err(io::Error::from(io::ErrorKind::NotConnected))),
+        }
+    };
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        delegate!(self, s => Pin::new(s).poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
+        delegate!(self, s => Pin::new(s).poll_write(cx, b))
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        delegate!(self, s => Pin::new(s).poll_write_vectored(cx, bufs))
+    }
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, s => Pin::new(s).poll_flush(cx))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, s => Pin::new(s).poll_shutdown(cx))
+    }
+}
+
+/// One client connection with its session.
+pub struct ClientConn {
+    stream: Stream,
+    rbuf: BytesMut,
+    decoder: ReplyDecoder,
+    session: ClientSession,
+    chunks: Vec<Bytes>,
+    command_timeout: Duration,
+    last_mark: Instant,
+    tls: Option<(Arc<rustls::ClientConfig>, String)>,
+    /// Per-phase latencies of the replies read since the caller last cleared it.
+    pub timings: Vec<(Phase, Duration)>,
+    /// Bytes written on this connection.
+    pub bytes_out: u64,
+}
+
+impl ClientConn {
+    /// Opens a connection and runs the set-up (greeting, EHLO, STARTTLS, AUTH). The time of
+    /// each step is left in `timings`.
+    pub async fn open(
+        target: &Target,
+        opts: &ConnectOptions,
+        cfg: ClientConfig,
+    ) -> Result<ClientConn, ConnError> {
+        let started = Instant::now();
+        let stream = connect(target, opts).await?;
+        let connected = Instant::now();
+        let tls = opts
+            .tls
+            .clone()
+            .map(|c| (c, target.server_name().to_string()));
+        let mut conn = ClientConn {
+            stream,
+            rbuf: BytesMut::with_capacity(4096),
+            decoder: ReplyDecoder::default(),
+            session: ClientSession::new(cfg, opts.implicit_tls && opts.tls.is_some()),
+            chunks: Vec::with_capacity(8),
+            command_timeout: opts.command_timeout,
+            last_mark: connected,
+            tls,
+            timings: Vec::with_capacity(16),
+            bytes_out: 0,
+        };
+        conn.timings.push((Phase::Connect, connected - started));
+        if opts.implicit_tls && conn.tls.is_some() {
+            conn.upgrade_tls().await?;
+        }
+        match conn.drive().await? {
+            None => Ok(conn),
+            Some(_) => Err(ConnError::Session(SessionError::Protocol {
+                phase: Phase::Ehlo,
+                what: "transaction outcome during set-up",
+            })),
+        }
+    }
+
+    /// True while the connection can carry another transaction.
+    pub fn is_usable(&self) -> bool {
+        !self.session.is_closed()
+    }
+
+    /// True when TLS is active on this connection.
+    pub fn tls_active(&self) -> bool {
+        self.session.tls_active()
+    }
+
+    /// Sends one message. A refused transaction is an `Ok` outcome; only a broken
+    /// connection is an error.
+    pub async fn send(&mut self, txn: Transaction) -> Result<TxnOutcome, ConnError> {
+        if self.session.is_closed() {
+            return Err(ConnError::Closed);
+        }
+        self.session.begin(txn);
+        match self.drive().await? {
+            Some(outcome) => Ok(outcome),
+            None => Err(ConnError::Closed),
+        }
+    }
+
+    /// Says QUIT and waits for the reply; returns how long the QUIT took, or `None` when
+    /// the session was already closed or QUIT failed (the messages are done either way).
+    pub async fn quit_timed(mut self) -> Option<Duration> {
+        if self.session.is_closed() {
+            return None;
+        }
+        self.session.quit();
+        self.timings.clear();
+        let ok = self.drive().await.is_ok();
+        let _ = self.stream.shutdown().await;
+        let took = self
+            .timings
+            .iter()
+            .find(|(p, _)| *p == Phase::Quit)
+            .map(|(_, d)| *d);
+        if ok { took } else { None }
+    }
+
+    /// Runs the session until it is ready, a transaction ends, or it closes.
+    async fn drive(&mut self) -> Result<Option<TxnOutcome>, ConnError> {
+        loop {
+            match self.session.step() {
+                Step::Flush => self.flush().await?,
+                Step::Read(phase) => {
+                    let reply = self.read_reply(phase).await?;
+                    let now = Instant::now();
+                    self.timings.push((phase, now - self.last_mark));
+                    self.last_mark = now;
+                    self.session.on_reply(reply)?;
+                }
+                Step::StartTls => {
+                    self.upgrade_tls().await?;
+                    self.session.tls_established();
+                }
+                Step::Ready => return Ok(None),
+                Step::TxnDone(outcome) => return Ok(Some(outcome)),
+                Step::Closed => return Ok(None),
+            }
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), ConnError> {
+        self.session.outbox().take_into(&mut self.chunks);
+        let phase = Phase::Mail;
+        let write = async {
+            let mut first = 0;
+            let mut offset = 0;
+            while first < self.chunks.len() {
+                let mut slices = [IoSlice::new(&[]); 16];
+                let mut n = 0;
+                for (i, chunk) in self.chunks[first..].iter().take(16).enumerate() {
+                    slices[i] = IoSlice::new(if i == 0 { &chunk[offset..] } else { chunk });
+                    n += 1;
+                }
+                let mut written = self.stream.write_vectored(&slices[..n]).await?;
+                if written == 0 {
+                    return Err(io::Error::from(io::ErrorKind::WriteZero));
+                }
+                self.bytes_out += written as u64;
+                while written > 0 {
+                    let left = self.chunks[first].len() - offset;
+                    if written >= left {
+                        written -= left;
+                        first += 1;
+                        offset = 0;
+                    } else {
+                        offset += written;
+                        written = 0;
+                    }
+                }
+            }
+            self.stream.flush().await
+        };
+        let result = timeout(self.command_timeout, write).await;
+        self.chunks.clear();
+        self.last_mark = Instant::now();
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(source)) => Err(ConnError::Io { phase, source }),
+            Err(_) => Err(ConnError::Timeout {
+                phase,
+                after: self.command_timeout,
+            }),
+        }
+    }
+
+    async fn read_reply(&mut self, phase: Phase) -> Result<Reply, ConnError> {
+        loop {
+            if !self.rbuf.is_empty() {
+                match self.decoder.decode(&self.rbuf) {
+                    Ok(Decoded::Done(reply, used)) => {
+                        self.rbuf.advance(used);
+                        return Ok(reply);
+                    }
+                    Ok(Decoded::NeedMore) => self.rbuf.clear(),
+                    Err(error) => return Err(ConnError::Reply { phase, error }),
+                }
+            }
+            self.rbuf.reserve(4096);
+            match timeout(self.command_timeout, self.stream.read_buf(&mut self.rbuf)).await {
+                Ok(Ok(0)) => {
+                    return Err(ConnError::Io {
+                        phase,
+                        source: io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "peer closed the connection",
+                        ),
+                    });
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(source)) => return Err(ConnError::Io { phase, source }),
+                Err(_) => {
+                    return Err(ConnError::Timeout {
+                        phase,
+                        after: self.command_timeout,
+                    });
+                }
+            }
+        }
+    }
+
+    async fn upgrade_tls(&mut self) -> Result<(), ConnError> {
+        let Some((config, name)) = self.tls.clone() else {
+            return Err(ConnError::Session(SessionError::Protocol {
+                phase: Phase::StartTls,
+                what: "STARTTLS without a TLS configuration",
+            }));
+        };
+        let started = Instant::now();
+        let connector = TlsConnector::from(config);
+        let name = tls::server_name(&name);
+        let handshake = async {
+            match std::mem::replace(&mut self.stream, Stream::Gone) {
+                Stream::Tcp(s) => connector
+                    .connect(name, s)
+                    .await
+                    .map(|t| Stream::TlsTcp(Box::new(t))),
+                Stream::Unix(s) => connector
+                    .connect(name, s)
+                    .await
+                    .map(|t| Stream::TlsUnix(Box::new(t))),
+                _ => Err(io::Error::other("TLS is already active")),
+            }
+        };
+        match timeout(self.command_timeout, handshake).await {
+            Ok(Ok(stream)) => self.stream = stream,
+            Ok(Err(e)) => return Err(ConnError::Tls(e)),
+            Err(_) => {
+                return Err(ConnError::Timeout {
+                    phase: Phase::StartTls,
+                    after: self.command_timeout,
+                });
+            }
+        }
+        let now = Instant::now();
+        self.timings.push((Phase::StartTls, now - started));
+        self.last_mark = now;
+        Ok(())
+    }
+}
+
+async fn connect(target: &Target, opts: &ConnectOptions) -> Result<Stream, ConnError> {
+    let fail = |source: io::Error| ConnError::Connect {
+        target: target.to_string(),
+        source,
+    };
+    let attempt = async {
+        match target {
+            Target::Tcp { addr, .. } => {
+                let socket = if addr.is_ipv4() {
+                    TcpSocket::new_v4()?
+                } else {
+                    TcpSocket::new_v6()?
+                };
+                if let Some(ip) = opts.source_ip {
+                    socket.bind(SocketAddr::new(ip, 0))?;
+                }
+                let stream = socket.connect(*addr).await?;
+                // Pipelined commands must leave at once, not wait for Nagle.
+                stream.set_nodelay(true)?;
+                Ok(Stream::Tcp(stream))
+            }
+            Target::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
+        }
+    };
+    match timeout(opts.connect_timeout, attempt).await {
+        Ok(result) => result.map_err(fail),
+        Err(_) => Err(fail(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "connect timed out",
+        ))),
+    }
+}

@@ -1,0 +1,7 @@
+//! The SMTP wire layer shared by every command: the sans-IO protocol core (`proto`), the
+//! socket driver (`conn`), TLS set-up (`tls`) and target addresses (`target`).
+
+pub mod conn;
+pub mod proto;
+pub mod target;
+pub mod tls;

@@ -1,0 +1,160 @@
+//! Sharded recording and the per-interval aggregator.
+//!
+//! Workers record into one of a few `Mutex<Recorder>` shards (one lock per transaction,
+//! practically uncontended); the collector drains the shards once per interval into a time
+//! series point and a cumulative recorder. No channel message per event, no raw samples.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::cpu::CpuTimes;
+use super::hist::ms;
+use super::metric::Metric;
+use super::recorder::{Counters, Recorder};
+
+/// A small fixed set of recorders shared by all workers.
+pub struct Shards {
+    shards: Vec<Mutex<Recorder>>,
+}
+
+impl Shards {
+    /// `n` shards (at least one).
+    pub fn new(n: usize) -> Self {
+        Shards {
+            shards: (0..n.max(1)).map(|_| Mutex::new(Recorder::new())).collect(),
+        }
+    }
+
+    /// The shard for worker `i`.
+    pub fn get(&self, i: usize) -> MutexGuard<'_, Recorder> {
+        let m = &self.shards[i % self.shards.len()];
+        // A worker that panicked while recording leaves plain counters behind: still usable.
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Moves everything recorded so far into `into`.
+    pub fn drain_into(&self, into: &mut Recorder) {
+        for i in 0..self.shards.len() {
+            let mut s = self.get(i);
+            into.merge(&s);
+            s.reset();
+        }
+    }
+}
+
+/// One point of the time series: what happened during one interval.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct IntervalPoint {
+    /// Seconds since the start of the run at the end of this interval.
+    pub t_s: f64,
+    /// Length of this interval in seconds.
+    pub dt_s: f64,
+    /// Counters for this interval only.
+    #[serde(flatten)]
+    pub counters: Counters,
+    /// Accepted messages per second in this interval.
+    pub msgs_per_sec: f64,
+    /// Median whole-transaction latency in this interval (ms).
+    pub p50_ms: f64,
+    /// 99th percentile whole-transaction latency in this interval (ms).
+    pub p99_ms: f64,
+    /// 99th percentile of schedule lag in this interval (ms; open loop).
+    pub lag_p99_ms: f64,
+    /// 99th percentile end-to-end latency (relay runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e2e_p99_ms: Option<f64>,
+    /// CPU used by this process during the interval, in percent of one core.
+    pub cpu_pct: f64,
+    /// Messages delivered to the sink in this interval (relay runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivered: Option<u64>,
+    /// Accepted minus delivered at the end of the interval (relay runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<i64>,
+}
+
+/// Drains shards on every tick into the series and the cumulative recorder.
+pub struct Collector {
+    start: Instant,
+    last_tick: Instant,
+    last_cpu: CpuTimes,
+    interval: Recorder,
+    /// Everything recorded so far.
+    pub total: Recorder,
+    /// One point per tick.
+    pub series: Vec<IntervalPoint>,
+}
+
+impl Collector {
+    /// A collector whose clock starts at `start`.
+    pub fn new(start: Instant) -> Self {
+        Collector {
+            start,
+            last_tick: start,
+            last_cpu: CpuTimes::of_self(),
+            interval: Recorder::new(),
+            total: Recorder::new(),
+            series: Vec::new(),
+        }
+    }
+
+    /// Closes an interval: drains the shards, appends and returns the point.
+    pub fn tick(&mut self, shards: &Shards) -> &IntervalPoint {
+        let now = Instant::now();
+        shards.drain_into(&mut self.interval);
+        let cpu = CpuTimes::of_self();
+        let dt = now.duration_since(self.last_tick).as_secs_f64().max(1e-9);
+        let used = cpu.since(&self.last_cpu).total().as_secs_f64();
+        let iv = &self.interval;
+        let point = IntervalPoint {
+            t_s: now.duration_since(self.start).as_secs_f64(),
+            dt_s: dt,
+            counters: iv.counters.clone(),
+            msgs_per_sec: iv.counters.accepted as f64 / dt,
+            p50_ms: ms(iv.hist(Metric::Total), 0.5),
+            p99_ms: ms(iv.hist(Metric::Total), 0.99),
+            lag_p99_ms: ms(iv.hist(Metric::Lag), 0.99),
+            e2e_p99_ms: None,
+            cpu_pct: used / dt * 100.0,
+            delivered: None,
+            backlog: None,
+        };
+        self.total.merge(&self.interval);
+        self.interval.reset();
+        self.last_tick = now;
+        self.last_cpu = cpu;
+        self.series.push(point);
+        self.series.last().expect("just pushed")
+    }
+
+    /// Seconds since the start.
+    pub fn elapsed_s(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn ticks_split_the_run_and_the_total_keeps_everything() {
+        let shards = Shards::new(4);
+        let mut c = Collector::new(Instant::now());
+        for i in 0..10 {
+            let mut s = shards.get(i);
+            s.counters.accepted += 1;
+            s.record(Metric::Total, Duration::from_millis(5));
+        }
+        assert_eq!(c.tick(&shards).counters.accepted, 10);
+        shards.get(1).counters.accepted += 3;
+        let p = c.tick(&shards);
+        assert_eq!(p.counters.accepted, 3);
+        assert_eq!(c.total.counters.accepted, 13);
+        assert_eq!(c.total.hist(Metric::Total).len(), 10);
+        assert_eq!(c.series.len(), 2);
+    }
+}

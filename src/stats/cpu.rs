@@ -1,0 +1,93 @@
+//! CPU time and memory of this process, so that the tool can say when it is itself the
+//! bottleneck.
+
+use std::time::Duration;
+
+/// User and system CPU time consumed so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuTimes {
+    /// User time.
+    pub user: Duration,
+    /// System time.
+    pub sys: Duration,
+}
+
+impl CpuTimes {
+    /// The CPU time of this process (all threads), from getrusage(2).
+    pub fn of_self() -> CpuTimes {
+        // SAFETY-free: rusage via libc is a plain out-parameter call.
+        let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        #[allow(unsafe_code)]
+        let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) } == 0;
+        if !ok {
+            return CpuTimes::default();
+        }
+        #[allow(unsafe_code)]
+        let ru = unsafe { ru.assume_init() };
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+        };
+        CpuTimes {
+            user: tv(ru.ru_utime),
+            sys: tv(ru.ru_stime),
+        }
+    }
+
+    /// User plus system.
+    pub fn total(&self) -> Duration {
+        self.user + self.sys
+    }
+
+    /// The time spent since `earlier`.
+    pub fn since(&self, earlier: &CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user: self.user.saturating_sub(earlier.user),
+            sys: self.sys.saturating_sub(earlier.sys),
+        }
+    }
+}
+
+/// Peak resident set size of this process in KiB (VmHWM), 0 when unknown.
+pub fn peak_rss_kib() -> u64 {
+    status_field("VmHWM:")
+}
+
+/// Current resident set size of this process in KiB (VmRSS), 0 when unknown.
+pub fn rss_kib() -> u64 {
+    status_field("VmRSS:")
+}
+
+fn status_field(name: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Number of CPUs available to this process.
+pub fn cpu_count() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_cpu_time_grows_with_work() {
+        let before = CpuTimes::of_self();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let after = CpuTimes::of_self();
+        assert!(after.total() > before.total(), "{before:?} -> {after:?}");
+        assert!(peak_rss_kib() > 0);
+    }
+}

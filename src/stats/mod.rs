@@ -1,0 +1,15 @@
+//! The statistics layer shared by every command: metrics and counters (`recorder`), sharded
+//! collection and the time series (`collector`), the results file (`results`), histograms in
+//! JSON (`hist`) and the tool's own CPU and memory (`cpu`).
+
+pub mod collector;
+pub mod cpu;
+pub mod hist;
+pub mod metric;
+pub mod recorder;
+pub mod results;
+
+pub use collector::{Collector, IntervalPoint, Shards};
+pub use metric::Metric;
+pub use recorder::{Counters, Recorder};
+pub use results::Results;

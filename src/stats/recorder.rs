@@ -1,0 +1,208 @@
+//! `Recorder`: the counters and histograms of one shard of workers for one interval.
+//! Recording is a handful of integer operations; merging adds everything exactly.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::metric::Metric;
+use crate::error::ErrorClass;
+use crate::smtp::proto::Phase;
+
+/// Significant figures kept by every latency histogram (0.1 % resolution).
+pub const SIGFIG: u8 = 3;
+/// Largest value recorded (one hour in µs); longer samples are clamped to it.
+pub const MAX_US: u64 = 3_600_000_000;
+
+/// Event counters. Every field is a plain count; all are summed on merge.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Counters {
+    /// Transactions started (messages attempted).
+    pub sent: u64,
+    /// Transactions the server accepted (final positive reply).
+    pub accepted: u64,
+    /// Transactions refused by a negative reply.
+    pub rejected: u64,
+    /// Transactions lost to a connection failure (timeout, disconnect, TLS, protocol).
+    pub errors: u64,
+    /// Transactions cut off by shutdown before their reply.
+    pub aborted: u64,
+    /// Recipients accepted at RCPT.
+    pub rcpts_accepted: u64,
+    /// Recipients refused at RCPT (or, for LMTP, after the body).
+    pub rcpts_refused: u64,
+    /// Recipients the message was accepted for.
+    pub rcpts_delivered: u64,
+    /// Message octets of accepted messages.
+    pub bytes: u64,
+    /// Octets written to the network (commands and bodies).
+    pub bytes_out: u64,
+    /// Connections opened.
+    pub connections: u64,
+    /// Connections that used TLS.
+    pub tls_connections: u64,
+    /// Connection attempts that failed before a session was ready.
+    pub connect_failures: u64,
+    /// Sends that started more than 1 ms after their intended time.
+    pub late_starts: u64,
+}
+
+impl Counters {
+    /// Adds `o` into `self`.
+    pub fn add(&mut self, o: &Counters) {
+        self.sent += o.sent;
+        self.accepted += o.accepted;
+        self.rejected += o.rejected;
+        self.errors += o.errors;
+        self.aborted += o.aborted;
+        self.rcpts_accepted += o.rcpts_accepted;
+        self.rcpts_refused += o.rcpts_refused;
+        self.rcpts_delivered += o.rcpts_delivered;
+        self.bytes += o.bytes;
+        self.bytes_out += o.bytes_out;
+        self.connections += o.connections;
+        self.tls_connections += o.tls_connections;
+        self.connect_failures += o.connect_failures;
+        self.late_starts += o.late_starts;
+    }
+}
+
+/// Key of the error table: what kind, where, and the reply code (0 when none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ErrorKey {
+    /// The class.
+    pub class: ErrorClass,
+    /// The phase it happened in.
+    pub phase: Phase,
+    /// The reply code, 0 when the failure had none.
+    pub code: u16,
+}
+
+/// Counters, error table and one histogram per [`Metric`].
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    hists: Vec<Histogram<u64>>,
+    /// The event counters.
+    pub counters: Counters,
+    /// Failures by class, phase and code.
+    pub errors: BTreeMap<ErrorKey, u64>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::new()
+    }
+}
+
+/// A fresh auto-resizing histogram in microseconds.
+pub fn new_histogram() -> Histogram<u64> {
+    // Auto-resizing keeps memory proportional to the largest value seen.
+    Histogram::new(SIGFIG).expect("3 significant figures is a valid histogram")
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Recorder {
+            hists: (0..Metric::COUNT).map(|_| new_histogram()).collect(),
+            counters: Counters::default(),
+            errors: BTreeMap::new(),
+        }
+    }
+
+    /// Records one latency sample.
+    #[inline]
+    pub fn record(&mut self, metric: Metric, d: Duration) {
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.record_us(metric, us);
+    }
+
+    /// Records one latency sample given in microseconds.
+    #[inline]
+    pub fn record_us(&mut self, metric: Metric, us: u64) {
+        record_clamped(&mut self.hists[metric.index()], us, 1);
+    }
+
+    /// Counts one failure.
+    pub fn error(&mut self, class: ErrorClass, phase: Phase, code: u16) {
+        *self
+            .errors
+            .entry(ErrorKey { class, phase, code })
+            .or_insert(0) += 1;
+    }
+
+    /// The histogram of a metric.
+    pub fn hist(&self, metric: Metric) -> &Histogram<u64> {
+        &self.hists[metric.index()]
+    }
+
+    /// Total failures in the error table.
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    /// Adds everything in `other` into `self`, exactly.
+    pub fn merge(&mut self, other: &Recorder) {
+        for (mine, theirs) in self.hists.iter_mut().zip(&other.hists) {
+            add_hist(mine, theirs);
+        }
+        self.counters.add(&other.counters);
+        for (k, v) in &other.errors {
+            *self.errors.entry(*k).or_insert(0) += v;
+        }
+    }
+
+    /// Empties the recorder, keeping its allocations.
+    pub fn reset(&mut self) {
+        for h in &mut self.hists {
+            h.reset();
+        }
+        self.counters = Counters::default();
+        self.errors.clear();
+    }
+}
+
+/// Records `n` samples of `us`, clamped to [`MAX_US`]. (`saturating_record` would clamp to
+/// the *current* top of an auto-resizing histogram instead of growing it.)
+#[inline]
+pub fn record_clamped(h: &mut Histogram<u64>, us: u64, n: u64) {
+    // Below MAX_US an auto-resizing histogram always has room.
+    let _ = h.record_n(us.min(MAX_US), n);
+}
+
+/// Adds `src` into `dst` bucket by bucket; exact, and cheap at interval rate.
+pub fn add_hist(dst: &mut Histogram<u64>, src: &Histogram<u64>) {
+    for v in src.iter_recorded() {
+        record_clamped(dst, v.value_iterated_to(), v.count_at_value());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_counts_histograms_and_errors_exactly() {
+        let mut a = Recorder::new();
+        let mut b = Recorder::new();
+        a.record(Metric::Total, Duration::from_micros(100));
+        b.record(Metric::Total, Duration::from_micros(300));
+        b.record(Metric::Total, Duration::from_secs(2));
+        a.counters.sent = 1;
+        b.counters.sent = 2;
+        a.error(ErrorClass::Timeout, Phase::Rcpt, 0);
+        b.error(ErrorClass::Timeout, Phase::Rcpt, 0);
+        b.error(ErrorClass::Rejected5xx, Phase::Mail, 550);
+        a.merge(&b);
+        assert_eq!(a.hist(Metric::Total).len(), 3);
+        assert_eq!(a.hist(Metric::Total).min(), 100);
+        assert!(a.hist(Metric::Total).max() >= 2_000_000);
+        assert_eq!(a.counters.sent, 3);
+        assert_eq!(a.error_count(), 3);
+        a.reset();
+        assert_eq!(a.hist(Metric::Total).len(), 0);
+        assert_eq!(a.counters, Counters::default());
+    }
+}

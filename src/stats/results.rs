@@ -1,0 +1,157 @@
+//! The results file: one versioned JSON document per run, shared by every command.
+//! See `docs/results-schema.md`. Histograms carry their buckets, so files can be merged.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::collector::IntervalPoint;
+use super::hist::HistJson;
+use super::metric::Metric;
+use super::recorder::{Counters, Recorder};
+
+/// Bumped on any incompatible change of the results layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The machine the run happened on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Environment {
+    /// Host name.
+    pub hostname: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// CPUs available to the process.
+    pub cpus: usize,
+    /// mailbench version.
+    pub mailbench_version: String,
+}
+
+impl Environment {
+    /// Reads the current machine's description.
+    pub fn current() -> Self {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        Environment {
+            hostname: read("/proc/sys/kernel/hostname"),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            cpus: super::cpu::cpu_count(),
+            mailbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// One row of the error table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorRow {
+    /// Class name (`timeout`, `rejected_5xx`, ...).
+    pub class: String,
+    /// Phase name.
+    pub phase: String,
+    /// Reply code, 0 when none.
+    pub code: u16,
+    /// How many.
+    pub count: u64,
+}
+
+/// What the tool measured about itself.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SelfReport {
+    /// User CPU seconds.
+    pub cpu_user_s: f64,
+    /// System CPU seconds.
+    pub cpu_sys_s: f64,
+    /// Average CPU in percent of one core.
+    pub cpu_avg_pct: f64,
+    /// Highest interval CPU in percent of one core.
+    pub cpu_peak_pct: f64,
+    /// Peak resident memory in KiB.
+    pub peak_rss_kib: u64,
+    /// Warnings that the tool itself may have limited the result.
+    pub warnings: Vec<String>,
+}
+
+/// The outcome of one `--threshold`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ThresholdResult {
+    /// The expression as given.
+    pub expr: String,
+    /// The measured value.
+    pub value: f64,
+    /// True when the threshold held.
+    pub ok: bool,
+}
+
+/// The whole results document.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Which command produced it (`send`, `sink`, `relay`).
+    pub command: String,
+    /// Random id of the run; also in every trace header.
+    pub run_id: String,
+    /// Wall-clock start, RFC 3339.
+    pub started_at: String,
+    /// Length of the run in seconds.
+    pub duration_s: f64,
+    /// The validated configuration.
+    pub config: serde_json::Value,
+    /// Where it ran.
+    pub environment: Environment,
+    /// The headline numbers; command-specific, stable keys.
+    pub summary: serde_json::Value,
+    /// All counters.
+    pub counters: Counters,
+    /// Failures by class, phase and code.
+    pub errors: Vec<ErrorRow>,
+    /// Latency histograms by metric name (only metrics with samples).
+    pub latency: BTreeMap<String, HistJson>,
+    /// The time series.
+    pub series: Vec<IntervalPoint>,
+    /// The tool's view of itself.
+    #[serde(rename = "self")]
+    pub self_report: SelfReport,
+    /// Threshold outcomes.
+    pub thresholds: Vec<ThresholdResult>,
+    /// Command-specific extra sections (loss lists, sweeps, SUT samples...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl Results {
+    /// The latency section and error table of a cumulative recorder.
+    pub fn tables(total: &Recorder) -> (BTreeMap<String, HistJson>, Vec<ErrorRow>) {
+        let latency = Metric::all()
+            .filter(|m| !total.hist(*m).is_empty())
+            .map(|m| (m.name().to_string(), HistJson::from_hist(total.hist(m))))
+            .collect();
+        let errors = total
+            .errors
+            .iter()
+            .map(|(k, v)| ErrorRow {
+                class: k.class.name().to_string(),
+                phase: k.phase.name().to_string(),
+                code: k.code,
+                count: *v,
+            })
+            .collect();
+        (latency, errors)
+    }
+
+    /// Writes the document, pretty-printed.
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| format!("cannot encode results: {e}"))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| format!("cannot write results to {}: {e}", path.display()))
+    }
+}
+
+/// The current time as RFC 3339 (UTC, seconds).
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
