@@ -1,4 +1,6 @@
 //! The clap structures: raw flags as typed, before cross-flag validation (`cli::send`).
+// Doc comments here are also clap help text, where [brackets] mean "optional".
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use std::path::PathBuf;
 

@@ -7,10 +7,11 @@ use std::time::Duration;
 /// `30s`, `5m`, `250ms`, `1h30m`; a bare number means seconds.
 pub fn duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
-        }
+    if let Ok(secs) = t.parse::<f64>()
+        && secs.is_finite()
+        && secs >= 0.0
+    {
+        return Ok(Duration::from_secs_f64(secs));
     }
     humantime::parse_duration(t)
         .map_err(|_| format!("invalid duration {s:?}; use e.g. 30s, 5m, 250ms"))

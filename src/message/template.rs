@@ -125,7 +125,10 @@ impl Content {
             .ok_or("generated message has no header/body separator")?;
         // Every body line must be exactly LINE long so that sizes can be cut anywhere.
         if spec.attach == 0
-            && built[header_len..].chunks(LINE).any(|l| !l.ends_with(b"\r\n") && l.len() == LINE) {
+            && built[header_len..]
+                .chunks(LINE)
+                .any(|l| !l.ends_with(b"\r\n") && l.len() == LINE)
+        {
             return Err("generated message body is not in fixed-length lines".into());
         }
         let msg = Template::from_message(&built);

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::plan::{Addresses, Auth, SendPlan, TlsMode};
+use super::schedule::Pacing;
 use super::schedule::Schedule;
 use super::workload::Workload;
-use crate::smtp::conn::{ClientConn, ConnError, ConnectOptions};
+use crate::smtp::conn::{ClientConn, ConnError, ConnectOptions, Follow};
 use crate::smtp::proto::{ClientConfig, Credentials, Phase, TxnOutcome};
 use crate::stats::{Metric, Recorder, Shards};
 
@@ -43,88 +44,150 @@ struct Live {
     sender: Option<String>,
 }
 
+/// A message whose transaction is on the wire.
+struct InFlight {
+    /// Intended start (open loop) or actual start.
+    t0: Instant,
+    /// Set for open-loop slots: the intended start, for lag.
+    intended: Option<Instant>,
+    begun: Instant,
+    size: u64,
+    /// Connections this message opened: (opened, with TLS).
+    opened: (u64, u64),
+}
+
 /// Runs one worker until the schedule is exhausted or the run stops.
+///
+/// In closed loop, when a transaction's content is written, the next message's envelope
+/// goes out in the same write (RFC 2920 §3.1), and QUIT rides with a connection's last
+/// message: one write and one read per message instead of two.
 pub async fn run(id: usize, eng: Arc<Engine>) {
+    let closed_loop = matches!(eng.plan.pacing, Pacing::Closed);
     let mut rng =
         fastrand::Rng::with_seed(0x5eed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut live: Option<Live> = None;
+    let mut carried: Option<InFlight> = None;
     loop {
-        let Some(slot) = eng.schedule.claim() else {
-            break;
-        };
-        if let Some(at) = slot.intended {
-            tokio::select! {
-                _ = tokio::time::sleep_until(at.into()) => {}
-                _ = eng.stop.cancelled() => break,
-            }
-        }
-        if eng.stop.is_cancelled() {
-            break;
-        }
-        let begun = Instant::now();
-        let t0 = slot.intended.unwrap_or(begun);
-        eng.in_flight.fetch_add(1, Ordering::Relaxed);
-
-        // Set when this message opened a connection: (opened, with TLS).
-        let mut opened = (0u64, 0u64);
-        if live
-            .as_ref()
-            .is_none_or(|l| l.left == 0 || !l.conn.is_usable())
-        {
-            if let Some(old) = live.take() {
-                close(old, &eng, id).await;
-            }
-            match open(&eng, &mut rng).await {
-                Ok(l) => live = Some(l),
-                Err(e) => {
-                    {
-                        let mut rec = eng.shards.get(id);
-                        rec.counters.sent += 1;
-                        rec.counters.errors += 1;
-                        rec.counters.connect_failures += 1;
-                        rec.error(e.class(), e.phase(), e.code());
-                        record_start(&mut rec, slot.intended, begun);
-                        rec.record(Metric::Total, Instant::now() - t0);
+        let cur = match carried.take() {
+            Some(c) => c,
+            None => {
+                let Some(slot) = eng.schedule.claim() else {
+                    break;
+                };
+                if let Some(at) = slot.intended {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(at.into()) => {}
+                        _ = eng.stop.cancelled() => break,
                     }
-                    eng.in_flight.fetch_sub(1, Ordering::Relaxed);
-                    count_failure(&eng);
-                    // Do not spin on a dead target; open loop shows this as lag.
-                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                if eng.stop.is_cancelled() {
+                    break;
+                }
+                let begun = Instant::now();
+                let t0 = slot.intended.unwrap_or(begun);
+                eng.in_flight.fetch_add(1, Ordering::Relaxed);
+                let mut opened = (0, 0);
+                if live
+                    .as_ref()
+                    .is_none_or(|l| l.left == 0 || !l.conn.is_usable())
+                {
+                    if let Some(old) = live.take() {
+                        close(old, &eng, id).await;
+                    }
+                    match open(&eng, &mut rng).await {
+                        Ok(l) => {
+                            opened = (1, u64::from(l.conn.tls_active()));
+                            live = Some(l);
+                        }
+                        Err(e) => {
+                            {
+                                let mut rec = eng.shards.get(id);
+                                rec.counters.sent += 1;
+                                rec.counters.errors += 1;
+                                rec.counters.connect_failures += 1;
+                                rec.error(e.class(), e.phase(), e.code());
+                                record_start(&mut rec, slot.intended, begun);
+                                rec.record(Metric::Total, Instant::now() - t0);
+                            }
+                            eng.in_flight.fetch_sub(1, Ordering::Relaxed);
+                            count_failure(&eng);
+                            // Do not spin on a dead target; open loop shows this as lag.
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    }
+                }
+                let Some(l) = live.as_mut() else { continue };
+                let txn = eng
+                    .workload
+                    .transaction(slot.seq, l.sender.as_deref(), &mut rng);
+                let size = txn.size() as u64;
+                if let Err(e) = l.conn.begin(txn) {
+                    record_lost(&eng, id, &e, slot.intended, begun, t0);
+                    live = None;
                     continue;
                 }
+                InFlight {
+                    t0,
+                    intended: slot.intended,
+                    begun,
+                    size,
+                    opened,
+                }
             }
-            opened = (
-                1,
-                u64::from(live.as_ref().is_some_and(|l| l.conn.tls_active())),
-            );
-        }
-        let Some(l) = live.as_mut() else { continue };
-        let txn = eng
-            .workload
-            .transaction(slot.seq, l.sender.as_deref(), &mut rng);
-        let size = txn.size() as u64;
-        let bytes_before = l.conn.bytes_out;
-        let result = l.conn.send(txn).await;
-        let done = Instant::now();
+        };
+        let Some(l) = live.as_mut() else {
+            eng.in_flight.fetch_sub(1, Ordering::Relaxed);
+            continue;
+        };
         l.left = l.left.saturating_sub(1);
-
+        let may_follow = closed_loop && l.left > 0 && !eng.stop.is_cancelled();
+        let quit_after = l.left == 0;
+        let mut next: Option<InFlight> = None;
+        let bytes_before = l.conn.bytes_out;
+        let result = {
+            let (eng2, rng2, next2, sender) = (&eng, &mut rng, &mut next, l.sender.clone());
+            let mut follow = move || {
+                if may_follow {
+                    let Some(slot) = eng2.schedule.claim() else {
+                        return Follow::Quit;
+                    };
+                    let begun = Instant::now();
+                    eng2.in_flight.fetch_add(1, Ordering::Relaxed);
+                    let txn = eng2.workload.transaction(slot.seq, sender.as_deref(), rng2);
+                    *next2 = Some(InFlight {
+                        t0: begun,
+                        intended: None,
+                        begun,
+                        size: txn.size() as u64,
+                        opened: (0, 0),
+                    });
+                    Follow::Txn(txn)
+                } else if quit_after {
+                    Follow::Quit
+                } else {
+                    Follow::Nothing
+                }
+            };
+            l.conn.complete(&mut follow).await
+        };
+        let done = Instant::now();
         let failed = {
             let mut rec = eng.shards.get(id);
-            rec.counters.connections += opened.0;
-            rec.counters.tls_connections += opened.1;
+            rec.counters.connections += cur.opened.0;
+            rec.counters.tls_connections += cur.opened.1;
             for (phase, d) in l.conn.timings.drain(..) {
                 rec.record(Metric::Phase(phase), d);
             }
-            record_start(&mut rec, slot.intended, begun);
-            rec.record(Metric::Total, done - t0);
+            record_start(&mut rec, cur.intended, cur.begun);
+            rec.record(Metric::Total, done - cur.t0);
             rec.counters.sent += 1;
             rec.counters.bytes_out += l.conn.bytes_out - bytes_before;
-            match result {
-                Ok(outcome) => record_outcome(&mut rec, &outcome, size),
+            match &result {
+                Ok(outcome) => record_outcome(&mut rec, outcome, cur.size),
                 Err(e) => {
                     rec.counters.errors += 1;
                     rec.error(e.class(), e.phase(), e.code());
-                    live = None;
                     true
                 }
             }
@@ -133,10 +196,41 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
         if failed {
             count_failure(&eng);
         }
+        match (result, next) {
+            (Ok(_), next) => carried = next,
+            (Err(e), next) => {
+                // The connection is gone, and with it a follow-on already sent.
+                if let Some(n) = next {
+                    record_lost(&eng, id, &e, None, n.begun, n.t0);
+                }
+                live = None;
+            }
+        }
     }
     if let Some(old) = live.take() {
         close(old, &eng, id).await;
     }
+}
+
+/// Counts a message lost with its connection (after it was claimed and counted in flight).
+fn record_lost(
+    eng: &Engine,
+    id: usize,
+    e: &ConnError,
+    intended: Option<Instant>,
+    begun: Instant,
+    t0: Instant,
+) {
+    {
+        let mut rec = eng.shards.get(id);
+        rec.counters.sent += 1;
+        rec.counters.errors += 1;
+        rec.error(e.class(), e.phase(), e.code());
+        record_start(&mut rec, intended, begun);
+        rec.record(Metric::Total, Instant::now() - t0);
+    }
+    eng.in_flight.fetch_sub(1, Ordering::Relaxed);
+    count_failure(eng);
 }
 
 fn record_start(rec: &mut Recorder, intended: Option<Instant>, begun: Instant) {

@@ -183,6 +183,22 @@ impl AsyncWrite for Stream {
     }
 }
 
+/// What may follow the content of the transaction in flight, in the same write
+/// (RFC 2920 §3.1; see [`Step::OfferFollow`]).
+pub enum Follow {
+    /// The next transaction.
+    Txn(Transaction),
+    /// QUIT: this connection's last message.
+    Quit,
+    /// Nothing (the next message is not due yet).
+    Nothing,
+}
+
+/// A follow provider that never has anything.
+pub fn nothing_follows() -> Follow {
+    Follow::Nothing
+}
+
 /// One client connection with its session.
 pub struct ClientConn {
     stream: Stream,
@@ -230,7 +246,7 @@ impl ClientConn {
         if opts.implicit_tls && conn.tls.is_some() {
             conn.upgrade_tls().await?;
         }
-        match conn.drive().await? {
+        match conn.drive(&mut nothing_follows).await? {
             None => Ok(conn),
             Some(_) => Err(ConnError::Session(SessionError::Protocol {
                 phase: Phase::Ehlo,
@@ -252,11 +268,32 @@ impl ClientConn {
     /// Sends one message. A refused transaction is an `Ok` outcome; only a broken
     /// connection is an error.
     pub async fn send(&mut self, txn: Transaction) -> Result<TxnOutcome, ConnError> {
+        self.begin(txn)?;
+        self.complete(&mut nothing_follows).await
+    }
+
+    /// Starts a transaction without waiting for it.
+    pub fn begin(&mut self, txn: Transaction) -> Result<(), ConnError> {
         if self.session.is_closed() {
             return Err(ConnError::Closed);
         }
         self.session.begin(txn);
-        match self.drive().await? {
+        Ok(())
+    }
+
+    /// True while a transaction is in flight (begun, or a follow-on already sent).
+    pub fn in_transaction(&self) -> bool {
+        self.session.in_transaction()
+    }
+
+    /// Drives the transaction in flight to its outcome. When its content is written,
+    /// `follow` is asked what to send in the same write; a follow-on transaction is then in
+    /// flight when this returns.
+    pub async fn complete(
+        &mut self,
+        follow: &mut (dyn FnMut() -> Follow + Send),
+    ) -> Result<TxnOutcome, ConnError> {
+        match self.drive(follow).await? {
             Some(outcome) => Ok(outcome),
             None => Err(ConnError::Closed),
         }
@@ -270,7 +307,7 @@ impl ClientConn {
         }
         self.session.quit();
         self.timings.clear();
-        let ok = self.drive().await.is_ok();
+        let ok = self.drive(&mut nothing_follows).await.is_ok();
         let _ = self.stream.shutdown().await;
         let took = self
             .timings
@@ -281,9 +318,17 @@ impl ClientConn {
     }
 
     /// Runs the session until it is ready, a transaction ends, or it closes.
-    async fn drive(&mut self) -> Result<Option<TxnOutcome>, ConnError> {
+    async fn drive(
+        &mut self,
+        follow: &mut (dyn FnMut() -> Follow + Send),
+    ) -> Result<Option<TxnOutcome>, ConnError> {
         loop {
             match self.session.step() {
+                Step::OfferFollow => match follow() {
+                    Follow::Txn(txn) => self.session.follow_with(txn),
+                    Follow::Quit => self.session.follow_quit(),
+                    Follow::Nothing => self.session.no_follow(),
+                },
                 Step::Flush => self.flush().await?,
                 Step::Read(phase) => {
                     let reply = self.read_reply(phase).await?;

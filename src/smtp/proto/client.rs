@@ -78,6 +78,11 @@ pub enum Step {
     Flush,
     /// Read one reply and pass it to [`ClientSession::on_reply`]; it belongs to this phase.
     Read(Phase),
+    /// The message content is queued and PIPELINING is on, so RFC 2920 §3.1 lets the next
+    /// transaction (or QUIT) ride in the same write, after the content. Answer with
+    /// [`ClientSession::follow_with`], [`ClientSession::follow_quit`] or
+    /// [`ClientSession::no_follow`].
+    OfferFollow,
     /// The server accepted STARTTLS: do the TLS handshake, then call
     /// [`ClientSession::tls_established`].
     StartTls,
@@ -193,6 +198,13 @@ pub struct ClientSession {
     mail_ok: bool,
     outcome: TxnOutcome,
     finished: Option<TxnOutcome>,
+    offer_follow: bool,
+    follow: Option<Transaction>,
+    content_sent: bool,
+    /// Expected replies at the back of the queue that belong to what follows the current
+    /// transaction (a pipelined follow-on and/or QUIT).
+    tail_expects: usize,
+    follow_expects: usize,
 }
 
 impl ClientSession {
@@ -217,6 +229,11 @@ impl ClientSession {
             mail_ok: false,
             outcome: TxnOutcome::default(),
             finished: None,
+            offer_follow: false,
+            follow: None,
+            content_sent: false,
+            tail_expects: 0,
+            follow_expects: 0,
         }
     }
 
@@ -242,17 +259,20 @@ impl ClientSession {
 
     /// What the driver must do next.
     pub fn step(&mut self) -> Step {
+        if self.offer_follow {
+            return Step::OfferFollow;
+        }
         if !self.out.is_empty() {
             return Step::Flush;
         }
         if self.tls_pending {
             return Step::StartTls;
         }
-        if let Some(e) = self.expect.front() {
-            return Step::Read(e.phase());
-        }
         if let Some(done) = self.finished.take() {
             return Step::TxnDone(done);
+        }
+        if let Some(e) = self.expect.front() {
+            return Step::Read(e.phase());
         }
         match self.state {
             State::Ready => Step::Ready,
@@ -273,28 +293,80 @@ impl ClientSession {
     pub fn begin(&mut self, txn: Transaction) {
         debug_assert_eq!(self.state, State::Ready);
         self.state = State::InTxn;
-        self.outcome = TxnOutcome::default();
-        self.mail_ok = false;
-        self.next_rcpt = 0;
+        self.reset_txn_state();
         if std::mem::take(&mut self.needs_rset) {
             self.out.put(b"RSET\r\n");
             self.expect.push_back(Expect::Rset);
         }
-        self.put_mail(&txn);
-        self.expect.push_back(Expect::Mail);
-        let pipelined = self.pipelined();
-        self.txn = Some(txn);
-        if pipelined {
-            while self.put_next_rcpt() {}
-            self.put_data();
+        if self.pipelined() {
+            self.put_envelope(&txn);
+            self.offer_follow = self.chunking();
+        } else {
+            self.put_mail(&txn);
+            self.expect.push_back(Expect::Mail);
         }
+        self.txn = Some(txn);
     }
 
-    /// Ends the session politely; only valid when `Ready`.
+    /// Answers `OfferFollow`: the next transaction's commands go out right after the
+    /// current content; its replies follow the current final reply.
+    pub fn follow_with(&mut self, txn: Transaction) {
+        self.offer_follow = false;
+        let before = self.expect.len();
+        self.put_envelope(&txn);
+        self.follow_expects = self.expect.len() - before;
+        self.tail_expects += self.follow_expects;
+        self.follow = Some(txn);
+    }
+
+    /// Answers `OfferFollow`: QUIT goes out right after the current content.
+    pub fn follow_quit(&mut self) {
+        self.offer_follow = false;
+        self.out.put(b"QUIT\r\n");
+        self.expect.push_back(Expect::Quit);
+        self.tail_expects += 1;
+    }
+
+    /// Answers `OfferFollow`: nothing follows.
+    pub fn no_follow(&mut self) {
+        self.offer_follow = false;
+    }
+
+    /// True while a transaction (possibly a pipelined follow-on) awaits replies.
+    pub fn in_transaction(&self) -> bool {
+        self.state == State::InTxn
+    }
+
+    /// Ends the session politely; only valid when `Ready` (a QUIT already queued with
+    /// `follow_quit` is not sent twice).
     pub fn quit(&mut self) {
+        if self.expect.contains(&Expect::Quit) {
+            self.state = State::Quitting;
+            return;
+        }
         self.state = State::Quitting;
         self.out.put(b"QUIT\r\n");
         self.expect.push_back(Expect::Quit);
+    }
+
+    fn reset_txn_state(&mut self) {
+        self.outcome = TxnOutcome::default();
+        self.mail_ok = false;
+        self.next_rcpt = 0;
+    }
+
+    /// Queues MAIL, every RCPT and DATA (or BDAT LAST with the content) as one group.
+    fn put_envelope(&mut self, txn: &Transaction) {
+        self.put_mail(txn);
+        self.expect.push_back(Expect::Mail);
+        for rcpt in &txn.rcpts {
+            let buf = self.out.buf();
+            buf.extend_from_slice(b"RCPT TO:<");
+            buf.extend_from_slice(rcpt.as_bytes());
+            buf.extend_from_slice(b">\r\n");
+            self.expect.push_back(Expect::Rcpt);
+        }
+        self.put_data(txn);
     }
 
     /// Feeds the next reply, in order. Set-up failures end the session with an error;
@@ -390,7 +462,10 @@ impl ClientSession {
                 }
                 if !self.pipelined() && !self.put_next_rcpt() {
                     if self.outcome.rcpts_accepted > 0 {
-                        self.put_data();
+                        if let Some(txn) = self.txn.take() {
+                            self.put_data(&txn);
+                            self.txn = Some(txn);
+                        }
                     } else {
                         self.record_failure(Phase::Rcpt, reply.code);
                     }
@@ -398,6 +473,8 @@ impl ClientSession {
             }
             Expect::Data => self.on_data_reply(reply),
             Expect::BodyEnd => {
+                // A BDAT LAST reply also closes the transaction, whatever it says.
+                self.content_sent = true;
                 if reply.is_positive() {
                     if self.mail_ok && self.outcome.rcpts_accepted > 0 {
                         self.outcome.accepted = true;
@@ -418,11 +495,15 @@ impl ClientSession {
             }
             Expect::EmptyBodyEnd => {}
             Expect::Quit => {
+                self.tail_expects = 0;
                 self.state = State::Closed;
                 return Ok(());
             }
         }
-        if self.state == State::InTxn && self.expect.is_empty() && self.out.is_empty() {
+        if self.state == State::InTxn
+            && self.expect.len() == self.tail_expects
+            && self.out.is_empty()
+        {
             self.finish_txn();
         }
         Ok(())
@@ -522,13 +603,12 @@ impl ClientSession {
     }
 
     /// Queues DATA, or BDAT LAST with the whole message when CHUNKING is used.
-    fn put_data(&mut self) {
-        let Some(txn) = &self.txn else { return };
+    fn put_data(&mut self, txn: &Transaction) {
         if self.chunking() {
-            let (prefix, raw, size) = (txn.prefix.clone(), txn.raw.clone(), txn.size());
+            let size = txn.size();
             let _ = write!(self.out.buf(), "BDAT {size} LAST\r\n");
-            self.out.put_shared(prefix);
-            self.out.put_shared(raw);
+            self.out.put_shared(txn.prefix.clone());
+            self.out.put_shared(txn.raw.clone());
             self.expect.push_back(Expect::BodyEnd);
         } else {
             self.out.put(b"DATA\r\n");
@@ -548,6 +628,8 @@ impl ClientSession {
                 self.out.put_shared(stuffed);
             }
             self.out.put(END_OF_DATA);
+            self.content_sent = true;
+            self.offer_follow = self.pipelined() && !self.closing;
             let replies = if self.cfg.lmtp {
                 self.outcome.rcpts_accepted
             } else {
@@ -560,6 +642,7 @@ impl ClientSession {
             // RFC 2920 §3.1: a server may answer 354 although no recipient was accepted; the
             // client then ends the (empty) message with a lone dot and ignores the reply.
             self.out.put(END_OF_DATA);
+            self.content_sent = true;
             self.expect.push_back(Expect::EmptyBodyEnd);
             let code = self
                 .outcome
@@ -579,14 +662,31 @@ impl ClientSession {
                 let code = outcome.rcpt_failures.last().map_or(0, |f| f.1);
                 outcome.failure = Some((Phase::DataDot, code));
             }
-            self.needs_rset = true;
+            // After the final reply to content the transaction is over either way (RFC
+            // 5321 §4.1.1.4); only one that ended before its content needs RSET.
+            self.needs_rset = !self.content_sent;
+        }
+        self.content_sent = false;
+        self.finished = Some(outcome);
+        if let Some(next) = self.follow.take() {
+            // The follow-on's commands are already out; its replies come next.
+            self.reset_txn_state();
+            self.tail_expects -= std::mem::take(&mut self.follow_expects);
+            self.txn = Some(next);
+            self.state = if self.closing {
+                State::Closed
+            } else {
+                State::InTxn
+            };
+            return;
         }
         self.state = if self.closing {
             State::Closed
+        } else if self.expect.contains(&Expect::Quit) {
+            State::Quitting
         } else {
             State::Ready
         };
-        self.finished = Some(outcome);
     }
 }
 

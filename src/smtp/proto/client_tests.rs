@@ -61,6 +61,8 @@ fn pipelined_transaction_is_one_write_then_body() {
     s.on_reply(r(250, "ok")).expect("rcpt");
     assert_eq!(s.step(), Step::Read(Phase::Data));
     s.on_reply(r(354, "go")).expect("data");
+    assert_eq!(s.step(), Step::OfferFollow);
+    s.no_follow();
     assert_eq!(
         written(&mut s),
         "X-T: 1\r\nSubject: x\r\n\r\n..dot\r\n.\r\n"
@@ -167,6 +169,7 @@ fn end_of_data_refusal_is_recorded() {
     s.on_reply(r(250, "ok")).expect("mail");
     s.on_reply(r(250, "ok")).expect("rcpt");
     s.on_reply(r(354, "go")).expect("data");
+    s.no_follow();
     let _ = written(&mut s);
     s.on_reply(r(452, "insufficient storage")).expect("dot");
     let Step::TxnDone(o) = s.step() else {
@@ -218,6 +221,7 @@ fn lmtp_reads_one_reply_per_accepted_recipient() {
     s.on_reply(r(550, "unknown")).expect("rcpt b");
     s.on_reply(r(250, "ok")).expect("rcpt c");
     s.on_reply(r(354, "go")).expect("data");
+    s.no_follow();
     let _ = written(&mut s);
     s.on_reply(r(250, "saved a")).expect("dot a");
     assert_eq!(s.step(), Step::Read(Phase::DataDot), "second LMTP reply");
@@ -239,6 +243,8 @@ fn bdat_sends_the_raw_body_with_the_commands() {
     c.chunking = true;
     let mut s = ready_session(c, "mx\nPIPELINING\nCHUNKING");
     s.begin(txn(&["b@example.com"]));
+    assert_eq!(s.step(), Step::OfferFollow);
+    s.no_follow();
     assert_eq!(
         written(&mut s),
         "MAIL FROM:<a@example.org>\r\nRCPT TO:<b@example.com>\r\nBDAT 28 LAST\r\nX-T: 1\r\nSubject: x\r\n\r\n.dot\r\n"
@@ -314,4 +320,71 @@ fn reply_421_closes_after_the_transaction() {
     };
     assert_eq!(o.failure, Some((Phase::Mail, 421)));
     assert_eq!(s.step(), Step::Closed);
+}
+
+#[test]
+fn next_transaction_rides_with_the_content_and_quit_with_the_last() {
+    let mut s = ready_session(cfg(), "mx\nPIPELINING");
+    s.begin(txn(&["b@example.com"]));
+    let _ = written(&mut s);
+    s.on_reply(r(250, "ok")).expect("mail 1");
+    s.on_reply(r(250, "ok")).expect("rcpt 1");
+    s.on_reply(r(354, "go")).expect("data 1");
+    assert_eq!(s.step(), Step::OfferFollow);
+    let mut second = txn(&["c@example.com"]);
+    second.mail_from = "second@example.org".into();
+    s.follow_with(second);
+    assert_eq!(
+        written(&mut s),
+        "X-T: 1\r\nSubject: x\r\n\r\n..dot\r\n.\r\nMAIL FROM:<second@example.org>\r\nRCPT TO:<c@example.com>\r\nDATA\r\n"
+    );
+    s.on_reply(r(250, "queued 1")).expect("dot 1");
+    let Step::TxnDone(first) = s.step() else {
+        panic!("first transaction must end at its own final reply")
+    };
+    assert!(first.accepted);
+    assert!(s.in_transaction(), "the follow-on is in flight");
+    assert_eq!(s.step(), Step::Read(Phase::Mail));
+    s.on_reply(r(250, "ok")).expect("mail 2");
+    s.on_reply(r(550, "no such user")).expect("rcpt 2");
+    s.on_reply(r(554, "no valid recipients")).expect("data 2");
+    let Step::TxnDone(o) = s.step() else {
+        panic!("no outcome for the follow-on")
+    };
+    assert_eq!(o.failure, Some((Phase::Data, 554)));
+    // The follow-on ended before its content: the next transaction starts with RSET.
+    s.begin(txn(&["d@example.com"]));
+    let w = written(&mut s);
+    assert!(w.starts_with("RSET\r\nMAIL FROM:"), "got {w:?}");
+    s.on_reply(r(250, "ok")).expect("rset");
+    s.on_reply(r(250, "ok")).expect("mail 3");
+    s.on_reply(r(250, "ok")).expect("rcpt 3");
+    s.on_reply(r(354, "go")).expect("data 3");
+    assert_eq!(s.step(), Step::OfferFollow);
+    s.follow_quit();
+    assert!(written(&mut s).ends_with(".\r\nQUIT\r\n"));
+    s.on_reply(r(250, "queued 3")).expect("dot 3");
+    assert!(matches!(
+        s.step(),
+        Step::TxnDone(TxnOutcome { accepted: true, .. })
+    ));
+    assert_eq!(s.step(), Step::Read(Phase::Quit));
+    s.on_reply(r(221, "bye")).expect("quit");
+    assert_eq!(s.step(), Step::Closed);
+}
+
+#[test]
+fn failed_content_needs_no_rset() {
+    let mut s = ready_session(cfg(), "mx\nPIPELINING");
+    s.begin(txn(&["b@example.com"]));
+    let _ = written(&mut s);
+    s.on_reply(r(250, "ok")).expect("mail");
+    s.on_reply(r(250, "ok")).expect("rcpt");
+    s.on_reply(r(354, "go")).expect("data");
+    s.no_follow();
+    let _ = written(&mut s);
+    s.on_reply(r(554, "content rejected")).expect("dot");
+    let _ = s.step();
+    s.begin(txn(&["b@example.com"]));
+    assert!(written(&mut s).starts_with("MAIL FROM:"));
 }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what mailbench's tests and benchmarks need, from Debian packages, without
+# prompts. Idempotent: does nothing when everything is present. Never configures or starts
+# the system's own Postfix (the lab runs private instances).
+set -euo pipefail
+
+need=()
+command -v smtp-sink >/dev/null 2>&1 || [ -x /usr/sbin/smtp-sink ] || need+=(postfix)
+[ -x /usr/sbin/postal ] || need+=(postal)
+command -v swaks >/dev/null 2>&1 || need+=(swaks)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps: need root to install ${need[*]} (try: sudo $0)" >&2
+  exit 1
+fi
+echo "install-deps: installing ${need[*]}" >&2
+# Leave /etc/postfix/main.cf absent and the system instance stopped (see LAB-NOTES).
+echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,65 @@
+//! Bad input gets one clear line and exit code 1, never a panic.
+
+use crate::util::{describe, free_port, run, run_expect};
+
+#[test]
+fn bad_flags_give_one_line_and_exit_1() {
+    let port = free_port().to_string();
+    let target = format!("127.0.0.1:{port}");
+    let cases: &[(&[&str], &str)] = &[
+        (&["send", "127.0.0.1:0"], "invalid port"),
+        (&["send", "::1"], "[::1]"),
+        (&["send", &target, "--rate", "fast"], "invalid rate"),
+        (&["send", &target, "--size", "12q"], "invalid size"),
+        (&["send", &target, "-z", "soon"], "invalid duration"),
+        (&["send", &target, "--to", "nobody"], "--to"),
+        (
+            &["send", &target, "--threshold", "p99(total)"],
+            "--threshold",
+        ),
+        (
+            &["send", &target, "--senders", "/nonexistent/users.txt"],
+            "cannot read user list",
+        ),
+        (&["send", &target, "--auth", "senders"], "--senders"),
+        (
+            &[
+                "send",
+                &target,
+                "--tls",
+                "starttls",
+                "--tls-ca",
+                "/nonexistent.pem",
+            ],
+            "--tls-ca",
+        ),
+        (&["send", &target], "not reachable"),
+    ];
+    for (args, needle) in cases {
+        let out = run_expect(args, 1);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(needle),
+            "expected {needle:?} in stderr\n{}",
+            describe(args, &out)
+        );
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "one line expected\n{}",
+            describe(args, &out)
+        );
+        assert!(!err.contains("panicked"), "{}", describe(args, &out));
+    }
+}
+
+#[test]
+fn help_has_examples() {
+    let out = run(&["send", "--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Examples:") && text.contains("X-Mailbench-Trace"),
+        "{text}"
+    );
+}
