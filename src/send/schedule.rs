@@ -100,19 +100,9 @@ impl Schedule {
         }
     }
 
-    /// The run's time zero.
-    pub fn start(&self) -> Instant {
-        self.start
-    }
-
     /// Stops handing out slots (shutdown, error limit).
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Relaxed);
-    }
-
-    /// Messages claimed so far.
-    pub fn claimed(&self) -> u64 {
-        self.claimed.load(Ordering::Relaxed)
     }
 
     /// The next slot, or `None` when the run is over.
@@ -217,7 +207,7 @@ mod tests {
             .map(|slot| {
                 slot.intended
                     .expect("open loop")
-                    .duration_since(s.start())
+                    .duration_since(s.start)
                     .as_secs_f64()
             })
             .collect()

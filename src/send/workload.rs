@@ -33,11 +33,6 @@ impl Workload {
         }
     }
 
-    /// The run id in trace headers.
-    pub fn run_id(&self) -> u64 {
-        self.run_id
-    }
-
     /// The transaction for message `seq`. `sender` overrides the reverse-path (a connection
     /// authenticated as a list user sends as that user).
     pub fn transaction(

@@ -285,11 +285,6 @@ impl ClientConn {
         Ok(())
     }
 
-    /// True while a transaction is in flight (begun, or a follow-on already sent).
-    pub fn in_transaction(&self) -> bool {
-        self.session.in_transaction()
-    }
-
     /// Drives the transaction in flight to its outcome. When its content is written,
     /// `follow` is asked what to send in the same write; a follow-on transaction is then in
     /// flight when this returns.

@@ -128,11 +128,6 @@ impl Collector {
         self.series.push(point);
         self.series.last().expect("just pushed")
     }
-
-    /// Seconds since the start.
-    pub fn elapsed_s(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
-    }
 }
 
 #[cfg(test)]

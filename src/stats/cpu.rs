@@ -52,11 +52,6 @@ pub fn peak_rss_kib() -> u64 {
     status_field("VmHWM:")
 }
 
-/// Current resident set size of this process in KiB (VmRSS), 0 when unknown.
-pub fn rss_kib() -> u64 {
-    status_field("VmRSS:")
-}
-
 fn status_field(name: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

@@ -237,11 +237,6 @@ impl ClientSession {
         }
     }
 
-    /// The capabilities from the last EHLO/LHLO.
-    pub fn capabilities(&self) -> Capabilities {
-        self.caps
-    }
-
     /// True once the session is over; the connection must be dropped.
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed && self.expect.is_empty() && self.finished.is_none()

@@ -33,16 +33,6 @@ impl Reply {
     pub fn is_positive(&self) -> bool {
         (200..300).contains(&self.code)
     }
-
-    /// 3xx.
-    pub fn is_intermediate(&self) -> bool {
-        (300..400).contains(&self.code)
-    }
-
-    /// 4xx.
-    pub fn is_transient(&self) -> bool {
-        (400..500).contains(&self.code)
-    }
 }
 
 impl fmt::Display for Reply {
