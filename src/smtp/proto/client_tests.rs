@@ -35,6 +35,22 @@ fn written(s: &mut ClientSession) -> String {
     String::from_utf8(s.outbox().take_vec()).expect("utf8")
 }
 
+/// Feeds replies in order; each must be accepted without a session error.
+fn feed(s: &mut ClientSession, replies: &[(u16, &str)]) {
+    for (code, text) in replies {
+        s.on_reply(r(*code, text))
+            .unwrap_or_else(|e| panic!("reply {code} {text} refused: {e}"));
+    }
+}
+
+/// The outcome the session must report next.
+fn done(s: &mut ClientSession) -> TxnOutcome {
+    match s.step() {
+        Step::TxnDone(o) => o,
+        other => panic!("expected a transaction outcome, got {other:?}"),
+    }
+}
+
 fn ready_session(cfg: ClientConfig, ehlo: &str) -> ClientSession {
     let mut s = ClientSession::new(cfg, false);
     assert_eq!(s.step(), Step::Read(Phase::Banner));
@@ -57,8 +73,7 @@ fn pipelined_transaction_is_one_write_then_body() {
     assert_eq!(s.step(), Step::Read(Phase::Mail));
     s.on_reply(r(250, "ok")).expect("mail");
     assert_eq!(s.step(), Step::Read(Phase::Rcpt));
-    s.on_reply(r(250, "ok")).expect("rcpt");
-    s.on_reply(r(250, "ok")).expect("rcpt");
+    feed(&mut s, &[(250, "ok"), (250, "ok")]);
     assert_eq!(s.step(), Step::Read(Phase::Data));
     s.on_reply(r(354, "go")).expect("data");
     assert_eq!(s.step(), Step::OfferFollow);
@@ -100,9 +115,7 @@ fn without_pipelining_commands_go_one_by_one() {
     s.on_reply(r(354, "go")).expect("data");
     let _ = written(&mut s);
     s.on_reply(r(250, "ok")).expect("dot");
-    let Step::TxnDone(o) = s.step() else {
-        panic!("no outcome")
-    };
+    let o = done(&mut s);
     assert!(o.accepted);
     assert_eq!((o.rcpts_accepted, o.rcpts_refused), (1, 1));
     assert_eq!(o.rcpt_failures, vec![(Phase::Rcpt, 550)]);
@@ -113,12 +126,15 @@ fn rfc2920_refused_mail_fails_the_transaction_and_rset_follows() {
     let mut s = ready_session(cfg(), "mx\nPIPELINING");
     s.begin(txn(&["b@example.com"]));
     let _ = written(&mut s);
-    s.on_reply(r(550, "sender refused")).expect("mail");
-    s.on_reply(r(503, "need mail")).expect("rcpt");
-    s.on_reply(r(503, "need rcpt")).expect("data");
-    let Step::TxnDone(o) = s.step() else {
-        panic!("no outcome")
-    };
+    feed(
+        &mut s,
+        &[
+            (550, "sender refused"),
+            (503, "need mail"),
+            (503, "need rcpt"),
+        ],
+    );
+    let o = done(&mut s);
     assert!(!o.accepted);
     assert_eq!(o.failure, Some((Phase::Mail, 550)));
     s.begin(txn(&["b@example.com"]));
@@ -132,14 +148,10 @@ fn rfc2920_354_without_valid_recipient_sends_a_lone_dot() {
     let mut s = ready_session(cfg(), "mx\nPIPELINING");
     s.begin(txn(&["b@example.com"]));
     let _ = written(&mut s);
-    s.on_reply(r(250, "ok")).expect("mail");
-    s.on_reply(r(550, "unknown")).expect("rcpt");
-    s.on_reply(r(354, "go anyway")).expect("data");
+    feed(&mut s, &[(250, "ok"), (550, "unknown"), (354, "go anyway")]);
     assert_eq!(written(&mut s), ".\r\n");
     s.on_reply(r(554, "no valid recipients")).expect("dot");
-    let Step::TxnDone(o) = s.step() else {
-        panic!("no outcome")
-    };
+    let o = done(&mut s);
     assert!(!o.accepted);
     assert_eq!(o.failure, Some((Phase::Rcpt, 550)));
 }
@@ -149,13 +161,16 @@ fn rfc2920_data_refused_after_all_rcpts_refused() {
     let mut s = ready_session(cfg(), "mx\nPIPELINING");
     s.begin(txn(&["b@example.com", "c@example.com"]));
     let _ = written(&mut s);
-    s.on_reply(r(250, "ok")).expect("mail");
-    s.on_reply(r(450, "try later")).expect("rcpt");
-    s.on_reply(r(550, "unknown")).expect("rcpt");
-    s.on_reply(r(554, "no valid recipients")).expect("data");
-    let Step::TxnDone(o) = s.step() else {
-        panic!("no outcome")
-    };
+    feed(
+        &mut s,
+        &[
+            (250, "ok"),
+            (450, "try later"),
+            (550, "unknown"),
+            (554, "no valid recipients"),
+        ],
+    );
+    let o = done(&mut s);
     assert!(!o.accepted);
     assert_eq!(o.failure, Some((Phase::Data, 554)));
     assert_eq!(o.rcpts_refused, 2);
@@ -166,15 +181,11 @@ fn end_of_data_refusal_is_recorded() {
     let mut s = ready_session(cfg(), "mx\nPIPELINING");
     s.begin(txn(&["b@example.com"]));
     let _ = written(&mut s);
-    s.on_reply(r(250, "ok")).expect("mail");
-    s.on_reply(r(250, "ok")).expect("rcpt");
-    s.on_reply(r(354, "go")).expect("data");
+    feed(&mut s, &[(250, "ok"), (250, "ok"), (354, "go")]);
     s.no_follow();
     let _ = written(&mut s);
     s.on_reply(r(452, "insufficient storage")).expect("dot");
-    let Step::TxnDone(o) = s.step() else {
-        panic!("no outcome")
-    };
+    let o = done(&mut s);
     assert_eq!(o.failure, Some((Phase::DataDot, 452)));
 }
 
@@ -216,19 +227,22 @@ fn lmtp_reads_one_reply_per_accepted_recipient() {
     s.on_reply(r(250, "lmtp\nPIPELINING")).expect("lhlo");
     s.begin(txn(&["a@x.test", "b@x.test", "c@x.test"]));
     let _ = written(&mut s);
-    s.on_reply(r(250, "ok")).expect("mail");
-    s.on_reply(r(250, "ok")).expect("rcpt a");
-    s.on_reply(r(550, "unknown")).expect("rcpt b");
-    s.on_reply(r(250, "ok")).expect("rcpt c");
-    s.on_reply(r(354, "go")).expect("data");
+    feed(
+        &mut s,
+        &[
+            (250, "ok"),
+            (250, "ok"),
+            (550, "unknown"),
+            (250, "ok"),
+            (354, "go"),
+        ],
+    );
     s.no_follow();
     let _ = written(&mut s);
     s.on_reply(r(250, "saved a")).expect("dot a");
     assert_eq!(s.step(), Step::Read(Phase::DataDot), "second LMTP reply");
     s.on_reply(r(452, "over quota c")).expect("dot c");
-    let Step::TxnDone(o) = s.step() else {
-        panic!("no outcome")
-    };
+    let o = done(&mut s);
     assert!(o.accepted);
     assert_eq!(o.rcpts_delivered, 1);
     assert_eq!(
@@ -249,8 +263,7 @@ fn bdat_sends_the_raw_body_with_the_commands() {
         written(&mut s),
         "MAIL FROM:<a@example.org>\r\nRCPT TO:<b@example.com>\r\nBDAT 28 LAST\r\nX-T: 1\r\nSubject: x\r\n\r\n.dot\r\n"
     );
-    s.on_reply(r(250, "ok")).expect("mail");
-    s.on_reply(r(250, "ok")).expect("rcpt");
+    feed(&mut s, &[(250, "ok"), (250, "ok")]);
     assert_eq!(s.step(), Step::Read(Phase::DataDot));
     s.on_reply(r(250, "ok")).expect("bdat");
     assert!(matches!(
@@ -312,12 +325,15 @@ fn reply_421_closes_after_the_transaction() {
     let mut s = ready_session(cfg(), "mx\nPIPELINING");
     s.begin(txn(&["b@example.com"]));
     let _ = written(&mut s);
-    s.on_reply(r(421, "shutting down")).expect("mail");
-    s.on_reply(r(421, "shutting down")).expect("rcpt");
-    s.on_reply(r(421, "shutting down")).expect("data");
-    let Step::TxnDone(o) = s.step() else {
-        panic!("no outcome")
-    };
+    feed(
+        &mut s,
+        &[
+            (421, "shutting down"),
+            (421, "shutting down"),
+            (421, "shutting down"),
+        ],
+    );
+    let o = done(&mut s);
     assert_eq!(o.failure, Some((Phase::Mail, 421)));
     assert_eq!(s.step(), Step::Closed);
 }
@@ -327,9 +343,7 @@ fn next_transaction_rides_with_the_content_and_quit_with_the_last() {
     let mut s = ready_session(cfg(), "mx\nPIPELINING");
     s.begin(txn(&["b@example.com"]));
     let _ = written(&mut s);
-    s.on_reply(r(250, "ok")).expect("mail 1");
-    s.on_reply(r(250, "ok")).expect("rcpt 1");
-    s.on_reply(r(354, "go")).expect("data 1");
+    feed(&mut s, &[(250, "ok"), (250, "ok"), (354, "go")]);
     assert_eq!(s.step(), Step::OfferFollow);
     let mut second = txn(&["c@example.com"]);
     second.mail_from = "second@example.org".into();
@@ -339,27 +353,28 @@ fn next_transaction_rides_with_the_content_and_quit_with_the_last() {
         "X-T: 1\r\nSubject: x\r\n\r\n..dot\r\n.\r\nMAIL FROM:<second@example.org>\r\nRCPT TO:<c@example.com>\r\nDATA\r\n"
     );
     s.on_reply(r(250, "queued 1")).expect("dot 1");
-    let Step::TxnDone(first) = s.step() else {
-        panic!("first transaction must end at its own final reply")
-    };
+    let first = done(&mut s);
     assert!(first.accepted);
     assert!(s.in_transaction(), "the follow-on is in flight");
     assert_eq!(s.step(), Step::Read(Phase::Mail));
-    s.on_reply(r(250, "ok")).expect("mail 2");
-    s.on_reply(r(550, "no such user")).expect("rcpt 2");
-    s.on_reply(r(554, "no valid recipients")).expect("data 2");
-    let Step::TxnDone(o) = s.step() else {
-        panic!("no outcome for the follow-on")
-    };
+    feed(
+        &mut s,
+        &[
+            (250, "ok"),
+            (550, "no such user"),
+            (554, "no valid recipients"),
+        ],
+    );
+    let o = done(&mut s);
     assert_eq!(o.failure, Some((Phase::Data, 554)));
     // The follow-on ended before its content: the next transaction starts with RSET.
     s.begin(txn(&["d@example.com"]));
     let w = written(&mut s);
     assert!(w.starts_with("RSET\r\nMAIL FROM:"), "got {w:?}");
-    s.on_reply(r(250, "ok")).expect("rset");
-    s.on_reply(r(250, "ok")).expect("mail 3");
-    s.on_reply(r(250, "ok")).expect("rcpt 3");
-    s.on_reply(r(354, "go")).expect("data 3");
+    feed(
+        &mut s,
+        &[(250, "ok"), (250, "ok"), (250, "ok"), (354, "go")],
+    );
     assert_eq!(s.step(), Step::OfferFollow);
     s.follow_quit();
     assert!(written(&mut s).ends_with(".\r\nQUIT\r\n"));
@@ -378,9 +393,7 @@ fn failed_content_needs_no_rset() {
     let mut s = ready_session(cfg(), "mx\nPIPELINING");
     s.begin(txn(&["b@example.com"]));
     let _ = written(&mut s);
-    s.on_reply(r(250, "ok")).expect("mail");
-    s.on_reply(r(250, "ok")).expect("rcpt");
-    s.on_reply(r(354, "go")).expect("data");
+    feed(&mut s, &[(250, "ok"), (250, "ok"), (354, "go")]);
     s.no_follow();
     let _ = written(&mut s);
     s.on_reply(r(554, "content rejected")).expect("dot");
