@@ -239,11 +239,11 @@ impl ClientConn {
             rbuf: BytesMut::with_capacity(READ_CHUNK),
             decoder: ReplyDecoder::default(),
             session: ClientSession::new(cfg, opts.implicit_tls && opts.tls.is_some()),
-            chunks: Vec::with_capacity(8),
+            chunks: Vec::with_capacity(4),
             command_timeout: opts.command_timeout,
             last_mark: connected,
             tls,
-            timings: Vec::with_capacity(16),
+            timings: Vec::with_capacity(8),
             bytes_out: 0,
         };
         conn.timings.push((Phase::Connect, connected - started));
