@@ -7,6 +7,7 @@ pub mod ehlo;
 pub mod outbox;
 pub mod phase;
 pub mod reply;
+pub mod server;
 
 pub use client::{
     ClientConfig, ClientSession, Credentials, SessionError, Step, Transaction, TxnOutcome,

@@ -1,0 +1,582 @@
+//! The server side of an SMTP/LMTP session as a sans-IO state machine, on smtp-proto's
+//! request, DATA and BDAT receivers.
+//!
+//! [`ServerSession::feed`] takes whatever bytes arrived and appends the replies to an
+//! output queue, batching every reply that a pipelined read produced into one write. What
+//! to answer (accept, refuse, delay, drop the connection) is decided by a [`Handler`] the IO
+//! layer supplies, so fault injection and storage stay outside and this core stays
+//! deterministic and testable without sockets.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use smtp_proto::Request;
+use smtp_proto::request::receiver::{BdatReceiver, DataReceiver, RequestReceiver};
+
+/// Which extensions the server advertises (each can be switched off, as smtp-sink allows).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ServerConfig {
+    /// Name in the greeting and EHLO reply.
+    pub hostname: String,
+    /// Speak LMTP (LHLO; a reply per recipient after the content).
+    pub lmtp: bool,
+    /// Largest message accepted (SIZE); larger ones get 552.
+    pub max_message_size: usize,
+    /// PIPELINING.
+    pub pipelining: bool,
+    /// 8BITMIME.
+    pub eight_bit_mime: bool,
+    /// ENHANCEDSTATUSCODES.
+    pub enhanced_status_codes: bool,
+    /// STARTTLS (the IO layer must have a certificate).
+    pub starttls: bool,
+    /// AUTH PLAIN LOGIN.
+    pub auth: bool,
+    /// CHUNKING (BDAT).
+    pub chunking: bool,
+    /// SMTPUTF8.
+    pub smtputf8: bool,
+    /// DSN.
+    pub dsn: bool,
+}
+
+/// The command a handler is asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    /// A new connection (before the greeting).
+    Connect,
+    /// EHLO, HELO or LHLO.
+    Ehlo,
+    /// AUTH.
+    Auth,
+    /// MAIL FROM.
+    Mail,
+    /// RCPT TO.
+    Rcpt,
+    /// DATA (before 354) or BDAT.
+    Data,
+    /// End of data: the message is complete.
+    DataEnd,
+    /// QUIT.
+    Quit,
+}
+
+/// What to do with a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The normal positive reply.
+    Accept,
+    /// This reply instead (code, enhanced code, text).
+    Reply(u16, &'static str, String),
+    /// Close the connection without a reply.
+    Disconnect,
+    /// Reply 421 and close.
+    Shutdown,
+}
+
+/// A handler's decision: an optional delay before the reply, and the verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Wait this long before replying (the IO layer sleeps; later replies queue behind).
+    pub delay: Duration,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+impl Decision {
+    /// Accept at once.
+    pub const ACCEPT: Decision = Decision {
+        delay: Duration::ZERO,
+        verdict: Verdict::Accept,
+    };
+}
+
+/// The envelope of the transaction in progress.
+#[derive(Debug, Clone, Default)]
+pub struct Envelope {
+    /// HELO/EHLO argument.
+    pub helo: String,
+    /// Reverse-path.
+    pub from: String,
+    /// Accepted forward-paths.
+    pub rcpts: Vec<String>,
+}
+
+/// Decides replies and receives messages; implemented by the IO layer (sink).
+pub trait Handler {
+    /// Decides the reply to a command; `arg` is the address for MAIL/RCPT, the name for
+    /// EHLO, empty otherwise.
+    fn decide(&mut self, cmd: Command, env: &Envelope, arg: &str) -> Decision;
+    /// A complete message (dot-unstuffed, or all BDAT chunks). Returns the decision for
+    /// end of data; for LMTP, one per recipient in order (a single one applies to all).
+    fn message(&mut self, env: &Envelope, data: &[u8], oversize: bool) -> Vec<Decision>;
+}
+
+/// One item of the output queue.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Out {
+    /// Reply bytes to write.
+    Bytes(Vec<u8>),
+    /// Sleep before writing what follows.
+    Delay(Duration),
+    /// Upgrade to TLS now (after the 220 to STARTTLS was written).
+    StartTls,
+    /// Close the connection after writing what precedes.
+    Close,
+}
+
+enum State {
+    Command,
+    Data(DataReceiver),
+    Bdat(BdatReceiver),
+    /// AUTH LOGIN/PLAIN continuation lines; the count of lines still expected.
+    AuthLines(u8),
+    Closed,
+}
+
+/// Counts of what a session saw, read by the IO layer after each feed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionCounts {
+    /// Complete messages received.
+    pub messages: u64,
+    /// Recipients of those messages.
+    pub recipients: u64,
+    /// Octets of those messages.
+    pub bytes: u64,
+    /// Negative replies sent.
+    pub rejected: u64,
+    /// Transactions (MAIL accepted).
+    pub transactions: u64,
+    /// Protocol errors from the client (unknown command, bad syntax, line too long).
+    pub protocol_errors: u64,
+}
+
+/// The server session. One per connection.
+pub struct ServerSession {
+    cfg: ServerConfig,
+    state: State,
+    requests: RequestReceiver,
+    env: Envelope,
+    body: Vec<u8>,
+    oversize: bool,
+    out: Vec<Out>,
+    pending: Vec<u8>,
+    helo_done: bool,
+    tls_active: bool,
+    /// Counters since the session started.
+    pub counts: SessionCounts,
+}
+
+impl ServerSession {
+    /// A new session; the greeting is queued (or the connection refused) per the handler.
+    pub fn new(cfg: ServerConfig, tls_active: bool, h: &mut dyn Handler) -> Self {
+        let mut s = ServerSession {
+            cfg,
+            state: State::Command,
+            requests: RequestReceiver::default(),
+            env: Envelope::default(),
+            body: Vec::new(),
+            oversize: false,
+            out: Vec::new(),
+            pending: Vec::with_capacity(256),
+            helo_done: false,
+            tls_active,
+            counts: SessionCounts::default(),
+        };
+        let d = h.decide(Command::Connect, &s.env, "");
+        let greeting = format!(
+            "{} {}",
+            s.cfg.hostname,
+            if s.cfg.lmtp { "LMTP" } else { "ESMTP mailbench" }
+        );
+        s.respond(d, 220, "", &greeting);
+        s
+    }
+
+    /// True once the session has ended.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed)
+    }
+
+    /// Takes the queued output; the IO layer performs it in order.
+    pub fn take_output(&mut self, into: &mut Vec<Out>) {
+        self.flush_pending();
+        into.append(&mut self.out);
+    }
+
+    /// Feeds received bytes; replies are queued. Bytes after a STARTTLS request or after
+    /// the session closed are discarded (RFC 3207 §4.2: no plaintext may follow).
+    pub fn feed(&mut self, input: &[u8], h: &mut dyn Handler) {
+        let mut iter = input.iter();
+        while iter.len() > 0 {
+            match &mut self.state {
+                State::Closed => return,
+                State::Data(rx) => {
+                    let done = rx.ingest(&mut iter, &mut self.body);
+                    self.bound_body();
+                    if done {
+                        self.state = State::Command;
+                        self.finish_message(h);
+                    }
+                }
+                State::Bdat(rx) => {
+                    let done = rx.ingest(&mut iter, &mut self.body);
+                    let last = rx.is_last;
+                    self.bound_body();
+                    if done {
+                        self.state = State::Command;
+                        if last {
+                            self.finish_message(h);
+                        } else {
+                            self.reply(250, "2.0.0", "chunk received");
+                        }
+                    }
+                }
+                State::AuthLines(left) => {
+                    let rest = iter.as_slice();
+                    let Some(pos) = memchr::memchr(b'\n', rest) else {
+                        return; // the line is incomplete; AUTH lines are short
+                    };
+                    iter = rest[pos + 1..].iter();
+                    *left -= 1;
+                    if *left == 0 {
+                        self.state = State::Command;
+                        let d = h.decide(Command::Auth, &self.env, "");
+                        self.respond(d, 235, "2.7.0", "authentication succeeded");
+                    } else {
+                        self.reply(334, "", "UGFzc3dvcmQ6");
+                    }
+                }
+                State::Command => {
+                    let parsed = self.requests.ingest(&mut iter).map(Request::into_owned);
+                    match parsed {
+                        Ok(req) => {
+                            let starttls = matches!(req, Request::StartTls);
+                            self.on_request(req, h);
+                            if starttls && matches!(self.out.last(), Some(Out::StartTls)) {
+                                return;
+                            }
+                        }
+                        Err(smtp_proto::Error::NeedsMoreData { .. }) => return,
+                        Err(e) => self.on_bad_request(e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Called by the IO layer after the TLS handshake: the session starts over.
+    pub fn tls_established(&mut self) {
+        self.tls_active = true;
+        self.helo_done = false;
+        self.env = Envelope::default();
+        self.requests = RequestReceiver::default();
+    }
+
+    fn bound_body(&mut self) {
+        if self.body.len() > self.cfg.max_message_size {
+            // Keep reading to the end marker, but never hold more than the limit.
+            self.oversize = true;
+            self.body.truncate(self.cfg.max_message_size);
+        }
+    }
+
+    fn on_bad_request(&mut self, e: smtp_proto::Error) {
+        self.counts.protocol_errors += 1;
+        match e {
+            smtp_proto::Error::UnknownCommand => self.reply(500, "5.5.1", "command unrecognized"),
+            smtp_proto::Error::ResponseTooLong => self.reply(500, "5.5.2", "line too long"),
+            smtp_proto::Error::InvalidSenderAddress => {
+                self.reply(501, "5.1.7", "invalid sender address")
+            }
+            smtp_proto::Error::InvalidRecipientAddress => {
+                self.reply(501, "5.1.3", "invalid recipient address")
+            }
+            smtp_proto::Error::SyntaxError { syntax } => {
+                self.reply(501, "5.5.4", &format!("syntax: {syntax}"))
+            }
+            smtp_proto::Error::InvalidParameter { param } => {
+                self.reply(501, "5.5.4", &format!("invalid parameter {param}"))
+            }
+            smtp_proto::Error::UnsupportedParameter { param } => {
+                let p: String = param.chars().take(32).collect();
+                self.reply(555, "5.5.4", &format!("unsupported parameter {p}"))
+            }
+            _ => self.reply(500, "5.5.2", "syntax error"),
+        }
+    }
+
+    fn on_request(&mut self, req: Request<String>, h: &mut dyn Handler) {
+        match req {
+            Request::Ehlo { host } | Request::Helo { host } | Request::Lhlo { host } => {
+                self.env = Envelope {
+                    helo: host.clone(),
+                    ..Envelope::default()
+                };
+                let d = h.decide(Command::Ehlo, &self.env, &host);
+                if d.verdict == Verdict::Accept {
+                    self.helo_done = true;
+                    let text = self.ehlo_text(&host);
+                    self.push_delay(d.delay);
+                    self.multiline(250, &text);
+                } else {
+                    self.respond(d, 250, "", "");
+                }
+            }
+            Request::StartTls => {
+                if !self.cfg.starttls || self.tls_active {
+                    self.reply(502, "5.5.1", "STARTTLS not available");
+                } else {
+                    self.reply(220, "2.0.0", "ready to start TLS");
+                    self.flush_pending();
+                    self.out.push(Out::StartTls);
+                }
+            }
+            Request::Auth {
+                mechanism,
+                initial_response,
+            } => {
+                if !self.cfg.auth {
+                    self.reply(502, "5.5.1", "AUTH not available");
+                } else if mechanism == smtp_proto::AUTH_PLAIN {
+                    if initial_response.is_empty() {
+                        self.state = State::AuthLines(1);
+                        self.reply(334, "", "");
+                    } else if B64.decode(initial_response.as_bytes()).is_err() {
+                        self.reply(501, "5.5.2", "invalid base64");
+                    } else {
+                        let d = h.decide(Command::Auth, &self.env, "");
+                        self.respond(d, 235, "2.7.0", "authentication succeeded");
+                    }
+                } else if mechanism == smtp_proto::AUTH_LOGIN {
+                    self.state = State::AuthLines(2);
+                    self.reply(334, "", "VXNlcm5hbWU6");
+                } else {
+                    self.reply(504, "5.5.4", "mechanism not supported");
+                }
+            }
+            Request::Mail { from } => {
+                if !self.helo_done {
+                    self.reply(503, "5.5.1", "send EHLO first");
+                } else if !self.env.from.is_empty() || !self.env.rcpts.is_empty() {
+                    self.reply(503, "5.5.1", "nested MAIL command");
+                } else if from.size > self.cfg.max_message_size {
+                    self.reply(552, "5.3.4", "message size exceeds fixed limit");
+                } else {
+                    let d = h.decide(Command::Mail, &self.env, &from.address);
+                    if d.verdict == Verdict::Accept {
+                        self.env.from = if from.address.is_empty() {
+                            "<>".into()
+                        } else {
+                            from.address
+                        };
+                        self.counts.transactions += 1;
+                    }
+                    self.respond(d, 250, "2.1.0", "sender ok");
+                }
+            }
+            Request::Rcpt { to } => {
+                if self.env.from.is_empty() {
+                    self.reply(503, "5.5.1", "need MAIL before RCPT");
+                } else {
+                    let d = h.decide(Command::Rcpt, &self.env, &to.address);
+                    if d.verdict == Verdict::Accept {
+                        self.env.rcpts.push(to.address);
+                    }
+                    self.respond(d, 250, "2.1.5", "recipient ok");
+                }
+            }
+            Request::Data => {
+                if self.env.rcpts.is_empty() {
+                    self.reply(554, "5.5.1", "no valid recipients");
+                } else {
+                    let d = h.decide(Command::Data, &self.env, "");
+                    if d.verdict == Verdict::Accept {
+                        self.body.clear();
+                        self.oversize = false;
+                        self.state = State::Data(DataReceiver::new());
+                    }
+                    self.respond(d, 354, "", "end data with <CR><LF>.<CR><LF>");
+                }
+            }
+            Request::Bdat {
+                chunk_size,
+                is_last,
+            } => {
+                if !self.cfg.chunking {
+                    self.reply(502, "5.5.1", "BDAT not available");
+                    // The chunk still arrives; skip it (RFC 3030 §2).
+                    self.state = State::Bdat(BdatReceiver::new(chunk_size, false));
+                    self.body.clear();
+                } else {
+                    if self.body.is_empty() {
+                        self.oversize = false;
+                    }
+                    self.state = State::Bdat(BdatReceiver::new(chunk_size, is_last));
+                }
+            }
+            Request::Rset => {
+                self.env.from.clear();
+                self.env.rcpts.clear();
+                self.body.clear();
+                self.reply(250, "2.0.0", "ok");
+            }
+            Request::Noop { .. } => self.reply(250, "2.0.0", "ok"),
+            Request::Quit => {
+                let d = h.decide(Command::Quit, &self.env, "");
+                self.respond(d, 221, "2.0.0", "bye");
+                self.flush_pending();
+                if !matches!(self.state, State::Closed) {
+                    self.out.push(Out::Close);
+                    self.state = State::Closed;
+                }
+            }
+            Request::Vrfy { .. } => self.reply(252, "2.5.0", "cannot verify"),
+            _ => self.reply(502, "5.5.1", "command not implemented"),
+        }
+    }
+
+    fn finish_message(&mut self, h: &mut dyn Handler) {
+        let in_txn = !self.env.rcpts.is_empty();
+        if !in_txn {
+            // BDAT chunks without a valid transaction (or BDAT not offered).
+            self.reply(503, "5.5.1", "no valid recipients");
+            self.body.clear();
+            return;
+        }
+        let decisions = h.message(&self.env, &self.body, self.oversize);
+        let replies = if self.cfg.lmtp { self.env.rcpts.len() } else { 1 };
+        let mut delivered = 0;
+        for i in 0..replies {
+            let d = decisions
+                .get(i)
+                .or(decisions.last())
+                .cloned()
+                .unwrap_or(Decision::ACCEPT);
+            if self.oversize && d.verdict == Verdict::Accept {
+                self.reply(552, "5.3.4", "message too big");
+                continue;
+            }
+            if d.verdict == Verdict::Accept {
+                delivered += 1;
+            }
+            self.respond(d, 250, "2.0.0", "message accepted");
+        }
+        if delivered > 0 {
+            self.counts.messages += 1;
+            self.counts.recipients += if self.cfg.lmtp {
+                delivered
+            } else {
+                self.env.rcpts.len() as u64
+            };
+            self.counts.bytes += self.body.len() as u64;
+        }
+        self.env.from.clear();
+        self.env.rcpts.clear();
+        self.body.clear();
+    }
+
+    fn ehlo_text(&self, host: &str) -> String {
+        let c = &self.cfg;
+        let mut t = format!("{} greets {}", c.hostname, host.chars().take(64).collect::<String>());
+        let mut add = |on: bool, s: &str| {
+            if on {
+                t.push('\n');
+                t.push_str(s);
+            }
+        };
+        add(c.pipelining, "PIPELINING");
+        add(true, &format!("SIZE {}", c.max_message_size));
+        add(c.eight_bit_mime, "8BITMIME");
+        add(c.enhanced_status_codes, "ENHANCEDSTATUSCODES");
+        add(c.starttls && !self.tls_active, "STARTTLS");
+        add(c.auth, "AUTH PLAIN LOGIN");
+        add(c.chunking, "CHUNKING");
+        add(c.smtputf8, "SMTPUTF8");
+        add(c.dsn, "DSN");
+        t
+    }
+
+    /// Applies a decision: `Accept` gives the default reply.
+    fn respond(&mut self, d: Decision, code: u16, esc: &str, text: &str) {
+        self.push_delay(d.delay);
+        match d.verdict {
+            Verdict::Accept => self.reply(code, esc, text),
+            Verdict::Reply(code, esc, text) => self.reply(code, esc, &text),
+            Verdict::Disconnect => {
+                self.flush_pending();
+                self.out.push(Out::Close);
+                self.state = State::Closed;
+            }
+            Verdict::Shutdown => {
+                self.reply(421, "4.3.2", "service shutting down");
+                self.flush_pending();
+                self.out.push(Out::Close);
+                self.state = State::Closed;
+            }
+        }
+    }
+
+    fn push_delay(&mut self, d: Duration) {
+        if !d.is_zero() {
+            self.flush_pending();
+            self.out.push(Out::Delay(d));
+        }
+    }
+
+    fn reply(&mut self, code: u16, esc: &str, text: &str) {
+        if code >= 400 {
+            self.counts.rejected += 1;
+        }
+        let p = &mut self.pending;
+        let _ = write!(p_str(p), "{code} ");
+        if self.cfg.enhanced_status_codes && !esc.is_empty() {
+            p.extend_from_slice(esc.as_bytes());
+            p.push(b' ');
+        }
+        p.extend_from_slice(text.as_bytes());
+        p.extend_from_slice(b"\r\n");
+    }
+
+    fn multiline(&mut self, code: u16, text: &str) {
+        let lines: Vec<&str> = text.split('\n').collect();
+        for (i, line) in lines.iter().enumerate() {
+            let sep = if i + 1 == lines.len() { ' ' } else { '-' };
+            let _ = write!(p_str(&mut self.pending), "{code}{sep}{line}\r\n");
+        }
+    }
+
+    fn flush_pending(&mut self) {
+        if !self.pending.is_empty() {
+            self.out.push(Out::Bytes(std::mem::take(&mut self.pending)));
+        }
+    }
+}
+
+/// A `fmt::Write` view of a byte buffer (replies are ASCII).
+fn p_str(v: &mut Vec<u8>) -> impl std::fmt::Write + '_ {
+    struct W<'a>(&'a mut Vec<u8>);
+    impl std::fmt::Write for W<'_> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.extend_from_slice(s.as_bytes());
+            Ok(())
+        }
+    }
+    W(v)
+}
+
+/// Convenience for handlers: a reply decision.
+pub fn reply(code: u16, esc: &'static str, text: impl Into<Cow<'static, str>>) -> Decision {
+    Decision {
+        delay: Duration::ZERO,
+        verdict: Verdict::Reply(code, esc, text.into().into_owned()),
+    }
+}
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;
