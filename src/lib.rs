@@ -7,9 +7,12 @@
 //! - `send`     the load generator: `plan` (validated run), `schedule` (budget × pacing,
 //!   open-loop intended start times), `workload` (what each message is), `worker` (one
 //!   connection slot).
+//! - `sink`     the receiver: `conn` (one connection over the server session), `faults`
+//!   (injected misbehaviour), `store` (discard, maildir, mbox, files), `correlate` (trace
+//!   headers: end-to-end latency, loss, duplicates), `plan`.
 //! - `smtp`     the wire layer shared by every command: `proto` is sans-IO (replies,
-//!   capabilities, dot-stuffing, the client session state machine); `conn` is the only code
-//!   that touches client sockets; `tls`; `target`.
+//!   capabilities, dot-stuffing, the client and server session state machines); `conn`
+//!   drives the client, `stream` is the byte stream both sides share; `tls`; `target`.
 //! - `message`  content prepared once, the trace header, address templates, user lists.
 //! - `stats`    recorders, sharded collection, the time series and the results schema.
 //! - `report`   text summary, live progress, CSV, thresholds.
@@ -23,5 +26,6 @@ pub mod message;
 pub mod report;
 pub mod send;
 pub mod shutdown;
+pub mod sink;
 pub mod smtp;
 pub mod stats;

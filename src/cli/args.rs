@@ -21,7 +21,24 @@ pub enum Command {
     /// SMTP/LMTP load generator: fixed rate (open loop) or as fast as possible (closed loop).
     #[command(after_help = SEND_EXAMPLES)]
     Send(SendArgs),
+    /// SMTP/LMTP receiver that discards (or stores) mail, with fault injection.
+    #[command(after_help = SINK_EXAMPLES)]
+    Sink(SinkArgs),
 }
+
+const SINK_EXAMPLES: &str = "\
+Examples:
+  mailbench sink
+      listen on 127.0.0.1:2525, accept and discard everything, print interval lines
+  mailbench sink --listen 127.0.0.1:2525 --listen [::1]:2525 --store maildir:/tmp/md
+  mailbench sink --rule 'rcpt:451:30%' --rule 'data_end:delay=50ms-200ms' --greylist 30s
+      defer 30 % of recipients, slow down end of data, greylist new triples for 30 s
+  mailbench sink --lmtp --listen unix:/tmp/lmtp.sock --exit-after-messages 10000 --json out.json
+
+Faults asked for by the recipient address: tempfail@… (450), permfail@… (550),
+451-anything@… (that code), disconnect@…, shutdown@… (421), greylist@….
+Rules: COMMAND:ACTION[:PERCENT%] with COMMAND connect|ehlo|auth|mail|rcpt|data|data_end|quit
+and ACTION a 4xx/5xx code, delay=DUR[-DUR], disconnect or shutdown.";
 
 const SEND_EXAMPLES: &str = "\
 Examples:
@@ -192,4 +209,114 @@ pub struct SendArgs {
     /// Stop the run after this many failed transactions.
     #[arg(long, value_name = "N")]
     pub max_errors: Option<String>,
+}
+
+/// Flags of `mailbench sink`.
+#[derive(Debug, Args)]
+pub struct SinkArgs {
+    /// Address to listen on (repeatable): host:port, [v6addr]:port or unix:/path.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:2525")]
+    pub listen: Vec<String>,
+    /// Speak LMTP (a reply per recipient after the content).
+    #[arg(long)]
+    pub lmtp: bool,
+    /// Name in the greeting.
+    #[arg(long, default_value = "sink.mailbench.test", value_name = "NAME")]
+    pub hostname: String,
+    /// Largest message accepted; larger ones get 552.
+    #[arg(long, default_value = "50M", value_name = "SIZE")]
+    pub max_size: String,
+    /// Do not offer PIPELINING.
+    #[arg(long)]
+    pub no_pipelining: bool,
+    /// Do not offer 8BITMIME.
+    #[arg(long)]
+    pub no_8bitmime: bool,
+    /// Do not offer ENHANCEDSTATUSCODES.
+    #[arg(long)]
+    pub no_enhanced_status_codes: bool,
+    /// Do not offer STARTTLS.
+    #[arg(long)]
+    pub no_starttls: bool,
+    /// Do not offer AUTH.
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Do not offer CHUNKING (BDAT).
+    #[arg(long)]
+    pub no_chunking: bool,
+    /// Do not offer SMTPUTF8.
+    #[arg(long)]
+    pub no_smtputf8: bool,
+    /// Do not offer DSN.
+    #[arg(long)]
+    pub no_dsn: bool,
+    /// PEM certificate for STARTTLS (default: a self-signed one made at start).
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// PEM private key for --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Where messages go: discard, maildir:DIR, mbox:FILE or dir:DIR (one file each).
+    #[arg(long, default_value = "discard", value_name = "STORE")]
+    pub store: String,
+    /// Make each stored message durable before replying 250.
+    #[arg(long)]
+    pub fsync: bool,
+    /// Fault rule COMMAND:ACTION[:PERCENT%] (repeatable).
+    #[arg(long, value_name = "RULE")]
+    pub rule: Vec<String>,
+    /// Fault rules from a TOML file (rules = ["rcpt:451:30%"], greylist = "30s", ...).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Greylist new (client IP, sender, recipient) triples for this long.
+    #[arg(long, value_name = "DURATION")]
+    pub greylist: Option<String>,
+    /// Delay every reply by this much (tarpit).
+    #[arg(long, value_name = "DURATION")]
+    pub tarpit: Option<String>,
+    /// Read at most this many bytes per second per connection.
+    #[arg(long, value_name = "SIZE")]
+    pub bandwidth: Option<String>,
+    /// Recipients with BHM flags (address [password [flags]]: d defer, r reject, g greylist).
+    #[arg(long, value_name = "FILE")]
+    pub users: Option<PathBuf>,
+    /// Concurrent connections overall; more are answered 421.
+    #[arg(long, default_value = "100000", value_name = "N")]
+    pub max_connections: String,
+    /// Concurrent connections per client IP; more are answered 421.
+    #[arg(long, value_name = "N")]
+    pub max_conns_per_ip: Option<String>,
+    /// Messages per connection; the next MAIL gets 421.
+    #[arg(long, value_name = "N")]
+    pub max_msgs_per_conn: Option<String>,
+    /// Messages per second per client IP; more get 451.
+    #[arg(long, value_name = "RATE")]
+    pub rate_per_ip: Option<String>,
+    /// Close connections idle this long.
+    #[arg(long, default_value = "300s", value_name = "DURATION")]
+    pub idle_timeout: String,
+    /// Stop after this many messages.
+    #[arg(long, value_name = "N")]
+    pub exit_after_messages: Option<String>,
+    /// Stop after no traffic for this long (counted from the first connection).
+    #[arg(long, value_name = "DURATION")]
+    pub exit_after_idle: Option<String>,
+    /// Stop after this long.
+    #[arg(short = 'z', long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Seconds per interval line and series point.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub interval: String,
+    /// Write the results (JSON) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the per-interval series as CSV here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// No live or interval lines.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Fail with exit code 3 unless this holds, e.g. 'lost==0'.
+    #[arg(long, value_name = "EXPR")]
+    pub threshold: Vec<String>,
 }

@@ -47,6 +47,45 @@ pub async fn send(plan: SendPlan) -> Result<u8, (u8, String)> {
     Ok(exit_code(&results))
 }
 
+/// Runs `sink` and reports.
+pub async fn sink(plan: crate::sink::plan::SinkPlan) -> Result<u8, (u8, String)> {
+    crate::limits::raise_nofile();
+    let listeners = crate::sink::bind(&plan.listen)
+        .await
+        .map_err(|e| (EXIT_FAILED, e))?;
+    let addrs = crate::sink::local_addrs(&listeners).join(", ");
+    // Tests and scripts wait for this line (the port may have been 0).
+    eprintln!("mailbench sink: listening on {addrs}");
+    let outputs = plan.outputs.clone();
+    let shutdown = Shutdown::install();
+    let unix_start = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let results = crate::sink::run(plan, listeners, shutdown).await;
+    let s = &results.summary;
+    let headline = format!(
+        "mailbench sink: {} messages to {} recipients in {} sessions on {addrs} over {:.2} s; lost {}, duplicates {}",
+        s["messages"],
+        s["recipients"],
+        s["sessions"],
+        results.duration_s,
+        s["lost"],
+        s["duplicates"]
+    );
+    write_outputs(
+        &results,
+        outputs.json.as_deref(),
+        outputs.csv.as_deref(),
+        None,
+        unix_start,
+    )?;
+    print!("{}", text::render_sink(&results, &headline));
+    if let Some(p) = &outputs.json {
+        println!("  results    {}", p.display());
+    }
+    Ok(exit_code(&results))
+}
+
 /// Writes the files asked for.
 pub fn write_outputs(
     r: &Results,

@@ -4,6 +4,7 @@
 pub mod args;
 pub mod finish;
 pub mod send;
+pub mod sink;
 pub mod units;
 
 use std::process::ExitCode;
@@ -28,6 +29,13 @@ pub fn run(cli: Cli) -> ExitCode {
                 runtime()
                     .map_err(|e| (EXIT_FAILED, e))?
                     .block_on(finish::send(plan))
+            }),
+        Command::Sink(a) => sink::plan(&a)
+            .map_err(|e| (EXIT_USAGE, e))
+            .and_then(|plan| {
+                runtime()
+                    .map_err(|e| (EXIT_FAILED, e))?
+                    .block_on(finish::sink(plan))
             }),
     };
     match result {

@@ -48,6 +48,25 @@ impl Live {
             p.p99_ms,
             p.cpu_pct
         );
+        self.show(line);
+    }
+
+    /// Shows one closed interval of a sink.
+    pub fn update_sink(&self, p: &IntervalPoint, total: &Counters, extra: &str) {
+        let line = format!(
+            "{:>7.1}s {:>9.1} msg/s  messages {} recipients {} rejected {}  sessions {}  cpu {:.0}%{extra}",
+            p.t_s,
+            p.msgs_per_sec,
+            total.accepted,
+            total.rcpts_delivered,
+            total.rejected,
+            total.connections,
+            p.cpu_pct
+        );
+        self.show(line);
+    }
+
+    fn show(&self, line: String) {
         match self {
             Live::Off => {}
             Live::Bar(b) => {

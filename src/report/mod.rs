@@ -5,3 +5,21 @@ pub mod csv;
 pub mod live;
 pub mod text;
 pub mod threshold;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where results go.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// Length of an interval line / series point.
+    pub interval: Duration,
+    /// Results JSON.
+    pub json: Option<PathBuf>,
+    /// Per-interval CSV.
+    pub csv: Option<PathBuf>,
+    /// Postal-style per-minute CSV.
+    pub postal_csv: Option<PathBuf>,
+    /// No live or interval lines.
+    pub quiet: bool,
+}

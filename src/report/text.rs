@@ -81,6 +81,12 @@ pub fn render(r: &Results, headline: &str) -> String {
             );
         }
     }
+    render_tail(r, &mut out);
+    out
+}
+
+/// The tool's own costs, warnings and thresholds: the end of every summary.
+fn render_tail(r: &Results, out: &mut String) {
     let s = &r.self_report;
     let _ = writeln!(
         out,
@@ -103,5 +109,50 @@ pub fn render(r: &Results, headline: &str) -> String {
             t.value
         );
     }
+}
+
+/// Renders the summary of a sink run.
+pub fn render_sink(r: &Results, headline: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{headline}");
+    let _ = writeln!(out);
+    let s = &r.summary;
+    let _ = writeln!(
+        out,
+        "  received   messages {}  recipients {}  bytes {}  transactions {}",
+        s["messages"], s["recipients"], s["bytes"], s["transactions"]
+    );
+    let _ = writeln!(
+        out,
+        "  refused    replies {}  protocol errors {}  sessions {} (TLS {})",
+        s["rejected"], s["protocol_errors"], s["sessions"], s["tls_sessions"]
+    );
+    let _ = writeln!(
+        out,
+        "  rate       {:.1} msg/s   {:.0} msg/min",
+        num(r, "msgs_per_sec"),
+        num(r, "mpm")
+    );
+    if let Some(h) = r.latency.get("e2e") {
+        let _ = writeln!(
+            out,
+            "  end to end p50 {} ms  p99 {} ms  max {} ms ({} traced)",
+            ms(h.p50_us),
+            ms(h.p99_us),
+            ms(h.max_us),
+            h.count
+        );
+    }
+    if let Some(f) = s["faults"].as_object() {
+        let injected: Vec<String> = f
+            .iter()
+            .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        if !injected.is_empty() {
+            let _ = writeln!(out, "  faults     {}", injected.join("  "));
+        }
+    }
+    render_tail(r, &mut out);
     out
 }

@@ -2,13 +2,13 @@
 //! nothing downstream sees a raw flag.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::message::address::AddrTemplate;
 use crate::message::template::Content;
 use crate::message::users::User;
+use crate::report::Outputs;
 use crate::report::threshold::Threshold;
 use crate::smtp::proto::Credentials;
 use crate::smtp::target::Target;
@@ -45,21 +45,6 @@ pub enum Auth {
     Fixed(Credentials),
     /// Each connection logs in as one user of `--senders` (with its password) and sends as it.
     Senders,
-}
-
-/// Where results go.
-#[derive(Debug, Clone, Default)]
-pub struct Outputs {
-    /// Length of an interval line / series point.
-    pub interval: Duration,
-    /// Results JSON.
-    pub json: Option<PathBuf>,
-    /// Per-interval CSV.
-    pub csv: Option<PathBuf>,
-    /// Postal-style per-minute CSV.
-    pub postal_csv: Option<PathBuf>,
-    /// No live or interval lines.
-    pub quiet: bool,
 }
 
 /// A validated `send` run.

@@ -5,22 +5,20 @@
 
 use std::io::{self, IoSlice};
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::{TcpSocket, TcpStream, UnixStream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, UnixStream};
 use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
-use tokio_rustls::client::TlsStream;
 
 use super::proto::{
     ClientConfig, ClientSession, Decoded, Phase, Reply, ReplyDecoder, SessionError, Step,
     Transaction, TxnOutcome,
 };
+use super::stream::Stream;
 use super::target::Target;
 use super::tls;
 use crate::error::ErrorClass;
@@ -130,60 +128,6 @@ impl ConnError {
             ConnError::Session(SessionError::Rejected { reply, .. }) => reply.code,
             _ => 0,
         }
-    }
-}
-
-/// The byte stream under a session: plain or TLS, TCP or unix.
-enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-    TlsTcp(Box<TlsStream<TcpStream>>),
-    TlsUnix(Box<TlsStream<UnixStream>>),
-    /// Only during the TLS upgrade.
-    Gone,
-}
-
-macro_rules! delegate {
-    ($self:ident, $s:ident => $e:expr) => {
-        match $self.get_mut() {
-            Stream::Tcp($s) => $e,
-            Stream::Unix($s) => $e,
-            Stream::TlsTcp($s) => $e,
-            Stream::TlsUnix($s) => $e,
-            Stream::Gone => Poll::Ready(Err(io::Error::from(io::ErrorKind::NotConnected))),
-        }
-    };
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        delegate!(self, s => Pin::new(s).poll_read(cx, buf))
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
-        delegate!(self, s => Pin::new(s).poll_write(cx, b))
-    }
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        delegate!(self, s => Pin::new(s).poll_write_vectored(cx, bufs))
-    }
-    fn is_write_vectored(&self) -> bool {
-        true
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        delegate!(self, s => Pin::new(s).poll_flush(cx))
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        delegate!(self, s => Pin::new(s).poll_shutdown(cx))
     }
 }
 
@@ -442,11 +386,11 @@ impl ClientConn {
                 Stream::Tcp(s) => connector
                     .connect(name, s)
                     .await
-                    .map(|t| Stream::TlsTcp(Box::new(t))),
+                    .map(|t| Stream::Tls(Box::new(t))),
                 Stream::Unix(s) => connector
                     .connect(name, s)
                     .await
-                    .map(|t| Stream::TlsUnix(Box::new(t))),
+                    .map(|t| Stream::Tls(Box::new(t))),
                 _ => Err(io::Error::other("TLS is already active")),
             }
         };

@@ -110,3 +110,41 @@ impl ServerCertVerifier for AcceptAny {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+/// Builds the server configuration: from PEM files, or a self-signed certificate made now
+/// with rcgen for `hostname`.
+pub fn server_config(
+    cert_key: Option<(&Path, &Path)>,
+    hostname: &str,
+) -> Result<Arc<rustls::ServerConfig>, String> {
+    use rustls::pki_types::PrivateKeyDer;
+    let (certs, key) = match cert_key {
+        Some((cert, key)) => {
+            let certs = CertificateDer::pem_file_iter(cert)
+                .map_err(|e| format!("cannot read --cert {}: {e}", cert.display()))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("--cert {} is not a PEM certificate: {e}", cert.display()))?;
+            if certs.is_empty() {
+                return Err(format!("--cert {} holds no certificate", cert.display()));
+            }
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("--key {} is not a PEM private key: {e}", key.display()))?;
+            (certs, key)
+        }
+        None => {
+            let generated = rcgen::generate_simple_self_signed(vec![hostname.to_string()])
+                .map_err(|e| format!("cannot make a self-signed certificate: {e}"))?;
+            let key = PrivateKeyDer::try_from(generated.signing_key.serialize_der())
+                .map_err(|e| format!("cannot use the generated key: {e}"))?;
+            (vec![generated.cert.der().clone()], key)
+        }
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS set-up failed: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("certificate and key do not match or are unusable: {e}"))?;
+    Ok(Arc::new(config))
+}

@@ -191,7 +191,11 @@ impl ServerSession {
         let greeting = format!(
             "{} {}",
             s.cfg.hostname,
-            if s.cfg.lmtp { "LMTP" } else { "ESMTP mailbench" }
+            if s.cfg.lmtp {
+                "LMTP"
+            } else {
+                "ESMTP mailbench"
+            }
         );
         s.respond(d, 220, "", &greeting);
         s
@@ -449,7 +453,11 @@ impl ServerSession {
             return;
         }
         let decisions = h.message(&self.env, &self.body, self.oversize);
-        let replies = if self.cfg.lmtp { self.env.rcpts.len() } else { 1 };
+        let replies = if self.cfg.lmtp {
+            self.env.rcpts.len()
+        } else {
+            1
+        };
         let mut delivered = 0;
         for i in 0..replies {
             let d = decisions
@@ -482,7 +490,11 @@ impl ServerSession {
 
     fn ehlo_text(&self, host: &str) -> String {
         let c = &self.cfg;
-        let mut t = format!("{} greets {}", c.hostname, host.chars().take(64).collect::<String>());
+        let mut t = format!(
+            "{} greets {}",
+            c.hostname,
+            host.chars().take(64).collect::<String>()
+        );
         let mut add = |on: bool, s: &str| {
             if on {
                 t.push('\n');

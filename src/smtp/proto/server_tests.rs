@@ -66,17 +66,26 @@ fn a_pipelined_session_works_at_every_split() {
         let mut h = Keep::default();
         let (text, closed) = session_with(cfg(), &mut h, SESSION, cut);
         assert!(closed, "cut {cut}: QUIT must close");
-        let codes: Vec<&str> = text.lines().map(|l| &l[..4]).filter(|c| c.ends_with(' ')).collect();
+        let codes: Vec<&str> = text
+            .lines()
+            .map(|l| &l[..4])
+            .filter(|c| c.ends_with(' '))
+            .collect();
         assert_eq!(
             codes,
-            ["220 ", "250 ", "250 ", "250 ", "250 ", "354 ", "250 ", "221 "],
+            [
+                "220 ", "250 ", "250 ", "250 ", "250 ", "354 ", "250 ", "221 "
+            ],
             "cut {cut}: {text}"
         );
         assert_eq!(h.messages.len(), 1, "cut {cut}");
         let (env, data, oversize) = &h.messages[0];
         assert_eq!(env.from, "a@example.org");
         assert_eq!(env.rcpts, ["b@example.com", "c@example.com"]);
-        assert_eq!(data, b"Subject: t\r\n\r\n.dotted\r\nline\r\n", "cut {cut}: unstuffed exactly");
+        assert_eq!(
+            data, b"Subject: t\r\n\r\n.dotted\r\nline\r\n",
+            "cut {cut}: unstuffed exactly"
+        );
         assert!(!oversize);
     }
 }
@@ -87,7 +96,11 @@ fn ehlo_advertises_what_is_enabled() {
     c.chunking = false;
     let mut h = Keep::default();
     let (text, _) = session_with(c, &mut h, b"EHLO x\r\n", 0);
-    assert!(text.contains("250-PIPELINING") && text.contains("STARTTLS") && text.contains("AUTH PLAIN LOGIN"));
+    assert!(
+        text.contains("250-PIPELINING")
+            && text.contains("STARTTLS")
+            && text.contains("AUTH PLAIN LOGIN")
+    );
     assert!(!text.contains("CHUNKING"), "{text}");
 }
 
@@ -98,7 +111,10 @@ fn bdat_chunks_make_one_message() {
         let mut h = Keep::default();
         let (text, _) = session_with(cfg(), &mut h, input, cut);
         assert_eq!(h.messages.len(), 1, "cut {cut}: {text}");
-        assert_eq!(h.messages[0].1, b"ab\r\nc.d\r\n", "BDAT content is not unstuffed");
+        assert_eq!(
+            h.messages[0].1, b"ab\r\nc.d\r\n",
+            "BDAT content is not unstuffed"
+        );
     }
 }
 
@@ -121,8 +137,16 @@ fn refusals_and_errors_get_the_right_codes() {
     };
     let input = b"MAIL FROM:<a@x.test>\r\nEHLO x\r\nFOO\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<bad@x.test>\r\nDATA\r\nRSET\r\n";
     let (text, _) = session_with(cfg(), &mut h, input, 0);
-    let codes: Vec<&str> = text.lines().filter(|l| l.as_bytes()[3] == b' ').map(|l| &l[..3]).collect();
-    assert_eq!(codes, ["220", "503", "250", "500", "250", "550", "554", "250"], "{text}");
+    let codes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.as_bytes()[3] == b' ')
+        .map(|l| &l[..3])
+        .collect();
+    assert_eq!(
+        codes,
+        ["220", "503", "250", "500", "250", "550", "554", "250"],
+        "{text}"
+    );
     assert_eq!(h.messages.len(), 0);
 }
 
@@ -159,20 +183,35 @@ fn overlong_command_line_is_refused() {
 fn starttls_stops_reading_until_the_handshake() {
     let mut h = Keep::default();
     let mut s = ServerSession::new(cfg(), false, &mut h);
-    s.feed(b"EHLO x\r\nSTARTTLS\r\nMAIL FROM:<smuggled@x.test>\r\n", &mut h);
+    s.feed(
+        b"EHLO x\r\nSTARTTLS\r\nMAIL FROM:<smuggled@x.test>\r\n",
+        &mut h,
+    );
     let mut out = Vec::new();
     s.take_output(&mut out);
     assert_eq!(out.last(), Some(&Out::StartTls));
     let text: Vec<u8> = out
         .iter()
-        .filter_map(|o| if let Out::Bytes(b) = o { Some(b.clone()) } else { None })
+        .filter_map(|o| {
+            if let Out::Bytes(b) = o {
+                Some(b.clone())
+            } else {
+                None
+            }
+        })
         .flatten()
         .collect();
-    assert!(!String::from_utf8_lossy(&text).contains("2.1.0"), "plaintext after STARTTLS must be ignored");
+    assert!(
+        !String::from_utf8_lossy(&text).contains("2.1.0"),
+        "plaintext after STARTTLS must be ignored"
+    );
     s.tls_established();
     s.feed(b"MAIL FROM:<a@x.test>\r\n", &mut h);
     s.take_output(&mut out);
-    assert!(matches!(out.last(), Some(Out::Bytes(b)) if b.starts_with(b"503")), "EHLO needed again");
+    assert!(
+        matches!(out.last(), Some(Out::Bytes(b)) if b.starts_with(b"503")),
+        "EHLO needed again"
+    );
 }
 
 #[test]
@@ -180,7 +219,11 @@ fn auth_login_and_plain_are_accepted() {
     let mut h = Keep::default();
     let input = b"EHLO x\r\nAUTH LOGIN\r\ndQ==\r\ncA==\r\nAUTH PLAIN AHUAcA==\r\n";
     let (text, _) = session_with(cfg(), &mut h, input, 13);
-    let codes: Vec<&str> = text.lines().filter(|l| l.as_bytes()[3] == b' ').map(|l| &l[..3]).collect();
+    let codes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.as_bytes()[3] == b' ')
+        .map(|l| &l[..3])
+        .collect();
     assert_eq!(codes, ["220", "250", "334", "334", "235", "235"], "{text}");
 }
 

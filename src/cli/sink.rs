@@ -1,0 +1,158 @@
+//! `SinkArgs` → validated `SinkPlan`.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::args::SinkArgs;
+use super::units;
+use crate::message::users;
+use crate::report::Outputs;
+use crate::report::threshold::Threshold;
+use crate::sink::faults::{FaultPlan, parse_rule, user_flags};
+use crate::sink::plan::{Listen, SinkPlan};
+use crate::sink::store::Store;
+use crate::smtp::proto::server::ServerConfig;
+use crate::smtp::target::{Target, parse_target};
+
+/// The TOML rules file: the same things the flags set.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    #[serde(default)]
+    rules: Vec<String>,
+    greylist: Option<String>,
+    tarpit: Option<String>,
+    max_conns_per_ip: Option<u64>,
+    max_msgs_per_conn: Option<u64>,
+    rate_per_ip: Option<String>,
+}
+
+/// Validates the flags of `sink`.
+pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
+    let listen = a
+        .listen
+        .iter()
+        .map(|l| match parse_target(l, 2525)? {
+            Target::Tcp { addr, .. } => Ok(Listen::Tcp(addr)),
+            Target::Unix(p) => Ok(Listen::Unix(p)),
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let file = match &a.rules {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| format!("cannot read --rules {}: {e}", p.display()))?;
+            toml::from_str::<RulesFile>(&text)
+                .map_err(|e| format!("--rules {}: {}", p.display(), e.message()))?
+        }
+        None => RulesFile::default(),
+    };
+    let mut rules = Vec::new();
+    for r in file.rules.iter().chain(&a.rule) {
+        rules.push(parse_rule(r)?);
+    }
+    let dur = |flag: &Option<String>, file: &Option<String>| -> Result<Option<Duration>, String> {
+        flag.as_ref()
+            .or(file.as_ref())
+            .map(|d| units::duration(d))
+            .transpose()
+    };
+    let users = match &a.users {
+        Some(p) => user_flags(&users::load(p)?),
+        None => Default::default(),
+    };
+    let count = |s: &Option<String>| s.as_deref().map(units::count).transpose();
+    let faults = FaultPlan {
+        rules,
+        tarpit: dur(&a.tarpit, &file.tarpit)?.unwrap_or_default(),
+        greylist: dur(&a.greylist, &file.greylist)?,
+        users,
+        max_conns_per_ip: count(&a.max_conns_per_ip)?.or(file.max_conns_per_ip),
+        max_msgs_per_conn: count(&a.max_msgs_per_conn)?.or(file.max_msgs_per_conn),
+        rate_per_ip: a
+            .rate_per_ip
+            .as_ref()
+            .or(file.rate_per_ip.as_ref())
+            .map(|r| units::rate(r))
+            .transpose()?,
+    };
+    let max_size = units::size(&a.max_size)?;
+    if max_size == 0 {
+        return Err("--max-size must be above zero".into());
+    }
+    let server = ServerConfig {
+        hostname: a.hostname.clone(),
+        lmtp: a.lmtp,
+        max_message_size: max_size,
+        pipelining: !a.no_pipelining,
+        eight_bit_mime: !a.no_8bitmime,
+        enhanced_status_codes: !a.no_enhanced_status_codes,
+        starttls: !a.no_starttls,
+        auth: !a.no_auth,
+        chunking: !a.no_chunking,
+        smtputf8: !a.no_smtputf8,
+        dsn: !a.no_dsn,
+    };
+    let tls = if server.starttls {
+        let files = a.cert.as_deref().zip(a.key.as_deref());
+        Some(crate::smtp::tls::server_config(files, &a.hostname)?)
+    } else {
+        None
+    };
+    let store = Store::open(&a.store)?;
+    let interval = units::duration(&a.interval)?;
+    if interval < Duration::from_millis(100) {
+        return Err("--interval must be at least 100ms".into());
+    }
+    let thresholds = a
+        .threshold
+        .iter()
+        .map(|t| Threshold::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let max_connections = units::count(&a.max_connections)? as usize;
+    let config_json = serde_json::json!({
+        "listen": listen.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+        "server": server,
+        "store": a.store,
+        "fsync": a.fsync,
+        "rules": faults.rules,
+        "greylist_s": faults.greylist.map(|d| d.as_secs_f64()),
+        "tarpit_s": faults.tarpit.as_secs_f64(),
+        "max_connections": max_connections,
+        "max_conns_per_ip": faults.max_conns_per_ip,
+        "max_msgs_per_conn": faults.max_msgs_per_conn,
+        "rate_per_ip": faults.rate_per_ip,
+    });
+    Ok(SinkPlan {
+        listen,
+        server,
+        tls,
+        faults,
+        store,
+        fsync: a.fsync,
+        max_connections,
+        idle_timeout: units::duration(&a.idle_timeout)?,
+        exit_after_messages: count(&a.exit_after_messages)?,
+        exit_after_idle: a
+            .exit_after_idle
+            .as_deref()
+            .map(units::duration)
+            .transpose()?,
+        duration: a.duration.as_deref().map(units::duration).transpose()?,
+        bandwidth: a
+            .bandwidth
+            .as_deref()
+            .map(units::size)
+            .transpose()?
+            .unwrap_or(0) as u64,
+        outputs: Outputs {
+            interval,
+            json: a.json.clone(),
+            csv: a.csv.clone(),
+            postal_csv: None,
+            quiet: a.quiet,
+        },
+        thresholds,
+        config_json,
+    })
+}

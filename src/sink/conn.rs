@@ -1,0 +1,225 @@
+//! One sink connection: drives a [`ServerSession`] over a socket, performs its output
+//! (replies batched per read, delays, STARTTLS, close), enforces the idle timeout and the
+//! bandwidth limit, and records what happened into its statistics shard.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+use super::correlate::Correlator;
+use super::faults::{FaultKind, FaultState};
+use super::plan::SinkPlan;
+use crate::message::trace::Trace;
+use crate::smtp::proto::server::{
+    Command, Decision, Envelope, Handler, Out, ServerSession, SessionCounts, reply,
+};
+use crate::smtp::stream::Stream;
+use crate::stats::{Metric, Shards};
+
+/// What all connections share.
+pub struct Shared {
+    /// The plan.
+    pub plan: SinkPlan,
+    /// Fault state and counts.
+    pub faults: FaultState,
+    /// Trace correlation.
+    pub correlator: Correlator,
+    /// Statistics.
+    pub shards: Shards,
+    /// Messages accepted so far (for `--exit-after-messages`).
+    pub messages: AtomicU64,
+    /// Open connections.
+    pub open: AtomicU64,
+    /// Milliseconds since `start` of the last byte received.
+    pub last_activity_ms: AtomicU64,
+    /// Time zero.
+    pub start: Instant,
+    /// Stop serving.
+    pub stop: CancellationToken,
+}
+
+/// Read size per connection; also the most one read can add to a message in memory.
+const READ_BUF: usize = 16 * 1024;
+
+struct ConnHandler<'a> {
+    sh: &'a Shared,
+    ip: Option<IpAddr>,
+    rng: fastrand::Rng,
+    msgs: u64,
+    e2e_us: Vec<u64>,
+}
+
+impl Handler for ConnHandler<'_> {
+    fn decide(&mut self, cmd: Command, env: &Envelope, arg: &str) -> Decision {
+        self.sh
+            .faults
+            .decide(&mut self.rng, cmd, self.ip, &env.from, arg, self.msgs)
+    }
+
+    fn message(&mut self, env: &Envelope, data: &[u8], oversize: bool) -> Vec<Decision> {
+        self.msgs += 1;
+        if oversize {
+            return vec![Decision::ACCEPT]; // the session answers 552
+        }
+        let d = self.decide(Command::DataEnd, env, "");
+        if d.verdict != crate::smtp::proto::server::Verdict::Accept {
+            return vec![d];
+        }
+        if let Err(e) = self.sh.plan.store.put(env, data, self.sh.plan.fsync) {
+            return vec![reply(451, "4.3.0", e)];
+        }
+        match Trace::find(data) {
+            Some(t) => {
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros() as u64);
+                self.e2e_us.push(now.saturating_sub(t.sent_us));
+                self.sh.correlator.arrived(&t, &env.rcpts);
+            }
+            None => self.sh.correlator.untracked_add(env.rcpts.len() as u64),
+        }
+        vec![d]
+    }
+}
+
+/// Serves one accepted connection to its end.
+pub async fn serve(mut stream: Stream, ip: Option<IpAddr>, sh: Arc<Shared>, id: usize) {
+    let open = sh.open.fetch_add(1, Ordering::Relaxed) + 1;
+    let ip_ok = sh.faults.conn_open(ip);
+    sh.shards.get(id).counters.connections += 1;
+    if !ip_ok || open > sh.plan.max_connections as u64 {
+        sh.faults.count(FaultKind::Limit);
+        let _ = stream
+            .write_all(b"421 4.7.0 too many connections, try later\r\n")
+            .await;
+    } else {
+        run_session(&mut stream, ip, &sh, id).await;
+    }
+    sh.faults.conn_close(ip);
+    sh.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Shared, id: usize) {
+    let mut h = ConnHandler {
+        sh,
+        ip,
+        rng: fastrand::Rng::new(),
+        msgs: 0,
+        e2e_us: Vec::new(),
+    };
+    let mut session = ServerSession::new(sh.plan.server.clone(), false, &mut h);
+    let mut reported = SessionCounts::default();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; READ_BUF];
+    let idle = sh.plan.idle_timeout;
+    loop {
+        session.take_output(&mut out);
+        for item in out.drain(..) {
+            match item {
+                Out::Bytes(b) => {
+                    if stream.write_all(&b).await.is_err() {
+                        return report(sh, id, &session.counts, &mut reported, &mut h.e2e_us);
+                    }
+                }
+                Out::Delay(d) => tokio::time::sleep(d).await,
+                Out::StartTls => {
+                    let Some(cfg) = sh.plan.tls.clone() else {
+                        return;
+                    };
+                    let acceptor = TlsAcceptor::from(cfg);
+                    let upgraded = match std::mem::replace(stream, Stream::Gone) {
+                        Stream::Tcp(s) => {
+                            acceptor.accept(s).await.map(|t| Stream::Tls(Box::new(t)))
+                        }
+                        Stream::Unix(s) => {
+                            acceptor.accept(s).await.map(|t| Stream::Tls(Box::new(t)))
+                        }
+                        other => {
+                            *stream = other;
+                            return;
+                        }
+                    };
+                    match upgraded {
+                        Ok(s) => {
+                            *stream = s;
+                            sh.shards.get(id).counters.tls_connections += 1;
+                            session.tls_established();
+                        }
+                        Err(_) => {
+                            return report(sh, id, &session.counts, &mut reported, &mut h.e2e_us);
+                        }
+                    }
+                }
+                Out::Close => {
+                    let _ = stream.flush().await;
+                    return report(sh, id, &session.counts, &mut reported, &mut h.e2e_us);
+                }
+            }
+        }
+        report(sh, id, &session.counts, &mut reported, &mut h.e2e_us);
+        if session.is_closed() {
+            return;
+        }
+        let n = tokio::select! {
+            r = tokio::time::timeout(idle, stream.read(&mut buf)) => match r {
+                Ok(Ok(0)) | Ok(Err(_)) => return,
+                Ok(Ok(n)) => n,
+                Err(_) => {
+                    let _ = stream.write_all(b"421 4.4.2 idle timeout\r\n").await;
+                    return;
+                }
+            },
+            _ = sh.stop.cancelled() => {
+                let _ = stream.write_all(b"421 4.3.2 sink shutting down\r\n").await;
+                return;
+            }
+        };
+        sh.last_activity_ms
+            .store(sh.start.elapsed().as_millis() as u64, Ordering::Relaxed);
+        if sh.plan.bandwidth > 0 {
+            let secs = n as f64 / sh.plan.bandwidth as f64;
+            tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+        }
+        session.feed(&buf[..n], &mut h);
+    }
+}
+
+/// Adds what changed since the last report into the shard.
+fn report(
+    sh: &Shared,
+    id: usize,
+    now: &SessionCounts,
+    last: &mut SessionCounts,
+    e2e: &mut Vec<u64>,
+) {
+    if now == last && e2e.is_empty() {
+        return;
+    }
+    let new_msgs = now.messages - last.messages;
+    {
+        let mut rec = sh.shards.get(id);
+        let c = &mut rec.counters;
+        c.accepted += new_msgs;
+        c.sent += now.transactions - last.transactions;
+        c.rcpts_delivered += now.recipients - last.recipients;
+        c.bytes += now.bytes - last.bytes;
+        c.rejected += now.rejected - last.rejected;
+        c.errors += now.protocol_errors - last.protocol_errors;
+        for us in e2e.drain(..) {
+            rec.record_us(Metric::E2e, us);
+        }
+    }
+    *last = now.clone();
+    let total = sh.messages.fetch_add(new_msgs, Ordering::Relaxed) + new_msgs;
+    if let Some(max) = sh.plan.exit_after_messages
+        && new_msgs > 0
+        && total >= max
+    {
+        sh.stop.cancel();
+    }
+}

@@ -1,0 +1,160 @@
+//! Correlation of arrivals with the generator's trace headers: end-to-end latency, and per
+//! run the sequence numbers seen, duplicates (the same message to the same recipient twice)
+//! and loss (sequence numbers never seen). Memory is bounded against hostile input.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Mutex;
+
+use crate::message::trace::Trace;
+
+/// Most (sequence, recipient) arrivals remembered; beyond it arrivals are counted as
+/// untracked instead of growing memory.
+const MAX_TRACKED: usize = 4_000_000;
+/// Most distinct run ids remembered.
+const MAX_RUNS: usize = 64;
+
+#[derive(Default)]
+struct Run {
+    arrivals: HashSet<(u64, u64)>,
+    seqs: HashSet<u64>,
+    max_seq: u64,
+    duplicates: u64,
+}
+
+/// What was seen for one run.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RunReport {
+    /// Distinct sequence numbers that arrived.
+    pub distinct: u64,
+    /// Recipient arrivals (a message to three recipients counts three).
+    pub arrivals: u64,
+    /// The same sequence number to the same recipient again.
+    pub duplicates: u64,
+    /// Highest sequence number seen.
+    pub max_seq: u64,
+    /// Sequence numbers below `max_seq` never seen (the first 1,000).
+    pub missing: Vec<u64>,
+    /// How many sequence numbers below `max_seq` were never seen.
+    pub missing_count: u64,
+}
+
+/// Shared by all connections of a sink.
+#[derive(Default)]
+pub struct Correlator {
+    runs: Mutex<HashMap<u64, Run>>,
+    hasher: RandomState,
+    /// Messages without a readable trace header, and arrivals beyond the memory cap.
+    untracked: std::sync::atomic::AtomicU64,
+}
+
+impl Correlator {
+    /// Records one arrival for each recipient; returns how many were duplicates.
+    pub fn arrived(&self, t: &Trace, rcpts: &[String]) -> u64 {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        if !runs.contains_key(&t.run) && runs.len() >= MAX_RUNS {
+            drop(runs);
+            self.untracked_add(rcpts.len() as u64);
+            return 0;
+        }
+        let run = runs.entry(t.run).or_default();
+        let mut dups = 0;
+        run.seqs.insert(t.seq);
+        run.max_seq = run.max_seq.max(t.seq);
+        for r in rcpts {
+            if run.arrivals.len() >= MAX_TRACKED {
+                self.untracked_add(1);
+                continue;
+            }
+            let key = (t.seq, self.hasher.hash_one(r.to_ascii_lowercase()));
+            if !run.arrivals.insert(key) {
+                run.duplicates += 1;
+                dups += 1;
+            }
+        }
+        dups
+    }
+
+    /// Counts messages that could not be correlated.
+    pub fn untracked_add(&self, n: u64) {
+        self.untracked
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Untracked arrivals.
+    pub fn untracked(&self) -> u64 {
+        self.untracked.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Total duplicates over all runs.
+    pub fn duplicates(&self) -> u64 {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.values().map(|r| r.duplicates).sum()
+    }
+
+    /// Whether `seq` of `run` has arrived (to any recipient).
+    pub fn seen(&self, run: u64, seq: u64) -> bool {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.get(&run).is_some_and(|r| r.seqs.contains(&seq))
+    }
+
+    /// The report per run id (hex).
+    pub fn report(&self) -> BTreeMap<String, RunReport> {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.iter()
+            .map(|(id, r)| {
+                let missing_count = (r.max_seq + 1).saturating_sub(r.seqs.len() as u64);
+                let missing = if missing_count == 0 {
+                    Vec::new()
+                } else {
+                    (0..=r.max_seq)
+                        .filter(|s| !r.seqs.contains(s))
+                        .take(1000)
+                        .collect()
+                };
+                (
+                    format!("{id:016x}"),
+                    RunReport {
+                        distinct: r.seqs.len() as u64,
+                        arrivals: r.arrivals.len() as u64 + r.duplicates,
+                        duplicates: r.duplicates,
+                        max_seq: r.max_seq,
+                        missing,
+                        missing_count,
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_and_gaps_are_found() {
+        let c = Correlator::default();
+        let t = |seq| Trace {
+            run: 7,
+            seq,
+            sent_us: 0,
+        };
+        let rc = vec!["a@x".to_string(), "b@x".to_string()];
+        assert_eq!(c.arrived(&t(0), &rc), 0);
+        assert_eq!(c.arrived(&t(2), &rc[..1]), 0);
+        assert_eq!(
+            c.arrived(&t(2), &rc[1..]),
+            0,
+            "another recipient is not a duplicate"
+        );
+        assert_eq!(c.arrived(&t(2), &rc[..1]), 1);
+        let r = &c.report()["0000000000000007"];
+        assert_eq!(
+            (r.distinct, r.duplicates, r.max_seq, r.missing_count),
+            (2, 1, 2, 1)
+        );
+        assert_eq!(r.missing, vec![1]);
+        assert!(c.seen(7, 2) && !c.seen(7, 1));
+    }
+}
