@@ -29,8 +29,8 @@ impl Shutdown {
                     _ = term.recv() => {}
                 }
                 if first {
-                    eprintln!(
-                        "mailbench: stopping; finishing transactions in flight (signal again to abort)"
+                    crate::report::live::say(
+                        "mailbench: stopping; finishing transactions in flight (signal again to abort)",
                     );
                     stop.cancel();
                     first = false;

@@ -55,7 +55,7 @@ pub async fn sink(plan: crate::sink::plan::SinkPlan) -> Result<u8, (u8, String)>
         .map_err(|e| (EXIT_FAILED, e))?;
     let addrs = crate::sink::local_addrs(&listeners).join(", ");
     // Tests and scripts wait for this line (the port may have been 0).
-    eprintln!("mailbench sink: listening on {addrs}");
+    crate::report::live::say(&format!("mailbench sink: listening on {addrs}"));
     let outputs = plan.outputs.clone();
     let shutdown = Shutdown::install();
     let unix_start = SystemTime::now()

@@ -7,6 +7,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::stats::{Counters, IntervalPoint};
 
+/// Writes one line to stderr. A closed stderr (a reader that went away) must never stop a
+/// run, so errors are ignored instead of panicking as `eprintln!` would.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Where progress goes.
 pub enum Live {
     /// Nothing (`--quiet`).
@@ -73,7 +80,7 @@ impl Live {
                 b.set_message(line);
                 b.tick();
             }
-            Live::Lines => eprintln!("{line}"),
+            Live::Lines => say(&line),
         }
     }
 

@@ -3,7 +3,10 @@
 //! - `cli`:  bad input, help, exit codes (no server needed)
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
+//! - `sink`: `mailbench sink` against swaks, smtp-source and `mailbench send` (counts,
+//!   byte-exact storage, STARTTLS/AUTH/BDAT, fault rules, greylisting, hostile input)
 
 mod cli;
 mod send;
+mod sink;
 mod util;

@@ -1,0 +1,316 @@
+//! `mailbench sink` against real clients: swaks, smtp-source and `mailbench send`.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::{
+    Proc, TempDir, describe, free_port, mailbench, require, results, run_expect, wait_until,
+};
+
+/// A running `mailbench sink`; stopped with SIGTERM by `stop`.
+struct Sink {
+    proc: Proc,
+    port: u16,
+}
+
+impl Sink {
+    fn start(args: &[&str]) -> Sink {
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut child = mailbench()
+            .args(["sink", "--listen", &listen, "-q"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sink");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut reader = BufReader::new(stderr);
+        let mut line = String::new();
+        reader
+            .read_line(&mut line)
+            .expect("sink says where it listens");
+        assert!(
+            line.contains("listening on"),
+            "sink failed to start: {line}"
+        );
+        // Keep draining stderr so the sink never writes into a closed pipe.
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+        Sink {
+            proc: Proc(child),
+            port,
+        }
+    }
+
+    fn target(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// SIGTERM, then the exit status and stdout.
+    fn stop(mut self) -> (Option<i32>, String) {
+        let pid = self.proc.0.id().to_string();
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        let mut out = String::new();
+        if let Some(mut o) = self.proc.0.stdout.take() {
+            use std::io::Read;
+            let _ = o.read_to_string(&mut out);
+        }
+        let status = self.proc.0.wait().expect("wait");
+        (status.code(), out)
+    }
+}
+
+#[test]
+fn mailbench_send_into_the_sink_counts_exactly_and_round_trips_bytes() {
+    let dir = TempDir::new("sink-rt");
+    let json = dir.0.join("sink.json");
+    let store = format!("dir:{}", dir.0.join("msgs").display());
+    let sink = Sink::start(&["--store", &store, "--json", &json.to_string_lossy()]);
+    let body = dir.0.join("body.eml");
+    let original = b"Subject: dots\r\n\r\n.starts with a dot\r\n..two\r\n.\r\nend\r\n";
+    std::fs::write(&body, original).expect("write body");
+    let target = sink.target();
+    let body_s = body.to_string_lossy().to_string();
+    let to = "r{rcpt}@example.test";
+    run_expect(
+        &[
+            "send", &target, "-n", "500", "-c", "8", "--rcpts", "2", "--to", to, "--body", &body_s,
+            "-q",
+        ],
+        0,
+    );
+    run_expect(
+        &["send", &target, "-n", "500", "-c", "8", "--chunking", "-q"],
+        0,
+    );
+    let (code, out) = sink.stop();
+    assert_eq!(code, Some(0), "{out}");
+    let r = results(&json);
+    assert_eq!(r["summary"]["messages"], 1000, "{:#}", r["summary"]);
+    assert_eq!(r["summary"]["recipients"], 1500);
+    assert_eq!(r["summary"]["lost"], 0);
+    assert_eq!(r["summary"]["duplicates"], 0);
+    assert_eq!(r["latency"]["e2e"]["count"], 1000);
+    // Stored copies hold exactly what was sent (the trace prefix, then the file).
+    let mut n = 0;
+    for e in std::fs::read_dir(dir.0.join("msgs")).expect("stored") {
+        let data = std::fs::read(e.expect("entry").path()).expect("read");
+        if data.windows(original.len()).any(|w| w == original) {
+            n += 1;
+        }
+    }
+    assert_eq!(n, 500, "byte-exact copies of the dotted body");
+}
+
+#[test]
+fn swaks_speaks_starttls_auth_pipelining_and_bdat_to_the_sink() {
+    let Some(swaks) = require("swaks") else {
+        return;
+    };
+    let dir = TempDir::new("sink-swaks");
+    let json = dir.0.join("sink.json");
+    let sink = Sink::start(&["--json", &json.to_string_lossy()]);
+    let port = sink.port.to_string();
+    let variants: &[&[&str]] = &[
+        &["--tls"],
+        &[
+            "--auth",
+            "PLAIN",
+            "--auth-user",
+            "u",
+            "--auth-password",
+            "p",
+        ],
+        &[
+            "--auth",
+            "LOGIN",
+            "--auth-user",
+            "u",
+            "--auth-password",
+            "p",
+            "--tls",
+        ],
+        &["--pipeline"],
+        &["--protocol", "ESMTP"],
+    ];
+    for extra in variants {
+        let out = Command::new(&swaks)
+            .args([
+                "--server",
+                "127.0.0.1",
+                "--port",
+                &port,
+                "--to",
+                "r@example.test",
+                "--from",
+                "s@example.test",
+            ])
+            .args(*extra)
+            .output()
+            .expect("run swaks");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "swaks {extra:?} failed:\n{text}");
+        assert!(
+            text.contains("250 2.0.0 message accepted"),
+            "swaks {extra:?}:\n{text}"
+        );
+    }
+    let (_, _) = sink.stop();
+    let r = results(&json);
+    assert_eq!(
+        r["summary"]["messages"],
+        variants.len(),
+        "{:#}",
+        r["summary"]
+    );
+    assert_eq!(r["summary"]["tls_sessions"], 2);
+}
+
+#[test]
+fn smtp_source_into_the_sink_with_a_fault_rule() {
+    let Some(source) = require("smtp-source") else {
+        return;
+    };
+    let dir = TempDir::new("sink-src");
+    let json = dir.0.join("sink.json");
+    let sink = Sink::start(&["--rule", "rcpt:451:30%", "--json", &json.to_string_lossy()]);
+    let out = Command::new(source)
+        .args([
+            "-A",
+            "-s",
+            "8",
+            "-m",
+            "2000",
+            "-l",
+            "1000",
+            "-d",
+            &sink.target(),
+        ])
+        .output()
+        .expect("smtp-source");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, _) = sink.stop();
+    let r = results(&json);
+    let refused = r["summary"]["faults"]["reply_4xx"]
+        .as_u64()
+        .expect("fault count");
+    let messages = r["summary"]["messages"].as_u64().expect("messages");
+    assert_eq!(
+        refused + messages,
+        2000,
+        "every message is either refused at RCPT or stored"
+    );
+    assert!(
+        (500..700).contains(&refused),
+        "about 30 % of 2000 refused, got {refused}"
+    );
+}
+
+#[test]
+fn exit_after_messages_and_greylisting_end_to_end() {
+    let dir = TempDir::new("sink-grey");
+    let json = dir.0.join("sink.json");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let json_s = json.to_string_lossy().to_string();
+    let mut child = mailbench()
+        .args([
+            "sink",
+            "--listen",
+            &listen,
+            "-q",
+            "--greylist",
+            "1s",
+            "--exit-after-messages",
+            "20",
+            "--json",
+            &json_s,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sink");
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(&listen).is_ok()
+    }));
+    let send = |n: &str| {
+        let args = [
+            "send",
+            &listen,
+            "-n",
+            n,
+            "-c",
+            "1",
+            "--to",
+            "u{seq}@example.test",
+            "--json",
+        ];
+        let out = mailbench()
+            .args(args)
+            .arg(dir.0.join("send.json"))
+            .arg("-q")
+            .output()
+            .expect("send");
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+        results(&dir.0.join("send.json"))
+    };
+    // First attempts are greylisted; the same triples retried after 1 s pass.
+    let first = send("20");
+    assert_eq!(first["summary"]["accepted"], 0, "{:#}", first["summary"]);
+    std::thread::sleep(Duration::from_millis(1100));
+    let second = send("20");
+    assert_eq!(second["summary"]["accepted"], 20, "{:#}", second["summary"]);
+    let status = child
+        .wait()
+        .expect("the sink exits by itself after 20 messages");
+    assert_eq!(status.code(), Some(0));
+    let r = results(Path::new(&json));
+    assert_eq!(r["summary"]["messages"], 20);
+    assert_eq!(r["summary"]["faults"]["greylist"], 20);
+}
+
+#[test]
+fn hostile_input_never_crashes_the_sink() {
+    use std::io::Write;
+    let sink = Sink::start(&["--idle-timeout", "2s"]);
+    let mut rng_state = 12345u64;
+    let mut next = || {
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 7;
+        rng_state ^= rng_state << 17;
+        rng_state
+    };
+    for _ in 0..50 {
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", sink.port)) else {
+            continue;
+        };
+        let len = (next() % 20_000) as usize;
+        let junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let _ = s.write_all(b"EHLO x\r\nMAIL FROM:<a@b.c>\r\nRCPT TO:<d@e.f>\r\nDATA\r\n");
+        let _ = s.write_all(&junk);
+    }
+    // Still serving.
+    let out = run_expect(&["send", &sink.target(), "-n", "10", "-q"], 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("accepted 10"));
+    let (code, _) = sink.stop();
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn a_busy_port_is_one_line_and_exit_2() {
+    let sink = Sink::start(&[]);
+    let target = sink.target();
+    let out = crate::util::run(&["sink", "--listen", &target, "-z", "1s"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&["sink"], &out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot listen on"), "{err}");
+}
