@@ -43,8 +43,10 @@ pub struct Shared {
     pub stop: CancellationToken,
 }
 
-/// Read size per connection; also the most one read can add to a message in memory.
-const READ_BUF: usize = 16 * 1024;
+/// First read size per connection: idle connections must stay small.
+const READ_MIN: usize = 1024;
+/// Largest read size; reads that fill the buffer double it up to this.
+const READ_MAX: usize = 64 * 1024;
 
 struct ConnHandler<'a> {
     sh: &'a Shared,
@@ -115,7 +117,8 @@ async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Shared, id: u
     let mut session = ServerSession::new(sh.plan.server.clone(), false, &mut h);
     let mut reported = SessionCounts::default();
     let mut out = Vec::new();
-    let mut buf = vec![0u8; READ_BUF];
+    let mut buf = bytes::BytesMut::with_capacity(READ_MIN);
+    let mut want = READ_MIN;
     let idle = sh.plan.idle_timeout;
     loop {
         session.take_output(&mut out);
@@ -165,8 +168,10 @@ async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Shared, id: u
         if session.is_closed() {
             return;
         }
+        buf.clear();
+        buf.reserve(want);
         let n = tokio::select! {
-            r = tokio::time::timeout(idle, stream.read(&mut buf)) => match r {
+            r = tokio::time::timeout(idle, stream.read_buf(&mut buf)) => match r {
                 Ok(Ok(0)) | Ok(Err(_)) => return,
                 Ok(Ok(n)) => n,
                 Err(_) => {
@@ -184,6 +189,9 @@ async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Shared, id: u
         if sh.plan.bandwidth > 0 {
             let secs = n as f64 / sh.plan.bandwidth as f64;
             tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+        }
+        if n >= want && want < READ_MAX {
+            want *= 2;
         }
         session.feed(&buf[..n], &mut h);
     }
