@@ -10,13 +10,15 @@ use crate::util::{
 };
 
 /// A running `mailbench sink`; stopped with SIGTERM by `stop`.
-struct Sink {
+pub struct Sink {
     proc: Proc,
-    port: u16,
+    /// The port it listens on.
+    pub port: u16,
 }
 
 impl Sink {
-    fn start(args: &[&str]) -> Sink {
+    /// Starts a sink on a free port with extra flags.
+    pub fn start(args: &[&str]) -> Sink {
         let port = free_port();
         let listen = format!("127.0.0.1:{port}");
         let mut child = mailbench()
@@ -49,7 +51,7 @@ impl Sink {
     }
 
     /// SIGTERM, then the exit status and stdout.
-    fn stop(mut self) -> (Option<i32>, String) {
+    pub fn stop(mut self) -> (Option<i32>, String) {
         let pid = self.proc.0.id().to_string();
         Command::new("kill")
             .args(["-TERM", &pid])
