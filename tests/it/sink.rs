@@ -87,7 +87,34 @@ fn mailbench_send_into_the_sink_counts_exactly_and_round_trips_bytes() {
         0,
     );
     run_expect(
-        &["send", &target, "-n", "500", "-c", "8", "--chunking", "-q"],
+        &["send", &target, "-n", "300", "-c", "8", "--chunking", "-q"],
+        0,
+    );
+    // STARTTLS (resumption off, then on with half the connections) and AUTH, for real.
+    let tls_auth = [
+        "--tls",
+        "starttls",
+        "--tls-resume",
+        "off",
+        "--auth",
+        "u:p",
+        "-q",
+    ];
+    run_expect(
+        &[&["send", &target, "-n", "100", "-c", "4"][..], &tls_auth].concat(),
+        0,
+    );
+    let half = [
+        "--tls",
+        "starttls",
+        "--tls-percent",
+        "50",
+        "--per-conn",
+        "5",
+        "-q",
+    ];
+    run_expect(
+        &[&["send", &target, "-n", "100", "-c", "4"][..], &half].concat(),
         0,
     );
     let (code, out) = sink.stop();
@@ -95,6 +122,12 @@ fn mailbench_send_into_the_sink_counts_exactly_and_round_trips_bytes() {
     let r = results(&json);
     assert_eq!(r["summary"]["messages"], 1000, "{:#}", r["summary"]);
     assert_eq!(r["summary"]["recipients"], 1500);
+    let tls = r["summary"]["tls_sessions"].as_u64().expect("tls sessions");
+    assert!(
+        (4 + 1..=4 + 20).contains(&tls),
+        "TLS sessions: {tls}: {:#}",
+        r["summary"]
+    );
     assert_eq!(r["summary"]["lost"], 0);
     assert_eq!(r["summary"]["duplicates"], 0);
     assert_eq!(r["latency"]["e2e"]["count"], 1000);
