@@ -7,6 +7,8 @@
 //! - `send`     the load generator: `plan` (validated run), `schedule` (budget × pacing,
 //!   open-loop intended start times), `workload` (what each message is), `worker` (one
 //!   connection slot).
+//! - `relay`    send → MTA under test → sink in one process: drain, delivery rate, backlog,
+//!   loss; `lab` starts disposable real MTAs (Postfix) for it.
 //! - `sink`     the receiver: `conn` (one connection over the server session), `faults`
 //!   (injected misbehaviour), `store` (discard, maildir, mbox, files), `correlate` (trace
 //!   headers: end-to-end latency, loss, duplicates), `plan`.
@@ -21,8 +23,10 @@
 
 pub mod cli;
 pub mod error;
+pub mod lab;
 pub mod limits;
 pub mod message;
+pub mod relay;
 pub mod report;
 pub mod send;
 pub mod shutdown;

@@ -21,10 +21,29 @@ pub enum Command {
     /// SMTP/LMTP load generator: fixed rate (open loop) or as fast as possible (closed loop).
     #[command(after_help = SEND_EXAMPLES)]
     Send(SendArgs),
+    /// End-to-end relay benchmark: send → MTA under test → embedded sink, every message
+    /// correlated; with --lab postfix on a disposable Postfix.
+    #[command(after_help = RELAY_EXAMPLES)]
+    Relay(RelayArgs),
+    /// Start a disposable lab MTA for manual use until Ctrl-C.
+    Lab(LabArgs),
     /// SMTP/LMTP receiver that discards (or stores) mail, with fault injection.
     #[command(after_help = SINK_EXAMPLES)]
     Sink(SinkArgs),
 }
+
+const RELAY_EXAMPLES: &str = "\
+Examples:
+  mailbench relay --lab postfix
+      the classic benchmark on a throwaway Postfix: 10,000 x 25 KiB, 64 sessions, tmpfs queue
+  mailbench relay --lab postfix --queue disk --hops 2 --postconf default_process_limit=100
+  mailbench relay --lab postfix --sink-rule 'rcpt:451:30%' -n 2000
+      the receiver defers 30 % of recipients; Postfix retries until all arrive
+  mailbench relay --target 10.0.0.5:25 --sink 0.0.0.0:2525 --sut-pid 1234 --rate 200/s -z 5m
+      your own MTA, pointed at this host's port 2525 as its relayhost
+
+Summary keys: sent, accepted, delivered, lost, duplicates, errors, inject_mpm, drain_mpm,
+e2e_p50_ms, e2e_p99_ms, max_backlog. Lab runs need root and Postfix (scripts/install-deps.sh).";
 
 const SINK_EXAMPLES: &str = "\
 Examples:
@@ -91,10 +110,18 @@ pub struct SendArgs {
     /// Where to send: host[:port] (default port 25), [v6addr]:port, unix:/path; a
     /// comma-separated list is used round-robin.
     pub target: String,
+    /// The load.
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
 
-    /// Connections: closed loop uses this many, open loop at most this many.
-    #[arg(short = 'c', long, default_value = "16", value_name = "N")]
-    pub concurrency: String,
+/// The load shape, envelope, content and outputs shared by `send` and `relay`.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Connections: closed loop uses this many, open loop at most this many (default: 16
+    /// for send, 64 for relay).
+    #[arg(short = 'c', long, value_name = "N")]
+    pub concurrency: Option<String>,
     /// Open loop: intended message rate, e.g. 500/s or 12000/min.
     #[arg(long, value_name = "RATE")]
     pub rate: Option<String>,
@@ -107,7 +134,8 @@ pub struct SendArgs {
     /// Rate at the start of the ramp.
     #[arg(long, value_name = "RATE", default_value = "1/s")]
     pub ramp_from: String,
-    /// Stop after this many messages (default 1000 when no --duration is given).
+    /// Stop after this many messages (default when no --duration is given: 1000 for send,
+    /// 10000 for relay).
     #[arg(short = 'n', long, value_name = "N")]
     pub messages: Option<String>,
     /// Stop after this long.
@@ -146,9 +174,10 @@ pub struct SendArgs {
     #[arg(long, default_value = "1", value_name = "N")]
     pub rcpts: String,
 
-    /// Message size (headers included): 25k, or a range 0-10k.
-    #[arg(long, default_value = "1k", value_name = "SIZE")]
-    pub size: String,
+    /// Message size (headers included): 25k, or a range 0-10k (default: 1k for send, 25k
+    /// for relay).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
     /// Send this message file (headers and body) instead of generated messages.
     #[arg(long, value_name = "FILE", conflicts_with = "eml")]
     pub body: Option<PathBuf>,
@@ -319,4 +348,79 @@ pub struct SinkArgs {
     /// Fail with exit code 3 unless this holds, e.g. 'lost==0'.
     #[arg(long, value_name = "EXPR")]
     pub threshold: Vec<String>,
+}
+
+/// Which lab MTA.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LabKind {
+    /// Postfix from Debian's package.
+    Postfix,
+}
+
+/// Where a lab queue lives.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum QueueArg {
+    /// RAM disk.
+    Tmpfs,
+    /// Directory on disk.
+    Disk,
+}
+
+/// Flags that shape a lab.
+#[derive(Debug, Args)]
+pub struct LabShape {
+    /// Queue on a RAM disk or on disk.
+    #[arg(long, value_enum, default_value = "tmpfs")]
+    pub queue: QueueArg,
+    /// Chain this many MTAs (MTA → MTA → sink).
+    #[arg(long, default_value = "1", value_name = "N")]
+    pub hops: u8,
+    /// Override a main.cf setting (repeatable), e.g. default_process_limit=100.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub postconf: Vec<String>,
+}
+
+/// Flags of `mailbench relay`.
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// Start a disposable MTA for the run.
+    #[arg(long, value_enum, conflicts_with = "target")]
+    pub lab: Option<LabKind>,
+    /// The MTA under test (when not using --lab).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present = "lab")]
+    pub target: Option<String>,
+    /// Where the embedded sink listens (the MTA's relayhost); default a free loopback port
+    /// with --lab, 127.0.0.1:2525 otherwise.
+    #[arg(long, value_name = "ADDR")]
+    pub sink: Option<String>,
+    /// Lab shape.
+    #[command(flatten)]
+    pub shape: LabShape,
+    /// Fault rule for the embedded sink (repeatable), as `sink --rule`.
+    #[arg(long, value_name = "RULE")]
+    pub sink_rule: Vec<String>,
+    /// Longest wait for deliveries after injection; what has not arrived is lost.
+    #[arg(long, default_value = "120s", value_name = "DURATION")]
+    pub drain_timeout: String,
+    /// Observe this process tree as the system under test (repeatable; the lab's own is
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// The load.
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// Flags of `mailbench lab`.
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// Which MTA.
+    #[arg(value_enum)]
+    pub kind: LabKind,
+    /// Where the lab relays to.
+    #[arg(long, default_value = "127.0.0.1:2525", value_name = "HOST:PORT")]
+    pub relay: String,
+    /// Lab shape.
+    #[command(flatten)]
+    pub shape: LabShape,
 }

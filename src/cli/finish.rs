@@ -61,7 +61,8 @@ pub async fn sink(plan: crate::sink::plan::SinkPlan) -> Result<u8, (u8, String)>
     let unix_start = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let results = crate::sink::run(plan, listeners, shutdown).await;
+    let start = std::time::Instant::now();
+    let results = crate::sink::run(plan, listeners, shutdown, Default::default(), start).await;
     let s = &results.summary;
     let headline = format!(
         "mailbench sink: {} messages to {} recipients in {} sessions on {addrs} over {:.2} s; lost {}, duplicates {}",

@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod finish;
+pub mod relay;
 pub mod send;
 pub mod sink;
 pub mod units;
@@ -23,13 +24,19 @@ pub const EXIT_THRESHOLD: u8 = 3;
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::Send(a) => send::plan(&a)
+        Command::Send(a) => send::plan(&a.target, &a.load, &send::SEND_DEFAULTS)
             .map_err(|e| (EXIT_USAGE, e))
             .and_then(|plan| {
                 runtime()
                     .map_err(|e| (EXIT_FAILED, e))?
                     .block_on(finish::send(plan))
             }),
+        Command::Relay(a) => runtime()
+            .map_err(|e| (EXIT_FAILED, e))
+            .and_then(|rt| rt.block_on(relay::relay(a))),
+        Command::Lab(a) => runtime()
+            .map_err(|e| (EXIT_FAILED, e))
+            .and_then(|rt| rt.block_on(relay::lab(a))),
         Command::Sink(a) => sink::plan(&a)
             .map_err(|e| (EXIT_USAGE, e))
             .and_then(|plan| {

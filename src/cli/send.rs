@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::args::{ArrivalsArg, SendArgs, Switch, TlsArg};
+use super::args::{ArrivalsArg, LoadArgs, Switch, TlsArg};
 use super::units;
 use crate::message::address::AddrTemplate;
 use crate::message::template::{Content, GenSpec, SizeRange};
@@ -16,10 +16,28 @@ use crate::send::schedule::{Arrivals, Pacing};
 use crate::smtp::proto::Credentials;
 use crate::smtp::target::parse_targets;
 
-/// Validates the flags of `send`.
-pub fn plan(a: &SendArgs) -> Result<SendPlan, String> {
-    let targets = parse_targets(&a.target, 25)?;
-    let concurrency = units::count(&a.concurrency)? as usize;
+/// Defaults that differ between `send` and `relay`.
+pub struct Defaults {
+    /// Connections.
+    pub concurrency: &'static str,
+    /// Message size.
+    pub size: &'static str,
+    /// Messages when neither -n nor -z is given.
+    pub messages: u64,
+}
+
+/// `send`'s defaults.
+pub const SEND_DEFAULTS: Defaults = Defaults {
+    concurrency: "16",
+    size: "1k",
+    messages: 1000,
+};
+
+/// Validates the load flags against `target`.
+pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan, String> {
+    let targets = parse_targets(target, 25)?;
+    let concurrency =
+        units::count(a.concurrency.as_deref().unwrap_or(defaults.concurrency))? as usize;
     if concurrency == 0 {
         return Err("-c/--concurrency must be at least 1".into());
     }
@@ -57,7 +75,7 @@ pub fn plan(a: &SendArgs) -> Result<SendPlan, String> {
             n
         }
         (None, Some(_)) => u64::MAX,
-        (None, None) => 1000,
+        (None, None) => defaults.messages,
     };
     let per_conn = if a.per_conn.trim() == "0" {
         (0, 0)
@@ -89,7 +107,8 @@ pub fn plan(a: &SendArgs) -> Result<SendPlan, String> {
         Some(p) => Addresses::List(Arc::new(users::load(p)?)),
         None => Addresses::Template(AddrTemplate::parse(&a.to).map_err(|e| format!("--to: {e}"))?),
     };
-    let (min, max) = units::size_range(&a.size).map_err(|e| format!("--size: {e}"))?;
+    let (min, max) = units::size_range(a.size.as_deref().unwrap_or(defaults.size))
+        .map_err(|e| format!("--size: {e}"))?;
     let attach = a
         .attach
         .as_deref()
@@ -168,7 +187,7 @@ pub fn plan(a: &SendArgs) -> Result<SendPlan, String> {
         }
     }
     let config_json = serde_json::json!({
-        "target": a.target,
+        "target": target,
         "targets": targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
         "protocol": if a.lmtp { "lmtp" } else { "smtp" },
         "pacing": pacing,

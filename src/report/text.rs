@@ -156,3 +156,61 @@ pub fn render_sink(r: &Results, headline: &str) -> String {
     render_tail(r, &mut out);
     out
 }
+
+/// Renders the summary of a relay run.
+pub fn render_relay(r: &Results, headline: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{headline}");
+    let _ = writeln!(out);
+    let s = &r.summary;
+    let _ = writeln!(
+        out,
+        "  injected   sent {}  accepted {}  rejected {}  errors {}   {:.0} msg/min accepted",
+        s["sent"],
+        s["accepted"],
+        s["rejected"],
+        s["errors"],
+        num(r, "inject_mpm")
+    );
+    let _ = writeln!(
+        out,
+        "  delivered  {} of {} recipients ({} messages)  lost {}  duplicates {}   drain MPM {:.0} (last arrival {:.2} s after the first injection)",
+        s["delivered"],
+        s["expected_recipients"],
+        s["delivered_messages"],
+        s["lost"],
+        s["duplicates"],
+        num(r, "drain_mpm"),
+        num(r, "drain_s")
+    );
+    let _ = writeln!(
+        out,
+        "  end to end p50 {:.3} ms  p99 {:.3} ms   max backlog {}",
+        num(r, "e2e_p50_ms"),
+        num(r, "e2e_p99_ms"),
+        s["max_backlog"]
+    );
+    if !s["maillog_sent"].is_null() {
+        let _ = writeln!(
+            out,
+            "  MTA log    status=sent {}  still queued {}",
+            s["maillog_sent"], s["queued_left"]
+        );
+    }
+    if let Some(sut) = r.extra.get("sut") {
+        let _ = writeln!(
+            out,
+            "  MTA cost   cpu {:.2} s user + {:.2} s sys ({:.0} % of a core)  disk read {:.0} KiB/s write {:.0} KiB/s  peak RSS {:.1} MiB in {} processes",
+            sut["cpu_user_s"].as_f64().unwrap_or(0.0),
+            sut["cpu_sys_s"].as_f64().unwrap_or(0.0),
+            sut["cpu_avg_pct"].as_f64().unwrap_or(0.0),
+            sut["disk_read_kib_per_s"].as_f64().unwrap_or(0.0),
+            sut["disk_write_kib_per_s"].as_f64().unwrap_or(0.0),
+            sut["peak_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
+            sut["peak_procs"]
+        );
+    }
+    let _ = writeln!(out);
+    out.push_str(&render(r, "  injection detail:").replacen("  injection detail:\n\n", "", 1));
+    out
+}

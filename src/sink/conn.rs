@@ -39,8 +39,21 @@ pub struct Shared {
     pub last_activity_ms: AtomicU64,
     /// Time zero.
     pub start: Instant,
+    /// Deliveries as they happen, for a relay waiting on the drain.
+    pub delivery: Arc<Delivery>,
     /// Stop serving.
     pub stop: CancellationToken,
+}
+
+/// Deliveries seen so far, readable while the sink runs.
+#[derive(Debug, Default)]
+pub struct Delivery {
+    /// Messages accepted.
+    pub messages: AtomicU64,
+    /// Recipients of those messages.
+    pub recipients: AtomicU64,
+    /// Milliseconds after the sink's start of the latest delivery.
+    pub last_ms: AtomicU64,
 }
 
 /// First read size per connection: idle connections must stay small.
@@ -221,6 +234,14 @@ fn report(
         for us in e2e.drain(..) {
             rec.record_us(Metric::E2e, us);
         }
+    }
+    if new_msgs > 0 {
+        let d = &sh.delivery;
+        d.recipients
+            .fetch_add(now.recipients - last.recipients, Ordering::Relaxed);
+        d.messages.fetch_add(new_msgs, Ordering::Relaxed);
+        d.last_ms
+            .store(sh.start.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
     *last = now.clone();
     let total = sh.messages.fetch_add(new_msgs, Ordering::Relaxed) + new_msgs;

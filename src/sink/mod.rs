@@ -90,10 +90,16 @@ pub fn local_addrs(listeners: &[Listener]) -> Vec<String> {
         .collect()
 }
 
-/// Serves until stopped; returns the results.
-pub async fn run(plan: SinkPlan, listeners: Vec<Listener>, shutdown: Shutdown) -> Results {
+/// Serves until stopped; returns the results. `delivery` is updated as messages arrive and
+/// its times count from `start`.
+pub async fn run(
+    plan: SinkPlan,
+    listeners: Vec<Listener>,
+    shutdown: Shutdown,
+    delivery: Arc<conn::Delivery>,
+    start: Instant,
+) -> Results {
     let started_at = now_rfc3339();
-    let start = Instant::now();
     let cpu0 = CpuTimes::of_self();
     let outputs = plan.outputs.clone();
     let thresholds = plan.thresholds.clone();
@@ -108,6 +114,7 @@ pub async fn run(plan: SinkPlan, listeners: Vec<Listener>, shutdown: Shutdown) -
         open: AtomicU64::new(0),
         last_activity_ms: AtomicU64::new(0),
         start,
+        delivery,
         stop: shutdown.stop.clone(),
     });
     let mut acceptors = JoinSet::new();

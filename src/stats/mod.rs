@@ -1,6 +1,6 @@
 //! The statistics layer shared by every command: metrics and counters (`recorder`), sharded
 //! collection and the time series (`collector`), the results file (`results`), histograms in
-//! JSON (`hist`) and the tool's own CPU and memory (`cpu`).
+//! JSON (`hist`), the tool's own CPU and memory (`cpu`) and the system under test's (`sut`).
 
 pub mod collector;
 pub mod cpu;
@@ -8,6 +8,7 @@ pub mod hist;
 pub mod metric;
 pub mod recorder;
 pub mod results;
+pub mod sut;
 
 pub use collector::{Collector, IntervalPoint, Shards};
 pub use metric::Metric;

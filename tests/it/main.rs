@@ -3,12 +3,14 @@
 //! - `cli`:  bad input, help, exit codes (no server needed)
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
+//! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup)
 //! - `relay_path`: `send` → a private Postfix → `sink` (Postfix's smtpd and SMTP client as
 //!   real peers)
 //! - `sink`: `mailbench sink` against swaks, smtp-source and `mailbench send` (counts,
 //!   byte-exact storage, STARTTLS/AUTH/BDAT, fault rules, greylisting, hostile input)
 
 mod cli;
+mod relay;
 mod relay_path;
 mod send;
 mod sink;

@@ -1,0 +1,255 @@
+//! `relay` and `lab`: validation, start-up order (sink listener, then lab, then load) and
+//! clean-up on every path.
+
+use std::time::Duration;
+
+use super::args::{LabArgs, LabShape, QueueArg, RelayArgs};
+use super::finish::{exit_code, write_outputs};
+use super::send::{Defaults, plan as send_plan};
+use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE, units};
+use crate::lab::postfix::{Lab, LabOptions, QueueKind};
+use crate::relay::RelayRun;
+use crate::report::Outputs;
+use crate::shutdown::Shutdown;
+use crate::sink::faults::{FaultPlan, parse_rule};
+use crate::sink::plan::{Listen, SinkPlan};
+use crate::sink::store::Store;
+use crate::smtp::proto::server::ServerConfig;
+use crate::smtp::target::{Target, parse_target};
+
+/// The classic benchmark's defaults: 10,000 × 25 KiB over 64 sessions.
+pub const RELAY_DEFAULTS: Defaults = Defaults {
+    concurrency: "64",
+    size: "25k",
+    messages: 10_000,
+};
+
+fn lab_options(shape: &LabShape, relay: std::net::SocketAddr) -> Result<LabOptions, String> {
+    let postconf = shape
+        .postconf
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .filter(|(k, _)| !k.is_empty())
+                .ok_or_else(|| {
+                    format!("--postconf {kv:?}: write key=value, e.g. default_process_limit=100")
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if shape.hops == 0 || shape.hops > 8 {
+        return Err("--hops must be between 1 and 8".into());
+    }
+    Ok(LabOptions {
+        hops: shape.hops,
+        queue: match shape.queue {
+            QueueArg::Tmpfs => QueueKind::Tmpfs,
+            QueueArg::Disk => QueueKind::Disk,
+        },
+        postconf,
+        relay,
+    })
+}
+
+fn tcp(spec: &str, default_port: u16, flag: &str) -> Result<std::net::SocketAddr, String> {
+    match parse_target(spec, default_port).map_err(|e| format!("{flag}: {e}"))? {
+        Target::Tcp { addr, .. } => Ok(addr),
+        Target::Unix(_) => Err(format!("{flag} must be a TCP address")),
+    }
+}
+
+/// Runs `relay`. Errors carry their exit code.
+pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    let sink_addr = match (&a.sink, a.lab.is_some()) {
+        (Some(s), _) => tcp(s, 2525, "--sink").map_err(usage)?,
+        (None, true) => "127.0.0.1:0"
+            .parse()
+            .map_err(|_| usage("internal address".into()))?,
+        (None, false) => "127.0.0.1:2525"
+            .parse()
+            .map_err(|_| usage("internal address".into()))?,
+    };
+    let drain_timeout = units::duration(&a.drain_timeout).map_err(usage)?;
+    let rules = a
+        .sink_rule
+        .iter()
+        .map(|r| parse_rule(r))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    // Validate the load before starting anything (the target is filled in below).
+    let mut plan = send_plan("127.0.0.1:9", &a.load, &RELAY_DEFAULTS).map_err(usage)?;
+    if a.lab.is_some() {
+        crate::lab::postfix::check().map_err(usage)?;
+    }
+    crate::limits::raise_nofile();
+    let listeners = crate::sink::bind(&[Listen::Tcp(sink_addr)])
+        .await
+        .map_err(|e| (EXIT_FAILED, e))?;
+    let bound = crate::sink::local_addrs(&listeners);
+    let sink_addr: std::net::SocketAddr = bound
+        .first()
+        .and_then(|s| s.parse().ok())
+        .ok_or((EXIT_FAILED, "the sink did not bind".to_string()))?;
+    let lab = match a.lab {
+        Some(_) => {
+            let opts = lab_options(&a.shape, sink_addr).map_err(usage)?;
+            let lab = tokio::task::spawn_blocking(move || Lab::start(&opts))
+                .await
+                .map_err(|e| (EXIT_FAILED, e.to_string()))?
+                .map_err(|e| (EXIT_FAILED, e))?;
+            for n in &lab.notices {
+                crate::report::live::say(&format!("mailbench relay: notice: {n}"));
+            }
+            Some(lab)
+        }
+        None => None,
+    };
+    let target = match (&lab, &a.target) {
+        (Some(l), _) => l.entry().to_string(),
+        (None, Some(t)) => t.clone(),
+        (None, None) => return Err(usage("give --lab postfix or --target HOST:PORT".into())),
+    };
+    plan.targets = crate::smtp::target::parse_targets(&target, 25).map_err(usage)?;
+    plan.config_json["target"] = target.clone().into();
+    plan.config_json["relay"] = serde_json::json!({
+        "lab": a.lab.map(|_| "postfix"),
+        "queue": format!("{:?}", a.shape.queue).to_lowercase(),
+        "hops": a.shape.hops,
+        "postconf": a.shape.postconf,
+        "sink": sink_addr.to_string(),
+        "sink_rules": a.sink_rule,
+        "drain_timeout_s": drain_timeout.as_secs_f64(),
+    });
+    if let Err(e) = crate::send::preflight(&plan.targets, Duration::from_secs(10)).await {
+        return Err((EXIT_USAGE, e));
+    }
+    let outputs = plan.outputs.clone();
+    let thresholds = std::mem::take(&mut plan.thresholds);
+    let sink = SinkPlan {
+        listen: vec![Listen::Tcp(sink_addr)],
+        server: ServerConfig {
+            hostname: "sink.mailbench.test".into(),
+            lmtp: false,
+            max_message_size: 512 << 20,
+            pipelining: true,
+            eight_bit_mime: true,
+            enhanced_status_codes: true,
+            starttls: false,
+            auth: false,
+            chunking: true,
+            smtputf8: false,
+            dsn: true,
+        },
+        tls: None,
+        faults: FaultPlan {
+            rules,
+            ..FaultPlan::default()
+        },
+        store: Store::Discard,
+        fsync: false,
+        max_connections: 100_000,
+        idle_timeout: Duration::from_secs(300),
+        exit_after_messages: None,
+        exit_after_idle: None,
+        duration: None,
+        bandwidth: 0,
+        outputs: Outputs {
+            interval: outputs.interval,
+            quiet: true,
+            ..Outputs::default()
+        },
+        thresholds: Vec::new(),
+        config_json: serde_json::Value::Null,
+    };
+    let extra_pids = a.sut_pid.clone();
+    let lab_pids = lab.as_ref().map(|l| {
+        l.instances
+            .iter()
+            .map(|i| i.queue.join("pid/master.pid"))
+            .collect::<Vec<_>>()
+    });
+    let sut_pids = Box::new(move || {
+        let mut roots = extra_pids.clone();
+        for f in lab_pids.iter().flatten() {
+            if let Some(p) = std::fs::read_to_string(f)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                roots.push(p);
+            }
+        }
+        crate::stats::sut::descendants(&roots)
+    });
+    let shutdown = Shutdown::install();
+    let unix_start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let run = RelayRun {
+        send: plan,
+        sink,
+        listeners,
+        drain_timeout,
+        sut_pids,
+        thresholds,
+    };
+    let mut results = crate::relay::run(run, lab.as_ref(), shutdown).await;
+    if let Some(l) = &lab {
+        // Keep the MTA's log with the results.
+        if let Some(json) = &outputs.json {
+            for (i, inst) in l.instances.iter().enumerate() {
+                let to = json.with_extension(format!("maillog.{i}"));
+                let _ = std::fs::copy(inst.dir.join("maillog"), &to);
+            }
+        }
+        results
+            .extra
+            .insert("lab_notices".into(), l.notices.clone().into());
+    }
+    drop(lab); // stop and clean up before reporting
+    let headline = format!(
+        "mailbench relay: {} messages through {target} to the sink at {sink_addr}",
+        results.counters.sent
+    );
+    write_outputs(
+        &results,
+        outputs.json.as_deref(),
+        outputs.csv.as_deref(),
+        outputs.postal_csv.as_deref(),
+        unix_start,
+    )?;
+    print!("{}", crate::report::text::render_relay(&results, &headline));
+    if let Some(p) = &outputs.json {
+        println!("  results    {}", p.display());
+    }
+    Ok(exit_code(&results))
+}
+
+/// Runs `lab`: start, print where it listens, wait for Ctrl-C or SIGTERM, clean up.
+pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
+    let relay = tcp(&a.relay, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
+    let opts = lab_options(&a.shape, relay).map_err(|e| (EXIT_USAGE, e))?;
+    crate::lab::postfix::check().map_err(|e| (EXIT_USAGE, e))?;
+    let shutdown = Shutdown::install();
+    let lab = tokio::task::spawn_blocking(move || Lab::start(&opts))
+        .await
+        .map_err(|e| (EXIT_FAILED, e.to_string()))?
+        .map_err(|e| (EXIT_FAILED, e))?;
+    for n in &lab.notices {
+        println!("notice: {n}");
+    }
+    for (i, inst) in lab.instances.iter().enumerate() {
+        println!(
+            "postfix {i}: smtpd on {}, config {}",
+            inst.smtpd,
+            inst.dir.display()
+        );
+    }
+    println!(
+        "relaying to {relay}; inject into {}; Ctrl-C stops and removes everything",
+        lab.entry()
+    );
+    shutdown.stop.cancelled().await;
+    drop(lab);
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,184 @@
+//! `mailbench relay`: the end-to-end relay benchmark. The generator injects into the MTA
+//! under test, which relays to the embedded sink; both run in this process on one clock.
+//! After injection the run waits until every accepted recipient has arrived (or the drain
+//! timeout passes), then reports acceptance and delivery rates, end-to-end latency, backlog,
+//! loss and duplicates, beside what the MTA's processes cost.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::lab::postfix::Lab;
+use crate::send::SendPlan;
+use crate::shutdown::Shutdown;
+use crate::sink::conn::Delivery;
+use crate::sink::plan::SinkPlan;
+use crate::sink::{self, Listener};
+use crate::stats::Results;
+use crate::stats::sut;
+
+/// Everything a relay run needs, already started where it must be (listeners bound, lab up).
+pub struct RelayRun {
+    /// The generator's plan (targets the MTA).
+    pub send: SendPlan,
+    /// The sink's plan.
+    pub sink: SinkPlan,
+    /// The sink's bound listeners.
+    pub listeners: Vec<Listener>,
+    /// Longest wait for deliveries after injection.
+    pub drain_timeout: Duration,
+    /// Processes of the system under test (lab, or `--sut-pid` trees).
+    pub sut_pids: Box<dyn Fn() -> Vec<u32> + Send>,
+    /// Thresholds on the relay summary.
+    pub thresholds: Vec<crate::report::threshold::Threshold>,
+}
+
+/// Runs the benchmark; `lab` (if any) is only read, for its log and queue.
+pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results {
+    let start = Instant::now();
+    let delivery = Arc::new(Delivery::default());
+    let sink_stop = Shutdown::default();
+    let sink_task = tokio::spawn(sink::run(
+        r.sink,
+        r.listeners,
+        sink_stop.clone(),
+        delivery.clone(),
+        start,
+    ));
+    let sut0 = sut::sample(&(r.sut_pids)());
+    let send_start = Instant::now();
+    let send = crate::send::run(r.send, shutdown.clone()).await;
+    let expected = send.counters.rcpts_delivered;
+    // Drain: wait for every accepted recipient (or the timeout, or a second stop).
+    let drain_deadline = Instant::now() + r.drain_timeout;
+    let mut peak_sut = sut0;
+    while delivery.recipients.load(Ordering::Relaxed) < expected && Instant::now() < drain_deadline
+    {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            _ = shutdown.abort.cancelled() => break,
+        }
+        let s = sut::sample(&(r.sut_pids)());
+        peak_sut.rss_kib = peak_sut.rss_kib.max(s.rss_kib);
+        peak_sut.procs = peak_sut.procs.max(s.procs);
+    }
+    let sut1 = sut::sample(&(r.sut_pids)());
+    let last_ms = delivery.last_ms.load(Ordering::Relaxed);
+    sink_stop.stop.cancel();
+    let sink = match sink_task.await {
+        Ok(s) => s,
+        Err(_) => return send,
+    };
+    combine(
+        send,
+        sink,
+        &CombineInputs {
+            expected,
+            send_offset_ms: send_start.duration_since(start).as_millis() as u64,
+            last_delivery_ms: last_ms,
+            sut0,
+            sut1,
+            peak_sut,
+            maillog_sent: lab.map(|l| l.delivered_logged()),
+            queued_left: lab.map(|l| l.queued()),
+            thresholds: r.thresholds,
+        },
+    )
+}
+
+struct CombineInputs {
+    expected: u64,
+    send_offset_ms: u64,
+    last_delivery_ms: u64,
+    sut0: sut::Sample,
+    sut1: sut::Sample,
+    peak_sut: sut::Sample,
+    maillog_sent: Option<usize>,
+    queued_left: Option<usize>,
+    thresholds: Vec<crate::report::threshold::Threshold>,
+}
+
+fn combine(mut send: Results, sink: Results, x: &CombineInputs) -> Results {
+    let run = send.run_id.clone();
+    let runs = sink.extra.get("runs").cloned().unwrap_or_default();
+    let mine = &runs[&run];
+    let distinct =
+        mine["arrivals"].as_u64().unwrap_or(0) - mine["duplicates"].as_u64().unwrap_or(0);
+    let duplicates = mine["duplicates"].as_u64().unwrap_or(0);
+    let lost = x.expected.saturating_sub(distinct);
+    let messages = sink.summary["messages"].as_u64().unwrap_or(0);
+    let accepted = send.counters.accepted;
+    let inject_s = send.duration_s.max(1e-9);
+    let drain_s = (x.last_delivery_ms.saturating_sub(x.send_offset_ms) as f64 / 1000.0).max(1e-9);
+    // Backlog per interval: accepted so far minus delivered so far (series share a start).
+    let mut acc = 0i64;
+    let mut del = 0i64;
+    let mut max_backlog = 0i64;
+    let n = send.series.len().max(sink.series.len());
+    let mut series = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut p = send.series.get(i).cloned().unwrap_or_else(|| {
+            let mut p = sink.series[i].clone();
+            p.counters = Default::default();
+            p.msgs_per_sec = 0.0;
+            p
+        });
+        acc += p.counters.accepted as i64;
+        let delivered = sink.series.get(i).map_or(0, |s| s.counters.accepted);
+        del += delivered as i64;
+        p.delivered = Some(delivered);
+        p.backlog = Some(acc - del);
+        p.e2e_p99_ms = sink.series.get(i).map(|s| s.p99_ms);
+        max_backlog = max_backlog.max(acc - del);
+        series.push(p);
+    }
+    let e2e = sink.latency.get("e2e").cloned();
+    let cpu_s = (x.sut1.user_s + x.sut1.sys_s) - (x.sut0.user_s + x.sut0.sys_s);
+    let wall = drain_s.max(inject_s);
+    let sut_report = serde_json::json!({
+        "cpu_user_s": x.sut1.user_s - x.sut0.user_s,
+        "cpu_sys_s": x.sut1.sys_s - x.sut0.sys_s,
+        "cpu_avg_pct": cpu_s / wall * 100.0,
+        "disk_read_kib_per_s": (x.sut1.read_bytes.saturating_sub(x.sut0.read_bytes)) as f64 / 1024.0 / wall,
+        "disk_write_kib_per_s": (x.sut1.write_bytes.saturating_sub(x.sut0.write_bytes)) as f64 / 1024.0 / wall,
+        "peak_rss_kib": x.peak_sut.rss_kib.max(x.sut1.rss_kib),
+        "peak_procs": x.peak_sut.procs.max(x.sut1.procs),
+    });
+    send.summary = serde_json::json!({
+        "sent": send.counters.sent,
+        "accepted": accepted,
+        "rejected": send.counters.rejected,
+        "errors": send.counters.errors,
+        "expected_recipients": x.expected,
+        "delivered": distinct,
+        "delivered_messages": messages,
+        "lost": lost,
+        "duplicates": duplicates,
+        "inject_mpm": accepted as f64 / inject_s * 60.0,
+        "drain_mpm": messages as f64 / drain_s * 60.0,
+        "drain_s": drain_s,
+        "e2e_p50_ms": e2e.as_ref().map_or(0.0, |h| h.p50_us as f64 / 1000.0),
+        "e2e_p99_ms": e2e.as_ref().map_or(0.0, |h| h.p99_us as f64 / 1000.0),
+        "max_backlog": max_backlog,
+        "maillog_sent": x.maillog_sent,
+        "queued_left": x.queued_left,
+        "msgs_per_sec": accepted as f64 / inject_s,
+        "mpm": accepted as f64 / inject_s * 60.0,
+        "bytes": send.counters.bytes,
+    });
+    if let Some(h) = e2e {
+        send.latency.insert("e2e".into(), h);
+    }
+    send.command = "relay".into();
+    send.series = series;
+    send.extra.insert("sut".into(), sut_report);
+    send.extra
+        .insert("lost_seqs".into(), mine["missing"].clone());
+    send.extra.insert("sink".into(), sink.summary.clone());
+    send.thresholds = x
+        .thresholds
+        .iter()
+        .map(|t| t.evaluate(&send.summary, &send.latency))
+        .collect();
+    send
+}

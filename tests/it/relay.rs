@@ -1,0 +1,121 @@
+//! `mailbench relay --lab postfix`: real Postfix between the generator and the sink.
+
+use crate::util::{TempDir, describe, require, results, run};
+
+/// Lab directories, tmpfs mounts and Postfix masters that a run may leave behind.
+fn leftovers(tag: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with(tag) {
+                v.push(name);
+            }
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    v.extend(
+        mounts
+            .lines()
+            .filter(|l| l.contains(tag))
+            .map(str::to_string),
+    );
+    v
+}
+
+fn relay(args: &[&str], json: &std::path::Path) -> Option<serde_json::Value> {
+    require("postfix")?;
+    let mut all = vec!["relay", "--lab", "postfix", "-q", "--json"];
+    let j = json.to_string_lossy().to_string();
+    all.push(&j);
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&all, &out));
+    Some(results(json))
+}
+
+fn assert_exactly_once(r: &serde_json::Value, n: u64) {
+    let s = &r["summary"];
+    assert_eq!(s["accepted"], n, "{s:#}");
+    assert_eq!(s["delivered"], n, "{s:#}");
+    assert_eq!(s["lost"], 0, "{s:#}");
+    assert_eq!(s["duplicates"], 0, "{s:#}");
+    assert_eq!(s["maillog_sent"], n, "Postfix's log must agree: {s:#}");
+    for key in [
+        "inject_mpm",
+        "drain_mpm",
+        "e2e_p50_ms",
+        "e2e_p99_ms",
+        "max_backlog",
+        "errors",
+        "sent",
+    ] {
+        assert!(s.get(key).is_some(), "summary lacks {key}");
+    }
+}
+
+#[test]
+fn two_thousand_messages_through_a_lab_postfix_arrive_once_and_nothing_is_left() {
+    let dir = TempDir::new("relay-lab");
+    let before = leftovers("mailbench-lab-");
+    let Some(r) = relay(&["-n", "2000", "--size", "4k"], &dir.0.join("r.json")) else {
+        return;
+    };
+    assert_exactly_once(&r, 2000);
+    assert!(
+        r["extra"]["sut"]["cpu_avg_pct"]
+            .as_f64()
+            .is_some_and(|c| c > 0.0),
+        "MTA CPU observed"
+    );
+    assert!(
+        r["series"][0].get("backlog").is_some(),
+        "backlog per interval"
+    );
+    assert!(
+        dir.0.join("r.maillog.0").exists(),
+        "the MTA's log is kept with the results"
+    );
+    let after = leftovers("mailbench-lab-");
+    let new: Vec<_> = after.iter().filter(|x| !before.contains(x)).collect();
+    assert!(new.is_empty(), "left behind: {new:?}");
+}
+
+#[test]
+fn deferred_recipients_arrive_exactly_once_after_postfix_retries() {
+    let dir = TempDir::new("relay-defer");
+    let args = [
+        "-n",
+        "1000",
+        "--size",
+        "2k",
+        "--sink-rule",
+        "rcpt:451:30%",
+        "--queue",
+        "disk",
+    ];
+    let Some(r) = relay(&args, &dir.0.join("r.json")) else {
+        return;
+    };
+    assert_exactly_once(&r, 1000);
+    let deferred = r["extra"]["sink"]["faults"]["reply_4xx"]
+        .as_u64()
+        .expect("fault count");
+    assert!(deferred > 200, "the sink deferred about 30 %: {deferred}");
+}
+
+#[test]
+fn two_hops_relay_everything() {
+    let dir = TempDir::new("relay-hops");
+    let Some(r) = relay(
+        &["-n", "500", "--hops", "2", "-c", "16"],
+        &dir.0.join("r.json"),
+    ) else {
+        return;
+    };
+    assert_exactly_once(&r, 500);
+    assert!(
+        dir.0.join("r.maillog.1").exists(),
+        "both hops' logs are kept"
+    );
+}
