@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The same lab Postfix, the same messages, sessions and queue, measured twice in one run:
+by `mailbench relay --lab postfix`, and by the classic method (smtp-source into a lab
+Postfix whose relayhost is smtp-sink, the queue polled until empty). Prints both MPMs,
+both tools' CPU seconds, and how far each count is from Postfix's own log.
+
+Usage: bench/relay_vs_classic.py [-n 10000] [--size-k 25] [--sessions 64] [--out DIR]
+Needs root and Postfix. Loopback only; every run is bounded.
+"""
+import json, os, resource, socket, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MB = os.path.join(ROOT, "target", "release", "mailbench")
+
+
+def arg(name, default):
+    return type(default)(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
+N, SIZE_K, SESSIONS = arg("-n", 10000), arg("--size-k", 25), arg("--sessions", 64)
+OUT = arg("--out", "")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def cpu_children():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def proc_cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def mailbench_relay(tmp):
+    path = os.path.join(tmp, "relay.json")
+    c0 = cpu_children()
+    subprocess.run([MB, "relay", "--lab", "postfix", "-n", str(N), "-c", str(SESSIONS), "--size", f"{SIZE_K}k",
+                    "-q", "--json", path], check=True, stdout=subprocess.DEVNULL)
+    cpu = cpu_children() - c0
+    r = json.load(open(path))
+    s = r["summary"]
+    return dict(method="mailbench relay", mpm=s["drain_mpm"], inject_mpm=s["inject_mpm"], delivered=s["delivered"],
+                maillog=s["maillog_sent"], tool_cpu=cpu, sut_cpu=r["extra"]["sut"]["cpu_user_s"] + r["extra"]["sut"]["cpu_sys_s"])
+
+
+def classic(tmp):
+    """smtp-source → lab Postfix → smtp-sink; MPM = messages / (queue empty − start) × 60."""
+    sink_port = free_port()
+    sink = subprocess.Popen(["/usr/sbin/smtp-sink", "-u", "nobody", f"127.0.0.1:{sink_port}", "4096"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lab = subprocess.Popen([MB, "lab", "postfix", "--relay", f"127.0.0.1:{sink_port}"],
+                           stdout=subprocess.PIPE, text=True)
+    entry, confdir = None, None
+    for line in lab.stdout:
+        if line.startswith("postfix 0:"):
+            entry = line.split("smtpd on ")[1].split(",")[0]
+            confdir = line.split("config ")[1].strip()
+        if line.startswith("relaying to"):
+            break
+    try:
+        queue = os.path.join(confdir, "main.cf")
+        qdir = [l.split("=", 1)[1].strip() for l in open(queue) if l.startswith("queue_directory")][0]
+        c0 = cpu_children()
+        t0 = time.monotonic()
+        subprocess.run(["smtp-source", "-s", str(SESSIONS), "-m", str(N), "-l", str(SIZE_K * 1024 - 100), "-d", entry],
+                       check=True, stdout=subprocess.DEVNULL)
+        inject_s = time.monotonic() - t0
+        src_cpu = cpu_children() - c0
+        # The stopwatch on mailq: poll until the queue is empty.
+        def queued():
+            n = 0
+            for sub in ("incoming", "active", "deferred"):
+                for _, _, files in os.walk(os.path.join(qdir, sub)):
+                    n += len(files)
+            return n
+        while queued() > 0 and time.monotonic() - t0 < 600:
+            time.sleep(0.05)
+        drain_s = time.monotonic() - t0
+        sink_cpu = proc_cpu(sink.pid)
+        maillog = sum(1 for l in open(os.path.join(confdir, "maillog")) if "status=sent" in l)
+    finally:
+        lab.send_signal(2)
+        lab.wait(timeout=60)
+        sink.kill()
+        sink.wait()
+    return dict(method="classic (smtp-source + smtp-sink + queue poll)", mpm=N / drain_s * 60, inject_mpm=N / inject_s * 60,
+                delivered=None, maillog=maillog, tool_cpu=src_cpu + sink_cpu, sut_cpu=None)
+
+
+def main():
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    tmp = tempfile.mkdtemp(prefix="mailbench-relaybench-")
+    rows = [classic(tmp), mailbench_relay(tmp)]
+    lines = [f"{N} x {SIZE_K} KiB, {SESSIONS} sessions, lab Postfix with tmpfs queue, side by side in one run", ""]
+    lines.append(f"{'method':<48} {'drain MPM':>10} {'inject MPM':>11} {'tool cpu s':>10} {'delivered':>9} {'maillog':>8}")
+    for r in rows:
+        lines.append(f"{r['method']:<48} {r['mpm']:>10.0f} {r['inject_mpm']:>11.0f} {r['tool_cpu']:>10.2f} "
+                     f"{str(r['delivered']):>9} {r['maillog']:>8}")
+    c, m = rows
+    lines.append("")
+    lines.append(f"drain MPM mailbench / classic: {m['mpm'] / c['mpm']:.2f}x; tool CPU mailbench / classic: {m['tool_cpu'] / c['tool_cpu']:.2f}x")
+    lines.append(f"disagreement with Postfix's log: classic {N - c['maillog']} (it counts nothing itself), mailbench {m['delivered'] - m['maillog']}")
+    text = "\n".join(lines)
+    print(text)
+    if OUT:
+        os.makedirs(OUT, exist_ok=True)
+        open(os.path.join(OUT, "relay-summary.txt"), "w").write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
