@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The test command: installs the real peers the tests use, then runs formatting, lints and
-# every test (unit and integration against real servers).
+# The test command: installs the real peers the tests use, then runs formatting, lints,
+# docs, a bounded fuzzing pass over the wire parsers, and every test (unit, then
+# integration against real servers: smtp-sink, swaks, smtp-source, Postfix).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items --quiet
-cargo test --all-targets
+./scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
+cargo test --lib --test it
