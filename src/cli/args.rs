@@ -402,6 +402,10 @@ pub struct RelayArgs {
     /// Longest wait for deliveries after injection; what has not arrived is lost.
     #[arg(long, default_value = "120s", value_name = "DURATION")]
     pub drain_timeout: String,
+    /// Sample this shell command per interval and keep its first number beside the
+    /// backlog (e.g. 'mailq | tail -1').
+    #[arg(long, value_name = "CMD")]
+    pub queue_cmd: Option<String>,
     /// Observe this process tree as the system under test (repeatable; the lab's own is
     /// observed automatically).
     #[arg(long, value_name = "PID")]

@@ -169,7 +169,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
             .map(|i| i.queue.join("pid/master.pid"))
             .collect::<Vec<_>>()
     });
-    let sut_pids = Box::new(move || {
+    let sut_pids = std::sync::Arc::new(move || {
         let mut roots = extra_pids.clone();
         for f in lab_pids.iter().flatten() {
             if let Some(p) = std::fs::read_to_string(f)
@@ -192,6 +192,8 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         drain_timeout,
         sut_pids,
         thresholds,
+        queue_cmd: a.queue_cmd.clone(),
+        interval: outputs.interval,
     };
     let mut results = crate::relay::run(run, lab.as_ref(), shutdown).await;
     if let Some(l) = &lab {

@@ -28,9 +28,60 @@ pub struct RelayRun {
     /// Longest wait for deliveries after injection.
     pub drain_timeout: Duration,
     /// Processes of the system under test (lab, or `--sut-pid` trees).
-    pub sut_pids: Box<dyn Fn() -> Vec<u32> + Send>,
+    pub sut_pids: Arc<dyn Fn() -> Vec<u32> + Send + Sync>,
     /// Thresholds on the relay summary.
     pub thresholds: Vec<crate::report::threshold::Threshold>,
+    /// A shell command whose first number is sampled per interval (e.g. a queue count).
+    pub queue_cmd: Option<String>,
+    /// Interval of the series.
+    pub interval: Duration,
+}
+
+/// One sampler reading: the SUT's totals and the queue command's value.
+struct Reading {
+    sut: sut::Sample,
+    queue: Option<f64>,
+}
+
+/// Samples the system under test (and the queue command) once per interval from `start`,
+/// until `stop` is cancelled.
+async fn sample_loop(
+    pids: Arc<dyn Fn() -> Vec<u32> + Send + Sync>,
+    queue_cmd: Option<String>,
+    interval: Duration,
+    start: Instant,
+    stop: tokio_util::sync::CancellationToken,
+) -> Vec<Reading> {
+    let mut out = Vec::new();
+    let mut ticker = tokio::time::interval_at((start + interval).into(), interval);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.cancelled() => return out,
+        }
+        let p = pids.clone();
+        let sut = tokio::task::spawn_blocking(move || sut::sample(&p()))
+            .await
+            .unwrap_or_default();
+        let queue = match &queue_cmd {
+            Some(cmd) => tokio::process::Command::new("sh")
+                .args(["-c", cmd])
+                .output()
+                .await
+                .ok()
+                .and_then(|o| first_number(&String::from_utf8_lossy(&o.stdout))),
+            None => None,
+        };
+        out.push(Reading { sut, queue });
+    }
+}
+
+/// The first number in a command's output (`mailq`'s "-- 1234 Kbytes in 56 Requests."
+/// gives 1234; use e.g. `find DIR -type f | wc -l` for a plain count).
+fn first_number(text: &str) -> Option<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|t| !t.is_empty() && t.chars().any(|c| c.is_ascii_digit()))
+        .and_then(|t| t.parse().ok())
 }
 
 /// Runs the benchmark; `lab` (if any) is only read, for its log and queue.
@@ -46,6 +97,14 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
         start,
     ));
     let sut0 = sut::sample(&(r.sut_pids)());
+    let sampler_stop = tokio_util::sync::CancellationToken::new();
+    let sampler = tokio::spawn(sample_loop(
+        r.sut_pids.clone(),
+        r.queue_cmd.clone(),
+        r.interval,
+        start,
+        sampler_stop.clone(),
+    ));
     let send_start = Instant::now();
     let send = crate::send::run(r.send, shutdown.clone()).await;
     let expected = send.counters.rcpts_delivered;
@@ -65,6 +124,8 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
     let sut1 = sut::sample(&(r.sut_pids)());
     let last_ms = delivery.last_ms.load(Ordering::Relaxed);
     sink_stop.stop.cancel();
+    sampler_stop.cancel();
+    let readings = sampler.await.unwrap_or_default();
     let sink = match sink_task.await {
         Ok(s) => s,
         Err(_) => return send,
@@ -73,6 +134,8 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
         send,
         sink,
         &CombineInputs {
+            readings,
+            sut_start: sut0,
             expected,
             send_offset_ms: send_start.duration_since(start).as_millis() as u64,
             last_delivery_ms: last_ms,
@@ -87,6 +150,8 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
 }
 
 struct CombineInputs {
+    readings: Vec<Reading>,
+    sut_start: sut::Sample,
     expected: u64,
     send_offset_ms: u64,
     last_delivery_ms: u64,
@@ -130,12 +195,41 @@ fn combine(mut send: Results, sink: Results, x: &CombineInputs) -> Results {
         p.backlog = Some(acc - del);
         p.e2e_p99_ms = sink.series.get(i).map(|s| s.p99_ms);
         max_backlog = max_backlog.max(acc - del);
+        if let Some(rd) = x.readings.get(i) {
+            let prev = if i == 0 {
+                &x.sut_start
+            } else {
+                &x.readings[i - 1].sut
+            };
+            let dt = p.dt_s.max(1e-9);
+            p.sut = Some(crate::stats::SutPoint {
+                cpu_user_pct: (rd.sut.user_s - prev.user_s).max(0.0) / dt * 100.0,
+                cpu_sys_pct: (rd.sut.sys_s - prev.sys_s).max(0.0) / dt * 100.0,
+                read_kib_s: rd.sut.read_bytes.saturating_sub(prev.read_bytes) as f64 / 1024.0 / dt,
+                write_kib_s: rd.sut.write_bytes.saturating_sub(prev.write_bytes) as f64
+                    / 1024.0
+                    / dt,
+                rss_kib: rd.sut.rss_kib,
+                procs: rd.sut.procs,
+            });
+            p.queue = rd.queue;
+        }
         series.push(p);
     }
     let e2e = sink.latency.get("e2e").cloned();
     let cpu_s = (x.sut1.user_s + x.sut1.sys_s) - (x.sut0.user_s + x.sut0.sys_s);
     let wall = drain_s.max(inject_s);
+    let peak = |f: fn(&crate::stats::SutPoint) -> f64| {
+        series
+            .iter()
+            .filter_map(|p| p.sut.as_ref())
+            .map(f)
+            .fold(0.0, f64::max)
+    };
     let sut_report = serde_json::json!({
+        "cpu_peak_pct": peak(|s| s.cpu_user_pct + s.cpu_sys_pct),
+        "disk_read_peak_kib_per_s": peak(|s| s.read_kib_s),
+        "disk_write_peak_kib_per_s": peak(|s| s.write_kib_s),
         "cpu_user_s": x.sut1.user_s - x.sut0.user_s,
         "cpu_sys_s": x.sut1.sys_s - x.sut0.sys_s,
         "cpu_avg_pct": cpu_s / wall * 100.0,
@@ -160,6 +254,7 @@ fn combine(mut send: Results, sink: Results, x: &CombineInputs) -> Results {
         "e2e_p50_ms": e2e.as_ref().map_or(0.0, |h| h.p50_us as f64 / 1000.0),
         "e2e_p99_ms": e2e.as_ref().map_or(0.0, |h| h.p99_us as f64 / 1000.0),
         "max_backlog": max_backlog,
+        "max_queue": series.iter().filter_map(|p| p.queue).fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q)))),
         "maillog_sent": x.maillog_sent,
         "queued_left": x.queued_left,
         "msgs_per_sec": accepted as f64 / inject_s,
@@ -181,4 +276,19 @@ fn combine(mut send: Results, sink: Results, x: &CombineInputs) -> Results {
         .map(|t| t.evaluate(&send.summary, &send.latency))
         .collect();
     send
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_number;
+
+    #[test]
+    fn the_first_number_of_a_command_output_is_taken() {
+        assert_eq!(
+            first_number("-- 1234 Kbytes in 56 Requests.\n"),
+            Some(1234.0)
+        );
+        assert_eq!(first_number("42\n"), Some(42.0));
+        assert_eq!(first_number("Mail queue is empty"), None);
+    }
 }

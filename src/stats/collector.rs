@@ -73,6 +73,29 @@ pub struct IntervalPoint {
     /// Accepted minus delivered at the end of the interval (relay runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backlog: Option<i64>,
+    /// The system under test during the interval (relay runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sut: Option<SutPoint>,
+    /// The value printed by `--queue-cmd` at the end of the interval (relay runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<f64>,
+}
+
+/// What the system under test used in one interval.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SutPoint {
+    /// User CPU, percent of one core.
+    pub cpu_user_pct: f64,
+    /// System CPU, percent of one core.
+    pub cpu_sys_pct: f64,
+    /// Disk reads, KiB/s.
+    pub read_kib_s: f64,
+    /// Disk writes, KiB/s.
+    pub write_kib_s: f64,
+    /// Resident memory summed over its processes, KiB.
+    pub rss_kib: u64,
+    /// Processes.
+    pub procs: u64,
 }
 
 /// Drains shards on every tick into the series and the cumulative recorder.
@@ -120,6 +143,8 @@ impl Collector {
             cpu_pct: used / dt * 100.0,
             delivered: None,
             backlog: None,
+            sut: None,
+            queue: None,
         };
         self.total.merge(&self.interval);
         self.interval.reset();

@@ -10,7 +10,7 @@ pub mod recorder;
 pub mod results;
 pub mod sut;
 
-pub use collector::{Collector, IntervalPoint, Shards};
+pub use collector::{Collector, IntervalPoint, Shards, SutPoint};
 pub use metric::Metric;
 pub use recorder::{Counters, Recorder};
 pub use results::Results;

@@ -359,14 +359,39 @@ fn lmtp_send_to_lmtp_sink_counts_per_recipient_replies() {
     let send_json = dir.0.join("send.json");
     let sj = send_json.to_string_lossy().to_string();
     let users = dir.0.join("rcpts.txt");
-    std::fs::write(&users, "a@example.test\npermfail@example.test\nc@example.test\n").expect("users");
+    std::fs::write(
+        &users,
+        "a@example.test\npermfail@example.test\nc@example.test\n",
+    )
+    .expect("users");
     let us = users.to_string_lossy().to_string();
-    let args = ["send", &target, "--lmtp", "-n", "200", "-c", "4", "--rcpts", "3", "--recipients", &us, "--json", &sj, "-q"];
+    let args = [
+        "send",
+        &target,
+        "--lmtp",
+        "-n",
+        "200",
+        "-c",
+        "4",
+        "--rcpts",
+        "3",
+        "--recipients",
+        &us,
+        "--json",
+        &sj,
+        "-q",
+    ];
     run_expect(&args, 0);
     let s = results(&send_json);
     assert_eq!(s["summary"]["accepted"], 200, "{:#}", s["summary"]);
-    assert_eq!(s["counters"]["rcpts_refused"], 200, "permfail refused at RCPT");
-    assert_eq!(s["counters"]["rcpts_delivered"], 400, "one LMTP reply per accepted recipient");
+    assert_eq!(
+        s["counters"]["rcpts_refused"], 200,
+        "permfail refused at RCPT"
+    );
+    assert_eq!(
+        s["counters"]["rcpts_delivered"], 400,
+        "one LMTP reply per accepted recipient"
+    );
     let (_, _) = sink.stop();
     let r = results(&json);
     assert_eq!(r["summary"]["recipients"], 400, "{:#}", r["summary"]);
