@@ -116,10 +116,11 @@ pub struct SendArgs {
 }
 
 /// The load shape, envelope, content and outputs shared by `send` and `relay`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
     /// Connections: closed loop uses this many, open loop at most this many (default: 16
-    /// for send, 64 for relay).
+    /// for send, 64 for relay). relay also takes a list, 1,4,16,64,256, and runs once per
+    /// level on the same lab (a sweep).
     #[arg(short = 'c', long, value_name = "N")]
     pub concurrency: Option<String>,
     /// Open loop: intended message rate, e.g. 500/s or 12000/min.

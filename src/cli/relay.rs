@@ -78,7 +78,33 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
     // Validate the load before starting anything (the target is filled in below).
-    let mut plan = send_plan("127.0.0.1:9", &a.load, &RELAY_DEFAULTS).map_err(usage)?;
+    // `-c 1,4,16,64` sweeps: one run per level on the same lab.
+    let levels: Vec<usize> = match a.load.concurrency.as_deref() {
+        Some(list) if list.contains(',') => list
+            .split(',')
+            .map(|c| {
+                units::count(c).map(|n| n as usize).and_then(|n| {
+                    if n == 0 {
+                        Err("a concurrency level must be at least 1".into())
+                    } else {
+                        Ok(n)
+                    }
+                })
+            })
+            .collect::<Result<_, _>>()
+            .map_err(usage)?,
+        _ => Vec::new(),
+    };
+    let mut load = a.load.clone();
+    if let Some(first) = levels.first() {
+        load.concurrency = Some(first.to_string());
+    }
+    let mut plan = send_plan("127.0.0.1:9", &load, &RELAY_DEFAULTS).map_err(usage)?;
+    let levels = if levels.is_empty() {
+        vec![plan.concurrency]
+    } else {
+        levels
+    };
     if a.lab.is_some() {
         crate::lab::postfix::check().map_err(usage)?;
     }
@@ -126,7 +152,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     }
     let outputs = plan.outputs.clone();
     let thresholds = std::mem::take(&mut plan.thresholds);
-    let sink = SinkPlan {
+    let make_sink = |rules: Vec<crate::sink::faults::Rule>| SinkPlan {
         listen: vec![Listen::Tcp(sink_addr)],
         server: ServerConfig {
             hostname: "sink.mailbench.test".into(),
@@ -185,17 +211,60 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     let unix_start = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let run = RelayRun {
-        send: plan,
-        sink,
-        listeners,
-        drain_timeout,
-        sut_pids,
-        thresholds,
-        queue_cmd: a.queue_cmd.clone(),
-        interval: outputs.interval,
+    let mut listeners = Some(listeners);
+    let mut rows = Vec::new();
+    let mut results = None;
+    for (i, level) in levels.iter().enumerate() {
+        let listeners = match listeners.take() {
+            Some(l) => l,
+            None => crate::sink::bind(&[Listen::Tcp(sink_addr)])
+                .await
+                .map_err(|e| (EXIT_FAILED, e))?,
+        };
+        let mut p = plan.clone();
+        p.concurrency = *level;
+        p.config_json["concurrency"] = (*level).into();
+        if levels.len() > 1 {
+            crate::report::live::say(&format!(
+                "mailbench relay: sweep {}/{}: {level} sessions",
+                i + 1,
+                levels.len()
+            ));
+        }
+        let run = RelayRun {
+            send: p,
+            sink: make_sink(rules.clone()),
+            listeners,
+            drain_timeout,
+            sut_pids: sut_pids.clone(),
+            thresholds: thresholds.clone(),
+            queue_cmd: a.queue_cmd.clone(),
+            interval: outputs.interval,
+        };
+        let r = crate::relay::run(run, lab.as_ref(), shutdown.clone()).await;
+        let s = &r.summary;
+        rows.push(serde_json::json!({
+            "concurrency": level,
+            "inject_mpm": s["inject_mpm"],
+            "drain_mpm": s["drain_mpm"],
+            "e2e_p50_ms": s["e2e_p50_ms"],
+            "e2e_p99_ms": s["e2e_p99_ms"],
+            "max_backlog": s["max_backlog"],
+            "delivered": s["delivered"],
+            "lost": s["lost"],
+            "errors": s["errors"],
+        }));
+        results = Some(r);
+        if shutdown.stop.is_cancelled() {
+            break;
+        }
+    }
+    let Some(mut results) = results else {
+        return Err((EXIT_FAILED, "no relay run completed".into()));
     };
-    let mut results = crate::relay::run(run, lab.as_ref(), shutdown).await;
+    if rows.len() > 1 {
+        results.extra.insert("sweep".into(), rows.into());
+    }
     if let Some(l) = &lab {
         // Keep the MTA's log with the results.
         if let Some(json) = &outputs.json {

@@ -87,6 +87,8 @@ fn first_number(text: &str) -> Option<f64> {
 /// Runs the benchmark; `lab` (if any) is only read, for its log and queue.
 pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results {
     let start = Instant::now();
+    // A lab may carry earlier runs (a sweep): count only this run's log lines.
+    let logged_before = lab.map_or(0, |l| l.delivered_logged());
     let delivery = Arc::new(Delivery::default());
     let sink_stop = Shutdown::default();
     let sink_task = tokio::spawn(sink::run(
@@ -142,7 +144,7 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
             sut0,
             sut1,
             peak_sut,
-            maillog_sent: lab.map(|l| l.delivered_logged()),
+            maillog_sent: lab.map(|l| l.delivered_logged().saturating_sub(logged_before)),
             queued_left: lab.map(|l| l.queued()),
             thresholds: r.thresholds,
         },

@@ -210,6 +210,29 @@ pub fn render_relay(r: &Results, headline: &str) -> String {
             sut["peak_procs"]
         );
     }
+    if let Some(rows) = r.extra.get("sweep").and_then(|v| v.as_array()) {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "  {:>8} {:>11} {:>10} {:>10} {:>10} {:>11} {:>6}",
+            "sessions", "inject MPM", "drain MPM", "e2e p50", "e2e p99", "max backlog", "lost"
+        );
+        for row in rows {
+            let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "  {:>8} {:>11.0} {:>10.0} {:>10.1} {:>10.1} {:>11} {:>6}",
+                f("concurrency") as u64,
+                f("inject_mpm"),
+                f("drain_mpm"),
+                f("e2e_p50_ms"),
+                f("e2e_p99_ms"),
+                f("max_backlog") as i64,
+                f("lost") as u64
+            );
+        }
+        let _ = writeln!(out, "  (the detail below is the last level's)");
+    }
     let _ = writeln!(out);
     out.push_str(&render(r, "  injection detail:").replacen("  injection detail:\n\n", "", 1));
     out

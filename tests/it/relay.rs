@@ -119,3 +119,25 @@ fn two_hops_relay_everything() {
         "both hops' logs are kept"
     );
 }
+
+#[test]
+fn a_concurrency_sweep_runs_each_level_on_one_lab() {
+    let dir = TempDir::new("relay-sweep");
+    let Some(r) = relay(
+        &["-n", "200", "-c", "2,8", "--size", "2k"],
+        &dir.0.join("r.json"),
+    ) else {
+        return;
+    };
+    let rows = r["extra"]["sweep"].as_array().expect("sweep rows");
+    assert_eq!(rows.len(), 2);
+    for (row, c) in rows.iter().zip([2, 8]) {
+        assert_eq!(row["concurrency"], c);
+        assert_eq!(row["delivered"], 200, "{row:#}");
+        assert_eq!(row["lost"], 0);
+    }
+    assert_eq!(
+        r["summary"]["maillog_sent"], 200,
+        "the log is counted per level"
+    );
+}
