@@ -24,7 +24,7 @@ pub enum Command {
     /// End-to-end relay benchmark: send → MTA under test → embedded sink, every message
     /// correlated; with --lab postfix on a disposable Postfix.
     #[command(after_help = RELAY_EXAMPLES)]
-    Relay(RelayArgs),
+    Relay(Box<RelayArgs>),
     /// Start a disposable lab MTA for manual use until Ctrl-C.
     Lab(LabArgs),
     /// SMTP/LMTP receiver that discards (or stores) mail, with fault injection.
@@ -403,6 +403,19 @@ pub struct RelayArgs {
     /// Longest wait for deliveries after injection; what has not arrived is lost.
     #[arg(long, default_value = "120s", value_name = "DURATION")]
     pub drain_timeout: String,
+    /// Find the highest open-loop rate the MTA sustains: double the rate per step until it
+    /// falls behind, then narrow down; prints the evidence per step.
+    #[arg(long, conflicts_with = "rate")]
+    pub find_max: bool,
+    /// --find-max: length of each step.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub step: String,
+    /// --find-max: first rate tried.
+    #[arg(long, default_value = "50/s", value_name = "RATE")]
+    pub start_rate: String,
+    /// --find-max: a step fails when end-to-end p99 passes this.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub max_e2e_p99: String,
     /// Sample this shell command per interval and keep its first number beside the
     /// backlog (e.g. 'mailq | tail -1').
     #[arg(long, value_name = "CMD")]

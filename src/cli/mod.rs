@@ -33,7 +33,7 @@ pub fn run(cli: Cli) -> ExitCode {
             }),
         Command::Relay(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
-            .and_then(|rt| rt.block_on(relay::relay(a))),
+            .and_then(|rt| rt.block_on(relay::relay(*a))),
         Command::Lab(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(relay::lab(a))),

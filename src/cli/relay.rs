@@ -214,28 +214,43 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     let mut listeners = Some(listeners);
     let mut rows = Vec::new();
     let mut results = None;
-    for (i, level) in levels.iter().enumerate() {
+    let mut find = FindMax::new(&a, &plan).map_err(usage)?;
+    let mut runs = 0usize;
+    loop {
+        let (label, mut p) = match &mut find {
+            Some(f) => match f.next_rate() {
+                Some(rate) => (format!("{rate:.1}/s"), f.plan_for(&plan, rate)),
+                None => break,
+            },
+            None => match levels.get(runs) {
+                Some(level) => {
+                    let mut p = plan.clone();
+                    p.concurrency = *level;
+                    (format!("{level} sessions"), p)
+                }
+                None => break,
+            },
+        };
+        runs += 1;
+        p.config_json["concurrency"] = p.concurrency.into();
         let listeners = match listeners.take() {
             Some(l) => l,
             None => crate::sink::bind(&[Listen::Tcp(sink_addr)])
                 .await
                 .map_err(|e| (EXIT_FAILED, e))?,
         };
-        let mut p = plan.clone();
-        p.concurrency = *level;
-        p.config_json["concurrency"] = (*level).into();
-        if levels.len() > 1 {
-            crate::report::live::say(&format!(
-                "mailbench relay: sweep {}/{}: {level} sessions",
-                i + 1,
-                levels.len()
-            ));
+        if levels.len() > 1 || find.is_some() {
+            crate::report::live::say(&format!("mailbench relay: step {runs}: {label}"));
         }
+        let step_drain = match &find {
+            Some(f) => drain_timeout.min(f.step * 3),
+            None => drain_timeout,
+        };
         let run = RelayRun {
             send: p,
             sink: make_sink(rules.clone()),
             listeners,
-            drain_timeout,
+            drain_timeout: step_drain,
             sut_pids: sut_pids.clone(),
             thresholds: thresholds.clone(),
             queue_cmd: a.queue_cmd.clone(),
@@ -243,8 +258,8 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         };
         let r = crate::relay::run(run, lab.as_ref(), shutdown.clone()).await;
         let s = &r.summary;
-        rows.push(serde_json::json!({
-            "concurrency": level,
+        let mut row = serde_json::json!({
+            "concurrency": r.config["concurrency"],
             "inject_mpm": s["inject_mpm"],
             "drain_mpm": s["drain_mpm"],
             "e2e_p50_ms": s["e2e_p50_ms"],
@@ -253,7 +268,14 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
             "delivered": s["delivered"],
             "lost": s["lost"],
             "errors": s["errors"],
-        }));
+        });
+        if let Some(f) = &mut find {
+            let (rate, ok, why) = f.judge(&r);
+            row["rate_per_sec"] = rate.into();
+            row["sustained"] = ok.into();
+            row["why"] = why.into();
+        }
+        rows.push(row);
         results = Some(r);
         if shutdown.stop.is_cancelled() {
             break;
@@ -262,7 +284,11 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     let Some(mut results) = results else {
         return Err((EXIT_FAILED, "no relay run completed".into()));
     };
-    if rows.len() > 1 {
+    if let Some(f) = &find {
+        results.summary["max_sustainable_per_sec"] = f.good.into();
+        results.summary["max_sustainable_mpm"] = (f.good * 60.0).into();
+        results.extra.insert("find_max".into(), rows.into());
+    } else if rows.len() > 1 {
         results.extra.insert("sweep".into(), rows.into());
     }
     if let Some(l) = &lab {
@@ -323,4 +349,108 @@ pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
     shutdown.stop.cancelled().await;
     drop(lab);
     Ok(EXIT_OK)
+}
+
+/// The `--find-max` search: double the open-loop rate while the MTA keeps up, then bisect
+/// between the last rate it sustained and the first it did not.
+struct FindMax {
+    step: Duration,
+    max_p99_ms: f64,
+    rate: f64,
+    /// Highest rate sustained so far.
+    good: f64,
+    /// Lowest rate not sustained so far.
+    bad: Option<f64>,
+    bisections: u32,
+    steps: u32,
+}
+
+impl FindMax {
+    fn new(a: &RelayArgs, _plan: &crate::send::SendPlan) -> Result<Option<FindMax>, String> {
+        if !a.find_max {
+            return Ok(None);
+        }
+        Ok(Some(FindMax {
+            step: units::duration(&a.step)?,
+            max_p99_ms: units::duration(&a.max_e2e_p99)?.as_secs_f64() * 1000.0,
+            rate: units::rate(&a.start_rate)?,
+            good: 0.0,
+            bad: None,
+            bisections: 0,
+            steps: 0,
+        }))
+    }
+
+    /// The next rate to try, or `None` when the search is done.
+    fn next_rate(&mut self) -> Option<f64> {
+        if self.steps >= 16 || self.bisections >= 4 {
+            return None;
+        }
+        if let Some(bad) = self.bad {
+            if self.good > 0.0 && (bad - self.good) / self.good < 0.05 {
+                return None;
+            }
+            if self.good == 0.0 && self.steps > 0 && bad <= self.rate {
+                // Even the first rate failed: try lower, down to 1/s.
+                if bad <= 1.0 {
+                    return None;
+                }
+                self.rate = (bad / 2.0).max(1.0);
+                return Some(self.rate);
+            }
+            self.rate = (self.good + bad) / 2.0;
+            self.bisections += 1;
+        }
+        Some(self.rate)
+    }
+
+    fn plan_for(&self, base: &crate::send::SendPlan, rate: f64) -> crate::send::SendPlan {
+        let mut p = base.clone();
+        p.pacing = crate::send::schedule::Pacing::Open {
+            rate,
+            arrivals: crate::send::schedule::Arrivals::Constant,
+            ramp_from: None,
+            ramp_over: None,
+        };
+        p.max_messages = u64::MAX;
+        p.duration = Some(self.step);
+        p.config_json["pacing"] = serde_json::json!({"mode": "open", "rate": rate});
+        p
+    }
+
+    /// Whether the step at the current rate was sustained, and why not.
+    fn judge(&mut self, r: &crate::stats::Results) -> (f64, bool, String) {
+        self.steps += 1;
+        let rate = self.rate;
+        let s = &r.summary;
+        let n = |k: &str| s[k].as_f64().unwrap_or(0.0);
+        let step_s = self.step.as_secs_f64();
+        // Delivery must keep pace with the offered rate: an MTA that accepts into its queue
+        // faster than it delivers only builds a backlog.
+        let delivered_per_s = n("drain_mpm") / 60.0;
+        let failed = n("errors") + n("rejected");
+        let why = if n("lost") > 0.0 {
+            format!("{} lost", n("lost"))
+        } else if failed > n("sent") * 0.01 {
+            format!("{failed} failed injections")
+        } else if n("e2e_p99_ms") > self.max_p99_ms {
+            format!("e2e p99 {:.0} ms", n("e2e_p99_ms"))
+        } else if delivered_per_s < rate * 0.9 {
+            format!("delivered {delivered_per_s:.0}/s of {rate:.0}/s offered")
+        } else if n("accepted") < rate * step_s * 0.95 {
+            format!("injected {} of {:.0}", n("accepted"), rate * step_s)
+        } else {
+            String::new()
+        };
+        let ok = why.is_empty();
+        if ok {
+            self.good = self.good.max(rate);
+            if self.bad.is_none() {
+                self.rate = rate * 2.0;
+            }
+        } else {
+            self.bad = Some(self.bad.map_or(rate, |b| b.min(rate)));
+        }
+        (rate, ok, if ok { "kept up".into() } else { why })
+    }
 }

@@ -210,6 +210,33 @@ pub fn render_relay(r: &Results, headline: &str) -> String {
             sut["peak_procs"]
         );
     }
+    if let Some(rows) = r.extra.get("find_max").and_then(|v| v.as_array()) {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "  {:>10} {:>10} {:>10} {:>11} {:>6}  verdict",
+            "rate/s", "drain MPM", "e2e p99", "max backlog", "lost"
+        );
+        for row in rows {
+            let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "  {:>10.1} {:>10.0} {:>10.1} {:>11} {:>6}  {}",
+                f("rate_per_sec"),
+                f("drain_mpm"),
+                f("e2e_p99_ms"),
+                f("max_backlog") as i64,
+                f("lost") as u64,
+                row["why"].as_str().unwrap_or("")
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  maximum sustainable rate: {:.1} msg/s ({:.0} msg/min)",
+            num(r, "max_sustainable_per_sec"),
+            num(r, "max_sustainable_mpm")
+        );
+    }
     if let Some(rows) = r.extra.get("sweep").and_then(|v| v.as_array()) {
         let _ = writeln!(out);
         let _ = writeln!(

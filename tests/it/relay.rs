@@ -141,3 +141,41 @@ fn a_concurrency_sweep_runs_each_level_on_one_lab() {
         "the log is counted per level"
     );
 }
+
+#[test]
+fn find_max_reports_a_sustainable_rate_with_its_evidence() {
+    let dir = TempDir::new("relay-findmax");
+    let args = [
+        "--find-max",
+        "--step",
+        "2s",
+        "--start-rate",
+        "100/s",
+        "-c",
+        "16",
+        "--size",
+        "2k",
+    ];
+    let Some(r) = relay(&args, &dir.0.join("r.json")) else {
+        return;
+    };
+    let steps = r["extra"]["find_max"].as_array().expect("steps");
+    assert!(steps.len() >= 2, "{steps:#?}");
+    let best = r["summary"]["max_sustainable_per_sec"]
+        .as_f64()
+        .expect("max rate");
+    assert!(
+        best >= 100.0,
+        "a lab Postfix sustains 100/s of 2 KiB messages: {steps:#?}"
+    );
+    assert!(
+        steps.iter().any(|s| s["sustained"] == false) || steps.len() >= 8,
+        "the search goes until the MTA falls behind (or its step budget): {steps:#?}"
+    );
+    let sustained_max = steps
+        .iter()
+        .filter(|s| s["sustained"] == true)
+        .filter_map(|s| s["rate_per_sec"].as_f64())
+        .fold(0.0, f64::max);
+    assert_eq!(best, sustained_max);
+}
