@@ -307,9 +307,13 @@ pub struct SinkArgs {
     /// Read at most this many bytes per second per connection.
     #[arg(long, value_name = "SIZE")]
     pub bandwidth: Option<String>,
-    /// Recipients with BHM flags (address [password [flags]]: d defer, r reject, g greylist).
+    /// Recipients with BHM flags (address [password [flags]]: d defer, r reject, g greylist,
+    /// b accept and bounce).
     #[arg(long, value_name = "FILE")]
     pub users: Option<PathBuf>,
+    /// Send DSNs for recipients flagged b to this SMTP server (HOST:PORT).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub bounce_to: Option<String>,
     /// Concurrent connections overall; more are answered 421.
     #[arg(long, default_value = "100000", value_name = "N")]
     pub max_connections: String,

@@ -179,6 +179,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         exit_after_messages: None,
         exit_after_idle: None,
         duration: None,
+        bounce_to: None,
         bandwidth: 0,
         outputs: Outputs {
             interval: outputs.interval,

@@ -139,6 +139,13 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
             .map(units::duration)
             .transpose()?,
         duration: a.duration.as_deref().map(units::duration).transpose()?,
+        bounce_to: match &a.bounce_to {
+            Some(t) => match parse_target(t, 25)? {
+                Target::Tcp { addr, .. } => Some(addr),
+                Target::Unix(_) => return Err("--bounce-to must be a TCP address".into()),
+            },
+            None => None,
+        },
         bandwidth: a
             .bandwidth
             .as_deref()

@@ -41,6 +41,8 @@ pub struct Shared {
     pub start: Instant,
     /// Deliveries as they happen, for a relay waiting on the drain.
     pub delivery: Arc<Delivery>,
+    /// Sends DSNs for recipients flagged `b`, when `--bounce-to` is set.
+    pub bouncer: Option<super::bounce::Bouncer>,
     /// Stop serving.
     pub stop: CancellationToken,
 }
@@ -87,6 +89,20 @@ impl Handler for ConnHandler<'_> {
         }
         if let Err(e) = self.sh.plan.store.put(env, data, self.sh.plan.fsync) {
             return vec![reply(451, "4.3.0", e)];
+        }
+        if let Some(b) = &self.sh.bouncer {
+            for rcpt in &env.rcpts {
+                if self
+                    .sh
+                    .faults
+                    .plan
+                    .users
+                    .get(&rcpt.to_ascii_lowercase())
+                    .is_some_and(|f| f.contains('b'))
+                {
+                    b.bounce(&self.sh.plan.server.hostname, &env.from, rcpt, data);
+                }
+            }
         }
         match Trace::find(data) {
             Some(t) => {

@@ -5,6 +5,7 @@
 //! connections (one task each, see `conn`), collects the shards once per interval, stops on
 //! a signal or an exit condition, and returns the results document.
 
+pub mod bounce;
 pub mod conn;
 pub mod correlate;
 pub mod faults;
@@ -105,6 +106,9 @@ pub async fn run(
     let thresholds = plan.thresholds.clone();
     let config_json = plan.config_json.clone();
     let (duration, exit_idle) = (plan.duration, plan.exit_after_idle);
+    let bouncer = plan
+        .bounce_to
+        .map(|t| bounce::Bouncer::start(t, plan.server.hostname.clone()));
     let sh = Arc::new(Shared {
         faults: FaultState::new(plan.faults.clone()),
         plan,
@@ -115,6 +119,7 @@ pub async fn run(
         last_activity_ms: AtomicU64::new(0),
         start,
         delivery,
+        bouncer,
         stop: shutdown.stop.clone(),
     });
     let mut acceptors = JoinSet::new();
@@ -209,6 +214,11 @@ pub async fn run(
         "e2e_p50_ms": ms(e2e, 0.5),
         "e2e_p99_ms": ms(e2e, 0.99),
         "faults": faults,
+        "bounces": sh.bouncer.as_ref().map(|b| serde_json::json!({
+            "sent": b.counts.sent.load(Ordering::Relaxed),
+            "failed": b.counts.failed.load(Ordering::Relaxed),
+            "dropped": b.counts.dropped.load(Ordering::Relaxed),
+        })),
         "duration_s": secs,
     });
     let cpu_peak = collector

@@ -53,6 +53,8 @@ pub struct SinkPlan {
     pub exit_after_idle: Option<Duration>,
     /// Stop after this long.
     pub duration: Option<Duration>,
+    /// Where DSNs for recipients flagged `b` are sent.
+    pub bounce_to: Option<std::net::SocketAddr>,
     /// Bytes per second per connection read from clients, 0 for unlimited.
     pub bandwidth: u64,
     /// Outputs.

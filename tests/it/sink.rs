@@ -396,3 +396,65 @@ fn lmtp_send_to_lmtp_sink_counts_per_recipient_replies() {
     let r = results(&json);
     assert_eq!(r["summary"]["recipients"], 400, "{:#}", r["summary"]);
 }
+
+#[test]
+fn recipients_flagged_b_are_accepted_then_bounced_to_the_sender() {
+    let dir = TempDir::new("sink-bounce");
+    // The bounce target is a second sink that stores what it gets.
+    let bounces = dir.0.join("bounces");
+    let store = format!("dir:{}", bounces.display());
+    let target_sink = Sink::start(&["--store", &store]);
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "bounce@example.test x b\n").expect("users");
+    let json = dir.0.join("sink.json");
+    let sink = Sink::start(&[
+        "--users",
+        &users.to_string_lossy(),
+        "--bounce-to",
+        &target_sink.target(),
+        "--json",
+        &json.to_string_lossy(),
+    ]);
+    run_expect(
+        &[
+            "send",
+            &sink.target(),
+            "-n",
+            "5",
+            "--from",
+            "sender@example.org",
+            "--to",
+            "bounce@example.test",
+            "-q",
+        ],
+        0,
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || std::fs::read_dir(&bounces)
+            .map(|d| d.count())
+            .unwrap_or(0)
+            == 5),
+        "five DSNs arrive at the bounce target"
+    );
+    let (_, _) = sink.stop();
+    let (_, _) = target_sink.stop();
+    let r = results(&json);
+    assert_eq!(r["summary"]["messages"], 5, "accepted first");
+    assert_eq!(r["summary"]["bounces"]["sent"], 5, "{:#}", r["summary"]);
+    let one = std::fs::read_dir(&bounces)
+        .expect("dir")
+        .next()
+        .expect("one")
+        .expect("entry")
+        .path();
+    let text = std::fs::read_to_string(one).expect("dsn");
+    assert!(text.contains("X-Mailbench-From: <>"), "null sender: {text}");
+    assert!(
+        text.contains("X-Mailbench-To: sender@example.org"),
+        "{text}"
+    );
+    assert!(
+        text.contains("report-type=delivery-status")
+            && text.contains("Final-Recipient: rfc822; bounce@example.test")
+    );
+}
