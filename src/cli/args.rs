@@ -311,6 +311,9 @@ pub struct SinkArgs {
     /// b accept and bounce).
     #[arg(long, value_name = "FILE")]
     pub users: Option<PathBuf>,
+    /// Check AUTH against the --users list (address and password) instead of accepting any.
+    #[arg(long)]
+    pub auth_users: bool,
     /// Send DSNs for recipients flagged b to this SMTP server (HOST:PORT).
     #[arg(long, value_name = "HOST:PORT")]
     pub bounce_to: Option<String>,

@@ -57,9 +57,21 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
             .map(|d| units::duration(d))
             .transpose()
     };
-    let users = match &a.users {
-        Some(p) => user_flags(&users::load(p)?),
-        None => Default::default(),
+    let list = a.users.as_deref().map(users::load).transpose()?;
+    let users = list.as_deref().map(user_flags).unwrap_or_default();
+    let passwords = match (&list, a.auth_users) {
+        (Some(l), true) => Some(
+            l.iter()
+                .map(|u| {
+                    (
+                        u.address.to_ascii_lowercase(),
+                        u.password.clone().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+        ),
+        (None, true) => return Err("--auth-users needs --users FILE with passwords".into()),
+        _ => None,
     };
     let count = |s: &Option<String>| s.as_deref().map(units::count).transpose();
     let faults = FaultPlan {
@@ -67,6 +79,7 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
         tarpit: dur(&a.tarpit, &file.tarpit)?.unwrap_or_default(),
         greylist: dur(&a.greylist, &file.greylist)?,
         users,
+        passwords,
         max_conns_per_ip: count(&a.max_conns_per_ip)?.or(file.max_conns_per_ip),
         max_msgs_per_conn: count(&a.max_msgs_per_conn)?.or(file.max_msgs_per_conn),
         rate_per_ip: a

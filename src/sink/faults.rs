@@ -99,6 +99,8 @@ pub struct FaultPlan {
     pub greylist: Option<Duration>,
     /// Users with BHM flags (d defer, r reject, g greylist, b bounce).
     pub users: HashMap<String, String>,
+    /// When set, AUTH must match one of these (user → password); otherwise any is accepted.
+    pub passwords: Option<HashMap<String, String>>,
     /// Concurrent connections per client IP.
     pub max_conns_per_ip: Option<u64>,
     /// Messages per connection.
@@ -304,6 +306,17 @@ impl FaultState {
                 self.count(FaultKind::Limit);
                 return with_delay(
                     reply(451, "4.7.0", "rate limit exceeded, try later"),
+                    d.delay,
+                );
+            }
+        }
+        if cmd == Command::Auth
+            && let Some(pw) = &plan.passwords
+        {
+            let (user, pass) = arg.split_once('\0').unwrap_or((arg, ""));
+            if pw.get(&user.to_ascii_lowercase()).is_none_or(|p| p != pass) {
+                return with_delay(
+                    reply(535, "5.7.8", "authentication credentials invalid"),
                     d.delay,
                 );
             }

@@ -458,3 +458,52 @@ fn recipients_flagged_b_are_accepted_then_bounced_to_the_sender() {
             && text.contains("Final-Recipient: rfc822; bounce@example.test")
     );
 }
+
+#[test]
+fn auth_is_checked_against_the_user_list_when_asked() {
+    let dir = TempDir::new("sink-auth");
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "alice@example.test s3cret\n").expect("users");
+    let sink = Sink::start(&["--users", &users.to_string_lossy(), "--auth-users"]);
+    let target = sink.target();
+    let json = dir.0.join("send.json");
+    let js = json.to_string_lossy().to_string();
+    run_expect(
+        &[
+            "send",
+            &target,
+            "-n",
+            "5",
+            "--auth",
+            "alice@example.test:s3cret",
+            "--json",
+            &js,
+            "-q",
+        ],
+        0,
+    );
+    assert_eq!(results(&json)["summary"]["accepted"], 5);
+    run_expect(
+        &[
+            "send",
+            &target,
+            "-n",
+            "5",
+            "--auth",
+            "alice@example.test:wrong",
+            "--json",
+            &js,
+            "-q",
+        ],
+        0,
+    );
+    let r = results(&json);
+    assert_eq!(r["summary"]["accepted"], 0);
+    let rows = r["errors"].as_array().expect("errors");
+    assert!(
+        rows.iter()
+            .any(|e| e["phase"] == "auth" && e["code"] == 535),
+        "{rows:?}"
+    );
+    let (_, _) = sink.stop();
+}

@@ -109,7 +109,7 @@ pub struct Envelope {
 /// Decides replies and receives messages; implemented by the IO layer (sink).
 pub trait Handler {
     /// Decides the reply to a command; `arg` is the address for MAIL/RCPT, the name for
-    /// EHLO, empty otherwise.
+    /// EHLO, `user NUL password` for AUTH, empty otherwise.
     fn decide(&mut self, cmd: Command, env: &Envelope, arg: &str) -> Decision;
     /// A complete message (dot-unstuffed, or all BDAT chunks). Returns the decision for
     /// end of data; for LMTP, one per recipient in order (a single one applies to all).
@@ -133,8 +133,9 @@ enum State {
     Command,
     Data(DataReceiver),
     Bdat(BdatReceiver),
-    /// AUTH LOGIN/PLAIN continuation lines; the count of lines still expected.
-    AuthLines(u8),
+    /// AUTH continuation lines: how many are still expected, and whether they are LOGIN's
+    /// user name and password (true) or one PLAIN response (false).
+    AuthLines(u8, bool),
     Closed,
 }
 
@@ -167,6 +168,8 @@ pub struct ServerSession {
     pending: Vec<u8>,
     helo_done: bool,
     tls_active: bool,
+    auth_buf: Vec<u8>,
+    auth_user: String,
     /// Counters since the session started.
     pub counts: SessionCounts,
 }
@@ -185,6 +188,8 @@ impl ServerSession {
             pending: Vec::with_capacity(256),
             helo_done: false,
             tls_active,
+            auth_buf: Vec::new(),
+            auth_user: String::new(),
             counts: SessionCounts::default(),
         };
         let d = h.decide(Command::Connect, &s.env, "");
@@ -240,19 +245,36 @@ impl ServerSession {
                         }
                     }
                 }
-                State::AuthLines(left) => {
+                State::AuthLines(left, login) => {
                     let rest = iter.as_slice();
-                    let Some(pos) = memchr::memchr(b'\n', rest) else {
-                        return; // the line is incomplete; AUTH lines are short
+                    let (line, complete) = match memchr::memchr(b'\n', rest) {
+                        Some(pos) => (&rest[..pos], true),
+                        None => (rest, false),
                     };
-                    iter = rest[pos + 1..].iter();
+                    // Bounded: a response longer than an AUTH line can be is cut.
+                    let room = MAX_AUTH_LINE.saturating_sub(self.auth_buf.len());
+                    self.auth_buf
+                        .extend_from_slice(&line[..line.len().min(room)]);
+                    if !complete {
+                        return;
+                    }
+                    iter = rest[line.len() + 1..].iter();
+                    let text = decode_b64_line(&self.auth_buf);
+                    self.auth_buf.clear();
                     *left -= 1;
-                    if *left == 0 {
-                        self.state = State::Command;
-                        let d = h.decide(Command::Auth, &self.env, "");
-                        self.respond(d, 235, "2.7.0", "authentication succeeded");
-                    } else {
+                    let (left, login) = (*left, *login);
+                    if login && left == 1 {
+                        self.auth_user = text;
                         self.reply(334, "", "UGFzc3dvcmQ6");
+                    } else {
+                        self.state = State::Command;
+                        let creds = if login {
+                            format!("{}\0{}", std::mem::take(&mut self.auth_user), text)
+                        } else {
+                            plain_creds(&text)
+                        };
+                        let d = h.decide(Command::Auth, &self.env, &creds);
+                        self.respond(d, 235, "2.7.0", "authentication succeeded");
                     }
                 }
                 State::Command => {
@@ -348,16 +370,17 @@ impl ServerSession {
                     self.reply(502, "5.5.1", "AUTH not available");
                 } else if mechanism == smtp_proto::AUTH_PLAIN {
                     if initial_response.is_empty() {
-                        self.state = State::AuthLines(1);
+                        self.state = State::AuthLines(1, false);
                         self.reply(334, "", "");
                     } else if B64.decode(initial_response.as_bytes()).is_err() {
                         self.reply(501, "5.5.2", "invalid base64");
                     } else {
-                        let d = h.decide(Command::Auth, &self.env, "");
+                        let creds = plain_creds(&decode_b64_line(initial_response.as_bytes()));
+                        let d = h.decide(Command::Auth, &self.env, &creds);
                         self.respond(d, 235, "2.7.0", "authentication succeeded");
                     }
                 } else if mechanism == smtp_proto::AUTH_LOGIN {
-                    self.state = State::AuthLines(2);
+                    self.state = State::AuthLines(2, true);
                     self.reply(334, "", "VXNlcm5hbWU6");
                 } else {
                     self.reply(504, "5.5.4", "mechanism not supported");
@@ -567,6 +590,26 @@ impl ServerSession {
             self.out.push(Out::Bytes(std::mem::take(&mut self.pending)));
         }
     }
+}
+
+/// Longest AUTH continuation line kept.
+const MAX_AUTH_LINE: usize = 1024;
+
+/// Decodes one base64 line (CR and spaces trimmed); invalid input decodes to "".
+fn decode_b64_line(line: &[u8]) -> String {
+    let t = line.trim_ascii();
+    B64.decode(t)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// `authzid NUL authcid NUL passwd` (RFC 4616) as `authcid NUL passwd`.
+fn plain_creds(decoded: &str) -> String {
+    let mut parts = decoded.split('\0');
+    let _authzid = parts.next();
+    let user = parts.next().unwrap_or_default();
+    let pass = parts.next().unwrap_or_default();
+    format!("{user}\0{pass}")
 }
 
 /// A `fmt::Write` view of a byte buffer (replies are ASCII).

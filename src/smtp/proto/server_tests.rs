@@ -23,10 +23,14 @@ fn cfg() -> ServerConfig {
 struct Keep {
     messages: Vec<(Envelope, Vec<u8>, bool)>,
     refuse_rcpt: Option<&'static str>,
+    auths: Vec<String>,
 }
 
 impl Handler for Keep {
     fn decide(&mut self, cmd: Command, _env: &Envelope, arg: &str) -> Decision {
+        if cmd == Command::Auth {
+            self.auths.push(arg.to_string());
+        }
         if cmd == Command::Rcpt && Some(arg) == self.refuse_rcpt {
             return reply(550, "5.1.1", "no such user");
         }
@@ -225,6 +229,11 @@ fn auth_login_and_plain_are_accepted() {
         .map(|l| &l[..3])
         .collect();
     assert_eq!(codes, ["220", "250", "334", "334", "235", "235"], "{text}");
+    assert_eq!(
+        h.auths,
+        ["u\0p", "u\0p"],
+        "the handler sees the credentials"
+    );
 }
 
 #[test]
