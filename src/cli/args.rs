@@ -304,6 +304,9 @@ pub struct SinkArgs {
     /// Delay every reply by this much (tarpit).
     #[arg(long, value_name = "DURATION")]
     pub tarpit: Option<String>,
+    /// Drip every reply a byte at a time with this delay between bytes.
+    #[arg(long, value_name = "DURATION")]
+    pub drip: Option<String>,
     /// Read at most this many bytes per second per connection.
     #[arg(long, value_name = "SIZE")]
     pub bandwidth: Option<String>,

@@ -180,6 +180,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         exit_after_idle: None,
         duration: None,
         bounce_to: None,
+        drip: Duration::ZERO,
         bandwidth: 0,
         outputs: Outputs {
             interval: outputs.interval,

@@ -152,6 +152,12 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
             .map(units::duration)
             .transpose()?,
         duration: a.duration.as_deref().map(units::duration).transpose()?,
+        drip: a
+            .drip
+            .as_deref()
+            .map(units::duration)
+            .transpose()?
+            .unwrap_or_default(),
         bounce_to: match &a.bounce_to {
             Some(t) => match parse_target(t, 25)? {
                 Target::Tcp { addr, .. } => Some(addr),

@@ -154,7 +154,7 @@ async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Shared, id: u
         for item in out.drain(..) {
             match item {
                 Out::Bytes(b) => {
-                    if stream.write_all(&b).await.is_err() {
+                    if write_reply(stream, &b, sh.plan.drip).await.is_err() {
                         return report(sh, id, &session.counts, &mut reported, &mut h.e2e_us);
                     }
                 }
@@ -224,6 +224,20 @@ async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Shared, id: u
         }
         session.feed(&buf[..n], &mut h);
     }
+}
+
+/// Writes replies at once, or a byte at a time with `drip` between bytes (a tarpit that
+/// drips its replies, as some receivers do to slow senders down).
+async fn write_reply(stream: &mut Stream, bytes: &[u8], drip: Duration) -> std::io::Result<()> {
+    if drip.is_zero() {
+        return stream.write_all(bytes).await;
+    }
+    for b in bytes {
+        stream.write_all(std::slice::from_ref(b)).await?;
+        stream.flush().await?;
+        tokio::time::sleep(drip).await;
+    }
+    Ok(())
 }
 
 /// Adds what changed since the last report into the shard.

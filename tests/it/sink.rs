@@ -507,3 +507,32 @@ fn auth_is_checked_against_the_user_list_when_asked() {
     );
     let (_, _) = sink.stop();
 }
+
+#[test]
+fn a_dripping_tarpit_slows_every_reply() {
+    let dir = TempDir::new("sink-drip");
+    let sink = Sink::start(&["--drip", "2ms"]);
+    let json = dir.0.join("send.json");
+    let js = json.to_string_lossy().to_string();
+    run_expect(
+        &[
+            "send",
+            &sink.target(),
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "--json",
+            &js,
+            "-q",
+        ],
+        0,
+    );
+    let r = results(&json);
+    // "250 2.1.0 sender ok\r\n" is 21 bytes: at 2 ms a byte MAIL takes 40 ms or more.
+    let mail_p50 = r["latency"]["mail"]["p50_us"]
+        .as_u64()
+        .expect("mail latency");
+    assert!(mail_p50 >= 40_000, "MAIL p50 {mail_p50} µs");
+    let (_, _) = sink.stop();
+}
