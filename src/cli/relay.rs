@@ -152,44 +152,47 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     }
     let outputs = plan.outputs.clone();
     let thresholds = std::mem::take(&mut plan.thresholds);
-    let make_sink = |rules: Vec<crate::sink::faults::Rule>| SinkPlan {
-        listen: vec![Listen::Tcp(sink_addr)],
-        server: ServerConfig {
-            hostname: "sink.mailbench.test".into(),
-            lmtp: false,
-            max_message_size: 512 << 20,
-            pipelining: true,
-            eight_bit_mime: true,
-            enhanced_status_codes: true,
-            starttls: false,
-            auth: false,
-            chunking: true,
-            smtputf8: false,
-            dsn: true,
-        },
-        tls: None,
-        faults: FaultPlan {
-            rules,
-            ..FaultPlan::default()
-        },
-        store: Store::Discard,
-        fsync: false,
-        max_connections: 100_000,
-        idle_timeout: Duration::from_secs(300),
-        exit_after_messages: None,
-        exit_after_idle: None,
-        duration: None,
-        bounce_to: None,
-        drip: Duration::ZERO,
-        bandwidth: 0,
-        outputs: Outputs {
-            interval: outputs.interval,
-            quiet: true,
-            ..Outputs::default()
-        },
-        thresholds: Vec::new(),
-        config_json: serde_json::Value::Null,
-    };
+    let make_sink =
+        |rules: Vec<crate::sink::faults::Rule>,
+         arrivals: (u64, std::sync::Arc<crate::send::plan::TimeLog>)| SinkPlan {
+            arrival_log: Some(arrivals),
+            listen: vec![Listen::Tcp(sink_addr)],
+            server: ServerConfig {
+                hostname: "sink.mailbench.test".into(),
+                lmtp: false,
+                max_message_size: 512 << 20,
+                pipelining: true,
+                eight_bit_mime: true,
+                enhanced_status_codes: true,
+                starttls: false,
+                auth: false,
+                chunking: true,
+                smtputf8: false,
+                dsn: true,
+            },
+            tls: None,
+            faults: FaultPlan {
+                rules,
+                ..FaultPlan::default()
+            },
+            store: Store::Discard,
+            fsync: false,
+            max_connections: 100_000,
+            idle_timeout: Duration::from_secs(300),
+            exit_after_messages: None,
+            exit_after_idle: None,
+            duration: None,
+            bounce_to: None,
+            drip: Duration::ZERO,
+            bandwidth: 0,
+            outputs: Outputs {
+                interval: outputs.interval,
+                quiet: true,
+                ..Outputs::default()
+            },
+            thresholds: Vec::new(),
+            config_json: serde_json::Value::Null,
+        };
     let extra_pids = a.sut_pid.clone();
     let lab_pids = lab.as_ref().map(|l| {
         l.instances
@@ -248,9 +251,17 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
             Some(f) => drain_timeout.min(f.step * 3),
             None => drain_timeout,
         };
+        // Accept and arrival times per message, for end to end from acceptance.
+        let run_id = crate::send::new_run_id();
+        let accepts = std::sync::Arc::new(crate::send::plan::TimeLog::default());
+        let arrivals = std::sync::Arc::new(crate::send::plan::TimeLog::default());
+        p.run_id = Some(run_id);
+        p.accept_log = Some(accepts.clone());
         let run = RelayRun {
+            accepts,
+            arrivals: arrivals.clone(),
             send: p,
-            sink: make_sink(rules.clone()),
+            sink: make_sink(rules.clone(), (run_id, arrivals)),
             listeners,
             drain_timeout: step_drain,
             sut_pids: sut_pids.clone(),

@@ -244,6 +244,8 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
         },
         thresholds,
         config_json,
+        accept_log: None,
+        run_id: None,
     })
 }
 

@@ -152,6 +152,7 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
             .map(units::duration)
             .transpose()?,
         duration: a.duration.as_deref().map(units::duration).transpose()?,
+        arrival_log: None,
         drip: a
             .drip
             .as_deref()

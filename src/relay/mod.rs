@@ -31,6 +31,10 @@ pub struct RelayRun {
     pub sut_pids: Arc<dyn Fn() -> Vec<u32> + Send + Sync>,
     /// Thresholds on the relay summary.
     pub thresholds: Vec<crate::report::threshold::Threshold>,
+    /// Accept times per sequence number (filled by the generator).
+    pub accepts: Arc<crate::send::plan::TimeLog>,
+    /// First arrival times per sequence number (filled by the sink).
+    pub arrivals: Arc<crate::send::plan::TimeLog>,
     /// A shell command whose first number is sampled per interval (e.g. a queue count).
     pub queue_cmd: Option<String>,
     /// Interval of the series.
@@ -132,10 +136,22 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
         Ok(s) => s,
         Err(_) => return send,
     };
+    // End to end from acceptance: arrival minus accept time, per message.
+    let mut accept_to_arrival = crate::stats::recorder::new_histogram();
+    for (seq, accepted) in r.accepts.entries() {
+        if let Some(arrived) = r.arrivals.get(seq) {
+            crate::stats::recorder::record_clamped(
+                &mut accept_to_arrival,
+                arrived.saturating_sub(accepted),
+                1,
+            );
+        }
+    }
     combine(
         send,
         sink,
         &CombineInputs {
+            accept_to_arrival,
             readings,
             sut_start: sut0,
             expected,
@@ -152,6 +168,7 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
 }
 
 struct CombineInputs {
+    accept_to_arrival: hdrhistogram::Histogram<u64>,
     readings: Vec<Reading>,
     sut_start: sut::Sample,
     expected: u64,
@@ -218,7 +235,15 @@ fn combine(mut send: Results, sink: Results, x: &CombineInputs) -> Results {
         }
         series.push(p);
     }
-    let e2e = sink.latency.get("e2e").cloned();
+    // Accept → arrival when measured per message; the sink's trace-based figure (injection
+    // start → arrival) otherwise.
+    let e2e = if x.accept_to_arrival.is_empty() {
+        sink.latency.get("e2e").cloned()
+    } else {
+        Some(crate::stats::hist::HistJson::from_hist(
+            &x.accept_to_arrival,
+        ))
+    };
     let cpu_s = (x.sut1.user_s + x.sut1.sys_s) - (x.sut0.user_s + x.sut0.sys_s);
     let wall = drain_s.max(inject_s);
     let peak = |f: fn(&crate::stats::SutPoint) -> f64| {

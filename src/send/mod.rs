@@ -62,7 +62,7 @@ pub fn new_run_id() -> u64 {
 /// Runs the plan to completion (or until stopped) and returns its results.
 pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
     let started_at = now_rfc3339();
-    let run_id = new_run_id();
+    let run_id = plan.run_id.unwrap_or_else(new_run_id);
     let start = Instant::now();
     let cpu0 = CpuTimes::of_self();
     let plan = Arc::new(plan);

@@ -102,4 +102,50 @@ pub struct SendPlan {
     pub thresholds: Vec<Threshold>,
     /// The configuration as recorded in the results file.
     pub config_json: serde_json::Value,
+    /// When set, the wall-clock time each message was accepted (relay runs measure
+    /// accept → arrival with it).
+    pub accept_log: Option<Arc<TimeLog>>,
+    /// The run id to use (a fresh random one when `None`).
+    pub run_id: Option<u64>,
+}
+
+/// Wall-clock microseconds per sequence number, written by many tasks. Bounded: beyond
+/// `TimeLog::CAP` entries nothing more is kept.
+#[derive(Debug, Default)]
+pub struct TimeLog(std::sync::Mutex<std::collections::HashMap<u64, u64>>);
+
+impl TimeLog {
+    /// Most entries kept.
+    pub const CAP: usize = 4_000_000;
+
+    /// Records now for `seq` (the first time only).
+    pub fn record(&self, seq: u64) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        self.record_at(seq, now);
+    }
+
+    /// Records `us` for `seq` (the first time only).
+    pub fn record_at(&self, seq: u64, us: u64) {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if m.len() < Self::CAP {
+            m.entry(seq).or_insert(us);
+        }
+    }
+
+    /// The recorded time of `seq`.
+    pub fn get(&self, seq: u64) -> Option<u64> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&seq)
+            .copied()
+    }
+
+    /// Every (seq, time) pair.
+    pub fn entries(&self) -> Vec<(u64, u64)> {
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.iter().map(|(k, v)| (*k, *v)).collect()
+    }
 }

@@ -46,6 +46,8 @@ struct Live {
 
 /// A message whose transaction is on the wire.
 struct InFlight {
+    /// Sequence number.
+    seq: u64,
     /// Intended start (open loop) or actual start.
     t0: Instant,
     /// Set for open-loop slots: the intended start, for lag.
@@ -128,6 +130,7 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
                     continue;
                 }
                 InFlight {
+                    seq: slot.seq,
                     t0,
                     intended: slot.intended,
                     begun,
@@ -156,6 +159,7 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
                     eng2.in_flight.fetch_add(1, Ordering::Relaxed);
                     let txn = eng2.workload.transaction(slot.seq, sender.as_deref(), rng2);
                     *next2 = Some(InFlight {
+                        seq: slot.seq,
                         t0: begun,
                         intended: None,
                         begun,
@@ -195,6 +199,8 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
         eng.in_flight.fetch_sub(1, Ordering::Relaxed);
         if failed {
             count_failure(&eng);
+        } else if let Some(log) = &eng.plan.accept_log {
+            log.record(cur.seq);
         }
         match (result, next) {
             (Ok(_), next) => carried = next,

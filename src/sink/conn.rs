@@ -110,6 +110,11 @@ impl Handler for ConnHandler<'_> {
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| d.as_micros() as u64);
                 self.e2e_us.push(now.saturating_sub(t.sent_us));
+                if let Some((run, log)) = &self.sh.plan.arrival_log
+                    && *run == t.run
+                {
+                    log.record_at(t.seq, now);
+                }
                 self.sh.correlator.arrived(&t, &env.rcpts);
             }
             None => self.sh.correlator.untracked_add(env.rcpts.len() as u64),
