@@ -9,6 +9,9 @@ Needs root and Postfix. Loopback only; every run is bounded.
 """
 import json, os, resource, socket, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import free_port, proc_cpu  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
 
@@ -21,12 +24,6 @@ N, SIZE_K, SESSIONS = arg("-n", 10000), arg("--size-k", 25), arg("--sessions", 6
 OUT = arg("--out", "")
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def cpu_children():
@@ -34,10 +31,6 @@ def cpu_children():
     return ru.ru_utime + ru.ru_stime
 
 
-def proc_cpu(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def mailbench_relay(tmp):

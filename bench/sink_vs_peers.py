@@ -10,6 +10,9 @@ Usage: bench/sink_vs_peers.py [--quick] [--out DIR]. Loopback only; every run is
 """
 import json, os, resource, socket, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import free_port, proc_cpu  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
 PROBE = os.path.join(ROOT, "target", "release", "examples", "loopback_probe")
@@ -25,12 +28,6 @@ except (ValueError, OSError):
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def wait_port(port):
@@ -43,10 +40,6 @@ def wait_port(port):
     raise SystemExit(f"nothing listens on {port}")
 
 
-def proc_stat(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def proc_rss_kib(pid):
@@ -131,9 +124,9 @@ def main():
             for kind in ("smtp-sink", "bhm", "mailbench"):
                 p, port = start_sink(kind, tmp)
                 try:
-                    c0 = proc_stat(p.pid)
+                    c0 = proc_cpu(p.pid)
                     wall, rc = drive(driver, port, size_k, N)
-                    cpu = proc_stat(p.pid) - c0
+                    cpu = proc_cpu(p.pid) - c0
                 finally:
                     p.kill()
                     p.wait()

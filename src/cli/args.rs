@@ -218,24 +218,12 @@ pub struct LoadArgs {
     #[arg(long, default_value = "mailbench.test", value_name = "NAME")]
     pub helo: String,
 
-    /// Seconds per interval line and series point.
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub interval: String,
-    /// Write the results (JSON) here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the per-interval series as CSV here.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Write Postal's per-minute CSV here.
     #[arg(long, value_name = "FILE")]
     pub postal_csv: Option<PathBuf>,
-    /// No live or interval lines (the summary is still printed).
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Fail with exit code 3 unless this holds, e.g. 'p99(total)<500ms' or 'errors<1%'.
-    #[arg(long, value_name = "EXPR")]
-    pub threshold: Vec<String>,
     /// Stop the run after this many failed transactions.
     #[arg(long, value_name = "N")]
     pub max_errors: Option<String>,
@@ -344,6 +332,14 @@ pub struct SinkArgs {
     /// Stop after this long.
     #[arg(short = 'z', long, value_name = "DURATION")]
     pub duration: Option<String>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Where results go and what they must satisfy; the same for every command.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
     /// Seconds per interval line and series point.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub interval: String,
@@ -353,10 +349,11 @@ pub struct SinkArgs {
     /// Write the per-interval series as CSV here.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// No live or interval lines.
+    /// No live or interval lines (the summary is still printed).
     #[arg(short, long)]
     pub quiet: bool,
-    /// Fail with exit code 3 unless this holds, e.g. 'lost==0'.
+    /// Fail with exit code 3 unless this holds, e.g. 'p99(total)<500ms', 'errors<1%',
+    /// 'lost==0'.
     #[arg(long, value_name = "EXPR")]
     pub threshold: Vec<String>,
 }

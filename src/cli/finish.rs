@@ -33,18 +33,12 @@ pub async fn send(plan: SendPlan) -> Result<u8, (u8, String)> {
         "mailbench send: {} messages to {} in {:.2} s",
         results.counters.sent, headline_target, results.duration_s
     );
-    write_outputs(
+    deliver(
         &results,
-        outputs.json.as_deref(),
-        outputs.csv.as_deref(),
-        outputs.postal_csv.as_deref(),
+        &outputs,
+        &text::render(&results, &headline),
         unix_start,
-    )?;
-    print!("{}", text::render(&results, &headline));
-    if let Some(p) = &outputs.json {
-        println!("  results    {}", p.display());
-    }
-    Ok(exit_code(&results))
+    )
 }
 
 /// Runs `sink` and reports.
@@ -73,28 +67,41 @@ pub async fn sink(plan: crate::sink::plan::SinkPlan) -> Result<u8, (u8, String)>
         s["lost"],
         s["duplicates"]
     );
-    write_outputs(
+    deliver(
         &results,
-        outputs.json.as_deref(),
-        outputs.csv.as_deref(),
-        None,
+        &outputs,
+        &text::render_sink(&results, &headline),
         unix_start,
-    )?;
-    print!("{}", text::render_sink(&results, &headline));
+    )
+}
+
+/// Writes the result files, prints `summary`, names the results file, and picks the exit
+/// code: the common end of every command.
+pub fn deliver(
+    r: &Results,
+    outputs: &crate::report::Outputs,
+    summary: &str,
+    unix_start: u64,
+) -> Result<u8, (u8, String)> {
+    write_outputs(r, outputs, unix_start)?;
+    print!("{summary}");
     if let Some(p) = &outputs.json {
         println!("  results    {}", p.display());
     }
-    Ok(exit_code(&results))
+    Ok(exit_code(r))
 }
 
 /// Writes the files asked for.
-pub fn write_outputs(
+fn write_outputs(
     r: &Results,
-    json: Option<&std::path::Path>,
-    csv_path: Option<&std::path::Path>,
-    postal: Option<&std::path::Path>,
+    outputs: &crate::report::Outputs,
     unix_start: u64,
 ) -> Result<(), (u8, String)> {
+    let (json, csv_path, postal) = (
+        outputs.json.as_deref(),
+        outputs.csv.as_deref(),
+        outputs.postal_csv.as_deref(),
+    );
     if let Some(p) = json {
         r.write(p).map_err(|e| (EXIT_FAILED, e))?;
     }
@@ -112,7 +119,7 @@ pub fn write_outputs(
 }
 
 /// 3 when a threshold was breached, else 0.
-pub fn exit_code(r: &Results) -> u8 {
+fn exit_code(r: &Results) -> u8 {
     if r.thresholds.iter().any(|t| !t.ok) {
         EXIT_THRESHOLD
     } else {

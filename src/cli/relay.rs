@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::args::{LabArgs, LabShape, QueueArg, RelayArgs};
-use super::finish::{exit_code, write_outputs};
+use super::finish::deliver;
 use super::send::{Defaults, plan as send_plan};
 use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE, units};
 use crate::lab::postfix::{Lab, LabOptions, QueueKind};
@@ -321,18 +321,12 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         "mailbench relay: {} messages through {target} to the sink at {sink_addr}",
         results.counters.sent
     );
-    write_outputs(
+    deliver(
         &results,
-        outputs.json.as_deref(),
-        outputs.csv.as_deref(),
-        outputs.postal_csv.as_deref(),
+        &outputs,
+        &crate::report::text::render_relay(&results, &headline),
         unix_start,
-    )?;
-    print!("{}", crate::report::text::render_relay(&results, &headline));
-    if let Some(p) = &outputs.json {
-        println!("  results    {}", p.display());
-    }
-    Ok(exit_code(&results))
+    )
 }
 
 /// Runs `lab`: start, print where it listens, wait for Ctrl-C or SIGTERM, clean up.

@@ -2,15 +2,12 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::args::{ArrivalsArg, LoadArgs, Switch, TlsArg};
 use super::units;
 use crate::message::address::AddrTemplate;
 use crate::message::template::{Content, GenSpec, SizeRange};
 use crate::message::users;
-use crate::report::Outputs;
-use crate::report::threshold::Threshold;
 use crate::send::plan::{Addresses, Auth, SendPlan, TlsMode};
 use crate::send::schedule::{Arrivals, Pacing};
 use crate::smtp::proto::Credentials;
@@ -165,15 +162,7 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
             _ => return Err(format!("--auth {up:?}: write user:password, or 'senders'")),
         },
     };
-    let interval = units::duration(&a.interval)?;
-    if interval < Duration::from_millis(100) {
-        return Err("--interval must be at least 100ms".into());
-    }
-    let thresholds = a
-        .threshold
-        .iter()
-        .map(|t| Threshold::parse(t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (outputs, thresholds) = units::outputs(&a.out, a.postal_csv.clone())?;
     let max_errors = a.max_errors.as_deref().map(units::count).transpose()?;
     let connect_timeout = units::duration(&a.connect_timeout)?;
     let command_timeout = units::duration(&a.timeout)?;
@@ -208,8 +197,8 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
         "pipelining": !a.no_pipelining,
         "chunking": a.chunking,
         "helo": a.helo,
-        "interval_s": interval.as_secs_f64(),
-        "thresholds": a.threshold,
+        "interval_s": outputs.interval.as_secs_f64(),
+        "thresholds": a.out.threshold,
     });
     Ok(SendPlan {
         targets,
@@ -235,13 +224,7 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
         chunking: a.chunking,
         helo: a.helo.clone(),
         max_errors,
-        outputs: Outputs {
-            interval,
-            json: a.json.clone(),
-            csv: a.csv.clone(),
-            postal_csv: a.postal_csv.clone(),
-            quiet: a.quiet,
-        },
+        outputs,
         thresholds,
         config_json,
         accept_log: None,

@@ -7,8 +7,6 @@ use serde::Deserialize;
 use super::args::SinkArgs;
 use super::units;
 use crate::message::users;
-use crate::report::Outputs;
-use crate::report::threshold::Threshold;
 use crate::sink::faults::{FaultPlan, parse_rule, user_flags};
 use crate::sink::plan::{Listen, SinkPlan};
 use crate::sink::store::Store;
@@ -113,15 +111,7 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
         None
     };
     let store = Store::open(&a.store)?;
-    let interval = units::duration(&a.interval)?;
-    if interval < Duration::from_millis(100) {
-        return Err("--interval must be at least 100ms".into());
-    }
-    let thresholds = a
-        .threshold
-        .iter()
-        .map(|t| Threshold::parse(t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (outputs, thresholds) = units::outputs(&a.out, None)?;
     let max_connections = units::count(&a.max_connections)? as usize;
     let config_json = serde_json::json!({
         "listen": listen.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
@@ -172,13 +162,7 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
             .map(units::size)
             .transpose()?
             .unwrap_or(0) as u64,
-        outputs: Outputs {
-            interval,
-            json: a.json.clone(),
-            csv: a.csv.clone(),
-            postal_csv: None,
-            quiet: a.quiet,
-        },
+        outputs,
         thresholds,
         config_json,
     })

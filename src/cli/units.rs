@@ -108,6 +108,36 @@ pub fn count_range(s: &str) -> Result<(u64, u64), String> {
     }
 }
 
+/// Outputs and thresholds from their flags (shared by every command).
+pub fn outputs(
+    o: &super::args::OutputArgs,
+    postal_csv: Option<std::path::PathBuf>,
+) -> Result<
+    (
+        crate::report::Outputs,
+        Vec<crate::report::threshold::Threshold>,
+    ),
+    String,
+> {
+    let interval = duration(&o.interval)?;
+    if interval < Duration::from_millis(100) {
+        return Err("--interval must be at least 100ms".into());
+    }
+    let thresholds = o
+        .threshold
+        .iter()
+        .map(|t| crate::report::threshold::Threshold::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let outputs = crate::report::Outputs {
+        interval,
+        json: o.json.clone(),
+        csv: o.csv.clone(),
+        postal_csv,
+        quiet: o.quiet,
+    };
+    Ok((outputs, thresholds))
+}
+
 /// A percentage 0–100.
 pub fn percent(s: &str) -> Result<f64, String> {
     let t = s.trim().trim_end_matches('%');

@@ -1,21 +1,30 @@
 //! `mailbench send` → a real Postfix (smtpd, queue, smtp client) → `mailbench sink`:
 //! Postfix's smtpd as a target for `send`, and Postfix's SMTP client delivering to `sink`.
+//! The Postfix is the library's own lab, so the lab is tested here as a library too.
 
 use std::time::Duration;
 
+use mailbench::lab::postfix::{Lab, LabOptions, QueueKind};
+
 use crate::sink::Sink;
-use crate::util::postfix::Postfix;
-use crate::util::{TempDir, results, run_expect, wait_until};
+use crate::util::{TempDir, require, results, run_expect, wait_until};
 
 #[test]
 fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
+    if require("postfix").is_none() {
+        return;
+    }
     let dir = TempDir::new("relay-path");
     let json = dir.0.join("sink.json");
     let sink = Sink::start(&["--json", &json.to_string_lossy()]);
-    let Some(postfix) = Postfix::start(sink.port) else {
-        return;
-    };
-    let target = format!("127.0.0.1:{}", postfix.port);
+    let lab = Lab::start(&LabOptions {
+        hops: 1,
+        queue: QueueKind::Disk,
+        postconf: Vec::new(),
+        relay: ([127, 0, 0, 1], sink.port).into(),
+    })
+    .expect("lab Postfix starts (CI runs as root)");
+    let target = lab.entry().to_string();
     let send_json = dir.0.join("send.json");
     run_expect(
         &[
@@ -44,9 +53,9 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
         sent["summary"]
     );
     assert!(
-        wait_until(Duration::from_secs(60), || postfix.sent_count() >= 600),
+        wait_until(Duration::from_secs(60), || lab.delivered_logged() >= 600),
         "Postfix delivered {} of 600 recipients",
-        postfix.sent_count()
+        lab.delivered_logged()
     );
     let (code, _) = sink.stop();
     assert_eq!(code, Some(0));
@@ -54,5 +63,11 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
     assert_eq!(r["summary"]["recipients"], 600, "{:#}", r["summary"]);
     assert_eq!(r["summary"]["duplicates"], 0);
     assert_eq!(r["summary"]["lost"], 0);
-    assert_eq!(postfix.sent_count(), 600, "maillog agrees with the sink");
+    assert_eq!(lab.delivered_logged(), 600, "maillog agrees with the sink");
+    let dirs: Vec<_> = lab.instances.iter().map(|i| i.dir.clone()).collect();
+    drop(lab);
+    assert!(
+        dirs.iter().all(|d| !d.exists()),
+        "the lab removes its directories"
+    );
 }

@@ -1,8 +1,6 @@
 //! Helpers for integration tests: running the binary, real peer servers on free loopback
 //! ports, and polling instead of sleeping.
 
-pub mod postfix;
-
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
