@@ -297,11 +297,7 @@ fn combine(mut send: Results, sink: Results, x: &CombineInputs) -> Results {
     send.extra
         .insert("lost_seqs".into(), mine["missing"].clone());
     send.extra.insert("sink".into(), sink.summary.clone());
-    send.thresholds = x
-        .thresholds
-        .iter()
-        .map(|t| t.evaluate(&send.summary, &send.latency))
-        .collect();
+    send.check(&x.thresholds);
     send
 }
 

@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use crate::report::live::Live;
 use crate::shutdown::Shutdown;
 use crate::smtp::target::Target;
-use crate::stats::cpu::{CpuTimes, peak_rss_kib};
+use crate::stats::cpu::CpuTimes;
 use crate::stats::results::{Environment, Results, SCHEMA_VERSION, SelfReport, now_rfc3339};
 use crate::stats::{Collector, Metric, Shards};
 
@@ -151,14 +151,8 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         .iter()
         .map(|p| p.cpu_pct)
         .fold(0.0, f64::max);
-    let self_report = SelfReport {
-        cpu_user_s: cpu.user.as_secs_f64(),
-        cpu_sys_s: cpu.sys.as_secs_f64(),
-        cpu_avg_pct: cpu.total().as_secs_f64() / secs * 100.0,
-        cpu_peak_pct: cpu_peak,
-        peak_rss_kib: peak_rss_kib(),
-        warnings: bottleneck_warnings(&plan, cpu_peak, c.late_starts, c.sent, lag),
-    };
+    let warnings = bottleneck_warnings(&plan, cpu_peak, c.late_starts, c.sent, lag);
+    let self_report = SelfReport::new(cpu, secs, cpu_peak, warnings);
     let mut results = Results {
         schema_version: SCHEMA_VERSION,
         command: "send".into(),
@@ -176,11 +170,7 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         thresholds: Vec::new(),
         extra: Default::default(),
     };
-    results.thresholds = plan
-        .thresholds
-        .iter()
-        .map(|t| t.evaluate(&results.summary, &results.latency))
-        .collect();
+    results.check(&plan.thresholds);
     results
 }
 

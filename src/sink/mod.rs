@@ -22,7 +22,7 @@ use tokio::task::JoinSet;
 use crate::report::live::Live;
 use crate::shutdown::Shutdown;
 use crate::smtp::stream::Stream;
-use crate::stats::cpu::{CpuTimes, peak_rss_kib};
+use crate::stats::cpu::CpuTimes;
 use crate::stats::hist::ms;
 use crate::stats::results::{Environment, Results, SCHEMA_VERSION, SelfReport, now_rfc3339};
 use crate::stats::{Collector, Metric, Shards};
@@ -245,14 +245,7 @@ pub async fn run(
         errors,
         latency,
         series: std::mem::take(&mut collector.series),
-        self_report: SelfReport {
-            cpu_user_s: cpu.user.as_secs_f64(),
-            cpu_sys_s: cpu.sys.as_secs_f64(),
-            cpu_avg_pct: cpu.total().as_secs_f64() / secs * 100.0,
-            cpu_peak_pct: cpu_peak,
-            peak_rss_kib: peak_rss_kib(),
-            warnings,
-        },
+        self_report: SelfReport::new(cpu, secs, cpu_peak, warnings),
         thresholds: Vec::new(),
         extra: Default::default(),
     };
@@ -260,10 +253,7 @@ pub async fn run(
         "runs".into(),
         serde_json::to_value(&runs).unwrap_or_default(),
     );
-    results.thresholds = thresholds
-        .iter()
-        .map(|t| t.evaluate(&results.summary, &results.latency))
-        .collect();
+    results.check(&thresholds);
     results
 }
 

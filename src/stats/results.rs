@@ -74,6 +74,26 @@ pub struct SelfReport {
     pub warnings: Vec<String>,
 }
 
+impl SelfReport {
+    /// The report of a run that used `cpu` over `secs`, with its busiest interval at
+    /// `cpu_peak_pct`.
+    pub fn new(
+        cpu: super::cpu::CpuTimes,
+        secs: f64,
+        cpu_peak_pct: f64,
+        warnings: Vec<String>,
+    ) -> Self {
+        SelfReport {
+            cpu_user_s: cpu.user.as_secs_f64(),
+            cpu_sys_s: cpu.sys.as_secs_f64(),
+            cpu_avg_pct: cpu.total().as_secs_f64() / secs.max(1e-9) * 100.0,
+            cpu_peak_pct,
+            peak_rss_kib: super::cpu::peak_rss_kib(),
+            warnings,
+        }
+    }
+}
+
 /// The outcome of one `--threshold`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThresholdResult {
@@ -140,6 +160,14 @@ impl Results {
             })
             .collect();
         (latency, errors)
+    }
+
+    /// Checks `thresholds` against this document's summary and latency.
+    pub fn check(&mut self, thresholds: &[crate::report::threshold::Threshold]) {
+        self.thresholds = thresholds
+            .iter()
+            .map(|t| t.evaluate(&self.summary, &self.latency))
+            .collect();
     }
 
     /// Writes the document, pretty-printed.
