@@ -315,6 +315,12 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         results
             .extra
             .insert("lab_notices".into(), l.notices.clone().into());
+        let dirs: Vec<String> = l
+            .instances
+            .iter()
+            .flat_map(|i| [i.dir.display().to_string(), i.queue.display().to_string()])
+            .collect();
+        results.extra.insert("lab_dirs".into(), dirs.into());
     }
     drop(lab); // stop and clean up before reporting
     let headline = format!(

@@ -2,24 +2,35 @@
 
 use crate::util::{TempDir, describe, require, results, run};
 
-/// Lab directories, tmpfs mounts and Postfix masters that a run may leave behind.
-fn leftovers(tag: &str) -> Vec<String> {
-    let mut v = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            if name.starts_with(tag) {
-                v.push(name);
-            }
-        }
-    }
+/// What a run's lab left behind: its directories, mounts and processes still using them.
+fn leftovers(r: &serde_json::Value) -> Vec<String> {
+    let dirs: Vec<String> = r["extra"]["lab_dirs"]
+        .as_array()
+        .expect("the results name the lab's directories")
+        .iter()
+        .filter_map(|d| d.as_str().map(str::to_string))
+        .collect();
+    let mut v: Vec<String> = dirs
+        .iter()
+        .filter(|d| std::path::Path::new(d).exists())
+        .cloned()
+        .collect();
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     v.extend(
         mounts
             .lines()
-            .filter(|l| l.contains(tag))
+            .filter(|l| dirs.iter().any(|d| l.contains(d.as_str())))
             .map(str::to_string),
     );
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if dirs.iter().any(|d| cmd.contains(d.as_str())) {
+                v.push(cmd);
+            }
+        }
+    }
     v
 }
 
@@ -57,7 +68,6 @@ fn assert_exactly_once(r: &serde_json::Value, n: u64) {
 #[test]
 fn two_thousand_messages_through_a_lab_postfix_arrive_once_and_nothing_is_left() {
     let dir = TempDir::new("relay-lab");
-    let before = leftovers("mailbench-lab-");
     let Some(r) = relay(&["-n", "2000", "--size", "4k"], &dir.0.join("r.json")) else {
         return;
     };
@@ -76,9 +86,8 @@ fn two_thousand_messages_through_a_lab_postfix_arrive_once_and_nothing_is_left()
         dir.0.join("r.maillog.0").exists(),
         "the MTA's log is kept with the results"
     );
-    let after = leftovers("mailbench-lab-");
-    let new: Vec<_> = after.iter().filter(|x| !before.contains(x)).collect();
-    assert!(new.is_empty(), "left behind: {new:?}");
+    let left = leftovers(&r);
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 #[test]
