@@ -115,23 +115,26 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
     let send = crate::send::run(r.send, shutdown.clone()).await;
     let expected = send.counters.rcpts_delivered;
     // Drain: wait for every accepted recipient (or the timeout, or a second stop).
+    // Only an atomic is polled here: reading /proc for the MTA's processes costs CPU the
+    // MTA needs, so that happens once per interval, in the sampler.
     let drain_deadline = Instant::now() + r.drain_timeout;
-    let mut peak_sut = sut0;
     while delivery.recipients.load(Ordering::Relaxed) < expected && Instant::now() < drain_deadline
     {
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
             _ = shutdown.abort.cancelled() => break,
         }
-        let s = sut::sample(&(r.sut_pids)());
-        peak_sut.rss_kib = peak_sut.rss_kib.max(s.rss_kib);
-        peak_sut.procs = peak_sut.procs.max(s.procs);
     }
     let sut1 = sut::sample(&(r.sut_pids)());
     let last_ms = delivery.last_ms.load(Ordering::Relaxed);
     sink_stop.stop.cancel();
     sampler_stop.cancel();
     let readings = sampler.await.unwrap_or_default();
+    let mut peak_sut = sut0;
+    for rd in &readings {
+        peak_sut.rss_kib = peak_sut.rss_kib.max(rd.sut.rss_kib);
+        peak_sut.procs = peak_sut.procs.max(rd.sut.procs);
+    }
     let sink = match sink_task.await {
         Ok(s) => s,
         Err(_) => return send,
