@@ -35,6 +35,8 @@ pub struct LabOptions {
 /// One running instance.
 #[derive(Debug)]
 pub struct Instance {
+    /// Its myhostname, unique, so that its greeting identifies it.
+    pub name: String,
     /// Config directory.
     pub dir: PathBuf,
     /// Queue directory.
@@ -93,7 +95,17 @@ impl Lab {
         };
         let mut next = opts.relay;
         for hop in (0..opts.hops.max(1)).rev() {
-            let inst = lab.start_one(hop, next, opts)?;
+            // A free port can be taken by someone else before Postfix binds it; the greeting
+            // tells whether the smtpd that answers is this instance's. Then retry elsewhere.
+            let mut attempt = 0;
+            let inst = loop {
+                attempt += 1;
+                match lab.start_one(hop, next, opts) {
+                    Ok(inst) => break inst,
+                    Err(e) if attempt < 3 && e.contains("port taken") => continue,
+                    Err(e) => return Err(e),
+                }
+            };
             next = inst.smtpd;
             lab.instances.insert(0, inst);
         }
@@ -155,6 +167,7 @@ impl Lab {
         std::fs::create_dir_all(dir.join("data")).map_err(|e| io("create the lab directory", e))?;
         set_mode(&dir, 0o755);
         let mut inst = Instance {
+            name: format!("lab{hop}-{:08x}.mailbench.test", fastrand::u32(..)),
             queue: dir.join("queue"),
             dir: dir.clone(),
             smtpd: SocketAddr::from(([127, 0, 0, 1], free_port()?)),
@@ -200,7 +213,7 @@ impl Lab {
 queue_directory = {q}
 data_directory = {d}/data
 mail_owner = postfix
-myhostname = lab{hop}.mailbench.test
+myhostname = {name}
 mydestination =
 inet_interfaces = 127.0.0.1
 inet_protocols = ipv4
@@ -224,6 +237,7 @@ maillog_file = {d}/maillog
 maillog_file_prefixes = {d}
 ",
             q = inst.queue.display(),
+            name = inst.name,
             rip = relay.ip(),
             rport = relay.port()
         );
@@ -250,18 +264,38 @@ maillog_file_prefixes = {d}
             ));
         }
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(inst.smtpd).is_err() {
-            if Instant::now() > deadline {
-                inst.stop();
-                return Err(format!(
-                    "lab: Postfix smtpd did not listen on {} in 20 s",
-                    inst.smtpd
-                ));
+        loop {
+            match greeting(inst.smtpd) {
+                Some(g) if g.contains(&inst.name) => return Ok(inst),
+                Some(_) => {
+                    inst.stop();
+                    return Err(format!(
+                        "lab: port taken: {} answers for another server",
+                        inst.smtpd
+                    ));
+                }
+                None if Instant::now() > deadline => {
+                    inst.stop();
+                    return Err(format!(
+                        "lab: port taken or Postfix smtpd did not listen on {} in 20 s",
+                        inst.smtpd
+                    ));
+                }
+                None => std::thread::sleep(Duration::from_millis(50)),
             }
-            std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(inst)
     }
+}
+
+/// The first line a server at `addr` sends, if it answers within a second.
+fn greeting(addr: SocketAddr) -> Option<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line).ok()?;
+    let _ = s.write_all(b"QUIT\r\n");
+    (!line.is_empty()).then_some(line)
 }
 
 /// Debian's master.cf with smtpd moved to `smtpd`, chroot off everywhere, postlog on.

@@ -19,7 +19,7 @@ use crate::report::live::Live;
 use crate::shutdown::Shutdown;
 use crate::smtp::target::Target;
 use crate::stats::cpu::CpuTimes;
-use crate::stats::results::{Environment, Results, SCHEMA_VERSION, SelfReport, now_rfc3339};
+use crate::stats::results::{Results, RunParts, SelfReport, now_rfc3339};
 use crate::stats::{Collector, Metric, Shards};
 
 pub use plan::SendPlan;
@@ -124,7 +124,6 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
     let mut total = std::mem::take(&mut collector.total);
     total.counters.sent += aborted;
     total.counters.aborted += aborted;
-    let (latency, errors) = Results::tables(&total);
     let c = &total.counters;
     let secs = duration.as_secs_f64().max(1e-9);
     let lag = total.hist(Metric::Lag);
@@ -153,23 +152,17 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         .fold(0.0, f64::max);
     let warnings = bottleneck_warnings(&plan, cpu_peak, c.late_starts, c.sent, lag);
     let self_report = SelfReport::new(cpu, secs, cpu_peak, warnings);
-    let mut results = Results {
-        schema_version: SCHEMA_VERSION,
-        command: "send".into(),
-        run_id: format!("{run_id:016x}"),
+    let mut results = Results::assemble(RunParts {
+        command: "send",
+        run_id,
         started_at,
         duration_s: secs,
         config: plan.config_json.clone(),
-        environment: Environment::current(),
         summary,
-        counters: total.counters.clone(),
-        errors,
-        latency,
+        total,
         series: std::mem::take(&mut collector.series),
         self_report,
-        thresholds: Vec::new(),
-        extra: Default::default(),
-    };
+    });
     results.check(&plan.thresholds);
     results
 }

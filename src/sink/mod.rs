@@ -24,7 +24,7 @@ use crate::shutdown::Shutdown;
 use crate::smtp::stream::Stream;
 use crate::stats::cpu::CpuTimes;
 use crate::stats::hist::ms;
-use crate::stats::results::{Environment, Results, SCHEMA_VERSION, SelfReport, now_rfc3339};
+use crate::stats::results::{Results, RunParts, SelfReport, now_rfc3339};
 use crate::stats::{Collector, Metric, Shards};
 
 use conn::Shared;
@@ -186,7 +186,6 @@ pub async fn run(
     let secs = start.elapsed().as_secs_f64().max(1e-9);
     let cpu = CpuTimes::of_self().since(&cpu0);
     let total = std::mem::take(&mut collector.total);
-    let (latency, errors) = Results::tables(&total);
     let c = &total.counters;
     let e2e = total.hist(Metric::E2e);
     let runs = sh.correlator.report();
@@ -232,23 +231,17 @@ pub async fn run(
             "the sink used {cpu_peak:.0} % CPU in its busiest interval: it may be the bottleneck"
         ));
     }
-    let mut results = Results {
-        schema_version: SCHEMA_VERSION,
-        command: "sink".into(),
-        run_id: format!("{:016x}", crate::send::new_run_id()),
+    let mut results = Results::assemble(RunParts {
+        command: "sink",
+        run_id: crate::send::new_run_id(),
         started_at,
         duration_s: secs,
         config: config_json,
-        environment: Environment::current(),
         summary,
-        counters: total.counters.clone(),
-        errors,
-        latency,
+        total,
         series: std::mem::take(&mut collector.series),
         self_report: SelfReport::new(cpu, secs, cpu_peak, warnings),
-        thresholds: Vec::new(),
-        extra: Default::default(),
-    };
+    });
     results.extra.insert(
         "runs".into(),
         serde_json::to_value(&runs).unwrap_or_default(),

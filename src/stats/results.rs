@@ -142,7 +142,51 @@ pub struct Results {
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
+/// What a finished run hands to [`Results::assemble`].
+pub struct RunParts {
+    /// `send`, `sink`, `relay`.
+    pub command: &'static str,
+    /// The run id.
+    pub run_id: u64,
+    /// Wall-clock start, RFC 3339.
+    pub started_at: String,
+    /// Length in seconds.
+    pub duration_s: f64,
+    /// The validated configuration.
+    pub config: serde_json::Value,
+    /// The headline numbers.
+    pub summary: serde_json::Value,
+    /// Everything recorded.
+    pub total: Recorder,
+    /// The time series.
+    pub series: Vec<IntervalPoint>,
+    /// The tool's view of itself.
+    pub self_report: SelfReport,
+}
+
 impl Results {
+    /// The results document of a finished run (thresholds still to be checked).
+    pub fn assemble(p: RunParts) -> Results {
+        let (latency, errors) = Results::tables(&p.total);
+        Results {
+            schema_version: SCHEMA_VERSION,
+            command: p.command.into(),
+            run_id: format!("{:016x}", p.run_id),
+            started_at: p.started_at,
+            duration_s: p.duration_s,
+            config: p.config,
+            environment: Environment::current(),
+            summary: p.summary,
+            counters: p.total.counters,
+            errors,
+            latency,
+            series: p.series,
+            self_report: p.self_report,
+            thresholds: Vec::new(),
+            extra: BTreeMap::new(),
+        }
+    }
+
     /// The latency section and error table of a cumulative recorder.
     pub fn tables(total: &Recorder) -> (BTreeMap<String, HistJson>, Vec<ErrorRow>) {
         let latency = Metric::all()
