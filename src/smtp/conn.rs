@@ -25,7 +25,7 @@ use crate::error::ErrorClass;
 
 /// Read buffer growth step. Replies are short, and with tens of thousands of connections
 /// every kilobyte per connection counts.
-const READ_CHUNK: usize = 512;
+const READ_CHUNK: usize = 256;
 
 /// How to open connections; shared by all connections of a run.
 #[derive(Clone)]
