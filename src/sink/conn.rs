@@ -14,9 +14,11 @@ use tokio_util::sync::CancellationToken;
 use super::correlate::Correlator;
 use super::faults::{FaultKind, FaultState};
 use super::plan::SinkPlan;
+use super::store::Store;
 use crate::message::trace::Trace;
 use crate::smtp::proto::server::{
-    Command, Decision, Envelope, Handler, Out, ServerSession, SessionCounts, reply,
+    Command, Decision, Envelope, Handler, Out, Received, ServerSession, SessionCounts, Verdict,
+    reply,
 };
 use crate::smtp::stream::Stream;
 use crate::stats::{Metric, Shards};
@@ -63,35 +65,47 @@ const READ_MIN: usize = 1024;
 /// Largest read size; reads that fill the buffer double it up to this.
 const READ_MAX: usize = 64 * 1024;
 
-struct ConnHandler<'a> {
-    sh: &'a Shared,
+struct ConnHandler {
+    sh: Arc<Shared>,
     ip: Option<IpAddr>,
     rng: fastrand::Rng,
     msgs: u64,
     e2e_us: Vec<u64>,
 }
 
-impl Handler for ConnHandler<'_> {
+impl Handler for ConnHandler {
     fn decide(&mut self, cmd: Command, env: &Envelope, arg: &str) -> Decision {
         self.sh
             .faults
             .decide(&mut self.rng, cmd, self.ip, &env.from, arg, self.msgs)
     }
+}
 
-    fn message(&mut self, env: &Envelope, data: &[u8], oversize: bool) -> Vec<Decision> {
+impl ConnHandler {
+    /// Decides end of data for a complete message: faults first, then storage (on a
+    /// blocking thread, so that a slow disk or `--fsync` holds up only this connection),
+    /// then bounces and trace correlation.
+    async fn message(&mut self, m: Received<'_>) -> Decision {
         self.msgs += 1;
-        if oversize {
-            return vec![Decision::ACCEPT]; // the session answers 552
+        if m.oversize {
+            return Decision::ACCEPT; // the session answers 552
         }
-        let d = self.decide(Command::DataEnd, env, "");
-        if d.verdict != crate::smtp::proto::server::Verdict::Accept {
-            return vec![d];
+        let d = self.decide(Command::DataEnd, m.env, "");
+        if d.verdict != Verdict::Accept {
+            return d;
         }
-        if let Err(e) = self.sh.plan.store.put(env, data, self.sh.plan.fsync) {
-            return vec![reply(451, "4.3.0", e)];
+        if !matches!(self.sh.plan.store, Store::Discard) {
+            let (sh, env, data) = (self.sh.clone(), m.env.clone(), m.data.to_vec());
+            let stored =
+                tokio::task::spawn_blocking(move || sh.plan.store.put(&env, &data, sh.plan.fsync))
+                    .await
+                    .unwrap_or_else(|e| Err(format!("storage task failed: {e}")));
+            if let Err(e) = stored {
+                return reply(451, "4.3.0", e);
+            }
         }
         if let Some(b) = &self.sh.bouncer {
-            for rcpt in &env.rcpts {
+            for rcpt in &m.env.rcpts {
                 if self
                     .sh
                     .faults
@@ -100,11 +114,11 @@ impl Handler for ConnHandler<'_> {
                     .get(&rcpt.to_ascii_lowercase())
                     .is_some_and(|f| f.contains('b'))
                 {
-                    b.bounce(&self.sh.plan.server.hostname, &env.from, rcpt, data);
+                    b.bounce(&self.sh.plan.server.hostname, &m.env.from, rcpt, m.data);
                 }
             }
         }
-        match Trace::find(data) {
+        match Trace::find(m.data) {
             Some(t) => {
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
@@ -115,11 +129,11 @@ impl Handler for ConnHandler<'_> {
                 {
                     log.record_at(t.seq, now);
                 }
-                self.sh.correlator.arrived(&t, &env.rcpts);
+                self.sh.correlator.arrived(&t, &m.env.rcpts);
             }
-            None => self.sh.correlator.untracked_add(env.rcpts.len() as u64),
+            None => self.sh.correlator.untracked_add(m.env.rcpts.len() as u64),
         }
-        vec![d]
+        d
     }
 }
 
@@ -140,9 +154,9 @@ pub async fn serve(mut stream: Stream, ip: Option<IpAddr>, sh: Arc<Shared>, id: 
     sh.open.fetch_sub(1, Ordering::Relaxed);
 }
 
-async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Shared, id: usize) {
+async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Arc<Shared>, id: usize) {
     let mut h = ConnHandler {
-        sh,
+        sh: sh.clone(),
         ip,
         rng: fastrand::Rng::new(),
         msgs: 0,
@@ -227,7 +241,15 @@ async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Shared, id: u
         if n >= want && want < READ_MAX {
             want *= 2;
         }
-        session.feed(&buf[..n], &mut h);
+        let mut at = 0;
+        loop {
+            at += session.feed(&buf[at..n], &mut h);
+            let Some(m) = session.received() else {
+                break;
+            };
+            let d = h.message(m).await;
+            session.finish(std::slice::from_ref(&d));
+        }
     }
 }
 

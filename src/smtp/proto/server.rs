@@ -4,8 +4,10 @@
 //! [`ServerSession::feed`] takes whatever bytes arrived and appends the replies to an
 //! output queue, batching every reply that a pipelined read produced into one write. What
 //! to answer (accept, refuse, delay, drop the connection) is decided by a [`Handler`] the IO
-//! layer supplies, so fault injection and storage stay outside and this core stays
-//! deterministic and testable without sockets.
+//! layer supplies, so fault injection stays outside and this core stays deterministic and
+//! testable without sockets. A complete message pauses the session
+//! ([`ServerSession::received`]) until the IO layer, which may store it on disk without
+//! blocking other connections, answers with [`ServerSession::finish`].
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -106,14 +108,22 @@ pub struct Envelope {
     pub rcpts: Vec<String>,
 }
 
-/// Decides replies and receives messages; implemented by the IO layer (sink).
+/// Decides replies to commands; implemented by the IO layer (sink).
 pub trait Handler {
     /// Decides the reply to a command; `arg` is the address for MAIL/RCPT, the name for
     /// EHLO, `user NUL password` for AUTH, empty otherwise.
     fn decide(&mut self, cmd: Command, env: &Envelope, arg: &str) -> Decision;
-    /// A complete message (dot-unstuffed, or all BDAT chunks). Returns the decision for
-    /// end of data; for LMTP, one per recipient in order (a single one applies to all).
-    fn message(&mut self, env: &Envelope, data: &[u8], oversize: bool) -> Vec<Decision>;
+}
+
+/// A complete message waiting for its end-of-data decision.
+#[derive(Debug)]
+pub struct Received<'a> {
+    /// Its envelope.
+    pub env: &'a Envelope,
+    /// The content: dot-unstuffed, or all BDAT chunks joined.
+    pub data: &'a [u8],
+    /// It passed the size limit (and was cut there); the session answers 552 to an accept.
+    pub oversize: bool,
 }
 
 /// One item of the output queue.
@@ -136,6 +146,8 @@ enum State {
     /// AUTH continuation lines: how many are still expected, and whether they are LOGIN's
     /// user name and password (true) or one PLAIN response (false).
     AuthLines(u8, bool),
+    /// A message is complete; input waits until [`ServerSession::finish`].
+    Received,
     Closed,
 }
 
@@ -217,19 +229,21 @@ impl ServerSession {
         into.append(&mut self.out);
     }
 
-    /// Feeds received bytes; replies are queued. Bytes after a STARTTLS request or after
-    /// the session closed are discarded (RFC 3207 §4.2: no plaintext may follow).
-    pub fn feed(&mut self, input: &[u8], h: &mut dyn Handler) {
+    /// Feeds received bytes; replies are queued. Returns how many bytes were consumed: all
+    /// of them, unless a message completed ([`ServerSession::received`]); the rest must be
+    /// fed again after [`ServerSession::finish`]. Bytes after a STARTTLS request or after the
+    /// session closed are consumed and discarded (RFC 3207 §4.2: no plaintext may follow).
+    pub fn feed(&mut self, input: &[u8], h: &mut dyn Handler) -> usize {
         let mut iter = input.iter();
         while iter.len() > 0 {
             match &mut self.state {
-                State::Closed => return,
+                State::Closed => break,
+                State::Received => return input.len() - iter.len(),
                 State::Data(rx) => {
                     let done = rx.ingest(&mut iter, &mut self.body);
                     self.bound_body();
                     if done {
-                        self.state = State::Command;
-                        self.finish_message(h);
+                        self.complete_message();
                     }
                 }
                 State::Bdat(rx) => {
@@ -239,7 +253,7 @@ impl ServerSession {
                     if done {
                         self.state = State::Command;
                         if last {
-                            self.finish_message(h);
+                            self.complete_message();
                         } else {
                             self.reply(250, "2.0.0", "chunk received");
                         }
@@ -256,7 +270,7 @@ impl ServerSession {
                     self.auth_buf
                         .extend_from_slice(&line[..line.len().min(room)]);
                     if !complete {
-                        return;
+                        break;
                     }
                     iter = rest[line.len() + 1..].iter();
                     let text = decode_b64_line(&self.auth_buf);
@@ -284,15 +298,25 @@ impl ServerSession {
                             let starttls = matches!(req, Request::StartTls);
                             self.on_request(req, h);
                             if starttls && matches!(self.out.last(), Some(Out::StartTls)) {
-                                return;
+                                break;
                             }
                         }
-                        Err(smtp_proto::Error::NeedsMoreData { .. }) => return,
+                        Err(smtp_proto::Error::NeedsMoreData { .. }) => break,
                         Err(e) => self.on_bad_request(e),
                     }
                 }
             }
         }
+        input.len()
+    }
+
+    /// The complete message waiting for [`ServerSession::finish`], if any.
+    pub fn received(&self) -> Option<Received<'_>> {
+        matches!(self.state, State::Received).then_some(Received {
+            env: &self.env,
+            data: &self.body,
+            oversize: self.oversize,
+        })
     }
 
     /// Called by the IO layer after the TLS handshake: the session starts over.
@@ -467,15 +491,27 @@ impl ServerSession {
         }
     }
 
-    fn finish_message(&mut self, h: &mut dyn Handler) {
-        let in_txn = !self.env.rcpts.is_empty();
-        if !in_txn {
+    /// The content ended: pause for the IO layer's decision, unless there is no valid
+    /// transaction to decide about.
+    fn complete_message(&mut self) {
+        if self.env.rcpts.is_empty() {
             // BDAT chunks without a valid transaction (or BDAT not offered).
+            self.state = State::Command;
             self.reply(503, "5.5.1", "no valid recipients");
             self.body.clear();
+        } else {
+            self.state = State::Received;
+        }
+    }
+
+    /// Answers the message from [`ServerSession::received`]: the decisions for end of
+    /// data, for LMTP one per recipient in order (a single one applies to all). Then the
+    /// session takes input again. Does nothing when no message is waiting.
+    pub fn finish(&mut self, decisions: &[Decision]) {
+        if !matches!(self.state, State::Received) {
             return;
         }
-        let decisions = h.message(&self.env, &self.body, self.oversize);
+        self.state = State::Command;
         let replies = if self.cfg.lmtp {
             self.env.rcpts.len()
         } else {

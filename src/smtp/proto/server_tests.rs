@@ -36,9 +36,24 @@ impl Handler for Keep {
         }
         Decision::ACCEPT
     }
-    fn message(&mut self, env: &Envelope, data: &[u8], oversize: bool) -> Vec<Decision> {
-        self.messages.push((env.clone(), data.to_vec(), oversize));
-        vec![Decision::ACCEPT]
+}
+
+/// Feeds `input` as one read, keeping and accepting each message it completes.
+fn feed(s: &mut ServerSession, input: &[u8], h: &mut Keep) {
+    let mut at = 0;
+    loop {
+        at += s.feed(&input[at..], h);
+        let Some(m) = s.received() else {
+            assert_eq!(
+                at,
+                input.len(),
+                "without a message waiting, all input is consumed"
+            );
+            return;
+        };
+        h.messages
+            .push((m.env.clone(), m.data.to_vec(), m.oversize));
+        s.finish(&[Decision::ACCEPT]);
     }
 }
 
@@ -46,8 +61,8 @@ impl Handler for Keep {
 /// session asked to close.
 fn session_with(cfg: ServerConfig, h: &mut Keep, input: &[u8], cut: usize) -> (String, bool) {
     let mut s = ServerSession::new(cfg, false, h);
-    s.feed(&input[..cut], h);
-    s.feed(&input[cut..], h);
+    feed(&mut s, &input[..cut], h);
+    feed(&mut s, &input[cut..], h);
     let mut out = Vec::new();
     s.take_output(&mut out);
     let mut text = Vec::new();
@@ -187,7 +202,8 @@ fn overlong_command_line_is_refused() {
 fn starttls_stops_reading_until_the_handshake() {
     let mut h = Keep::default();
     let mut s = ServerSession::new(cfg(), false, &mut h);
-    s.feed(
+    feed(
+        &mut s,
         b"EHLO x\r\nSTARTTLS\r\nMAIL FROM:<smuggled@x.test>\r\n",
         &mut h,
     );
@@ -210,7 +226,7 @@ fn starttls_stops_reading_until_the_handshake() {
         "plaintext after STARTTLS must be ignored"
     );
     s.tls_established();
-    s.feed(b"MAIL FROM:<a@x.test>\r\n", &mut h);
+    feed(&mut s, b"MAIL FROM:<a@x.test>\r\n", &mut h);
     s.take_output(&mut out);
     assert!(
         matches!(out.last(), Some(Out::Bytes(b)) if b.starts_with(b"503")),
@@ -252,4 +268,50 @@ fn random_bytes_never_panic() {
         let cut = rng.usize(0..=input.len());
         let _ = session_with(cfg(), &mut h, &input, cut);
     }
+}
+
+#[test]
+fn a_message_waits_for_its_decision_and_input_behind_it_waits_too() {
+    let mut h = Keep::default();
+    let mut s = ServerSession::new(cfg(), false, &mut h);
+    let input =
+        b"EHLO x\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@x.test>\r\nDATA\r\nhi\r\n.\r\nQUIT\r\n";
+    let used = s.feed(input, &mut h);
+    assert_eq!(
+        &input[used..],
+        b"QUIT\r\n",
+        "feeding stops right after the message"
+    );
+    let m = s.received().expect("a message waits");
+    assert_eq!(
+        (m.env.rcpts.as_slice(), m.data),
+        (["b@x.test".to_string()].as_slice(), b"hi\r\n".as_slice())
+    );
+    assert_eq!(
+        s.feed(&input[used..], &mut h),
+        0,
+        "no input while a message waits"
+    );
+    s.finish(&[reply(451, "4.3.0", "disk full")]);
+    assert!(s.received().is_none(), "finish releases the session");
+    assert_eq!(s.feed(&input[used..], &mut h), 6);
+    let mut out = Vec::new();
+    s.take_output(&mut out);
+    let text: String = out
+        .iter()
+        .filter_map(|o| match o {
+            Out::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            _ => None,
+        })
+        .collect();
+    let codes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.as_bytes().get(3) == Some(&b' '))
+        .map(|l| &l[..3])
+        .collect();
+    assert_eq!(
+        codes,
+        ["220", "250", "250", "250", "354", "451", "221"],
+        "{text}"
+    );
 }
