@@ -23,6 +23,7 @@ pub const EXIT_THRESHOLD: u8 = 3;
 
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
+    let runtime = || runtime(cli.threads);
     let result = match cli.command {
         Command::Send(a) => send::plan(&a.target, &a.load, &send::SEND_DEFAULTS)
             .map_err(|e| (EXIT_USAGE, e))
@@ -54,8 +55,16 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
+/// One thread runs everything on the calling thread; more use tokio's work-stealing pool.
+fn runtime(threads: u16) -> Result<tokio::runtime::Runtime, String> {
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(usize::from(threads));
+        b
+    };
+    builder
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))

@@ -74,6 +74,7 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         in_flight: AtomicU64::new(0),
         failures: AtomicU64::new(0),
         conns_opened: AtomicU64::new(0),
+        last_done_us: AtomicU64::new(0),
         stop: shutdown.stop.clone(),
         plan: plan.clone(),
     });
@@ -126,6 +127,10 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
     total.counters.aborted += aborted;
     let c = &total.counters;
     let secs = duration.as_secs_f64().max(1e-9);
+    let active_s = match engine.last_done_us.load(Ordering::Relaxed) {
+        0 => secs,
+        us => us as f64 / 1e6,
+    };
     let lag = total.hist(Metric::Lag);
     let tot = total.hist(Metric::Total);
     let summary = serde_json::json!({
@@ -135,10 +140,11 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         "errors": c.errors,
         "aborted": c.aborted,
         "failed": c.sent - c.accepted,
-        "msgs_per_sec": c.accepted as f64 / secs,
-        "mpm": c.accepted as f64 / secs * 60.0,
+        "msgs_per_sec": c.accepted as f64 / active_s,
+        "mpm": c.accepted as f64 / active_s * 60.0,
         "bytes": c.bytes,
         "duration_s": secs,
+        "active_s": active_s,
         "connections": c.connections,
         "rcpts_accepted": c.rcpts_accepted,
         "p50_ms": crate::stats::hist::ms(tot, 0.5),

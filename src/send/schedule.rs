@@ -100,6 +100,11 @@ impl Schedule {
         }
     }
 
+    /// Time zero of the run, which intended start times count from.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
     /// Stops handing out slots (shutdown, error limit).
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Relaxed);

@@ -31,6 +31,9 @@ pub struct Engine {
     pub failures: AtomicU64,
     /// Connections opened so far (round-robin over targets and source IPs).
     pub conns_opened: AtomicU64,
+    /// Microseconds from the start to the latest end of a transaction: the rate is taken
+    /// over this span, so closing connections after the last message does not dilute it.
+    pub last_done_us: AtomicU64,
     /// Set on Ctrl-C, SIGTERM or the error limit.
     pub stop: CancellationToken,
 }
@@ -176,6 +179,10 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
             l.conn.complete(&mut follow).await
         };
         let done = Instant::now();
+        eng.last_done_us.fetch_max(
+            (done - eng.schedule.start()).as_micros() as u64,
+            Ordering::Relaxed,
+        );
         let failed = {
             let mut rec = eng.shards.get(id);
             rec.counters.connections += cur.opened.0;
