@@ -183,13 +183,15 @@ async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Arc<Shared>, 
                         return;
                     };
                     let acceptor = TlsAcceptor::from(cfg);
+                    // The handshake futures are boxed: inline they would double every
+                    // connection's task, idle or not.
                     let upgraded = match std::mem::replace(stream, Stream::Gone) {
-                        Stream::Tcp(s) => {
-                            acceptor.accept(s).await.map(|t| Stream::Tls(Box::new(t)))
-                        }
-                        Stream::Unix(s) => {
-                            acceptor.accept(s).await.map(|t| Stream::Tls(Box::new(t)))
-                        }
+                        Stream::Tcp(s) => Box::pin(acceptor.accept(s))
+                            .await
+                            .map(|t| Stream::Tls(Box::new(t))),
+                        Stream::Unix(s) => Box::pin(acceptor.accept(s))
+                            .await
+                            .map(|t| Stream::Tls(Box::new(t))),
                         other => {
                             *stream = other;
                             return;

@@ -192,7 +192,7 @@ impl ClientConn {
         };
         conn.timings.push((Phase::Connect, connected - started));
         if opts.implicit_tls && conn.tls.is_some() {
-            conn.upgrade_tls().await?;
+            Box::pin(conn.upgrade_tls()).await?;
         }
         match conn.drive(&mut nothing_follows).await? {
             None => Ok(conn),
@@ -281,7 +281,9 @@ impl ClientConn {
                     self.session.on_reply(reply)?;
                 }
                 Step::StartTls => {
-                    self.upgrade_tls().await?;
+                    // Boxed: the handshake future is kilobytes, and kept inline it would
+                    // make every connection's task that large, TLS or not.
+                    Box::pin(self.upgrade_tls()).await?;
                     self.session.tls_established();
                 }
                 Step::Ready => return Ok(None),
