@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Runs the side-by-side send benchmark and keeps the output in bench/runs/<date>-<host>/.
+# Runs the side-by-side benchmarks (send, sink, relay) and keeps their output in
+# bench/runs/<date>-<host>/. Usage: bench/run.sh [--quick] [--no-postal]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-cargo build --release --quiet
+cargo build --release --quiet --bins --examples
 dir="bench/runs/$(date +%Y%m%d)-$(hostname)"
 mkdir -p "$dir"
 {
-  echo "# send vs peers"
+  echo "# side-by-side benchmarks"
   echo "command: bench/run.sh $*"
   echo "git: $(git rev-parse --short HEAD)"
   echo "kernel: $(uname -r); cpus: $(nproc)"
   echo "postfix: $(dpkg-query -W -f='${Version}' postfix 2>/dev/null); postal: $(dpkg-query -W -f='${Version}' postal 2>/dev/null)"
 } > "$dir/README.md"
 python3 bench/send_vs_peers.py --out "$dir" "$@"
+python3 bench/sink_vs_peers.py --out "$dir" "$@"
+python3 bench/relay_vs_classic.py --out "$dir"

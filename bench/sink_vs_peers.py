@@ -2,7 +2,10 @@
 """Side-by-side sink benchmark: the same drivers (smtp-source -s 64 -d, and
 `mailbench send -c 64` with pipelining) against Postfix's smtp-sink, Postal's bhm and
 `mailbench sink`, for 1 KB and 25 KB messages. Prints messages/s and the sink's CPU seconds
-per 10,000 messages, with ratios against smtp-sink; then the loopback ceiling (a minimal
+per 10,000 messages, with ratios against smtp-sink. `floor` is mailbench's design with
+nothing of its own (examples/floor_sink.rs: one thread, a task per connection, replies
+batched per read, canned replies, no statistics): the kernel's and the runtime's share of
+the CPU per message, the least a receiver built this way can spend. Then the loopback ceiling (a minimal
 pipelined client+server in one process, examples/loopback_probe.rs) next to
 `mailbench send` → `mailbench sink`; then 20,000 idle connections held by `mailbench sink`.
 
@@ -11,11 +14,12 @@ Usage: bench/sink_vs_peers.py [--quick] [--out DIR]. Loopback only; every run is
 import json, os, resource, socket, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import free_port, proc_cpu  # noqa: E402
+from benchlib import free_port, proc_cpu, proc_sys  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
 PROBE = os.path.join(ROOT, "target", "release", "examples", "loopback_probe")
+FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor_sink")
 QUICK = "--quick" in sys.argv
 OUT = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None
 N = 10000 if QUICK else 20000
@@ -59,6 +63,8 @@ def start_sink(kind, tmp):
         with open(users, "w") as f:
             f.write("rcpt@example.com\n")
         args = ["bhm", "-p", str(port), "-b", "127.0.0.1", "-t", "300", users]
+    elif kind == "floor":
+        args = [FLOOR, str(port)]
     else:
         args = [MB, "sink", "--listen", f"127.0.0.1:{port}", "-q", "--max-connections", "100000"]
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -116,33 +122,39 @@ def idle_connections(count):
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "mailbench", "--example", "loopback_probe"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "mailbench", "--examples"], cwd=ROOT, check=True)
     tmp = tempfile.mkdtemp(prefix="mailbench-sinkbench-")
     rows = []
     for size_k in (1, 25):
         for driver in ("smtp-source", "mailbench"):
-            for kind in ("smtp-sink", "bhm", "mailbench"):
+            for kind in ("smtp-sink", "bhm", "mailbench", "floor"):
                 p, port = start_sink(kind, tmp)
                 try:
-                    c0 = proc_cpu(p.pid)
+                    c0, s0 = proc_cpu(p.pid), proc_sys(p.pid)
                     wall, rc = drive(driver, port, size_k, N)
-                    cpu = proc_cpu(p.pid) - c0
+                    cpu, sys_s = proc_cpu(p.pid) - c0, proc_sys(p.pid) - s0
                 finally:
                     p.kill()
                     p.wait()
                 rows.append(dict(size_k=size_k, driver=driver, sink=kind, msgs=N if rc == 0 else 0,
-                                 wall=wall, cpu=cpu, rc=rc))
+                                 wall=wall, cpu=cpu, sys=sys_s, rc=rc))
     lines = []
     out = lines.append
-    out(f"{'size':>5} {'driver':<12} {'sink':<10} {'msg/s':>9} {'sink cpu s/10k':>14} {'cpu vs smtp-sink':>16}")
+    out("sink cpu s/10k is user+sys of the sink; kernel s/10k its sys part alone. The floor's kernel share")
+    out("against smtp-sink's whole CPU is the least ratio any receiver built this way can reach.")
+    out("")
+    out(f"{'size':>5} {'driver':<12} {'sink':<10} {'msg/s':>9} {'sink cpu s/10k':>14} {'kernel s/10k':>12} {'cpu vs smtp-sink':>16} {'kernel vs smtp-sink cpu':>23}")
     base = {(r["size_k"], r["driver"]): r for r in rows if r["sink"] == "smtp-sink"}
     for r in rows:
         r["rate"] = r["msgs"] / r["wall"] if r["msgs"] else 0
         r["cpu10k"] = r["cpu"] / r["msgs"] * 10000 if r["msgs"] else float("nan")
+        r["sys10k"] = r["sys"] / r["msgs"] * 10000 if r["msgs"] else float("nan")
         b = base[(r["size_k"], r["driver"])]
         ratio = r["cpu10k"] / b["cpu10k"] if b["msgs"] and b["cpu10k"] else float("nan")
+        kratio = r["sys10k"] / b["cpu10k"] if b["msgs"] and b["cpu10k"] else float("nan")
         note = "" if r["rc"] == 0 else f"  (driver exit {r['rc']})"
-        out(f"{r['size_k']:>4}k {r['driver']:<12} {r['sink']:<10} {r['rate']:>9.0f} {r['cpu10k']:>14.3f} {ratio:>15.2f}x{note}")
+        out(f"{r['size_k']:>4}k {r['driver']:<12} {r['sink']:<10} {r['rate']:>9.0f} {r['cpu10k']:>14.3f} {r['sys10k']:>12.3f} "
+            f"{ratio:>15.2f}x {kratio:>22.2f}x{note}")
     out("")
     probe_data = float(subprocess.run([PROBE, "data", "64", "200000", "1024"], capture_output=True, text=True).stdout)
     probe_bdat = float(subprocess.run([PROBE, "bdat", "64", "200000", "1024"], capture_output=True, text=True).stdout)
