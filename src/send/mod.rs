@@ -182,10 +182,17 @@ fn bottleneck_warnings(
     lag: &hdrhistogram::Histogram<u64>,
 ) -> Vec<String> {
     let mut w = Vec::new();
-    let cores = crate::stats::cpu::cpu_count() as f64;
-    if cpu_peak >= 90.0 * cores {
+    let cores = crate::stats::cpu::cpu_count();
+    let threads = tokio::runtime::Handle::current().metrics().num_workers();
+    let usable = threads.min(cores) as f64;
+    if cpu_peak >= 90.0 * usable {
+        let more = if threads < cores {
+            "; --threads lets it use more cores"
+        } else {
+            ""
+        };
         w.push(format!(
-            "the generator used {cpu_peak:.0} % CPU in its busiest interval ({cores} cores): it may be the bottleneck"
+            "the generator used {cpu_peak:.0} % CPU in its busiest interval, all that its {threads} thread(s) can use: it may be the bottleneck{more}"
         ));
     } else if cpu_peak >= 90.0 {
         w.push(format!(
