@@ -72,7 +72,15 @@ fn mailbench_send_into_the_sink_counts_exactly_and_round_trips_bytes() {
     let dir = TempDir::new("sink-rt");
     let json = dir.0.join("sink.json");
     let store = format!("dir:{}", dir.0.join("msgs").display());
-    let sink = Sink::start(&["--store", &store, "--json", &json.to_string_lossy()]);
+    // The sink on the work-stealing runtime, with storage on blocking threads.
+    let sink = Sink::start(&[
+        "--threads",
+        "2",
+        "--store",
+        &store,
+        "--json",
+        &json.to_string_lossy(),
+    ]);
     let body = dir.0.join("body.eml");
     let original = b"Subject: dots\r\n\r\n.starts with a dot\r\n..two\r\n.\r\nend\r\n";
     std::fs::write(&body, original).expect("write body");
@@ -87,7 +95,18 @@ fn mailbench_send_into_the_sink_counts_exactly_and_round_trips_bytes() {
         0,
     );
     run_expect(
-        &["send", &target, "-n", "300", "-c", "8", "--chunking", "-q"],
+        &[
+            "send",
+            &target,
+            "-n",
+            "300",
+            "-c",
+            "8",
+            "--chunking",
+            "--threads",
+            "2",
+            "-q",
+        ],
         0,
     );
     // STARTTLS (resumption off, then on with half the connections) and AUTH, for real.
@@ -132,13 +151,15 @@ fn mailbench_send_into_the_sink_counts_exactly_and_round_trips_bytes() {
     assert_eq!(r["summary"]["duplicates"], 0);
     assert_eq!(r["latency"]["e2e"]["count"], 1000);
     // Stored copies hold exactly what was sent (the trace prefix, then the file).
-    let mut n = 0;
+    let (mut n, mut stored) = (0, 0);
     for e in std::fs::read_dir(dir.0.join("msgs")).expect("stored") {
         let data = std::fs::read(e.expect("entry").path()).expect("read");
+        stored += 1;
         if data.windows(original.len()).any(|w| w == original) {
             n += 1;
         }
     }
+    assert_eq!(stored, 1000, "every accepted message stored once");
     assert_eq!(n, 500, "byte-exact copies of the dotted body");
 }
 
