@@ -8,7 +8,7 @@ exchange and runtime, precomputed bytes, no parsing or statistics): what the ker
 the runtime cost per message, the least any client built this way can spend. Then checks
 that mailbench holds 10,000 concurrent connections in little memory.
 
-Usage: bench/send_vs_peers.py [--quick] [--no-postal] [--out DIR]
+Usage: bench/send_vs_peers.py [--quick] [--no-postal] [--reps N] [--out DIR]
 (postal only reports per wall-clock minute, so each postal run takes up to a minute.)
 Everything targets 127.0.0.1 and every run is bounded in count and time.
 """
@@ -22,6 +22,9 @@ MB = os.path.join(ROOT, "target", "release", "mailbench")
 FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor_client")
 QUICK = "--quick" in sys.argv
 NO_POSTAL = "--no-postal" in sys.argv
+# Runs per tool and case, in rotating order; the report shows the median. One session is
+# the noisiest case (every message is a sleep and a wake-up of each process).
+REPS = int(sys.argv[sys.argv.index("--reps") + 1]) if "--reps" in sys.argv else 1
 USERS = os.path.join(tempfile.gettempdir(), f"mailbench-bench-users-{os.getpid()}.txt")
 OUT = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None
 
@@ -118,26 +121,32 @@ def main():
                     src = ["smtp-source", "-s", str(sessions), "-m", str(n), "-l", str(size_k * 1024 - 100)]
                     if reuse:
                         src.append("-d")
-                    w, c, _, err, rc = run_counted(src + [target])
-                    rows.append(dict(tool="smtp-source", size_k=size_k, reuse=reuse, sessions=sessions,
-                                     msgs=n if rc == 0 else 0, wall=w, cpu=c[0], sys=c[1], note=err.strip()[:80]))
                     mb = [MB, "send", target, "-n", str(n), "-c", str(sessions), "--size", f"{size_k}k", "-q",
                           "--json", os.path.join(tmp, "r.json")]
                     if not reuse:
                         mb += ["--per-conn", "1"]
-                    w, c, _, err, rc = run_counted(mb)
-                    r = json.load(open(os.path.join(tmp, "r.json")))
-                    rows.append(dict(tool="mailbench", size_k=size_k, reuse=reuse, sessions=sessions,
-                                     msgs=r["summary"]["accepted"], wall=r["duration_s"], cpu=c[0], sys=c[1], note=""))
-                    w, c, out, err, rc = run_counted([FLOOR, target, str(sessions), str(n), str(size_k * 1024),
-                                                      "reuse" if reuse else "noreuse"])
-                    rows.append(dict(tool="floor", size_k=size_k, reuse=reuse, sessions=sessions,
-                                     msgs=int(out.strip() or 0) if rc == 0 else 0, wall=w, cpu=c[0], sys=c[1],
-                                     note=err.strip()[:80]))
+                    floor = [FLOOR, target, str(sessions), str(n), str(size_k * 1024), "reuse" if reuse else "noreuse"]
+                    case = dict(size_k=size_k, reuse=reuse, sessions=sessions)
+                    for rep in range(REPS):
+                        order = ["smtp-source", "mailbench", "floor"]
+                        order = order[rep % 3:] + order[:rep % 3]
+                        for tool in order:
+                            if tool == "smtp-source":
+                                w, c, _, err, rc = run_counted(src + [target])
+                                msgs = n if rc == 0 else 0
+                            elif tool == "mailbench":
+                                w, c, _, err, rc = run_counted(mb)
+                                r = json.load(open(os.path.join(tmp, "r.json")))
+                                msgs, w = r["summary"]["accepted"], r["duration_s"]
+                            else:
+                                w, c, out, err, rc = run_counted(floor)
+                                msgs = int(out.strip() or 0) if rc == 0 else 0
+                            rows.append(dict(tool=tool, rep=rep, msgs=msgs, wall=w, cpu=c[0], sys=c[1],
+                                             note=err.strip()[:80], **case))
                     if sessions <= 64 and not NO_POSTAL:
                         w, c, msgs = run_postal(port, sessions, size_k, reuse)
-                        rows.append(dict(tool="postal", size_k=size_k, reuse=reuse, sessions=sessions,
-                                         msgs=msgs, wall=w, cpu=c, sys=float("nan"), note="until its first minute line"))
+                        rows.append(dict(tool="postal", rep=0, msgs=msgs, wall=w, cpu=c, sys=float("nan"),
+                                         note="until its first minute line", **case))
         mem = memory_check(target, tmp)
     finally:
         sink.kill()
@@ -160,17 +169,26 @@ def report(rows, mem):
     p = lines.append
     p("cpu s/10k is user+sys of the generator; kernel s/10k its sys part alone. The floor's kernel")
     p("share against smtp-source's whole CPU is the least ratio any client built this way can reach.")
+    p(f"Each figure is the median of {REPS} run(s) per tool, in rotating order.")
     p("")
     p(f"{'size':>5} {'reuse':>5} {'sess':>4}  {'tool':<12} {'msgs':>6} {'msg/s':>9} {'cpu s/10k':>9} {'kernel s/10k':>12}  {'rate vs src':>11} {'cpu vs src':>10} {'kernel vs src cpu':>17}")
-    base = {}
     for r in rows:
         r["rate"] = r["msgs"] / r["wall"] if r["wall"] > 0 else 0
         r["cpu10k"] = r["cpu"] / r["msgs"] * 10000 if r["msgs"] else float("nan")
         r["sys10k"] = r["sys"] / r["msgs"] * 10000 if r["msgs"] else float("nan")
-        key = (r["size_k"], r["reuse"], r["sessions"])
-        if r["tool"] == "smtp-source":
-            base[key] = r
+    # The median over repetitions, per case and tool, in the order first run.
+    groups = {}
     for r in rows:
+        groups.setdefault((r["size_k"], r["reuse"], r["sessions"], r["tool"]), []).append(r)
+
+    def median(v):
+        v = sorted(v)
+        return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+    agg = [dict(g[0], rate=median([r["rate"] for r in g]), cpu10k=median([r["cpu10k"] for r in g]),
+                sys10k=median([r["sys10k"] for r in g]), reps=len(g)) for g in groups.values()]
+    base = {(r["size_k"], r["reuse"], r["sessions"]): r for r in agg if r["tool"] == "smtp-source"}
+    for r in agg:
         b = base.get((r["size_k"], r["reuse"], r["sessions"]))
         rr = r["rate"] / b["rate"] if b and b["rate"] else float("nan")
         cr = r["cpu10k"] / b["cpu10k"] if b and b["msgs"] else float("nan")
