@@ -15,6 +15,8 @@ use crate::sink::conn::Delivery;
 use crate::sink::plan::SinkPlan;
 use crate::sink::{self, Listener};
 use crate::stats::Results;
+use crate::stats::cpu::CpuTimes;
+use crate::stats::results::SelfReport;
 use crate::stats::sut;
 
 /// Everything a relay run needs, already started where it must be (listeners bound, lab up).
@@ -91,6 +93,7 @@ fn first_number(text: &str) -> Option<f64> {
 /// Runs the benchmark; `lab` (if any) is only read, for its log and queue.
 pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results {
     let start = Instant::now();
+    let cpu0 = CpuTimes::of_self();
     // A lab may carry earlier runs (a sweep): count only this run's log lines.
     let logged_before = lab.map_or(0, |l| l.delivered_logged());
     let delivery = Arc::new(Delivery::default());
@@ -166,6 +169,8 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
             maillog_sent: lab.map(|l| l.delivered_logged().saturating_sub(logged_before)),
             queued_left: lab.map(|l| l.queued()),
             thresholds: r.thresholds,
+            tool_cpu: CpuTimes::of_self().since(&cpu0),
+            tool_secs: start.elapsed().as_secs_f64(),
         },
     )
 }
@@ -183,9 +188,21 @@ struct CombineInputs {
     maillog_sent: Option<usize>,
     queued_left: Option<usize>,
     thresholds: Vec<crate::report::threshold::Threshold>,
+    /// The whole process over the whole run (injection and drain; generator and sink).
+    tool_cpu: CpuTimes,
+    tool_secs: f64,
 }
 
 fn combine(mut send: Results, sink: Results, x: &CombineInputs) -> Results {
+    // The send part measured only the injection; the tool's cost is the whole run's.
+    send.self_report = SelfReport::new(
+        x.tool_cpu,
+        x.tool_secs,
+        send.self_report
+            .cpu_peak_pct
+            .max(sink.self_report.cpu_peak_pct),
+        std::mem::take(&mut send.self_report.warnings),
+    );
     let run = send.run_id.clone();
     let runs = sink.extra.get("runs").cloned().unwrap_or_default();
     let mine = &runs[&run];
