@@ -1,6 +1,8 @@
-"""Helpers shared by the benchmark scripts: free loopback ports and process CPU from /proc."""
+"""Helpers shared by the benchmark scripts: free loopback ports, waiting for a listener,
+and process CPU from /proc."""
 import os
 import socket
+import time
 
 
 def free_port():
@@ -12,15 +14,29 @@ def free_port():
     return port
 
 
-def proc_cpu(pid):
-    """User+system CPU seconds of a live process."""
+def wait_port(port, what="a server"):
+    """Waits (up to 10 s) until something accepts on 127.0.0.1:port."""
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{what} did not start: nothing listens on {port}")
+
+
+def _cpu_ticks(pid):
+    """(user, system) clock ticks of a live process."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return int(fields[11]), int(fields[12])
+
+
+def proc_cpu(pid):
+    """User+system CPU seconds of a live process."""
+    return sum(_cpu_ticks(pid)) / os.sysconf("SC_CLK_TCK")
 
 
 def proc_sys(pid):
     """System (kernel) CPU seconds of a live process."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[12]) / os.sysconf("SC_CLK_TCK")
+    return _cpu_ticks(pid)[1] / os.sysconf("SC_CLK_TCK")

@@ -10,10 +10,10 @@ for the same messages. Each round runs both methods on fresh labs, alternating w
 of the same method on this shared machine differ by up to 20 %; the verdict is the median
 of the per-round ratios (an even number of rounds balances the order). Needs root and Postfix. Loopback only; every run is bounded.
 """
-import json, os, resource, socket, subprocess, sys, tempfile, time
+import json, os, resource, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import free_port, proc_cpu  # noqa: E402
+from benchlib import free_port, proc_cpu, wait_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
@@ -44,12 +44,7 @@ def smtp_source_message(tmp):
     sink = subprocess.Popen([MB, "sink", "--listen", f"127.0.0.1:{port}", "-q", "--store", f"dir:{store}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_port(port, "mailbench sink")
         subprocess.run(["smtp-source", "-m", "1", "-l", str(SIZE_K * 1024 - 100), f"127.0.0.1:{port}"], check=True)
     finally:
         sink.terminate()

@@ -12,10 +12,10 @@ Usage: bench/send_vs_peers.py [--quick] [--no-postal] [--reps N] [--out DIR]
 (postal only reports per wall-clock minute, so each postal run takes up to a minute.)
 Everything targets 127.0.0.1 and every run is bounded in count and time.
 """
-import json, os, resource, signal, socket, subprocess, sys, tempfile, time
+import json, os, resource, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import free_port, proc_cpu  # noqa: E402
+from benchlib import free_port, proc_cpu, wait_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
@@ -40,13 +40,8 @@ def start_sink():
     if os.getuid() == 0:
         args += ["-u", "nobody"]
     p = subprocess.Popen(args + [f"127.0.0.1:{port}", "4096"], stdout=subprocess.DEVNULL)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return p, port
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("smtp-sink did not start")
+    wait_port(port, "smtp-sink")
+    return p, port
 
 
 def timed(cmd, timeout=300):

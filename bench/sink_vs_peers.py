@@ -11,10 +11,10 @@ pipelined client+server in one process, examples/loopback_probe.rs) next to
 
 Usage: bench/sink_vs_peers.py [--quick] [--out DIR]. Loopback only; every run is bounded.
 """
-import json, os, resource, socket, subprocess, sys, tempfile, time
+import json, os, resource, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import free_port, proc_cpu, proc_sys  # noqa: E402
+from benchlib import free_port, proc_cpu, proc_sys, wait_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
@@ -32,16 +32,6 @@ except (ValueError, OSError):
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-
-
-def wait_port(port):
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing listens on {port}")
 
 
 
