@@ -14,6 +14,36 @@ fn num(r: &Results, key: &str) -> f64 {
     r.summary.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0)
 }
 
+/// One row of the MTA table: its label and how to read it from a sample.
+type SutRow = (&'static str, fn(&crate::stats::SutPoint) -> f64);
+
+/// The system under test per interval, as averages and peaks over the run's series.
+fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint]) {
+    let points: Vec<&crate::stats::SutPoint> =
+        series.iter().filter_map(|p| p.sut.as_ref()).collect();
+    if points.is_empty() {
+        return;
+    }
+    let rows: [SutRow; 6] = [
+        ("cpu user, % of a core", |p| p.cpu_user_pct),
+        ("cpu system, % of a core", |p| p.cpu_sys_pct),
+        ("disk read, KiB/s", |p| p.read_kib_s),
+        ("disk write, KiB/s", |p| p.write_kib_s),
+        ("memory (RSS), MiB", |p| p.rss_kib as f64 / 1024.0),
+        ("processes", |p| p.procs as f64),
+    ];
+    let _ = writeln!(
+        out,
+        "  {:<28} {:>10} {:>10}",
+        "MTA per interval", "average", "peak"
+    );
+    for (name, f) in rows {
+        let avg = points.iter().map(|p| f(p)).sum::<f64>() / points.len() as f64;
+        let peak = points.iter().map(|p| f(p)).fold(0.0, f64::max);
+        let _ = writeln!(out, "    {name:<26} {avg:>10.1} {peak:>10.1}");
+    }
+}
+
 /// Renders the summary of any command's results.
 pub fn render(r: &Results, headline: &str) -> String {
     let mut out = String::new();
@@ -200,15 +230,12 @@ pub fn render_relay(r: &Results, headline: &str) -> String {
     if let Some(sut) = r.extra.get("sut") {
         let _ = writeln!(
             out,
-            "  MTA cost   cpu {:.2} s user + {:.2} s sys ({:.0} % of a core)  disk read {:.0} KiB/s write {:.0} KiB/s  peak RSS {:.1} MiB in {} processes",
+            "  MTA cost   cpu {:.2} s user + {:.2} s sys ({:.0} % of a core on average)",
             sut["cpu_user_s"].as_f64().unwrap_or(0.0),
             sut["cpu_sys_s"].as_f64().unwrap_or(0.0),
             sut["cpu_avg_pct"].as_f64().unwrap_or(0.0),
-            sut["disk_read_kib_per_s"].as_f64().unwrap_or(0.0),
-            sut["disk_write_kib_per_s"].as_f64().unwrap_or(0.0),
-            sut["peak_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
-            sut["peak_procs"]
         );
+        sut_table(&mut out, &r.series);
     }
     if let Some(rows) = r.extra.get("find_max").and_then(|v| v.as_array()) {
         let _ = writeln!(out);
@@ -263,4 +290,40 @@ pub fn render_relay(r: &Results, headline: &str) -> String {
     let _ = writeln!(out);
     out.push_str(&render(r, "  injection detail:").replacen("  injection detail:\n\n", "", 1));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sut_table;
+    use crate::stats::{IntervalPoint, SutPoint};
+
+    #[test]
+    fn the_mta_table_shows_averages_and_peaks_per_interval() {
+        let point = |user: f64, rss_kib: u64| IntervalPoint {
+            sut: Some(SutPoint {
+                cpu_user_pct: user,
+                rss_kib,
+                procs: 10,
+                ..SutPoint::default()
+            }),
+            ..IntervalPoint::default()
+        };
+        let mut out = String::new();
+        sut_table(&mut out, &[point(100.0, 1024), point(300.0, 3072)]);
+        let row = |name: &str| {
+            out.lines()
+                .find(|l| l.trim_start().starts_with(name))
+                .map(|l| l.split_whitespace().rev().take(2).collect::<Vec<_>>())
+        };
+        assert_eq!(row("cpu user"), Some(vec!["300.0", "200.0"]), "{out}");
+        assert_eq!(row("memory"), Some(vec!["3.0", "2.0"]), "{out}");
+        assert_eq!(row("processes"), Some(vec!["10.0", "10.0"]), "{out}");
+    }
+
+    #[test]
+    fn no_mta_samples_no_table() {
+        let mut out = String::new();
+        sut_table(&mut out, &[IntervalPoint::default()]);
+        assert_eq!(out, "");
+    }
 }
