@@ -14,8 +14,17 @@ pub struct Shutdown {
 }
 
 impl Shutdown {
-    /// Installs the signal handlers for this run.
+    /// Installs the signal handlers for a run, which finishes its transactions on the
+    /// first signal.
     pub fn install() -> Shutdown {
+        Shutdown::install_saying(
+            "mailbench: stopping; finishing transactions in flight (signal again to abort)",
+        )
+    }
+
+    /// Installs the signal handlers, printing `first` when the first signal arrives (what
+    /// stopping means for this command).
+    pub fn install_saying(first_notice: &'static str) -> Shutdown {
         let s = Shutdown::default();
         let (stop, abort) = (s.stop.clone(), s.abort.clone());
         tokio::spawn(async move {
@@ -29,9 +38,7 @@ impl Shutdown {
                     _ = term.recv() => {}
                 }
                 if first {
-                    crate::report::live::say(
-                        "mailbench: stopping; finishing transactions in flight (signal again to abort)",
-                    );
+                    crate::report::live::say(first_notice);
                     stop.cancel();
                     first = false;
                 } else {

@@ -138,6 +138,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     };
     plan.targets = crate::smtp::target::parse_targets(&target, 25).map_err(usage)?;
     plan.config_json["target"] = target.clone().into();
+    plan.config_json["targets"] = plan.targets.iter().map(|t| t.to_string()).collect();
     plan.config_json["relay"] = serde_json::json!({
         "lab": a.lab.map(|_| "postfix"),
         "queue": format!("{:?}", a.shape.queue).to_lowercase(),
@@ -219,7 +220,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     let mut listeners = Some(listeners);
     let mut rows = Vec::new();
     let mut results = None;
-    let mut find = FindMax::new(&a, &plan).map_err(usage)?;
+    let mut find = FindMax::new(&a).map_err(usage)?;
     let mut runs = 0usize;
     loop {
         let (label, mut p) = match &mut find {
@@ -340,7 +341,8 @@ pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
     let relay = tcp(&a.relay, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
     let opts = lab_options(&a.shape, relay).map_err(|e| (EXIT_USAGE, e))?;
     crate::lab::postfix::check().map_err(|e| (EXIT_USAGE, e))?;
-    let shutdown = Shutdown::install();
+    let shutdown =
+        Shutdown::install_saying("mailbench lab: stopping Postfix and removing its directories");
     let lab = tokio::task::spawn_blocking(move || Lab::start(&opts))
         .await
         .map_err(|e| (EXIT_FAILED, e.to_string()))?
@@ -379,7 +381,7 @@ struct FindMax {
 }
 
 impl FindMax {
-    fn new(a: &RelayArgs, _plan: &crate::send::SendPlan) -> Result<Option<FindMax>, String> {
+    fn new(a: &RelayArgs) -> Result<Option<FindMax>, String> {
         if !a.find_max {
             return Ok(None);
         }

@@ -72,6 +72,11 @@ fn two_thousand_messages_through_a_lab_postfix_arrive_once_and_nothing_is_left()
         return;
     };
     assert_exactly_once(&r, 2000);
+    assert_eq!(
+        r["config"]["targets"],
+        serde_json::json!([r["config"]["target"].clone()]),
+        "the results name the lab's entry as the one target"
+    );
     assert!(
         r["extra"]["sut"]["cpu_avg_pct"]
             .as_f64()
@@ -187,4 +192,45 @@ fn find_max_reports_a_sustainable_rate_with_its_evidence() {
         .filter_map(|s| s["rate_per_sec"].as_f64())
         .fold(0.0, f64::max);
     assert_eq!(best, sustained_max);
+}
+
+#[test]
+fn sigterm_mid_run_still_drains_writes_results_and_removes_the_lab() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let dir = TempDir::new("relay-term");
+    let json = dir.0.join("r.json");
+    let mut child = crate::util::mailbench()
+        .args([
+            "relay", "--lab", "postfix", "--rate", "100/s", "-z", "60s", "--size", "2k", "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Long enough for the lab to start and some mail to flow.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "a stopped relay still exits 0");
+    let r = results(&json);
+    let s = &r["summary"];
+    let accepted = s["accepted"].as_u64().expect("accepted");
+    assert!(
+        accepted > 0,
+        "some mail was accepted before the stop: {s:#}"
+    );
+    assert_eq!(
+        s["delivered"], accepted,
+        "what was accepted before the stop is still drained: {s:#}"
+    );
+    assert_eq!(s["lost"], 0, "{s:#}");
+    let left = leftovers(&r);
+    assert!(left.is_empty(), "left behind after SIGTERM: {left:?}");
 }
