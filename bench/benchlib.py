@@ -40,3 +40,27 @@ def proc_cpu(pid):
 def proc_sys(pid):
     """System (kernel) CPU seconds of a live process."""
     return _cpu_ticks(pid)[1] / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root):
+    """User+system CPU seconds of a process tree: every live process under `root` (itself
+    included) plus what exited children left in their parents' cutime/cstime. The same sum
+    `mailbench relay` reports for the system under test."""
+    parent, ticks = {}, {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(name)
+        parent[pid] = int(fields[1])
+        ticks[pid] = sum(int(x) for x in fields[11:15])
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += ticks.get(pid, 0)
+        stack.extend(p for p, pp in parent.items() if pp == pid)
+    return total / os.sysconf("SC_CLK_TCK")
