@@ -234,3 +234,39 @@ fn sigterm_mid_run_still_drains_writes_results_and_removes_the_lab() {
     let left = leftovers(&r);
     assert!(left.is_empty(), "left behind after SIGTERM: {left:?}");
 }
+
+#[test]
+fn the_lab_refuses_a_user_who_is_not_root_with_the_fix() {
+    if require("postfix").is_none() {
+        return;
+    }
+    // As root, run a copy of the binary as nobody (the build directory may be closed to it).
+    let dir = TempDir::new("relay-nonroot");
+    let bin = dir.0.join("mailbench");
+    std::fs::copy(env!("CARGO_BIN_EXE_mailbench"), &bin).expect("copy the binary");
+    let args = ["relay", "--lab", "postfix", "-n", "1"];
+    let out = if is_root() {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .output()
+            .expect("run setpriv")
+    } else {
+        run(&args)
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    assert_eq!(err.lines().count(), 1, "one error line, got: {err}");
+    assert!(
+        err.contains("must run as root") && err.contains("sudo"),
+        "names the cause and the fix: {err}"
+    );
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
