@@ -7,7 +7,7 @@ use super::args::{LabArgs, LabShape, QueueArg, RelayArgs};
 use super::finish::deliver;
 use super::send::{Defaults, plan as send_plan};
 use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE, units};
-use crate::lab::postfix::{Lab, LabOptions, QueueKind};
+use crate::lab::postfix::{Lab, LabError, LabOptions, QueueKind};
 use crate::relay::RelayRun;
 use crate::report::Outputs;
 use crate::shutdown::Shutdown;
@@ -120,10 +120,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     let lab = match a.lab {
         Some(_) => {
             let opts = lab_options(&a.shape, sink_addr).map_err(usage)?;
-            let lab = tokio::task::spawn_blocking(move || Lab::start(&opts))
-                .await
-                .map_err(|e| (EXIT_FAILED, e.to_string()))?
-                .map_err(|e| (EXIT_FAILED, e))?;
+            let lab = start_lab(opts).await?;
             for n in &lab.notices {
                 crate::report::live::say(&format!("mailbench relay: notice: {n}"));
             }
@@ -336,6 +333,17 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     )
 }
 
+/// Starts the lab off the runtime (it waits for Postfix); a refused `--postconf` value is
+/// a usage error, anything else a failure.
+async fn start_lab(opts: LabOptions) -> Result<Lab, (u8, String)> {
+    match tokio::task::spawn_blocking(move || Lab::start(&opts)).await {
+        Ok(Ok(lab)) => Ok(lab),
+        Ok(Err(e @ LabError::Setting(_))) => Err((EXIT_USAGE, e.to_string())),
+        Ok(Err(e)) => Err((EXIT_FAILED, e.to_string())),
+        Err(e) => Err((EXIT_FAILED, e.to_string())),
+    }
+}
+
 /// Runs `lab`: start, print where it listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
     let relay = tcp(&a.relay, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
@@ -343,10 +351,7 @@ pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
     crate::lab::postfix::check().map_err(|e| (EXIT_USAGE, e))?;
     let shutdown =
         Shutdown::install_saying("mailbench lab: stopping Postfix and removing its directories");
-    let lab = tokio::task::spawn_blocking(move || Lab::start(&opts))
-        .await
-        .map_err(|e| (EXIT_FAILED, e.to_string()))?
-        .map_err(|e| (EXIT_FAILED, e))?;
+    let lab = start_lab(opts).await?;
     for n in &lab.notices {
         println!("notice: {n}");
     }

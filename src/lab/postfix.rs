@@ -58,6 +58,26 @@ pub struct Lab {
 
 const POSTFIX: &str = "/usr/sbin/postfix";
 
+/// Why a lab did not start. The kinds matter to callers: a rejected setting is the user's
+/// input (exit 1), a taken port is retried on another, the rest are failures (exit 2).
+#[derive(Debug)]
+pub enum LabError {
+    /// Postfix refused a `--postconf` setting.
+    Setting(String),
+    /// The smtpd port was taken by another server before Postfix bound it.
+    PortTaken(String),
+    /// Anything else (Postfix missing, not root, a file that cannot be written).
+    Failed(String),
+}
+
+impl std::fmt::Display for LabError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabError::Setting(m) | LabError::PortTaken(m) | LabError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
 /// Checks that a lab can run here; the error says how to fix it.
 pub fn check() -> Result<(), String> {
     if !Path::new(POSTFIX).exists() {
@@ -87,8 +107,8 @@ fn free_port() -> Result<u16, String> {
 
 impl Lab {
     /// Starts the instances, last hop first.
-    pub fn start(opts: &LabOptions) -> Result<Lab, String> {
-        check()?;
+    pub fn start(opts: &LabOptions) -> Result<Lab, LabError> {
+        check().map_err(LabError::Failed)?;
         let mut lab = Lab {
             instances: Vec::new(),
             notices: Vec::new(),
@@ -102,7 +122,7 @@ impl Lab {
                 attempt += 1;
                 match lab.start_one(hop, next, opts) {
                     Ok(inst) => break inst,
-                    Err(e) if attempt < 3 && e.contains("port taken") => continue,
+                    Err(LabError::PortTaken(_)) if attempt < 3 => continue,
                     Err(e) => return Err(e),
                 }
             };
@@ -157,20 +177,21 @@ impl Lab {
         hop: u8,
         relay: SocketAddr,
         opts: &LabOptions,
-    ) -> Result<Instance, String> {
+    ) -> Result<Instance, LabError> {
         let dir = std::env::temp_dir().join(format!(
             "mailbench-lab-{}-{hop}-{}",
             std::process::id(),
             fastrand::u32(..)
         ));
-        let io = |what: &str, e: std::io::Error| format!("lab: cannot {what}: {e}");
+        let io =
+            |what: &str, e: std::io::Error| LabError::Failed(format!("lab: cannot {what}: {e}"));
         std::fs::create_dir_all(dir.join("data")).map_err(|e| io("create the lab directory", e))?;
         set_mode(&dir, 0o755);
         let mut inst = Instance {
             name: format!("lab{hop}-{:08x}.mailbench.test", fastrand::u32(..)),
             queue: dir.join("queue"),
             dir: dir.clone(),
-            smtpd: SocketAddr::from(([127, 0, 0, 1], free_port()?)),
+            smtpd: SocketAddr::from(([127, 0, 0, 1], free_port().map_err(LabError::Failed)?)),
             mounted: false,
             shm: false,
         };
@@ -202,10 +223,10 @@ impl Lab {
             .status()
             .map_err(|e| io("run chown", e))?;
         if !chown.success() {
-            return Err(
+            return Err(LabError::Failed(
                 "lab: cannot give the data directory to user postfix (is Postfix installed?)"
                     .into(),
-            );
+            ));
         }
         let d = dir.display();
         let mut main_cf = format!(
@@ -258,14 +279,19 @@ maillog_file_prefixes = {d}
             .output()
             .map_err(|e| io("run postfix", e))?;
         if !out.status.success() {
-            let log = std::fs::read_to_string(dir.join("maillog")).unwrap_or_default();
-            let last = log.lines().last().unwrap_or("").to_string();
+            let reason = start_failure(&dir);
             inst.stop();
-            return Err(format!(
-                "lab: postfix start failed: {}{} {last}",
-                String::from_utf8_lossy(&out.stdout).trim(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            // A fatal error that names an overridden key is that --postconf value's fault.
+            let named = opts
+                .postconf
+                .iter()
+                .find(|(k, _)| reason.contains(&format!("{k} =")));
+            return Err(match named {
+                Some((k, _)) => LabError::Setting(format!(
+                    "--postconf {k}: Postfix refused it ({reason}); fix or drop the value"
+                )),
+                None => LabError::Failed(format!("lab: postfix start failed: {reason}")),
+            });
         }
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -273,21 +299,45 @@ maillog_file_prefixes = {d}
                 Some(g) if g.contains(&inst.name) => return Ok(inst),
                 Some(_) => {
                     inst.stop();
-                    return Err(format!(
+                    return Err(LabError::PortTaken(format!(
                         "lab: port taken: {} answers for another server",
                         inst.smtpd
-                    ));
+                    )));
                 }
                 None if Instant::now() > deadline => {
                     inst.stop();
-                    return Err(format!(
+                    return Err(LabError::PortTaken(format!(
                         "lab: port taken or Postfix smtpd did not listen on {} in 20 s",
                         inst.smtpd
-                    ));
+                    )));
                 }
                 None => std::thread::sleep(Duration::from_millis(50)),
             }
         }
+    }
+}
+
+/// Why `postfix start` failed. Postfix prints its fatal errors only to a terminal (or a
+/// syslog this machine may not run), so `postfix check` runs again on a pseudo-terminal
+/// (util-linux `script`, part of every Debian system) to read them.
+fn start_failure(dir: &Path) -> String {
+    let cmd = format!("{POSTFIX} -c '{}' check", dir.display());
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    let text = out
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let fatal: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("fatal:") || l.contains("error:"))
+        .collect();
+    if fatal.is_empty() {
+        "Postfix gave no reason".into()
+    } else {
+        fatal.join("; ")
     }
 }
 

@@ -270,3 +270,41 @@ fn is_root() -> bool {
         .lines()
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
+
+#[test]
+fn a_postconf_value_postfix_refuses_is_one_line_exit_1_and_leaves_nothing() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let child = crate::util::mailbench()
+        .args([
+            "relay",
+            "--lab",
+            "postfix",
+            "--postconf",
+            "default_process_limit=abc",
+            "-n",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one error line, got: {err}");
+    assert!(
+        err.contains("--postconf default_process_limit") && err.contains("bad numerical"),
+        "names the setting and Postfix's reason: {err}"
+    );
+    let prefix = format!("mailbench-lab-{pid}-");
+    let left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .expect("temp dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "lab directories left behind: {left:?}");
+}
