@@ -47,6 +47,9 @@ pub struct RelayRun {
 struct Reading {
     sut: sut::Sample,
     queue: Option<f64>,
+    /// Seconds from the start when the totals were read: rates divide by the time between
+    /// readings, which drifts from the series' intervals when a reading is late.
+    t_s: f64,
 }
 
 /// Samples the system under test (and the queue command) once per interval from `start`,
@@ -69,6 +72,7 @@ async fn sample_loop(
         let sut = tokio::task::spawn_blocking(move || sut::sample(&p()))
             .await
             .unwrap_or_default();
+        let t_s = start.elapsed().as_secs_f64();
         let queue = match &queue_cmd {
             Some(cmd) => tokio::process::Command::new("sh")
                 .args(["-c", cmd])
@@ -78,7 +82,7 @@ async fn sample_loop(
                 .and_then(|o| first_number(&String::from_utf8_lossy(&o.stdout))),
             None => None,
         };
-        out.push(Reading { sut, queue });
+        out.push(Reading { sut, queue, t_s });
     }
 }
 
@@ -106,6 +110,7 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
         start,
     ));
     let sut0 = sut::sample(&(r.sut_pids)());
+    let sut0_t = start.elapsed().as_secs_f64();
     let sampler_stop = tokio_util::sync::CancellationToken::new();
     let sampler = tokio::spawn(sample_loop(
         r.sut_pids.clone(),
@@ -159,7 +164,7 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
         &CombineInputs {
             accept_to_arrival,
             readings,
-            sut_start: sut0,
+            sut0_t,
             expected,
             send_offset_ms: send_start.duration_since(start).as_millis() as u64,
             last_delivery_ms: last_ms,
@@ -178,7 +183,8 @@ pub async fn run(r: RelayRun, lab: Option<&Lab>, shutdown: Shutdown) -> Results 
 struct CombineInputs {
     accept_to_arrival: hdrhistogram::Histogram<u64>,
     readings: Vec<Reading>,
-    sut_start: sut::Sample,
+    /// When `sut0` was read, in seconds from the start.
+    sut0_t: f64,
     expected: u64,
     send_offset_ms: u64,
     last_delivery_ms: u64,
@@ -235,22 +241,12 @@ fn combine(mut send: Results, sink: Results, x: &CombineInputs) -> Results {
         p.e2e_p99_ms = sink.series.get(i).map(|s| s.p99_ms);
         max_backlog = max_backlog.max(acc - del);
         if let Some(rd) = x.readings.get(i) {
-            let prev = if i == 0 {
-                &x.sut_start
+            let (prev, prev_t) = if i == 0 {
+                (&x.sut0, x.sut0_t)
             } else {
-                &x.readings[i - 1].sut
+                (&x.readings[i - 1].sut, x.readings[i - 1].t_s)
             };
-            let dt = p.dt_s.max(1e-9);
-            p.sut = Some(crate::stats::SutPoint {
-                cpu_user_pct: (rd.sut.user_s - prev.user_s).max(0.0) / dt * 100.0,
-                cpu_sys_pct: (rd.sut.sys_s - prev.sys_s).max(0.0) / dt * 100.0,
-                read_kib_s: rd.sut.read_bytes.saturating_sub(prev.read_bytes) as f64 / 1024.0 / dt,
-                write_kib_s: rd.sut.write_bytes.saturating_sub(prev.write_bytes) as f64
-                    / 1024.0
-                    / dt,
-                rss_kib: rd.sut.rss_kib,
-                procs: rd.sut.procs,
-            });
+            p.sut = Some(rd.sut.rates_since(prev, rd.t_s - prev_t));
             p.queue = rd.queue;
         }
         series.push(p);

@@ -3,6 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::SutPoint;
+
 /// One reading of a process tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Sample {
@@ -51,8 +53,49 @@ pub fn descendants(roots: &[u32]) -> Vec<u32> {
     v
 }
 
-/// Reads the tree of `pids` now.
+impl Sample {
+    /// What the tree used per second between `prev` and this reading, `dt_s` apart (the
+    /// time between the readings themselves, not the series' nominal interval: a late
+    /// reading holds more than one interval's work).
+    pub fn rates_since(&self, prev: &Sample, dt_s: f64) -> SutPoint {
+        let dt = dt_s.max(1e-9);
+        let kib_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / 1024.0 / dt;
+        SutPoint {
+            cpu_user_pct: (self.user_s - prev.user_s).max(0.0) / dt * 100.0,
+            cpu_sys_pct: (self.sys_s - prev.sys_s).max(0.0) / dt * 100.0,
+            read_kib_s: kib_s(self.read_bytes, prev.read_bytes),
+            write_kib_s: kib_s(self.write_bytes, prev.write_bytes),
+            rss_kib: self.rss_kib,
+            procs: self.procs,
+        }
+    }
+}
+
+/// One pass over the tree, with what tells whether a child was reaped during it.
+struct Pass {
+    sample: Sample,
+    /// The processes read and the CPU ticks their reaped children left them: unchanged
+    /// between two passes means no child was reaped while they ran.
+    reaped: (Vec<u32>, u64),
+}
+
+/// Reads the tree of `pids` now. A child reaped while the tree is being read moves its CPU
+/// and I/O into its parent's totals, so, depending on which of the two was read first, it
+/// would count twice or not at all (a spike, then a dip). The reading is repeated until
+/// two passes in a row see the same processes and the same reaped totals (a few tries).
 pub fn sample(pids: &[u32]) -> Sample {
+    let mut last = read_pass(pids);
+    for _ in 0..4 {
+        let again = read_pass(pids);
+        if again.reaped == last.reaped {
+            return again.sample;
+        }
+        last = again;
+    }
+    last.sample
+}
+
+fn read_pass(pids: &[u32]) -> Pass {
     let tick = {
         #[allow(unsafe_code)]
         // SAFETY: sysconf has no preconditions.
@@ -61,6 +104,8 @@ pub fn sample(pids: &[u32]) -> Sample {
     };
     let page_kib = 4;
     let mut s = Sample::default();
+    let mut live = Vec::with_capacity(pids.len());
+    let mut child_ticks = 0u64;
     for &pid in pids {
         let Some(f) = stat_fields(pid) else { continue };
         let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
@@ -69,6 +114,8 @@ pub fn sample(pids: &[u32]) -> Sample {
         s.sys_s += (num(12) + num(14)) / tick;
         s.rss_kib += num(21) as u64 * page_kib;
         s.procs += 1;
+        live.push(pid);
+        child_ticks += (num(13) + num(14)) as u64;
         if let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
             for line in io.lines() {
                 let v = |l: &str| {
@@ -85,7 +132,10 @@ pub fn sample(pids: &[u32]) -> Sample {
             }
         }
     }
-    s
+    Pass {
+        sample: s,
+        reaped: (live, child_ticks),
+    }
 }
 
 #[cfg(test)]
@@ -100,5 +150,56 @@ mod tests {
         let s = sample(&[me]);
         assert_eq!(s.procs, 1);
         assert!(s.rss_kib > 0);
+    }
+
+    #[test]
+    fn rates_divide_by_the_time_between_the_readings() {
+        let prev = Sample {
+            user_s: 10.0,
+            sys_s: 4.0,
+            write_bytes: 1024,
+            ..Sample::default()
+        };
+        let now = Sample {
+            user_s: 11.5,
+            sys_s: 4.5,
+            write_bytes: 1024 + 4096,
+            rss_kib: 2048,
+            procs: 7,
+            ..Sample::default()
+        };
+        // A reading 2 s after the previous one (say, one interval late): 1.5 s of user CPU
+        // is 75 % of a core, not 150 %.
+        let p = now.rates_since(&prev, 2.0);
+        assert_eq!(p.cpu_user_pct, 75.0);
+        assert_eq!(p.cpu_sys_pct, 25.0);
+        assert_eq!(p.write_kib_s, 2.0);
+        assert_eq!((p.rss_kib, p.procs), (2048, 7));
+    }
+
+    #[test]
+    fn a_child_that_exits_and_is_reaped_keeps_the_tree_total() {
+        // Run a child that burns CPU; its time must appear in our tree either live or,
+        // once reaped, in our cutime/cstime.
+        let me = std::process::id();
+        // Our own CPU (not our children's): other tests run in this process meanwhile.
+        let own = || {
+            let f = stat_fields(me).expect("own stat");
+            let t = |i: usize| f[i].parse::<f64>().expect("ticks");
+            (t(11) + t(12)) / 100.0
+        };
+        let (before, own_before) = (sample(&descendants(&[me])), own());
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .status()
+            .expect("run sh");
+        assert!(status.success());
+        let (after, own_after) = (sample(&descendants(&[me])), own());
+        let grew = (after.user_s + after.sys_s) - (before.user_s + before.sys_s);
+        let children = grew - (own_after - own_before);
+        assert!(
+            children >= 0.1,
+            "the reaped child's ~0.25 s of CPU is counted: children grew by {children} s"
+        );
     }
 }
