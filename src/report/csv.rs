@@ -5,14 +5,23 @@ use std::fmt::Write as _;
 
 use crate::stats::IntervalPoint;
 
-/// Per-interval CSV, one row per series point.
+/// Per-interval CSV, one row per series point. Relay runs add the delivery side (delivered,
+/// backlog, end-to-end p99), the system under test and the `--queue-cmd` value; a cell is
+/// empty where an interval has no reading.
 pub fn interval_csv(series: &[IntervalPoint]) -> String {
+    let relay = series.iter().any(|p| p.backlog.is_some());
     let mut out = String::from(
-        "t_s,sent,accepted,rejected,errors,bytes,connections,tls_connections,msgs_per_sec,p50_ms,p99_ms,lag_p99_ms,cpu_pct\n",
+        "t_s,sent,accepted,rejected,errors,bytes,connections,tls_connections,msgs_per_sec,p50_ms,p99_ms,lag_p99_ms,cpu_pct",
     );
+    if relay {
+        out.push_str(
+            ",delivered,backlog,e2e_p99_ms,sut_cpu_user_pct,sut_cpu_sys_pct,sut_read_kib_s,sut_write_kib_s,sut_rss_kib,sut_procs,queue",
+        );
+    }
+    out.push('\n');
     for p in series {
         let c = &p.counters;
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:.3},{},{},{},{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.1}",
             p.t_s,
@@ -29,6 +38,27 @@ pub fn interval_csv(series: &[IntervalPoint]) -> String {
             p.lag_p99_ms,
             p.cpu_pct
         );
+        if relay {
+            let cell = |v: Option<String>| v.unwrap_or_default();
+            let sut = p.sut.as_ref();
+            let cells = [
+                cell(p.delivered.map(|v| v.to_string())),
+                cell(p.backlog.map(|v| v.to_string())),
+                cell(p.e2e_p99_ms.map(|v| format!("{v:.3}"))),
+                cell(sut.map(|s| format!("{:.1}", s.cpu_user_pct))),
+                cell(sut.map(|s| format!("{:.1}", s.cpu_sys_pct))),
+                cell(sut.map(|s| format!("{:.1}", s.read_kib_s))),
+                cell(sut.map(|s| format!("{:.1}", s.write_kib_s))),
+                cell(sut.map(|s| s.rss_kib.to_string())),
+                cell(sut.map(|s| s.procs.to_string())),
+                cell(p.queue.map(|v| v.to_string())),
+            ];
+            for c in cells {
+                out.push(',');
+                out.push_str(&c);
+            }
+        }
+        out.push('\n');
     }
     out
 }
@@ -103,9 +133,46 @@ mod tests {
     }
 
     #[test]
+    fn relay_rows_carry_delivery_backlog_the_mta_and_the_queue() {
+        let mut a = point(1.0, 5);
+        a.delivered = Some(3);
+        a.backlog = Some(2);
+        a.sut = Some(crate::stats::SutPoint {
+            cpu_user_pct: 50.0,
+            procs: 12,
+            ..Default::default()
+        });
+        a.queue = Some(4.0);
+        let mut b = point(2.0, 0);
+        b.delivered = Some(2);
+        b.backlog = Some(0);
+        let csv = interval_csv(&[a, b]);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(
+            lines[0].ends_with(",delivered,backlog,e2e_p99_ms,sut_cpu_user_pct,sut_cpu_sys_pct,sut_read_kib_s,sut_write_kib_s,sut_rss_kib,sut_procs,queue"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].ends_with(",3,2,,50.0,0.0,0.0,0.0,0,12,4"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].ends_with(",2,0,,,,,,,,"), "{}", lines[2]);
+        let columns = lines[0].split(',').count();
+        for l in &lines[1..] {
+            assert_eq!(l.split(',').count(), columns, "{l}");
+        }
+    }
+
+    #[test]
     fn interval_csv_has_a_row_per_point() {
         let csv = interval_csv(&[point(1.0, 5), point(2.0, 7)]);
         assert_eq!(csv.lines().count(), 3);
         assert!(csv.lines().nth(2).expect("row").starts_with("2.000,0,7,"));
+        assert!(
+            !csv.contains("backlog"),
+            "send runs have no relay columns: {csv}"
+        );
     }
 }
