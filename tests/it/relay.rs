@@ -68,10 +68,30 @@ fn assert_exactly_once(r: &serde_json::Value, n: u64) {
 #[test]
 fn two_thousand_messages_through_a_lab_postfix_arrive_once_and_nothing_is_left() {
     let dir = TempDir::new("relay-lab");
-    let Some(r) = relay(&["-n", "2000", "--size", "4k"], &dir.0.join("r.json")) else {
+    let csv = dir.0.join("r.csv");
+    let csv_arg = csv.to_string_lossy().to_string();
+    let Some(r) = relay(
+        &["-n", "2000", "--size", "4k", "--csv", &csv_arg],
+        &dir.0.join("r.json"),
+    ) else {
         return;
     };
     assert_exactly_once(&r, 2000);
+    let csv = std::fs::read_to_string(&csv).expect("the CSV is written");
+    let header = csv.lines().next().unwrap_or_default();
+    assert!(
+        header.contains(",delivered,backlog,") && header.contains(",sut_cpu_user_pct,"),
+        "relay CSV columns: {header}"
+    );
+    let delivered: u64 = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(13)?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(
+        delivered, 2000,
+        "the CSV's delivered column adds up:\n{csv}"
+    );
     assert_eq!(
         r["config"]["targets"],
         serde_json::json!([r["config"]["target"].clone()]),
