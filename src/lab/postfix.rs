@@ -237,7 +237,7 @@ mail_owner = postfix
 myhostname = {name}
 mydestination =
 inet_interfaces = 127.0.0.1
-inet_protocols = ipv4
+inet_protocols = {protocols}
 mynetworks = 127.0.0.0/8
 relayhost = [{rip}]:{rport}
 smtp_dns_support_level = disabled
@@ -264,7 +264,10 @@ maillog_file_prefixes = {d}
             q = inst.queue.display(),
             name = inst.name,
             rip = relay.ip(),
-            rport = relay.port()
+            rport = relay.port(),
+            // The smtpd listens on 127.0.0.1 either way; the smtp client needs IPv6 for a
+            // relay (the sink) on ::1.
+            protocols = if relay.is_ipv4() { "ipv4" } else { "all" }
         );
         for (k, v) in &opts.postconf {
             main_cf.push_str(&format!("{k} = {v}\n"));

@@ -328,3 +328,23 @@ fn a_postconf_value_postfix_refuses_is_one_line_exit_1_and_leaves_nothing() {
         .collect();
     assert!(left.is_empty(), "lab directories left behind: {left:?}");
 }
+
+#[test]
+fn a_lab_relays_to_a_sink_on_ipv6_loopback() {
+    let port = match std::net::TcpListener::bind("[::1]:0") {
+        Ok(l) => l.local_addr().expect("addr").port(),
+        Err(e) => {
+            eprintln!("SKIP: no IPv6 loopback here ({e})");
+            return;
+        }
+    };
+    let dir = TempDir::new("relay-v6");
+    let sink = format!("[::1]:{port}");
+    let Some(r) = relay(
+        &["-n", "100", "-c", "4", "--size", "2k", "--sink", &sink],
+        &dir.0.join("r.json"),
+    ) else {
+        return;
+    };
+    assert_exactly_once(&r, 100);
+}
