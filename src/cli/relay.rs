@@ -361,6 +361,10 @@ pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
             inst.smtpd,
             inst.dir.display()
         );
+        println!(
+            "  STARTTLS certificate {} (for --tls-ca)",
+            inst.dir.join("tls.crt").display()
+        );
     }
     println!(
         "relaying to {relay}; inject into {}; Ctrl-C stops and removes everything",

@@ -228,6 +228,7 @@ impl Lab {
                     .into(),
             ));
         }
+        write_tls_files(&dir, &inst.name)?;
         let d = dir.display();
         let mut main_cf = format!(
             "compatibility_level = 3.6
@@ -251,6 +252,10 @@ smtp_destination_concurrency_limit = 100
 smtpd_client_connection_count_limit = 0
 in_flow_delay = 0
 smtputf8_enable = no
+# STARTTLS for injection (--tls starttls) with a certificate made for this lab.
+smtpd_tls_cert_file = {d}/tls.crt
+smtpd_tls_key_file = {d}/tls.key
+smtpd_tls_security_level = may
 # Retries within a run, but not sooner than 5 s: with 1-2 s the deferred-queue scan takes
 # some messages back before the delivery agent has let go of them, finds them locked
 # ('skipped, still being delivered') and parks them in incoming, where nothing rescans
@@ -318,6 +323,25 @@ maillog_file_prefixes = {d}
             }
         }
     }
+}
+
+/// A self-signed certificate and key for the lab's smtpd, made with rcgen for its
+/// hostname and 127.0.0.1. The key is readable by root only; Postfix loads it before dropping privileges.
+fn write_tls_files(dir: &Path, hostname: &str) -> Result<(), LabError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |e: String| LabError::Failed(format!("lab: cannot make its TLS certificate: {e}"));
+    // Its IP too, so that `send 127.0.0.1:PORT --tls-ca tls.crt` verifies it.
+    let names = vec![hostname.to_string(), "127.0.0.1".to_string()];
+    let generated = rcgen::generate_simple_self_signed(names).map_err(|e| failed(e.to_string()))?;
+    std::fs::write(dir.join("tls.crt"), generated.cert.pem()).map_err(|e| failed(e.to_string()))?;
+    let mut key = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dir.join("tls.key"))
+        .map_err(|e| failed(e.to_string()))?;
+    std::io::Write::write_all(&mut key, generated.signing_key.serialize_pem().as_bytes())
+        .map_err(|e| failed(e.to_string()))
 }
 
 /// Why `postfix start` failed. Postfix prints its fatal errors only to a terminal (or a

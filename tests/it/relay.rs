@@ -348,3 +348,21 @@ fn a_lab_relays_to_a_sink_on_ipv6_loopback() {
     };
     assert_exactly_once(&r, 100);
 }
+
+#[test]
+fn injection_over_starttls_into_the_lab() {
+    let dir = TempDir::new("relay-tls");
+    let Some(r) = relay(
+        &["-n", "200", "-c", "4", "--size", "2k", "--tls", "starttls"],
+        &dir.0.join("r.json"),
+    ) else {
+        return;
+    };
+    assert_exactly_once(&r, 200);
+    let c = &r["counters"];
+    assert!(
+        c["connections"].as_u64().is_some_and(|n| n > 0)
+            && c["tls_connections"] == c["connections"],
+        "every injection connection used TLS: {c:#}"
+    );
+}
