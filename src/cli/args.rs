@@ -451,6 +451,10 @@ pub struct LabArgs {
     /// Where the lab relays to.
     #[arg(long, default_value = "127.0.0.1:2525", value_name = "HOST:PORT")]
     pub relay: String,
+    /// Offer STARTTLS on the entry smtpd, with a certificate made for the lab (its path is
+    /// printed, for --tls-ca)
+    #[arg(long)]
+    pub starttls: bool,
     /// Lab shape.
     #[command(flatten)]
     pub shape: LabShape,

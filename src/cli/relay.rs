@@ -24,7 +24,11 @@ pub const RELAY_DEFAULTS: Defaults = Defaults {
     messages: 10_000,
 };
 
-fn lab_options(shape: &LabShape, relay: std::net::SocketAddr) -> Result<LabOptions, String> {
+fn lab_options(
+    shape: &LabShape,
+    relay: std::net::SocketAddr,
+    starttls: bool,
+) -> Result<LabOptions, String> {
     let postconf = shape
         .postconf
         .iter()
@@ -48,6 +52,7 @@ fn lab_options(shape: &LabShape, relay: std::net::SocketAddr) -> Result<LabOptio
         },
         postconf,
         relay,
+        starttls,
     })
 }
 
@@ -119,7 +124,15 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         .ok_or((EXIT_FAILED, "the sink did not bind".to_string()))?;
     let lab = match a.lab {
         Some(_) => {
-            let opts = lab_options(&a.shape, sink_addr).map_err(usage)?;
+            use crate::send::plan::TlsMode;
+            if plan.tls == TlsMode::Implicit {
+                return Err(usage(
+                    "--tls implicit: the lab's Postfix offers STARTTLS only; use --tls starttls"
+                        .into(),
+                ));
+            }
+            let tls = plan.tls == TlsMode::Starttls;
+            let opts = lab_options(&a.shape, sink_addr, tls).map_err(usage)?;
             let lab = start_lab(opts).await?;
             for n in &lab.notices {
                 crate::report::live::say(&format!("mailbench relay: notice: {n}"));
@@ -347,7 +360,7 @@ async fn start_lab(opts: LabOptions) -> Result<Lab, (u8, String)> {
 /// Runs `lab`: start, print where it listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
     let relay = tcp(&a.relay, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
-    let opts = lab_options(&a.shape, relay).map_err(|e| (EXIT_USAGE, e))?;
+    let opts = lab_options(&a.shape, relay, a.starttls).map_err(|e| (EXIT_USAGE, e))?;
     crate::lab::postfix::check().map_err(|e| (EXIT_USAGE, e))?;
     let shutdown =
         Shutdown::install_saying("mailbench lab: stopping Postfix and removing its directories");
@@ -361,10 +374,12 @@ pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
             inst.smtpd,
             inst.dir.display()
         );
-        println!(
-            "  STARTTLS certificate {} (for --tls-ca)",
-            inst.dir.join("tls.crt").display()
-        );
+        if a.starttls && i == 0 {
+            println!(
+                "  STARTTLS certificate {} (for --tls-ca)",
+                inst.dir.join("tls.crt").display()
+            );
+        }
     }
     println!(
         "relaying to {relay}; inject into {}; Ctrl-C stops and removes everything",

@@ -22,6 +22,7 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
         queue: QueueKind::Disk,
         postconf: Vec::new(),
         relay: ([127, 0, 0, 1], sink.port).into(),
+        starttls: false,
     })
     .expect("lab Postfix starts (CI runs as root)");
     let target = lab.entry().to_string();
@@ -70,4 +71,87 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
         dirs.iter().all(|d| !d.exists()),
         "the lab removes its directories"
     );
+}
+
+#[test]
+fn the_lab_command_serves_verified_starttls_until_sigterm_then_removes_itself() {
+    use std::io::{BufRead, BufReader};
+    if require("postfix").is_none() {
+        return;
+    }
+    let sink = Sink::start(&[]);
+    let relay = format!("127.0.0.1:{}", sink.port);
+    let mut lab = Terminated(
+        crate::util::mailbench()
+            .args(["lab", "postfix", "--starttls", "--relay", &relay])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn lab"),
+    );
+    let stdout = lab.0.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let (mut entry, mut cert, mut config) = (None, None, None);
+    for line in lines.by_ref() {
+        let line = line.expect("read the lab's output");
+        let after = |key: &str| {
+            line.split_once(key)
+                .map(|(_, rest)| rest.split([',', ';', ' ']).next().unwrap_or("").to_string())
+        };
+        if line.starts_with("postfix 0:") {
+            config = after("config ");
+        }
+        if line.contains("STARTTLS certificate") {
+            cert = after("certificate ");
+        }
+        if line.starts_with("relaying to") {
+            entry = after("inject into ");
+            break;
+        }
+    }
+    let (entry, cert, config) = (
+        entry.expect("the lab names its entry"),
+        cert.expect("the lab names its certificate"),
+        config.expect("the lab names its config directory"),
+    );
+    // The certificate verifies against the entry address (no trust-anything fallback).
+    let out = run_expect(
+        &[
+            "send", &entry, "-n", "20", "-c", "1", "--tls", "starttls", "--tls-ca", &cert, "-q",
+        ],
+        0,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("accepted 20") && text.contains("(TLS 1)"),
+        "20 messages over one verified TLS connection: {text}"
+    );
+    let status = lab.stop();
+    assert_eq!(status, Some(0), "the lab stops cleanly on SIGTERM");
+    assert!(
+        !std::path::Path::new(&config).exists(),
+        "the lab removed {config}"
+    );
+    drop(sink);
+}
+
+/// A child stopped with SIGTERM (and waited for) when the test ends, even by a failed
+/// assertion: a lab must get the chance to stop Postfix and remove its directories.
+struct Terminated(std::process::Child);
+
+impl Terminated {
+    /// SIGTERM, then the exit code.
+    fn stop(&mut self) -> Option<i32> {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        self.0.wait().ok().and_then(|s| s.code())
+    }
+}
+
+impl Drop for Terminated {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            self.stop();
+        }
+    }
 }
