@@ -1,6 +1,6 @@
 //! `mailbench relay --lab postfix`: real Postfix between the generator and the sink.
 
-use crate::util::{TempDir, describe, require, results, run};
+use crate::util::{TempDir, Terminated, describe, require, results, run};
 
 /// What a run's lab left behind: its directories, mounts and processes still using them.
 fn leftovers(r: &serde_json::Value) -> Vec<String> {
@@ -221,24 +221,20 @@ fn sigterm_mid_run_still_drains_writes_results_and_removes_the_lab() {
     }
     let dir = TempDir::new("relay-term");
     let json = dir.0.join("r.json");
-    let mut child = crate::util::mailbench()
-        .args([
-            "relay", "--lab", "postfix", "--rate", "100/s", "-z", "60s", "--size", "2k", "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut relay = Terminated(
+        crate::util::mailbench()
+            .args([
+                "relay", "--lab", "postfix", "--rate", "100/s", "-z", "60s", "--size", "2k", "-q",
+                "--json",
+            ])
+            .arg(&json)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn"),
+    );
     // Long enough for the lab to start and some mail to flow.
     std::thread::sleep(std::time::Duration::from_secs(4));
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let status = child.wait().expect("wait");
-    assert_eq!(status.code(), Some(0), "a stopped relay still exits 0");
+    assert_eq!(relay.stop(), Some(0), "a stopped relay still exits 0");
     let r = results(&json);
     let s = &r["summary"];
     let accepted = s["accepted"].as_u64().expect("accepted");

@@ -7,7 +7,7 @@ use std::time::Duration;
 use mailbench::lab::postfix::{Lab, LabOptions, QueueKind};
 
 use crate::sink::Sink;
-use crate::util::{TempDir, require, results, run_expect, wait_until};
+use crate::util::{TempDir, Terminated, require, results, run_expect, wait_until};
 
 #[test]
 fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
@@ -132,26 +132,4 @@ fn the_lab_command_serves_verified_starttls_until_sigterm_then_removes_itself() 
         "the lab removed {config}"
     );
     drop(sink);
-}
-
-/// A child stopped with SIGTERM (and waited for) when the test ends, even by a failed
-/// assertion: a lab must get the chance to stop Postfix and remove its directories.
-struct Terminated(std::process::Child);
-
-impl Terminated {
-    /// SIGTERM, then the exit code.
-    fn stop(&mut self) -> Option<i32> {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        self.0.wait().ok().and_then(|s| s.code())
-    }
-}
-
-impl Drop for Terminated {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            self.stop();
-        }
-    }
 }

@@ -244,23 +244,18 @@ fn sigterm_stops_the_run_and_still_writes_results() {
     let dir = TempDir::new("term");
     let json = dir.0.join("r.json");
     let target = format!("127.0.0.1:{port}");
-    let mut child = crate::util::mailbench()
-        .args([
-            "send", &target, "--rate", "100/s", "-z", "60s", "-q", "--json",
-        ])
-        .arg(&json)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut send = crate::util::Terminated(
+        crate::util::mailbench()
+            .args([
+                "send", &target, "--rate", "100/s", "-z", "60s", "-q", "--json",
+            ])
+            .arg(&json)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn"),
+    );
     std::thread::sleep(Duration::from_millis(1500));
-    let pid = child.id().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let status = child.wait().expect("wait");
-    assert_eq!(status.code(), Some(0), "a stopped run still exits 0");
+    assert_eq!(send.stop(), Some(0), "a stopped run still exits 0");
     let r = results(&json);
     let sent = r["summary"]["sent"].as_u64().expect("sent");
     assert!(

@@ -52,11 +52,7 @@ impl Sink {
 
     /// SIGTERM, then the exit status and stdout.
     pub fn stop(mut self) -> (Option<i32>, String) {
-        let pid = self.proc.0.id().to_string();
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill");
+        crate::util::sigterm(&self.proc.0);
         let mut out = String::new();
         if let Some(mut o) = self.proc.0.stdout.take() {
             use std::io::Read;

@@ -85,6 +85,41 @@ impl Drop for Proc {
     }
 }
 
+/// Sends SIGTERM to `child` (how a user stops a run, and what it must survive).
+pub fn sigterm(child: &Child) {
+    assert!(send_term(child), "kill -TERM {} failed", child.id());
+}
+
+/// SIGTERM without asserting (safe in `drop` while a test unwinds).
+fn send_term(child: &Child) -> bool {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A running mailbench stopped with SIGTERM (and waited for) when the test ends, even by a
+/// failed assertion: a run must get the chance to write its results and remove its lab.
+pub struct Terminated(pub Child);
+
+impl Terminated {
+    /// SIGTERM, then the exit code.
+    pub fn stop(&mut self) -> Option<i32> {
+        sigterm(&self.0);
+        self.0.wait().ok().and_then(|s| s.code())
+    }
+}
+
+impl Drop for Terminated {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait()
+            && send_term(&self.0)
+        {
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Postfix's smtp-sink on a free port; `extra` are more flags (e.g. dump options).
 pub fn smtp_sink(extra: &[&str]) -> Option<(Proc, u16)> {
     let bin = require("smtp-sink")?;
