@@ -3,5 +3,17 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    mailbench::cli::run(mailbench::cli::args::Cli::parse())
+    match mailbench::cli::args::Cli::try_parse() {
+        Ok(cli) => mailbench::cli::run(cli),
+        // --help and --version print and succeed; any other parse error is bad usage.
+        Err(e) => {
+            let _ = e.print();
+            let code = if e.use_stderr() {
+                mailbench::cli::EXIT_USAGE
+            } else {
+                mailbench::cli::EXIT_OK
+            };
+            std::process::ExitCode::from(code)
+        }
+    }
 }

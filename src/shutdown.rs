@@ -1,6 +1,9 @@
 //! Ctrl-C and SIGTERM: the first stops new work and lets in-flight transactions finish
 //! within the grace period; the second aborts them. Either way the results are written.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
@@ -11,6 +14,9 @@ pub struct Shutdown {
     pub stop: CancellationToken,
     /// Stop waiting; abort what is in flight.
     pub abort: CancellationToken,
+    /// Set when a signal (not a limit or the end of the run) caused the stop, so that the
+    /// results file can say that the run was cut short.
+    signalled: Arc<AtomicBool>,
 }
 
 impl Shutdown {
@@ -26,7 +32,7 @@ impl Shutdown {
     /// stopping means for this command).
     pub fn install_saying(first_notice: &'static str) -> Shutdown {
         let s = Shutdown::default();
-        let (stop, abort) = (s.stop.clone(), s.abort.clone());
+        let (stop, abort, signalled) = (s.stop.clone(), s.abort.clone(), s.signalled.clone());
         tokio::spawn(async move {
             let Ok(mut term) = signal(SignalKind::terminate()) else {
                 return;
@@ -38,6 +44,7 @@ impl Shutdown {
                     _ = term.recv() => {}
                 }
                 if first {
+                    signalled.store(true, Ordering::Relaxed);
                     crate::report::live::say(first_notice);
                     stop.cancel();
                     first = false;
@@ -48,5 +55,10 @@ impl Shutdown {
             }
         });
         s
+    }
+
+    /// True when Ctrl-C or SIGTERM stopped the run.
+    pub fn interrupted(&self) -> bool {
+        self.signalled.load(Ordering::Relaxed)
     }
 }

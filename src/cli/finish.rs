@@ -1,7 +1,5 @@
 //! After the engine: write the result files, print the summary, pick the exit code.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use super::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
 use crate::report::{csv, text};
 use crate::send::{self, SendPlan};
@@ -11,12 +9,6 @@ use crate::stats::Results;
 /// Runs `send` and reports. Errors carry their exit code.
 pub async fn send(plan: SendPlan) -> Result<u8, (u8, String)> {
     crate::limits::raise_nofile();
-    send::preflight(
-        &plan.targets,
-        plan.connect_timeout.min(Duration::from_secs(10)),
-    )
-    .await
-    .map_err(|e| (EXIT_USAGE, e))?;
     let outputs = plan.outputs.clone();
     let headline_target = plan
         .targets
@@ -25,20 +17,14 @@ pub async fn send(plan: SendPlan) -> Result<u8, (u8, String)> {
         .collect::<Vec<_>>()
         .join(",");
     let shutdown = Shutdown::install();
-    let unix_start = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let results = send::run(plan, shutdown).await;
+    let results = send::run(plan, shutdown)
+        .await
+        .map_err(|e| (EXIT_USAGE, e))?;
     let headline = format!(
         "mailbench send: {} messages to {} in {:.2} s",
         results.counters.sent, headline_target, results.duration_s
     );
-    deliver(
-        &results,
-        &outputs,
-        &text::render(&results, &headline),
-        unix_start,
-    )
+    deliver(&results, &outputs, &text::render(&results, &headline))
 }
 
 /// Runs `sink` and reports.
@@ -52,9 +38,6 @@ pub async fn sink(plan: crate::sink::plan::SinkPlan) -> Result<u8, (u8, String)>
     crate::report::live::say(&format!("mailbench sink: listening on {addrs}"));
     let outputs = plan.outputs.clone();
     let shutdown = Shutdown::install();
-    let unix_start = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     let start = std::time::Instant::now();
     let results = crate::sink::run(plan, listeners, shutdown, Default::default(), start).await;
     let s = &results.summary;
@@ -67,12 +50,7 @@ pub async fn sink(plan: crate::sink::plan::SinkPlan) -> Result<u8, (u8, String)>
         s["lost"],
         s["duplicates"]
     );
-    deliver(
-        &results,
-        &outputs,
-        &text::render_sink(&results, &headline),
-        unix_start,
-    )
+    deliver(&results, &outputs, &text::render_sink(&results, &headline))
 }
 
 /// Writes the result files, prints `summary`, names the results file, and picks the exit
@@ -81,22 +59,17 @@ pub fn deliver(
     r: &Results,
     outputs: &crate::report::Outputs,
     summary: &str,
-    unix_start: u64,
 ) -> Result<u8, (u8, String)> {
-    write_outputs(r, outputs, unix_start)?;
-    print!("{summary}");
+    write_outputs(r, outputs)?;
+    crate::report::print(summary);
     if let Some(p) = &outputs.json {
-        println!("  results    {}", p.display());
+        crate::report::print(&format!("  results    {}\n", p.display()));
     }
     Ok(exit_code(r))
 }
 
 /// Writes the files asked for.
-fn write_outputs(
-    r: &Results,
-    outputs: &crate::report::Outputs,
-    unix_start: u64,
-) -> Result<(), (u8, String)> {
+fn write_outputs(r: &Results, outputs: &crate::report::Outputs) -> Result<(), (u8, String)> {
     let (json, csv_path, postal) = (
         outputs.json.as_deref(),
         outputs.csv.as_deref(),
@@ -113,14 +86,23 @@ fn write_outputs(
         write(p, csv::interval_csv(&r.series))?;
     }
     if let Some(p) = postal {
-        write(p, csv::postal_csv(&r.series, unix_start))?;
+        write(
+            p,
+            csv::postal_csv(&r.series, r.started_at_us, csv::local_hh_mm),
+        )?;
     }
     Ok(())
 }
 
-/// 3 when a threshold was breached, else 0.
+/// 2 when a generator sent messages and none was accepted (the run measured nothing but
+/// failures), 3 when a threshold was breached, else 0.
 fn exit_code(r: &Results) -> u8 {
-    if r.thresholds.iter().any(|t| !t.ok) {
+    if r.command != "sink" && r.counters.sent > 0 && r.counters.accepted == 0 {
+        crate::report::live::say(
+            "mailbench: no message was accepted; the error table above says why",
+        );
+        EXIT_FAILED
+    } else if r.thresholds.iter().any(|t| !t.ok) {
         EXIT_THRESHOLD
     } else {
         EXIT_OK

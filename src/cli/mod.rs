@@ -49,7 +49,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err((code, msg)) => {
-            eprintln!("mailbench: {msg}");
+            crate::report::live::say(&format!("mailbench: {msg}"));
             ExitCode::from(code)
         }
     }

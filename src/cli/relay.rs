@@ -8,9 +8,10 @@ use super::finish::deliver;
 use super::send::{Defaults, plan as send_plan};
 use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE, units};
 use crate::lab::postfix::{Lab, LabError, LabOptions, QueueKind};
-use crate::relay::RelayRun;
+use crate::relay::{RelayError, RelayRun};
 use crate::report::Outputs;
 use crate::shutdown::Shutdown;
+use crate::sink::delivery::Delivery;
 use crate::sink::faults::{FaultPlan, parse_rule};
 use crate::sink::plan::{Listen, SinkPlan};
 use crate::sink::store::Store;
@@ -22,6 +23,7 @@ pub const RELAY_DEFAULTS: Defaults = Defaults {
     concurrency: "64",
     size: "25k",
     messages: 10_000,
+    thresholds: crate::relay::THRESHOLDS,
 };
 
 fn lab_options(
@@ -158,52 +160,46 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         "sink_rules": a.sink_rule,
         "drain_timeout_s": drain_timeout.as_secs_f64(),
     });
-    if let Err(e) = crate::send::preflight(&plan.targets, Duration::from_secs(10)).await {
-        return Err((EXIT_USAGE, e));
-    }
     let outputs = plan.outputs.clone();
     let thresholds = std::mem::take(&mut plan.thresholds);
-    let make_sink =
-        |rules: Vec<crate::sink::faults::Rule>,
-         arrivals: (u64, std::sync::Arc<crate::send::plan::TimeLog>)| SinkPlan {
-            arrival_log: Some(arrivals),
-            listen: vec![Listen::Tcp(sink_addr)],
-            server: ServerConfig {
-                hostname: "sink.mailbench.test".into(),
-                lmtp: false,
-                max_message_size: 512 << 20,
-                pipelining: true,
-                eight_bit_mime: true,
-                enhanced_status_codes: true,
-                starttls: false,
-                auth: false,
-                chunking: true,
-                smtputf8: false,
-                dsn: true,
-            },
-            tls: None,
-            faults: FaultPlan {
-                rules,
-                ..FaultPlan::default()
-            },
-            store: Store::Discard,
-            fsync: false,
-            max_connections: 100_000,
-            idle_timeout: Duration::from_secs(300),
-            exit_after_messages: None,
-            exit_after_idle: None,
-            duration: None,
-            bounce_to: None,
-            drip: Duration::ZERO,
-            bandwidth: 0,
-            outputs: Outputs {
-                interval: outputs.interval,
-                quiet: true,
-                ..Outputs::default()
-            },
-            thresholds: Vec::new(),
-            config_json: serde_json::Value::Null,
-        };
+    let make_sink = |rules: Vec<crate::sink::faults::Rule>| SinkPlan {
+        listen: vec![Listen::Tcp(sink_addr)],
+        server: ServerConfig {
+            hostname: "sink.mailbench.test".into(),
+            lmtp: false,
+            max_message_size: 512 << 20,
+            pipelining: true,
+            eight_bit_mime: true,
+            enhanced_status_codes: true,
+            starttls: false,
+            auth: false,
+            chunking: true,
+            smtputf8: false,
+            dsn: true,
+        },
+        tls: None,
+        faults: FaultPlan {
+            rules,
+            ..FaultPlan::default()
+        },
+        store: Store::Discard,
+        fsync: false,
+        max_connections: 100_000,
+        idle_timeout: Duration::from_secs(300),
+        exit_after_messages: None,
+        exit_after_idle: None,
+        duration: None,
+        bounce_to: None,
+        drip: Duration::ZERO,
+        bandwidth: 0,
+        outputs: Outputs {
+            interval: outputs.interval,
+            quiet: true,
+            ..Outputs::default()
+        },
+        thresholds: Vec::new(),
+        config_json: serde_json::Value::Null,
+    };
     let extra_pids = a.sut_pid.clone();
     let lab_pids = lab.as_ref().map(|l| {
         l.instances
@@ -224,9 +220,6 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         crate::stats::sut::descendants(&roots)
     });
     let shutdown = Shutdown::install();
-    let unix_start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     let mut listeners = Some(listeners);
     let mut rows = Vec::new();
     let mut results = None;
@@ -265,22 +258,26 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         // Accept and arrival times per message, for end to end from acceptance.
         let run_id = crate::send::new_run_id();
         let accepts = std::sync::Arc::new(crate::send::plan::TimeLog::default());
-        let arrivals = std::sync::Arc::new(crate::send::plan::TimeLog::default());
         p.run_id = Some(run_id);
         p.accept_log = Some(accepts.clone());
         let run = RelayRun {
             accepts,
-            arrivals: arrivals.clone(),
+            delivery: std::sync::Arc::new(Delivery::tracking(run_id)),
             send: p,
-            sink: make_sink(rules.clone(), (run_id, arrivals)),
+            sink: make_sink(rules.clone()),
             listeners,
             drain_timeout: step_drain,
             sut_pids: sut_pids.clone(),
             thresholds: thresholds.clone(),
             queue_cmd: a.queue_cmd.clone(),
             interval: outputs.interval,
+            quiet: outputs.quiet,
         };
-        let r = crate::relay::run(run, lab.as_ref(), shutdown.clone()).await;
+        let r = match crate::relay::run(run, lab.as_ref(), shutdown.clone()).await {
+            Ok(r) => r,
+            Err(RelayError::Unreachable(e)) => return Err((EXIT_USAGE, e)),
+            Err(RelayError::Failed(e)) => return Err((EXIT_FAILED, e)),
+        };
         let s = &r.summary;
         let mut row = serde_json::json!({
             "concurrency": r.config["concurrency"],
@@ -315,6 +312,8 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     } else if rows.len() > 1 {
         results.extra.insert("sweep".into(), rows.into());
     }
+    // Once more on the final summary: the search's verdict is only in it now.
+    results.check(&thresholds);
     if let Some(l) = &lab {
         // Keep the MTA's log with the results.
         if let Some(json) = &outputs.json {
@@ -342,7 +341,6 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         &results,
         &outputs,
         &crate::report::text::render_relay(&results, &headline),
-        unix_start,
     )
 }
 
@@ -365,26 +363,28 @@ pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
     let shutdown =
         Shutdown::install_saying("mailbench lab: stopping Postfix and removing its directories");
     let lab = start_lab(opts).await?;
+    let mut text = String::new();
     for n in &lab.notices {
-        println!("notice: {n}");
+        text += &format!("notice: {n}\n");
     }
     for (i, inst) in lab.instances.iter().enumerate() {
-        println!(
-            "postfix {i}: smtpd on {}, config {}",
+        text += &format!(
+            "postfix {i}: smtpd on {}, config {}\n",
             inst.smtpd,
             inst.dir.display()
         );
         if a.starttls && i == 0 {
-            println!(
-                "  STARTTLS certificate {} (for --tls-ca)",
+            text += &format!(
+                "  STARTTLS certificate {} (for --tls-ca)\n",
                 inst.dir.join("tls.crt").display()
             );
         }
     }
-    println!(
-        "relaying to {relay}; inject into {}; Ctrl-C stops and removes everything",
+    text += &format!(
+        "relaying to {relay}; inject into {}; Ctrl-C stops and removes everything\n",
         lab.entry()
     );
+    crate::report::print(&text);
     shutdown.stop.cancelled().await;
     drop(lab);
     Ok(EXIT_OK)
@@ -464,18 +464,16 @@ impl FindMax {
         let s = &r.summary;
         let n = |k: &str| s[k].as_f64().unwrap_or(0.0);
         let step_s = self.step.as_secs_f64();
-        // Delivery must keep pace with the offered rate: an MTA that accepts into its queue
-        // faster than it delivers only builds a backlog.
-        let delivered_per_s = n("drain_mpm") / 60.0;
         let failed = n("errors") + n("rejected");
+        let keeps_pace = crate::relay::keeps_pace(&r.series, step_s, rate);
         let why = if n("lost") > 0.0 {
             format!("{} lost", n("lost"))
         } else if failed > n("sent") * 0.01 {
             format!("{failed} failed injections")
         } else if n("e2e_p99_ms") > self.max_p99_ms {
             format!("e2e p99 {:.0} ms", n("e2e_p99_ms"))
-        } else if delivered_per_s < rate * 0.9 {
-            format!("delivered {delivered_per_s:.0}/s of {rate:.0}/s offered")
+        } else if let Err(why) = keeps_pace {
+            why
         } else if n("accepted") < rate * step_s * 0.95 {
             format!("injected {} of {:.0}", n("accepted"), rate * step_s)
         } else {

@@ -21,6 +21,8 @@ pub struct Defaults {
     pub size: &'static str,
     /// Messages when neither -n nor -z is given.
     pub messages: u64,
+    /// What `--threshold` may name (the command's summary and metrics).
+    pub thresholds: crate::report::threshold::Vocabulary,
 }
 
 /// `send`'s defaults.
@@ -28,6 +30,7 @@ pub const SEND_DEFAULTS: Defaults = Defaults {
     concurrency: "16",
     size: "1k",
     messages: 1000,
+    thresholds: crate::send::THRESHOLDS,
 };
 
 /// Validates the load flags against `target`.
@@ -129,12 +132,22 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
             to: sample(&to),
         })?,
     };
-    let tls = match a.tls {
-        TlsArg::None => TlsMode::None,
-        TlsArg::Starttls => TlsMode::Starttls,
-        TlsArg::Implicit => TlsMode::Implicit,
+    // --tls-percent alone is postal's -s: STARTTLS on that share of the connections.
+    let tls = match (a.tls, &a.tls_percent) {
+        (None, Some(_)) | (Some(TlsArg::Starttls), _) => TlsMode::Starttls,
+        (None | Some(TlsArg::None), None) => TlsMode::None,
+        (Some(TlsArg::None), Some(_)) => {
+            return Err(
+                "--tls-percent needs TLS: drop --tls none, or give --tls starttls or --tls implicit"
+                    .into(),
+            );
+        }
+        (Some(TlsArg::Implicit), _) => TlsMode::Implicit,
     };
-    let tls_percent = units::percent(&a.tls_percent).map_err(|e| format!("--tls-percent: {e}"))?;
+    let tls_percent = match &a.tls_percent {
+        Some(p) => units::percent(p).map_err(|e| format!("--tls-percent: {e}"))?,
+        None => 100.0,
+    };
     let tls_config = if tls == TlsMode::None {
         if a.tls_ca.is_some() {
             return Err("--tls-ca needs --tls starttls or --tls implicit".into());
@@ -162,7 +175,7 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
             _ => return Err(format!("--auth {up:?}: write user:password, or 'senders'")),
         },
     };
-    let (outputs, thresholds) = units::outputs(&a.out, a.postal_csv.clone())?;
+    let (outputs, thresholds) = units::outputs(&a.out, a.postal_csv.clone(), &defaults.thresholds)?;
     let max_errors = a.max_errors.as_deref().map(units::count).transpose()?;
     let connect_timeout = units::duration(&a.connect_timeout)?;
     let command_timeout = units::duration(&a.timeout)?;
@@ -229,6 +242,7 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
         config_json,
         accept_log: None,
         run_id: None,
+        live_extra: None,
     })
 }
 

@@ -111,7 +111,7 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
         None
     };
     let store = Store::open(&a.store)?;
-    let (outputs, thresholds) = units::outputs(&a.out, None)?;
+    let (outputs, thresholds) = units::outputs(&a.out, None, &crate::sink::THRESHOLDS)?;
     let max_connections = units::count(&a.max_connections)? as usize;
     let config_json = serde_json::json!({
         "listen": listen.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
@@ -142,7 +142,6 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
             .map(units::duration)
             .transpose()?,
         duration: a.duration.as_deref().map(units::duration).transpose()?,
-        arrival_log: None,
         drip: a
             .drip
             .as_deref()

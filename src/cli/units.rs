@@ -112,6 +112,7 @@ pub fn count_range(s: &str) -> Result<(u64, u64), String> {
 pub fn outputs(
     o: &super::args::OutputArgs,
     postal_csv: Option<std::path::PathBuf>,
+    vocabulary: &crate::report::threshold::Vocabulary,
 ) -> Result<
     (
         crate::report::Outputs,
@@ -126,7 +127,7 @@ pub fn outputs(
     let thresholds = o
         .threshold
         .iter()
-        .map(|t| crate::report::threshold::Threshold::parse(t))
+        .map(|t| crate::report::threshold::Threshold::parse(t, vocabulary))
         .collect::<Result<Vec<_>, _>>()?;
     let outputs = crate::report::Outputs {
         interval,

@@ -287,6 +287,10 @@ maillog_file_prefixes = {d}
             .map_err(|e| io("read /etc/postfix/master.cf", e))?;
         std::fs::write(dir.join("master.cf"), master_cf(&master, inst.smtpd))
             .map_err(|e| io("write master.cf", e))?;
+        if let Err(e) = check_overrides(&dir, &opts.postconf) {
+            inst.stop();
+            return Err(e);
+        }
         let out = Command::new(POSTFIX)
             .args(["-c", &d.to_string(), "start"])
             .output()
@@ -370,6 +374,29 @@ fn start_failure(dir: &Path) -> String {
         "Postfix gave no reason".into()
     } else {
         fatal.join("; ")
+    }
+}
+
+/// Postfix only warns about a parameter it does not know ("unused parameter") and runs
+/// on without it, so a misspelt `--postconf` key would quietly benchmark the default.
+/// `postconf -n` reports those warnings; an overridden key among them is refused.
+fn check_overrides(dir: &Path, overrides: &[(String, String)]) -> Result<(), LabError> {
+    if overrides.is_empty() {
+        return Ok(());
+    }
+    let out = Command::new("/usr/sbin/postconf")
+        .args(["-c", &dir.display().to_string(), "-n"])
+        .output()
+        .map_err(|e| LabError::Failed(format!("lab: cannot run postconf: {e}")))?;
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    match overrides
+        .iter()
+        .find(|(k, _)| warnings.contains(&format!("unused parameter: {k}=")))
+    {
+        Some((k, _)) => Err(LabError::Setting(format!(
+            "--postconf {k}: Postfix has no such parameter (postconf: unused parameter); check its spelling in postconf(5)"
+        ))),
+        None => Ok(()),
     }
 }
 

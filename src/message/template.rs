@@ -67,6 +67,19 @@ const LINE: usize = 76;
 /// Message-ID placeholder set on the template and cut out again (it is per message).
 const MSGID_PLACEHOLDER: &str = "mailbench-template@mailbench.test";
 
+/// One message's body as sent: the shared part in both forms, and a last short line.
+#[derive(Debug, Clone)]
+pub struct Body {
+    /// CRLF-normalised, for BDAT.
+    pub raw: Bytes,
+    /// Dot-stuffed, for DATA.
+    pub stuffed: Bytes,
+    /// A last line that makes up the exact size (empty when whole lines fit).
+    pub suffix: Bytes,
+    /// Contains octets above 127.
+    pub eight_bit: bool,
+}
+
 /// The content of a run.
 #[derive(Debug, Clone)]
 pub enum Content {
@@ -80,6 +93,8 @@ pub enum Content {
         size: SizeRange,
         /// True when the body is MIME multipart (then it is never cut).
         fixed: bool,
+        /// `LINE - 1` characters and CRLF; its ends are the short last lines.
+        tail: Bytes,
     },
     /// Real messages, used round-robin; they carry their own Message-ID.
     Files(Vec<Template>),
@@ -137,11 +152,14 @@ impl Content {
         if !fixed && msg.raw.len() < header_len + LINE {
             return Err("generated message is empty".into());
         }
+        let mut tail: Vec<u8> = (0..LINE - 1).map(|_| rng.alphanumeric() as u8).collect();
+        tail.extend_from_slice(b"\r\n");
         Ok(Content::Generated {
             msg,
             header_len,
             size: spec.size,
             fixed,
+            tail: Bytes::from(tail),
         })
     }
 
@@ -181,34 +199,64 @@ impl Content {
         matches!(self, Content::Generated { .. })
     }
 
-    /// The (raw, stuffed, eight_bit) body of message `seq`.
-    pub fn pick(&self, seq: u64, rng: &mut fastrand::Rng) -> (Bytes, Bytes, bool) {
+    /// The body of message `seq`, whose per-message prefix is `prefix_len` octets long. A
+    /// generated message is cut so that prefix and body together are exactly the size
+    /// asked for (whole lines, then one shorter line); it cannot be smaller than its
+    /// header section.
+    pub fn pick(&self, seq: u64, prefix_len: usize, rng: &mut fastrand::Rng) -> Body {
         match self {
             Content::Generated {
                 msg,
                 header_len,
                 size,
                 fixed,
+                tail,
             } => {
                 if *fixed {
-                    return (msg.raw.clone(), msg.stuffed.clone(), msg.eight_bit);
+                    return Body {
+                        raw: msg.raw.clone(),
+                        stuffed: msg.stuffed.clone(),
+                        suffix: Bytes::new(),
+                        eight_bit: msg.eight_bit,
+                    };
                 }
                 let want = if size.min == size.max {
                     size.max
                 } else {
                     rng.usize(size.min..=size.max)
                 };
-                let body_lines = want.saturating_sub(*header_len).div_ceil(LINE).max(1);
-                let cut = (header_len + body_lines * LINE).min(msg.raw.len());
+                let (lines, last) = split_body(want.saturating_sub(prefix_len + header_len));
+                let cut = (header_len + lines * LINE).min(msg.raw.len());
                 // Generated text never starts a line with '.', so raw == stuffed.
                 let b = msg.raw.slice(..cut);
-                (b.clone(), b, false)
+                Body {
+                    raw: b.clone(),
+                    stuffed: b,
+                    suffix: tail.slice(tail.len() - last..),
+                    eight_bit: false,
+                }
             }
             Content::Files(list) => {
                 let t = &list[(seq % list.len() as u64) as usize];
-                (t.raw.clone(), t.stuffed.clone(), t.eight_bit)
+                Body {
+                    raw: t.raw.clone(),
+                    stuffed: t.stuffed.clone(),
+                    suffix: Bytes::new(),
+                    eight_bit: t.eight_bit,
+                }
             }
         }
+    }
+}
+
+/// Splits `n` body octets into whole `LINE`-long lines and a last line of 0 or 2 to
+/// `LINE + 1` octets (a line needs at least its CRLF). One octet cannot be a line, so it
+/// is left out.
+fn split_body(n: usize) -> (usize, usize) {
+    match (n / LINE, n % LINE) {
+        (0, 1) => (0, 0),
+        (k, 1) => (k - 1, LINE + 1),
+        (k, r) => (k, r),
     }
 }
 
@@ -245,12 +293,17 @@ mod tests {
         }
     }
 
+    fn whole(b: &Body) -> Vec<u8> {
+        [&b.raw[..], &b.suffix[..]].concat()
+    }
+
     #[test]
-    fn generated_messages_have_the_headers_and_about_the_size() {
+    fn generated_messages_have_the_headers_and_exactly_the_size() {
         let c = Content::generate(&spec(25 * 1024, 25 * 1024, 0)).expect("generate");
-        let (raw, stuffed, eight) = c.pick(0, &mut fastrand::Rng::with_seed(1));
-        assert_eq!(raw, stuffed);
-        assert!(!eight);
+        let b = c.pick(0, 0, &mut fastrand::Rng::with_seed(1));
+        assert_eq!(b.raw, b.stuffed);
+        assert!(!b.eight_bit);
+        let raw = whole(&b);
         let text = String::from_utf8_lossy(&raw);
         for h in ["From: ", "To: ", "Subject: ", "Date: ", "MIME-Version: "] {
             assert!(text.contains(h), "missing {h} in {}", &text[..400]);
@@ -259,9 +312,26 @@ mod tests {
             !text.contains("Message-ID"),
             "template must not carry a Message-ID"
         );
-        let diff = raw.len().abs_diff(25 * 1024);
-        assert!(diff <= LINE, "size {} vs {}", raw.len(), 25 * 1024);
+        assert_eq!(raw.len(), 25 * 1024);
         assert!(raw.ends_with(b"\r\n"));
+        // With a per-message prefix, prefix and body together make the size.
+        for prefix in [0, 1, 75, 76, 77, 130, 131] {
+            let b = c.pick(0, prefix, &mut fastrand::Rng::with_seed(1));
+            let body = whole(&b);
+            assert_eq!(prefix + body.len(), 25 * 1024, "prefix {prefix}");
+            assert!(body.ends_with(b"\r\n"));
+            assert!(body.split(|c| *c == b'\n').all(|l| l.len() <= LINE + 1));
+        }
+    }
+
+    #[test]
+    fn body_octets_split_into_lines_of_at_least_a_crlf() {
+        for n in 0..400 {
+            let (lines, last) = split_body(n);
+            assert!(last == 0 || (2..=LINE + 1).contains(&last), "{n}: {last}");
+            let made = lines * LINE + last;
+            assert!(made == n || (n == 1 && made == 0), "{n}: {made}");
+        }
     }
 
     #[test]
@@ -270,9 +340,9 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(3);
         let mut seen = std::collections::BTreeSet::new();
         for i in 0..50 {
-            let (raw, _, _) = c.pick(i, &mut rng);
+            let raw = whole(&c.pick(i, 0, &mut rng));
             assert!(raw.ends_with(b"\r\n"));
-            assert!(raw.len() <= 10_000 + LINE && raw.len() + LINE >= 1000.min(raw.len() + LINE));
+            assert!((1000..=10_000).contains(&raw.len()), "{}", raw.len());
             seen.insert(raw.len());
         }
         assert!(seen.len() > 10, "sizes should vary: {seen:?}");
@@ -281,7 +351,7 @@ mod tests {
     #[test]
     fn attachments_are_base64_multipart() {
         let c = Content::generate(&spec(2000, 2000, 97 * 1024)).expect("generate");
-        let (raw, _, _) = c.pick(0, &mut fastrand::Rng::with_seed(1));
+        let raw = whole(&c.pick(0, 0, &mut fastrand::Rng::with_seed(1)));
         let text = String::from_utf8_lossy(&raw);
         assert!(text.contains("multipart/mixed"));
         assert!(text.contains("Content-Transfer-Encoding: base64"));

@@ -65,16 +65,37 @@ impl Trace {
             if line == b"\r\n" || line == b"\n" || line.is_empty() {
                 return None; // end of the header section
             }
-            if line.len() > name.len()
-                && line[..name.len()].eq_ignore_ascii_case(name)
-                && line[name.len()] == b':'
-            {
+            if starts_with_field(line, name) {
                 let value = line[name.len() + 1..].trim_ascii();
                 return Trace::parse_value(value);
             }
             rest = &rest[end..];
         }
     }
+}
+
+/// Where a bounce says which message it is about: the trace header among the returned
+/// headers (a DSN's `text/rfc822-headers` or `message/rfc822` part), and how many
+/// recipients it reports as failed (its `Final-Recipient` fields, at least one).
+pub fn bounced(message: &[u8]) -> Option<(Trace, u64)> {
+    let name = HEADER_NAME.as_bytes();
+    let mut trace = None;
+    let mut recipients = 0;
+    for line in message.split(|b| *b == b'\n') {
+        if trace.is_none() && starts_with_field(line, name) {
+            trace = Trace::parse_value(line[name.len() + 1..].trim_ascii());
+        } else if starts_with_field(line, b"Final-Recipient") {
+            recipients += 1;
+        }
+    }
+    trace.map(|t| (t, recipients.max(1)))
+}
+
+/// True when `line` is the header field `name` (case-insensitive, followed by ':').
+fn starts_with_field(line: &[u8], name: &[u8]) -> bool {
+    line.len() > name.len()
+        && line[..name.len()].eq_ignore_ascii_case(name)
+        && line[name.len()] == b':'
 }
 
 #[cfg(test)]
@@ -99,5 +120,14 @@ mod tests {
         let in_body = format!("Subject: y\r\n\r\n{line}");
         assert_eq!(Trace::find(in_body.as_bytes()), None);
         assert_eq!(Trace::parse_value(b"run=zz; seq=1; t=2"), None);
+    }
+
+    #[test]
+    fn a_bounce_names_the_message_it_returns_and_its_failed_recipients() {
+        let dsn = b"From: MAILER-DAEMON\r\nSubject: Undelivered\r\n\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nFinal-Recipient: rfc822; a@x\r\nAction: failed\r\n\r\nFinal-Recipient: rfc822; b@x\r\n\r\n--b\r\nContent-Type: text/rfc822-headers\r\n\r\nX-Mailbench-Trace: run=0000000000000007; seq=41; t=5\r\nSubject: x\r\n--b--\r\n";
+        let (t, n) = bounced(dsn).expect("the returned headers carry the trace");
+        assert_eq!((t.run, t.seq, n), (7, 41, 2));
+        assert_eq!(Trace::find(dsn), None, "not the bounce's own header");
+        assert_eq!(bounced(b"Subject: no trace\r\n\r\nbody\r\n"), None);
     }
 }

@@ -13,6 +13,9 @@ pub struct User {
     pub flags: String,
 }
 
+/// The flags a user list may carry (BHM's): d defer, r reject, g greylist, b bounce.
+const FLAGS: &str = "drgb";
+
 /// Reads a user list. Blank lines and lines starting with '#' are skipped.
 pub fn load(path: &Path) -> Result<Vec<User>, String> {
     let text = std::fs::read_to_string(path)
@@ -44,10 +47,26 @@ pub fn parse(text: &str) -> Result<Vec<User>, (usize, String)> {
                 format!("{address:?} is not a mail address (expected local@domain)"),
             ));
         }
+        let password = parts.next().map(str::to_string);
+        let flags = parts.next().unwrap_or_default().to_string();
+        if let Some(bad) = flags.chars().find(|c| !FLAGS.contains(*c)) {
+            return Err((
+                i + 1,
+                format!(
+                    "unknown flag {bad:?} in {flags:?}; flags are d (defer), r (reject), g (greylist), b (accept and bounce)"
+                ),
+            ));
+        }
+        if let Some(extra) = parts.next() {
+            return Err((
+                i + 1,
+                format!("{extra:?} after the flags; write 'address [password [flags]]'"),
+            ));
+        }
         users.push(User {
             address: address.to_string(),
-            password: parts.next().map(str::to_string),
-            flags: parts.next().unwrap_or_default().to_string(),
+            password,
+            flags,
         });
     }
     Ok(users)
@@ -85,5 +104,13 @@ mod tests {
     fn a_bad_line_is_named() {
         let err = parse("ok@example.test\nnot-an-address\n").expect_err("bad");
         assert_eq!(err.0, 2);
+        let err = parse("a@example.test pw dz\n").expect_err("unknown flag");
+        assert_eq!(err.0, 1);
+        assert!(
+            err.1.contains("'z'") && err.1.contains("d (defer)"),
+            "{}",
+            err.1
+        );
+        assert!(parse("a@example.test pw d extra\n").is_err());
     }
 }

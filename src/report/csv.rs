@@ -63,20 +63,19 @@ pub fn interval_csv(series: &[IntervalPoint]) -> String {
     out
 }
 
-/// Postal's per-minute CSV. Postal prints the wall-clock minute (`HH:MM`) and, per minute,
-/// messages sent, KiB of data, errors, connections and TLS connections. Points are grouped
-/// into minutes since `start_unix_s` (UTC).
-pub fn postal_csv(series: &[IntervalPoint], start_unix_s: u64) -> String {
+/// Postal's per-minute CSV. Postal prints, per wall-clock minute (`HH:MM`, local time),
+/// messages sent, KiB of data, errors, connections and TLS connections. Each interval
+/// counts in the minute its middle falls in; `start_us` is the wall clock of the series'
+/// time zero and `label` names a minute (its first second, Unix time).
+pub fn postal_csv(series: &[IntervalPoint], start_us: u64, label: fn(u64) -> String) -> String {
     let mut out = String::from("time,messages,data(K),errors,connections,SSL connections\n");
     let mut minute: Option<u64> = None;
     let mut acc = [0u64; 5];
     let flush = |out: &mut String, m: u64, acc: &[u64; 5]| {
-        let wall = start_unix_s + m * 60;
         let _ = writeln!(
             out,
-            "{:02}:{:02},{},{},{},{},{}",
-            (wall / 3600) % 24,
-            (wall / 60) % 60,
+            "{},{},{},{},{},{}",
+            label(m * 60),
             acc[0],
             acc[1] / 1024,
             acc[2],
@@ -85,9 +84,10 @@ pub fn postal_csv(series: &[IntervalPoint], start_unix_s: u64) -> String {
         );
     };
     for p in series {
-        let m = ((p.t_s - p.dt_s / 2.0).max(0.0) / 60.0) as u64;
-        if minute.is_some_and(|cur| cur != m) {
-            flush(&mut out, minute.unwrap_or(0), &acc);
+        let mid_us = start_us + ((p.t_s - p.dt_s / 2.0).max(0.0) * 1e6) as u64;
+        let m = mid_us / 60_000_000;
+        if let Some(cur) = minute.filter(|cur| *cur != m) {
+            flush(&mut out, cur, &acc);
             acc = [0; 5];
         }
         minute = Some(m);
@@ -102,6 +102,27 @@ pub fn postal_csv(series: &[IntervalPoint], start_unix_s: u64) -> String {
         flush(&mut out, m, &acc);
     }
     out
+}
+
+/// `HH:MM` of a Unix time in the local time zone, as postal prints it.
+pub fn local_hh_mm(unix_s: u64) -> String {
+    let t = unix_s as libc::time_t;
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    #[allow(unsafe_code)]
+    // SAFETY: localtime_r reads `t` and writes only the struct it is given.
+    let filled = unsafe { !libc::localtime_r(&t, tm.as_mut_ptr()).is_null() };
+    if !filled {
+        return utc_hh_mm(unix_s);
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: localtime_r succeeded, so the struct is initialised.
+    let tm = unsafe { tm.assume_init() };
+    format!("{:02}:{:02}", tm.tm_hour, tm.tm_min)
+}
+
+/// `HH:MM` of a Unix time in UTC.
+pub fn utc_hh_mm(unix_s: u64) -> String {
+    format!("{:02}:{:02}", (unix_s / 3600) % 24, (unix_s / 60) % 60)
 }
 
 #[cfg(test)]
@@ -120,16 +141,21 @@ mod tests {
     }
 
     #[test]
-    fn postal_csv_groups_by_minute() {
+    fn postal_csv_groups_by_wall_clock_minute() {
+        // The case: a run from 20:05:46, 90 one-second intervals of 10 messages.
+        let start_us = (20 * 3600 + 5 * 60 + 46) * 1_000_000;
         let series: Vec<_> = (1..=90).map(|s| point(s as f64, 10)).collect();
-        let csv = postal_csv(&series, 12 * 3600);
+        let csv = postal_csv(&series, start_us, utc_hh_mm);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
             "time,messages,data(K),errors,connections,SSL connections"
         );
-        assert_eq!(lines[1], "12:00,600,1200,0,0,0");
-        assert_eq!(lines[2], "12:01,300,600,0,0,0");
+        // 20:05:46-20:06:00 holds 14 intervals, 20:06 a full 60, 20:07 the last 16.
+        assert_eq!(lines[1], "20:05,140,280,0,0,0");
+        assert_eq!(lines[2], "20:06,600,1200,0,0,0");
+        assert_eq!(lines[3], "20:07,160,320,0,0,0");
+        assert_eq!(lines.len(), 4);
     }
 
     #[test]

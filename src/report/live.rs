@@ -14,6 +14,24 @@ pub fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// More for the live line, computed from the totals so far; a relay run adds what has
+/// arrived at its sink and the backlog to the generator's line.
+#[derive(Clone)]
+pub struct LiveExtra(pub std::sync::Arc<dyn Fn(&Counters) -> String + Send + Sync>);
+
+impl LiveExtra {
+    /// The text to append (starting with spaces).
+    pub fn line(&self, total: &Counters) -> String {
+        (self.0)(total)
+    }
+}
+
+impl std::fmt::Debug for LiveExtra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveExtra")
+    }
+}
+
 /// Where progress goes.
 pub enum Live {
     /// Nothing (`--quiet`).
@@ -71,6 +89,11 @@ impl Live {
             p.cpu_pct
         );
         self.show(line);
+    }
+
+    /// Shows a line of the caller's own (e.g. a relay's drain progress).
+    pub fn line(&self, text: &str) {
+        self.show(text.to_string());
     }
 
     fn show(&self, line: String) {

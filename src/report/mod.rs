@@ -6,6 +6,7 @@ pub mod live;
 pub mod text;
 pub mod threshold;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -22,4 +23,12 @@ pub struct Outputs {
     pub postal_csv: Option<PathBuf>,
     /// No live or interval lines.
     pub quiet: bool,
+}
+
+/// Writes to stdout. A reader that went away (`mailbench … | head`) is not an error: the
+/// run's files are written either way, so what could not be printed is dropped instead
+/// of panicking as `print!` would.
+pub fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }

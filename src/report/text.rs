@@ -55,6 +55,14 @@ pub fn render(r: &Results, headline: &str) -> String {
         "  messages   sent {}  accepted {}  rejected {}  errors {}  aborted {}",
         c.sent, c.accepted, c.rejected, c.errors, c.aborted
     );
+    let unstarted = num(r, "unstarted");
+    if unstarted > 0.0 {
+        let _ = writeln!(
+            out,
+            "  schedule   intended {}  never started {}  (the target or -c connections could not keep up)",
+            r.summary["intended"], unstarted
+        );
+    }
     let _ = writeln!(
         out,
         "  recipients accepted {}  refused {}",
@@ -100,13 +108,14 @@ pub fn render(r: &Results, headline: &str) -> String {
     } else {
         let _ = writeln!(
             out,
-            "  errors     {:<14} {:<10} {:>5} {:>9}",
+            "  errors     {:<14} {:<13} {:>5} {:>9}  first reason",
             "class", "phase", "code", "count"
         );
         for e in &r.errors {
+            let why: String = e.sample.as_deref().unwrap_or("").chars().take(90).collect();
             let _ = writeln!(
                 out,
-                "             {:<14} {:<10} {:>5} {:>9}",
+                "             {:<14} {:<13} {:>5} {:>9}  {why}",
                 e.class, e.phase, e.code, e.count
             );
         }
@@ -154,8 +163,18 @@ pub fn render_sink(r: &Results, headline: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "  refused    replies {}  protocol errors {}  sessions {} (TLS {})",
-        s["rejected"], s["protocol_errors"], s["sessions"], s["tls_sessions"]
+        "  refused    transactions {}  negative replies {}  protocol errors {}  sessions {} (TLS {})",
+        s["refused"], s["rejected"], s["protocol_errors"], s["sessions"], s["tls_sessions"]
+    );
+    let _ = writeln!(
+        out,
+        "  traced     missing {}  of them lost {}  duplicates {}  given up by the client {}  reply never delivered {}  null sender {}",
+        s["missing"],
+        s["lost"],
+        s["duplicates"],
+        s["abandoned"],
+        s["unconfirmed"],
+        s["null_sender"]
     );
     let _ = writeln!(
         out,
@@ -204,12 +223,18 @@ pub fn render_relay(r: &Results, headline: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "  delivered  {} of {} recipients ({} messages)  lost {}  duplicates {}   drain MPM {:.0} (last arrival {:.2} s after the first injection)",
+        "  delivered  {} of {} recipients ({} messages)  bounced {}  lost {}  duplicates {}{}   drain MPM {:.0} (last arrival {:.2} s after the first injection)",
         s["delivered"],
         s["expected_recipients"],
         s["delivered_messages"],
+        s["bounced"],
         s["lost"],
         s["duplicates"],
+        if s["drained"] == false {
+            "  NOT DRAINED"
+        } else {
+            ""
+        },
         num(r, "drain_mpm"),
         num(r, "drain_s")
     );
@@ -219,6 +244,11 @@ pub fn render_relay(r: &Results, headline: &str) -> String {
         num(r, "e2e_p50_ms"),
         num(r, "e2e_p99_ms"),
         s["max_backlog"]
+    );
+    let _ = writeln!(
+        out,
+        "  other mail bounces (null sender) {}  untraced {}  cut off by the end but delivered {}",
+        s["bounces"], s["untraced"], s["aborted_delivered"]
     );
     if !s["maillog_sent"].is_null() {
         let _ = writeln!(

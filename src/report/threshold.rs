@@ -2,13 +2,40 @@
 //! `p99(total)<500ms`, `mean(rcpt)<=20ms`, `errors<1%`, `msgs_per_sec>=1000`, `lost==0`.
 //!
 //! Left side: a percentile function (`p50`, `p90`, `p99`, `p999`, `max`, `mean`, `min`) of a
-//! latency metric, or any numeric key of the results `summary`. A `%` on the right side
-//! compares the key as a share of `sent`. Latency values take `us`, `ms` or `s` (default ms).
+//! latency metric the command records, or a numeric key of its results `summary`; anything
+//! else is refused when the command starts, with the list of what is valid. A `%` on the
+//! right side compares the key as a share of `sent` (`unstarted` as a share of
+//! `intended`). Latency values take `us`, `ms` or `s` (default ms).
 
 use std::collections::BTreeMap;
 
+use crate::stats::Metric;
 use crate::stats::hist::HistJson;
 use crate::stats::results::ThresholdResult;
+
+/// What one command's thresholds may name.
+#[derive(Debug, Clone, Copy)]
+pub struct Vocabulary {
+    /// The numeric keys of the command's results summary, in groups (commands that share
+    /// a part of their summary share its group).
+    pub keys: &'static [&'static [&'static str]],
+    /// Which latency metrics the command records.
+    pub metrics: fn(Metric) -> bool,
+}
+
+impl Vocabulary {
+    /// Every key, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &'static str> {
+        self.keys.iter().flat_map(|g| g.iter().copied())
+    }
+
+    fn metric_names(&self) -> Vec<&'static str> {
+        Metric::all()
+            .filter(|m| (self.metrics)(*m))
+            .map(Metric::name)
+            .collect()
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -40,8 +67,9 @@ pub struct Threshold {
 const FUNCS: [&str; 7] = ["p50", "p90", "p99", "p999", "max", "mean", "min"];
 
 impl Threshold {
-    /// Parses an expression; the error explains the accepted forms.
-    pub fn parse(expr: &str) -> Result<Threshold, String> {
+    /// Parses an expression that may name only what `v` lists; the error explains the
+    /// accepted forms and lists the valid names.
+    pub fn parse(expr: &str, v: &Vocabulary) -> Result<Threshold, String> {
         let bad = |why: &str| {
             format!(
                 "bad --threshold {expr:?}: {why}; examples: 'p99(total)<500ms', 'errors<1%', 'msgs_per_sec>100'"
@@ -67,8 +95,11 @@ impl Threshold {
                         "unknown function {func:?}, use one of {FUNCS:?}"
                     )));
                 }
-                if crate::stats::Metric::from_name(metric).is_none() {
-                    return Err(bad(&format!("unknown latency metric {metric:?}")));
+                if !Metric::from_name(metric).is_some_and(v.metrics) {
+                    return Err(bad(&format!(
+                        "no latency metric {metric:?} here; use one of {}",
+                        v.metric_names().join(", ")
+                    )));
                 }
                 Lhs::Latency {
                     func: func.to_string(),
@@ -76,6 +107,13 @@ impl Threshold {
                 }
             }
             None if left.is_empty() => return Err(bad("nothing left of the comparison")),
+            None if !v.keys().any(|k| k == left) => {
+                return Err(bad(&format!(
+                    "no summary key {left:?} here; use one of {}, or a latency such as p99({})",
+                    v.keys().collect::<Vec<_>>().join(", "),
+                    v.metric_names().last().copied().unwrap_or("total")
+                )));
+            }
             None => Lhs::Key(left.to_string()),
         };
         let (num, percent, scale) = if let Some(n) = right.strip_suffix('%') {
@@ -113,7 +151,11 @@ impl Threshold {
         summary: &serde_json::Value,
         latency: &BTreeMap<String, HistJson>,
     ) -> ThresholdResult {
-        let num = |k: &str| summary.get(k).and_then(|v| v.as_f64());
+        let num = |k: &str| {
+            summary
+                .get(k)
+                .and_then(|v| v.as_f64().or_else(|| v.as_bool().map(f64::from)))
+        };
         let value = match &self.lhs {
             Lhs::Latency { func, metric } => latency.get(metric).map(|h| {
                 let us = match func.as_str() {
@@ -128,8 +170,9 @@ impl Threshold {
                 us / 1000.0
             }),
             Lhs::Key(k) if self.percent => {
-                let sent = num("sent").unwrap_or(0.0);
-                num(k).map(|v| if sent > 0.0 { v / sent * 100.0 } else { 0.0 })
+                let base = if k == "unstarted" { "intended" } else { "sent" };
+                let of = num(base).unwrap_or(0.0);
+                num(k).map(|v| if of > 0.0 { v / of * 100.0 } else { 0.0 })
             }
             Lhs::Key(k) => num(k),
         };
@@ -169,11 +212,25 @@ mod tests {
         BTreeMap::from([("total".to_string(), HistJson::from_hist(&h))])
     }
 
+    const V: Vocabulary = Vocabulary {
+        keys: &[
+            &["sent", "errors", "msgs_per_sec"],
+            &["intended", "unstarted", "drained"],
+        ],
+        metrics: |m| m != Metric::E2e,
+    };
+
     #[test]
     fn latency_and_key_thresholds_hold_or_fail() {
-        let summary = serde_json::json!({"sent": 1000, "errors": 5, "msgs_per_sec": 250.0});
+        let summary = serde_json::json!({"sent": 1000, "errors": 5, "msgs_per_sec": 250.0,
+            "intended": 2000, "unstarted": 1000, "drained": true});
         let lat = latency();
-        let check = |e: &str| Threshold::parse(e).expect(e).evaluate(&summary, &lat).ok;
+        let check = |e: &str| {
+            Threshold::parse(e, &V)
+                .expect(e)
+                .evaluate(&summary, &lat)
+                .ok
+        };
         assert!(check("p99(total)<1s"));
         assert!(!check("p99(total)<500ms"));
         assert!(check("p50(total) <= 501ms"));
@@ -182,7 +239,21 @@ mod tests {
         assert!(check("errors<=5"));
         assert!(check("msgs_per_sec>100"));
         assert!(!check("p99(rcpt)<1s"), "no samples must not pass");
-        assert!(!check("nosuchkey<1"), "unknown key must not pass");
+        assert!(check("unstarted<=50%"), "unstarted is a share of intended");
+        assert!(!check("unstarted<50%"));
+        assert!(check("drained==1"), "a yes/no key compares as 1 or 0");
+    }
+
+    #[test]
+    fn names_the_command_does_not_have_are_refused_with_the_valid_ones() {
+        for (expr, lists) in [
+            ("lost==0", "sent, errors"),
+            ("p99_total<5", "msgs_per_sec"),
+            ("p99(e2e)<1s", "total"),
+        ] {
+            let err = Threshold::parse(expr, &V).expect_err(expr);
+            assert!(err.contains(lists), "{expr}: {err}");
+        }
     }
 
     #[test]
@@ -195,7 +266,7 @@ mod tests {
             "errors<x",
             "p99(total)<5%",
         ] {
-            let err = Threshold::parse(bad).expect_err(bad);
+            let err = Threshold::parse(bad, &V).expect_err(bad);
             assert!(err.contains("--threshold"), "{err}");
         }
     }

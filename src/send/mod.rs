@@ -9,17 +9,18 @@ pub mod schedule;
 pub mod worker;
 pub mod workload;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
 use crate::report::live::Live;
+use crate::report::threshold::Vocabulary;
 use crate::shutdown::Shutdown;
-use crate::smtp::target::Target;
+use crate::stats::collector::busiest_cpu;
 use crate::stats::cpu::CpuTimes;
-use crate::stats::results::{Results, RunParts, SelfReport, now_rfc3339};
+use crate::stats::results::{Results, RunParts, SelfReport};
 use crate::stats::{Collector, Metric, Shards};
 
 pub use plan::SendPlan;
@@ -27,43 +28,49 @@ use schedule::{Pacing, Schedule};
 use worker::Engine;
 use workload::Workload;
 
-/// Checks that every target accepts connections, so that a typo fails in one line instead
-/// of as a run full of errors.
-pub async fn preflight(targets: &[Target], limit: Duration) -> Result<(), String> {
-    for t in targets {
-        let attempt = async {
-            match t {
-                Target::Tcp { addr, .. } => tokio::net::TcpStream::connect(addr).await.map(drop),
-                Target::Unix(p) => tokio::net::UnixStream::connect(p).await.map(drop),
-            }
-        };
-        match tokio::time::timeout(limit, attempt).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                return Err(format!(
-                    "target {t} is not reachable: {e}; is the server running and listening there?"
-                ));
-            }
-            Err(_) => {
-                return Err(format!(
-                    "target {t} did not accept a connection within {limit:?}; check the address and firewall"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
+/// The summary keys of the injection, shared by `send` and `relay`.
+pub const INJECTION_KEYS: &[&str] = &[
+    "intended",
+    "sent",
+    "unstarted",
+    "accepted",
+    "rejected",
+    "errors",
+    "aborted",
+    "failed",
+    "msgs_per_sec",
+    "mpm",
+    "bytes",
+];
+
+/// The numeric keys of `send`'s summary, and its metrics: what `--threshold` may name.
+pub const THRESHOLDS: Vocabulary = Vocabulary {
+    keys: &[
+        INJECTION_KEYS,
+        &[
+            "duration_s",
+            "active_s",
+            "connections",
+            "rcpts_accepted",
+            "p50_ms",
+            "p99_ms",
+            "lag_p99_ms",
+        ],
+    ],
+    metrics: |m| m != Metric::E2e,
+};
 
 /// A fresh random run id.
 pub fn new_run_id() -> u64 {
     fastrand::u64(1..)
 }
 
-/// Runs the plan to completion (or until stopped) and returns its results.
-pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
-    let started_at = now_rfc3339();
+/// Runs the plan to completion (or until stopped) and returns its results. The error is
+/// the one line that says the target never accepted a connection (nothing was measured).
+pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Result<Results, String> {
     let run_id = plan.run_id.unwrap_or_else(new_run_id);
     let start = Instant::now();
+    let started_us = crate::stats::clock::unix_us();
     let cpu0 = CpuTimes::of_self();
     let plan = Arc::new(plan);
     let shards_n = (crate::stats::cpu::cpu_count() * 4).min(plan.concurrency.max(1));
@@ -76,6 +83,9 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         conns_opened: AtomicU64::new(0),
         last_done_us: AtomicU64::new(0),
         stop: shutdown.stop.clone(),
+        late: worker::late_after(&plan.pacing),
+        connected: AtomicBool::new(false),
+        unreachable: OnceLock::new(),
         plan: plan.clone(),
     });
     let mut workers = JoinSet::new();
@@ -84,6 +94,8 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
     }
 
     let live = Live::new(plan.outputs.quiet);
+    // When scheduling ended: the stop, or the end of --duration.
+    let mut sched_end: Option<Instant> = None;
     let mut collector = Collector::new(start);
     let interval = plan.outputs.interval;
     let mut ticker = tokio::time::interval_at((start + interval).into(), interval);
@@ -95,12 +107,14 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         tokio::select! {
             _ = ticker.tick() => {
                 let p = collector.tick(&engine.shards).clone();
-                live.update(&p, &collector.total.counters, "");
+                let extra = plan.live_extra.as_ref().map(|f| f.line(&collector.total.counters));
+                live.update(&p, &collector.total.counters, extra.as_deref().unwrap_or(""));
             }
             joined = workers.join_next() => if joined.is_none() { break },
             _ = engine.stop.cancelled(), if !stopping => {
                 // Workers sleeping until their slot see the same token and leave.
                 stopping = true;
+                sched_end = Some(Instant::now());
                 engine.schedule.stop();
                 drain_until = drain_until.min(Instant::now() + plan.grace);
             }
@@ -117,6 +131,10 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         }
     }
     while workers.join_next().await.is_some() {}
+    if let Some(why) = engine.unreachable.get() {
+        live.finish();
+        return Err(why.clone());
+    }
     collector.tick(&engine.shards);
     live.finish();
     let duration = start.elapsed();
@@ -133,13 +151,22 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
     };
     let lag = total.hist(Metric::Lag);
     let tot = total.hist(Metric::Total);
+    // What the schedule wanted started until scheduling ended, against what started.
+    let sched_end = sched_end.map_or(duration, |t| t.duration_since(start));
+    let intended = engine
+        .schedule
+        .due_before(sched_end)
+        .unwrap_or(c.sent)
+        .max(c.sent);
     let summary = serde_json::json!({
+        "intended": intended,
         "sent": c.sent,
+        "unstarted": intended - c.sent,
         "accepted": c.accepted,
         "rejected": c.rejected,
         "errors": c.errors,
         "aborted": c.aborted,
-        "failed": c.sent - c.accepted,
+        "failed": c.rejected + c.errors,
         "msgs_per_sec": c.accepted as f64 / active_s,
         "mpm": c.accepted as f64 / active_s * 60.0,
         "bytes": c.bytes,
@@ -151,17 +178,14 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         "p99_ms": crate::stats::hist::ms(tot, 0.99),
         "lag_p99_ms": crate::stats::hist::ms(lag, 0.99),
     });
-    let cpu_peak = collector
-        .series
-        .iter()
-        .map(|p| p.cpu_pct)
-        .fold(0.0, f64::max);
-    let warnings = bottleneck_warnings(&plan, cpu_peak, c.late_starts, c.sent, lag);
+    let cpu_avg = cpu.total().as_secs_f64() / secs * 100.0;
+    let cpu_peak = busiest_cpu(&collector.series, interval, cpu_avg);
+    let warnings = bottleneck_warnings(&plan, cpu_peak, c.late_starts, c.sent, lag, engine.late);
     let self_report = SelfReport::new(cpu, secs, cpu_peak, warnings);
     let mut results = Results::assemble(RunParts {
         command: "send",
         run_id,
-        started_at,
+        started_us,
         duration_s: secs,
         config: plan.config_json.clone(),
         summary,
@@ -169,8 +193,9 @@ pub async fn run(plan: SendPlan, shutdown: Shutdown) -> Results {
         series: std::mem::take(&mut collector.series),
         self_report,
     });
+    results.interrupted = shutdown.interrupted();
     results.check(&plan.thresholds);
-    results
+    Ok(results)
 }
 
 /// Says when the generator, not the target, may have limited the result.
@@ -180,6 +205,7 @@ fn bottleneck_warnings(
     late: u64,
     sent: u64,
     lag: &hdrhistogram::Histogram<u64>,
+    late_after: Duration,
 ) -> Vec<String> {
     let mut w = Vec::new();
     let cores = crate::stats::cpu::cpu_count();
@@ -201,9 +227,10 @@ fn bottleneck_warnings(
     }
     if matches!(plan.pacing, Pacing::Open { .. }) && sent > 0 {
         let p99 = crate::stats::hist::ms(lag, 0.99);
-        if late * 100 > sent || p99 > 10.0 {
+        let late_ms = late_after.as_secs_f64() * 1000.0;
+        if late * 100 > sent || p99 > 2.0 * late_ms {
             w.push(format!(
-                "{late} of {sent} sends started late (lag p99 {p99:.1} ms): the target did not keep up with the schedule, or -c {} connections are too few",
+                "{late} of {sent} sends started more than {late_ms:.0} ms late (lag p99 {p99:.1} ms): the target did not keep up with the schedule, or -c {} connections are too few",
                 plan.concurrency
             ));
         }

@@ -107,6 +107,8 @@ pub struct SendPlan {
     pub accept_log: Option<Arc<TimeLog>>,
     /// The run id to use (a fresh random one when `None`).
     pub run_id: Option<u64>,
+    /// More for the live line (a relay's deliveries and backlog).
+    pub live_extra: Option<crate::report::live::LiveExtra>,
 }
 
 /// Wall-clock microseconds per sequence number, written by many tasks. Bounded: beyond

@@ -74,6 +74,7 @@ pub struct Schedule {
     claimed: AtomicU64,
     stopped: AtomicBool,
     open: Mutex<OpenState>,
+    seed: u64,
 }
 
 impl Schedule {
@@ -97,6 +98,7 @@ impl Schedule {
                 next_u: 0.0,
                 rng: fastrand::Rng::with_seed(seed),
             }),
+            seed,
         }
     }
 
@@ -162,6 +164,52 @@ impl Schedule {
                 })
             }
         }
+    }
+
+    /// How many slots the schedule wanted started before `end` (from the run's start), and
+    /// within the budget: what an open-loop run intended to send by then, whether or not
+    /// it could. `None` in closed loop, where nothing is scheduled.
+    pub fn due_before(&self, end: Duration) -> Option<u64> {
+        let Pacing::Open { arrivals, .. } = self.pacing else {
+            return None;
+        };
+        let end = self.deadline.map_or(end, |d| d.min(end)).as_secs_f64();
+        let due = match arrivals {
+            // Slot n is due at time_of(n): count the n with time_of(n) < end.
+            Arrivals::Constant => {
+                let (mut lo, mut hi) = (0u64, 1u64);
+                while hi < self.max_messages && self.time_of(hi as f64) < end {
+                    lo = hi;
+                    hi = hi.saturating_mul(2);
+                }
+                // Invariant: time_of(lo) < end (or lo == 0), time_of(hi) >= end or hi is
+                // past the budget.
+                if self.time_of(0.0) >= end {
+                    return Some(0);
+                }
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if self.time_of(mid as f64) < end {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo + 1
+            }
+            // The same draws as the run made (the same seed), replayed.
+            Arrivals::Poisson => {
+                let mut rng = fastrand::Rng::with_seed(self.seed);
+                let mut u = 0.0;
+                let mut n = 0u64;
+                while n < self.max_messages && self.time_of(u) < end {
+                    n += 1;
+                    u += -(1.0 - rng.f64()).ln();
+                }
+                n
+            }
+        };
+        Some(due.min(self.max_messages))
     }
 
     /// Seconds after the start at which the cumulative count of scheduled messages reaches
@@ -277,6 +325,34 @@ mod tests {
         );
         let n = offsets(&s).len() as f64;
         assert!((n - 1500.0).abs() < 30.0, "got {n}");
+    }
+
+    #[test]
+    fn slots_due_before_a_time_match_the_slots_handed_out() {
+        for arrivals in [Arrivals::Constant, Arrivals::Poisson] {
+            for (rate, secs) in [(200.0, 20), (7.0, 3), (1000.0, 1)] {
+                let run = Duration::from_secs(secs);
+                let s = Schedule::new(Instant::now(), open(rate, arrivals), u64::MAX, Some(run), 9);
+                let handed = offsets(&s).len() as u64;
+                let again =
+                    Schedule::new(Instant::now(), open(rate, arrivals), u64::MAX, Some(run), 9);
+                assert_eq!(
+                    again.due_before(run),
+                    Some(handed),
+                    "{arrivals:?} {rate}/s {secs}s"
+                );
+                assert_eq!(again.due_before(Duration::ZERO), Some(0));
+                let half = again.due_before(run / 2).expect("open loop");
+                assert!(
+                    half.abs_diff(handed / 2) <= handed / 10 + 2,
+                    "{half} of {handed}"
+                );
+            }
+        }
+        let capped = Schedule::new(Instant::now(), open(200.0, Arrivals::Constant), 50, None, 1);
+        assert_eq!(capped.due_before(Duration::from_secs(20)), Some(50));
+        let closed = Schedule::new(Instant::now(), Pacing::Closed, 50, None, 1);
+        assert_eq!(closed.due_before(Duration::from_secs(20)), None);
     }
 
     #[test]

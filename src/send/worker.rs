@@ -2,7 +2,8 @@
 //! Cancellation is checked only between transactions (never mid-DATA).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -34,12 +35,15 @@ pub struct Engine {
     /// Microseconds from the start to the latest end of a transaction: the rate is taken
     /// over this span, so closing connections after the last message does not dilute it.
     pub last_done_us: AtomicU64,
-    /// Set on Ctrl-C, SIGTERM or the error limit.
+    /// Set on Ctrl-C, SIGTERM, the error limit or an unreachable target.
     pub stop: CancellationToken,
+    /// Lag beyond which an open-loop send counts as late ([`late_after`]).
+    pub late: Duration,
+    /// Set once any connection was opened.
+    pub connected: AtomicBool,
+    /// Set when the first connections failed and none ever succeeded: why.
+    pub unreachable: OnceLock<String>,
 }
-
-/// A sends-late threshold: starts later than this count as late.
-const LATE: Duration = Duration::from_millis(1);
 
 struct Live {
     conn: ClientConn,
@@ -47,11 +51,20 @@ struct Live {
     sender: Option<String>,
 }
 
+impl Live {
+    /// True when this connection must be closed before the next message: its quota is
+    /// used up, or the server ended the session.
+    fn spent(&self) -> bool {
+        self.left == 0 || !self.conn.is_idle()
+    }
+}
+
 /// A message whose transaction is on the wire.
 struct InFlight {
     /// Sequence number.
     seq: u64,
-    /// Intended start (open loop) or actual start.
+    /// What latency counts from: the intended start (open loop), or when the connection
+    /// was free for this message (closed loop).
     t0: Instant,
     /// Set for open-loop slots: the intended start, for lag.
     intended: Option<Instant>,
@@ -65,7 +78,12 @@ struct InFlight {
 ///
 /// In closed loop, when a transaction's content is written, the next message's envelope
 /// goes out in the same write (RFC 2920 §3.1), and QUIT rides with a connection's last
-/// message: one write and one read per message instead of two.
+/// message: one write and one read per message instead of two. The follow-on's latency
+/// still counts from when the previous message's final reply arrived (the server could
+/// not start on it before), so pipelining never charges one message's wait to the next.
+/// A connection whose quota is used up is closed right after its last message, before
+/// the next slot is claimed: the QUIT is timed when its reply arrives, and its wait is
+/// never charged to the next message.
 pub async fn run(id: usize, eng: Arc<Engine>) {
     let closed_loop = matches!(eng.plan.pacing, Pacing::Closed);
     let mut rng =
@@ -73,6 +91,12 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
     let mut live: Option<Live> = None;
     let mut carried: Option<InFlight> = None;
     loop {
+        if carried.is_none()
+            && let Some(old) = live.take_if(|l| l.spent())
+        {
+            // Boxed: the close future is kilobytes and runs once per connection.
+            Box::pin(close(old, &eng, id)).await;
+        }
         let cur = match carried.take() {
             Some(c) => c,
             None => {
@@ -92,29 +116,33 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
                 let t0 = slot.intended.unwrap_or(begun);
                 eng.in_flight.fetch_add(1, Ordering::Relaxed);
                 let mut opened = (0, 0);
-                if live
-                    .as_ref()
-                    .is_none_or(|l| l.left == 0 || !l.conn.is_usable())
-                {
-                    if let Some(old) = live.take() {
-                        Box::pin(close(old, &eng, id)).await;
-                    }
-                    // open and close are boxed: their futures are kilobytes and run once
-                    // per connection; inline they would make every task that large
-                    // (10,000 connections held 80 MB of task state).
+                if live.is_none() {
+                    // open is boxed: its future is kilobytes and runs once per
+                    // connection; inline it would make every task that large (10,000
+                    // connections held 80 MB of task state).
                     match Box::pin(open(&eng, &mut rng)).await {
                         Ok(l) => {
+                            eng.connected.store(true, Ordering::Relaxed);
                             opened = (1, u64::from(l.conn.tls_active()));
                             live = Some(l);
                         }
                         Err(e) => {
+                            if !eng.connected.load(Ordering::Relaxed)
+                                && let ConnError::Connect { target, source } = &e
+                            {
+                                // Nothing ever connected: a typo or a server that is
+                                // down; one line instead of a run full of errors.
+                                let _ = eng.unreachable.set(unreachable(target, source));
+                                eng.schedule.stop();
+                                eng.stop.cancel();
+                            }
                             {
                                 let mut rec = eng.shards.get(id);
                                 rec.counters.sent += 1;
                                 rec.counters.errors += 1;
                                 rec.counters.connect_failures += 1;
-                                rec.error(e.class(), e.phase(), e.code());
-                                record_start(&mut rec, slot.intended, begun);
+                                rec.error(e.class(), e.phase(), e.code(), || e.to_string());
+                                record_start(&mut rec, slot.intended, begun, eng.late);
                                 rec.record(Metric::Total, Instant::now() - t0);
                             }
                             eng.in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -193,7 +221,7 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
             for (phase, d) in l.conn.timings.drain(..) {
                 rec.record(Metric::Phase(phase), d);
             }
-            record_start(&mut rec, cur.intended, cur.begun);
+            record_start(&mut rec, cur.intended, cur.begun, eng.late);
             rec.record(Metric::Total, done - cur.t0);
             rec.counters.sent += 1;
             rec.counters.bytes_out += l.conn.bytes_out - bytes_before;
@@ -201,7 +229,7 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
                 Ok(outcome) => record_outcome(&mut rec, outcome, cur.size),
                 Err(e) => {
                     rec.counters.errors += 1;
-                    rec.error(e.class(), e.phase(), e.code());
+                    rec.error(e.class(), e.phase(), e.code(), || e.to_string());
                     true
                 }
             }
@@ -213,11 +241,18 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
             log.record(cur.seq);
         }
         match (result, next) {
-            (Ok(_), next) => carried = next,
+            (Ok(_), Some(mut n)) => {
+                // The server starts on the follow-on only now: its envelope waited in
+                // the server's input behind the previous message's content.
+                n.t0 = done;
+                n.begun = done;
+                carried = Some(n);
+            }
+            (Ok(_), None) => {}
             (Err(e), next) => {
                 // The connection is gone, and with it a follow-on already sent.
-                if let Some(n) = next {
-                    record_lost(&eng, id, &e, None, n.begun, n.t0);
+                if next.is_some() {
+                    record_lost(&eng, id, &e, None, done, done);
                 }
                 live = None;
             }
@@ -225,6 +260,19 @@ pub async fn run(id: usize, eng: Arc<Engine>) {
     }
     if let Some(old) = live.take() {
         Box::pin(close(old, &eng, id)).await;
+    }
+}
+
+/// The one line that says a target never accepted a connection.
+fn unreachable(target: &str, source: &std::io::Error) -> String {
+    if source.kind() == std::io::ErrorKind::TimedOut {
+        format!(
+            "target {target} did not accept a connection in time; check the address and firewall"
+        )
+    } else {
+        format!(
+            "target {target} is not reachable: {source}; is the server running and listening there?"
+        )
     }
 }
 
@@ -241,21 +289,35 @@ fn record_lost(
         let mut rec = eng.shards.get(id);
         rec.counters.sent += 1;
         rec.counters.errors += 1;
-        rec.error(e.class(), e.phase(), e.code());
-        record_start(&mut rec, intended, begun);
+        rec.error(e.class(), e.phase(), e.code(), || e.to_string());
+        record_start(&mut rec, intended, begun, eng.late);
         rec.record(Metric::Total, Instant::now() - t0);
     }
     eng.in_flight.fetch_sub(1, Ordering::Relaxed);
     count_failure(eng);
 }
 
-fn record_start(rec: &mut Recorder, intended: Option<Instant>, begun: Instant) {
+/// Records how late an open-loop send started; `late` is where lateness starts to count.
+fn record_start(rec: &mut Recorder, intended: Option<Instant>, begun: Instant, late: Duration) {
     if let Some(at) = intended {
         let lag = begun.saturating_duration_since(at);
         rec.record(Metric::Lag, lag);
-        if lag > LATE {
+        if lag > late {
             rec.counters.late_starts += 1;
         }
+    }
+}
+
+/// When an open-loop send counts as late: later than one gap between sends at the
+/// target rate, and never less than 5 ms. The timer alone wakes up to about 2 ms late
+/// (tokio's 1 ms wheel, rounded up), which is noise, not a server falling behind.
+pub fn late_after(pacing: &Pacing) -> Duration {
+    let floor = Duration::from_millis(5);
+    match pacing {
+        Pacing::Open { rate, .. } if *rate > 0.0 => {
+            floor.max(Duration::from_secs_f64((1.0 / rate).min(3600.0)))
+        }
+        _ => floor,
     }
 }
 
@@ -265,7 +327,12 @@ fn record_outcome(rec: &mut Recorder, o: &TxnOutcome, size: u64) -> bool {
     rec.counters.rcpts_refused += u64::from(o.rcpts_refused);
     rec.counters.rcpts_delivered += u64::from(o.rcpts_delivered);
     for (phase, code) in &o.rcpt_failures {
-        rec.error(crate::error::ErrorClass::of_code(*code), *phase, *code);
+        rec.error(
+            crate::error::ErrorClass::of_code(*code),
+            *phase,
+            *code,
+            || o.rcpt_failure_text.clone().unwrap_or_default(),
+        );
     }
     if o.accepted {
         rec.counters.accepted += 1;
@@ -277,7 +344,9 @@ fn record_outcome(rec: &mut Recorder, o: &TxnOutcome, size: u64) -> bool {
             && phase != Phase::Rcpt
         {
             // RCPT refusals are already in the table, one per recipient.
-            rec.error(crate::error::ErrorClass::of_code(code), phase, code);
+            rec.error(crate::error::ErrorClass::of_code(code), phase, code, || {
+                o.failure_text.clone().unwrap_or_default()
+            });
         }
         true
     }

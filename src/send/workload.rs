@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
 
@@ -55,9 +54,7 @@ impl Workload {
                 }
             })
             .collect();
-        let sent_us = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
+        let sent_us = crate::stats::clock::unix_us();
         let mut prefix = BytesMut::with_capacity(160);
         Trace {
             run: self.run_id,
@@ -72,14 +69,15 @@ impl Workload {
                 self.run_id
             );
         }
-        let (raw, stuffed, eight_bit) = self.content.pick(seq, rng);
+        let body = self.content.pick(seq, prefix.len(), rng);
         Transaction {
             mail_from,
             rcpts,
             prefix: prefix.freeze(),
-            raw,
-            stuffed,
-            eight_bit,
+            raw: body.raw,
+            stuffed: body.stuffed,
+            suffix: body.suffix,
+            eight_bit: body.eight_bit,
         }
     }
 }

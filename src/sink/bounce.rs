@@ -91,6 +91,7 @@ impl Bouncer {
             rcpts: vec![sender.to_string()],
             prefix: Bytes::new(),
             stuffed: Bytes::from(dot_stuff(&raw)),
+            suffix: Bytes::new(),
             raw,
             eight_bit: false,
         };
@@ -106,10 +107,15 @@ pub fn dsn(reporting: &str, sender: &str, rcpt: &str, original: &[u8]) -> Vec<u8
     let headers_end = memchr::memmem::find(original, b"\r\n\r\n")
         .map(|p| p + 2)
         .unwrap_or(original.len());
-    let boundary = format!("mailbench-dsn-{:016x}", fastrand::u64(..));
+    let id = fastrand::u64(..);
+    let boundary = format!("mailbench-dsn-{id:016x}");
+    let now = crate::stats::clock::unix_us() / 1_000_000;
+    let date = mail_builder::headers::date::Date::new(now as i64).to_rfc822();
     let mut m = format!(
         "From: Mail Delivery System <MAILER-DAEMON@{reporting}>\r\n\
 To: <{sender}>\r\n\
+Date: {date}\r\n\
+Message-ID: <dsn.{id:016x}@{reporting}>\r\n\
 Subject: Undelivered Mail Returned to Sender\r\n\
 Auto-Submitted: auto-replied\r\n\
 MIME-Version: 1.0\r\n\
@@ -158,5 +164,15 @@ mod tests {
         assert!(t.contains("Action: failed") && t.contains("Status: 5.0.0"));
         assert!(t.contains("Subject: hi\r\nX-T: 1\r\n"));
         assert!(!t.contains("secret body"));
+        // RFC 5322 §3.6: Date is required; Message-ID should be there.
+        let head = &t[..t.find("\r\n\r\n").expect("header section")];
+        assert!(
+            head.contains("\r\nDate: ") && head.contains(" +0000"),
+            "{head}"
+        );
+        assert!(
+            head.contains("\r\nMessage-ID: <dsn.") && head.contains("@sink.test>"),
+            "{head}"
+        );
     }
 }

@@ -1,17 +1,21 @@
 //! One sink connection: drives a [`ServerSession`] over a socket, performs its output
 //! (replies batched per read, delays, STARTTLS, close), enforces the idle timeout and the
-//! bandwidth limit, and records what happened into its statistics shard.
+//! bandwidth limit, and records what happened into its statistics shard. A message it
+//! accepts counts as delivered only once the accepting reply has been written, and after
+//! an injected hold only if the client is still there: an MTA that gave up waiting will
+//! send the message again.
 
 use std::net::IpAddr;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use super::correlate::Correlator;
+use super::delivery::{Confirmed, Delivery};
 use super::faults::{FaultKind, FaultState};
 use super::plan::SinkPlan;
 use super::store::Store;
@@ -29,19 +33,24 @@ pub struct Shared {
     pub plan: SinkPlan,
     /// Fault state and counts.
     pub faults: FaultState,
-    /// Trace correlation.
-    pub correlator: Correlator,
     /// Statistics.
     pub shards: Shards,
-    /// Messages accepted so far (for `--exit-after-messages`).
+    /// Messages delivered so far (for `--exit-after-messages`).
     pub messages: AtomicU64,
     /// Open connections.
     pub open: AtomicU64,
     /// Milliseconds since `start` of the last byte received.
     pub last_activity_ms: AtomicU64,
+    /// Transaction attempts this sink refused (see [`SessionCounts::refused`]).
+    pub refused: AtomicU64,
+    /// Transaction attempts the clients gave up on.
+    pub abandoned: AtomicU64,
+    /// Messages accepted whose reply never reached the client (it had gone, or the write
+    /// failed): not delivered, the client will send them again or count them failed.
+    pub unconfirmed: AtomicU64,
     /// Time zero.
     pub start: Instant,
-    /// Deliveries as they happen, for a relay waiting on the drain.
+    /// Deliveries and correlation, shared with a relay waiting on the drain.
     pub delivery: Arc<Delivery>,
     /// Sends DSNs for recipients flagged `b`, when `--bounce-to` is set.
     pub bouncer: Option<super::bounce::Bouncer>,
@@ -49,28 +58,33 @@ pub struct Shared {
     pub stop: CancellationToken,
 }
 
-/// Deliveries seen so far, readable while the sink runs.
-#[derive(Debug, Default)]
-pub struct Delivery {
-    /// Messages accepted.
-    pub messages: AtomicU64,
-    /// Recipients of those messages.
-    pub recipients: AtomicU64,
-    /// Milliseconds after the sink's start of the latest delivery.
-    pub last_ms: AtomicU64,
-}
-
 /// First read size per connection: idle connections must stay small.
 const READ_MIN: usize = 1024;
 /// Largest read size; reads that fill the buffer double it up to this.
 const READ_MAX: usize = 64 * 1024;
+
+/// A message this connection accepted whose reply is not yet written.
+struct Accepted {
+    /// Its reply waits for an [`Out::Hold`] (an injected delay) first.
+    held: bool,
+    trace: Option<Trace>,
+    /// For a bounce: the recipients it reports failed.
+    bounced: u64,
+    /// Its recipients' correlation keys in `ConnHandler::keys`.
+    keys: Range<usize>,
+    recipients: u64,
+    bytes: u64,
+    null_sender: bool,
+}
 
 struct ConnHandler {
     sh: Arc<Shared>,
     ip: Option<IpAddr>,
     rng: fastrand::Rng,
     msgs: u64,
-    e2e_us: Vec<u64>,
+    /// Accepted messages waiting for their reply to be written.
+    accepted: Vec<Accepted>,
+    keys: Vec<u64>,
 }
 
 impl Handler for ConnHandler {
@@ -84,7 +98,7 @@ impl Handler for ConnHandler {
 impl ConnHandler {
     /// Decides end of data for a complete message: faults first, then storage (on a
     /// blocking thread, so that a slow disk or `--fsync` holds up only this connection),
-    /// then bounces and trace correlation.
+    /// then bounces.
     async fn message(&mut self, m: Received<'_>) -> Decision {
         self.msgs += 1;
         if m.oversize {
@@ -118,22 +132,95 @@ impl ConnHandler {
                 }
             }
         }
-        match Trace::find(m.data) {
-            Some(t) => {
-                let now = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_micros() as u64);
-                self.e2e_us.push(now.saturating_sub(t.sent_us));
-                if let Some((run, log)) = &self.sh.plan.arrival_log
-                    && *run == t.run
-                {
-                    log.record_at(t.seq, now);
-                }
-                self.sh.correlator.arrived(&t, &m.env.rcpts);
-            }
-            None => self.sh.correlator.untracked_add(m.env.rcpts.len() as u64),
-        }
+        // Accepted (one decision covers every recipient): delivered once the reply is out.
+        let first = self.keys.len();
+        let c = &self.sh.delivery.correlator;
+        self.keys.extend(m.env.rcpts.iter().map(|r| c.key(r)));
+        let null_sender = m.env.from == "<>";
+        // A bounce is about the message whose headers it returns.
+        let (trace, bounced) = if null_sender {
+            crate::message::trace::bounced(m.data).map_or((None, 0), |(t, n)| (Some(t), n))
+        } else {
+            (Trace::find(m.data), 0)
+        };
+        self.accepted.push(Accepted {
+            held: !d.delay.is_zero(),
+            trace,
+            bounced,
+            keys: first..self.keys.len(),
+            recipients: m.env.rcpts.len() as u64,
+            bytes: m.data.len() as u64,
+            null_sender,
+        });
         d
+    }
+
+    /// Every reply queued so far reached the client: those messages are delivered.
+    fn confirm(&mut self, id: usize) {
+        let n = self.accepted.len();
+        self.confirm_first(id, n);
+    }
+
+    /// At a hold: the messages before the held one had their replies written already.
+    fn confirm_before_hold(&mut self, id: usize) {
+        let n = self.accepted.iter().take_while(|a| !a.held).count();
+        self.confirm_first(id, n);
+    }
+
+    /// The held message's wait is over and its client is still there.
+    fn hold_passed(&mut self) {
+        if let Some(a) = self.accepted.first_mut() {
+            a.held = false;
+        }
+    }
+
+    /// Counts the first `n` accepted messages as delivered.
+    fn confirm_first(&mut self, id: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let sh = &self.sh;
+        let now_us = crate::stats::clock::unix_us();
+        let now_ms = sh.start.elapsed().as_millis() as u64;
+        {
+            let mut rec = sh.shards.get(id);
+            for a in &self.accepted[..n] {
+                rec.counters.accepted += 1;
+                rec.counters.rcpts_delivered += a.recipients;
+                rec.counters.bytes += a.bytes;
+                if let Some(t) = a.trace.as_ref().filter(|_| !a.null_sender) {
+                    rec.record_us(Metric::E2e, now_us.saturating_sub(t.sent_us));
+                }
+            }
+        }
+        for a in self.accepted.drain(..n) {
+            sh.delivery.confirm(
+                &Confirmed {
+                    trace: a.trace,
+                    bounced: a.bounced,
+                    keys: &self.keys[a.keys],
+                    null_sender: a.null_sender,
+                },
+                now_us,
+                now_ms,
+            );
+        }
+        if self.accepted.is_empty() {
+            self.keys.clear();
+        }
+        let n = n as u64;
+        let total = sh.messages.fetch_add(n, Ordering::Relaxed) + n;
+        if sh.plan.exit_after_messages.is_some_and(|max| total >= max) {
+            sh.stop.cancel();
+        }
+    }
+
+    /// The replies to the accepted messages never reached the client.
+    fn unconfirmed(&mut self) {
+        let n = self.accepted.len() as u64;
+        self.sh.unconfirmed.fetch_add(n, Ordering::Relaxed);
+        self.accepted.clear();
+        self.keys.clear();
     }
 }
 
@@ -154,84 +241,64 @@ pub async fn serve(mut stream: Stream, ip: Option<IpAddr>, sh: Arc<Shared>, id: 
     sh.open.fetch_sub(1, Ordering::Relaxed);
 }
 
+/// How a session's output ended.
+enum Flushed {
+    /// Everything written; keep reading.
+    Open,
+    /// The session is over (closed by either side, or the write failed).
+    Over,
+}
+
 async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Arc<Shared>, id: usize) {
     let mut h = ConnHandler {
         sh: sh.clone(),
         ip,
         rng: fastrand::Rng::new(),
         msgs: 0,
-        e2e_us: Vec::new(),
+        accepted: Vec::new(),
+        keys: Vec::new(),
     };
     let mut session = ServerSession::new(sh.plan.server.clone(), false, &mut h);
     let mut reported = SessionCounts::default();
     let mut out = Vec::new();
     let mut buf = bytes::BytesMut::with_capacity(READ_MIN);
+    // Bytes already in `buf` that were read while checking for a closed peer.
+    let mut carried = 0;
     let mut want = READ_MIN;
-    let idle = sh.plan.idle_timeout;
     loop {
-        session.take_output(&mut out);
-        for item in out.drain(..) {
-            match item {
-                Out::Bytes(b) => {
-                    if write_reply(stream, &b, sh.plan.drip).await.is_err() {
-                        return report(sh, id, &session.counts, &mut reported, &mut h.e2e_us);
-                    }
-                }
-                Out::Delay(d) => tokio::time::sleep(d).await,
-                Out::StartTls => {
-                    let Some(cfg) = sh.plan.tls.clone() else {
-                        return;
-                    };
-                    let acceptor = TlsAcceptor::from(cfg);
-                    // The handshake futures are boxed: inline they would double every
-                    // connection's task, idle or not.
-                    let upgraded = match std::mem::replace(stream, Stream::Gone) {
-                        Stream::Tcp(s) => Box::pin(acceptor.accept(s))
-                            .await
-                            .map(|t| Stream::Tls(Box::new(t))),
-                        Stream::Unix(s) => Box::pin(acceptor.accept(s))
-                            .await
-                            .map(|t| Stream::Tls(Box::new(t))),
-                        other => {
-                            *stream = other;
-                            return;
-                        }
-                    };
-                    match upgraded {
-                        Ok(s) => {
-                            *stream = s;
-                            sh.shards.get(id).counters.tls_connections += 1;
-                            session.tls_established();
-                        }
-                        Err(_) => {
-                            return report(sh, id, &session.counts, &mut reported, &mut h.e2e_us);
-                        }
-                    }
-                }
-                Out::Close => {
-                    let _ = stream.flush().await;
-                    return report(sh, id, &session.counts, &mut reported, &mut h.e2e_us);
-                }
-            }
+        let flushed = flush(
+            stream,
+            &mut session,
+            &mut h,
+            &mut out,
+            &mut buf,
+            &mut carried,
+            id,
+        )
+        .await;
+        report(sh, id, &session.counts, &mut reported);
+        if matches!(flushed, Flushed::Over) || session.is_closed() {
+            break;
         }
-        report(sh, id, &session.counts, &mut reported, &mut h.e2e_us);
-        if session.is_closed() {
-            return;
-        }
-        buf.clear();
-        buf.reserve(want);
-        let n = tokio::select! {
-            r = tokio::time::timeout(idle, stream.read_buf(&mut buf)) => match r {
-                Ok(Ok(0)) | Ok(Err(_)) => return,
+        let n = if carried > 0 {
+            std::mem::take(&mut carried)
+        } else {
+            buf.clear();
+            buf.reserve(want);
+            let read = tokio::select! {
+                r = tokio::time::timeout(sh.plan.idle_timeout, stream.read_buf(&mut buf)) => r,
+                _ = sh.stop.cancelled() => {
+                    let _ = stream.write_all(b"421 4.3.2 sink shutting down\r\n").await;
+                    break;
+                }
+            };
+            match read {
+                Ok(Ok(0)) | Ok(Err(_)) => break,
                 Ok(Ok(n)) => n,
                 Err(_) => {
                     let _ = stream.write_all(b"421 4.4.2 idle timeout\r\n").await;
-                    return;
+                    break;
                 }
-            },
-            _ = sh.stop.cancelled() => {
-                let _ = stream.write_all(b"421 4.3.2 sink shutting down\r\n").await;
-                return;
             }
         };
         sh.last_activity_ms
@@ -253,6 +320,97 @@ async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Arc<Shared>, 
             session.finish(std::slice::from_ref(&d));
         }
     }
+    // Whatever was accepted and not yet answered never reached the client.
+    h.unconfirmed();
+    session.end();
+    report(sh, id, &session.counts, &mut reported);
+}
+
+/// Performs the session's queued output. Accepted messages become deliveries once every
+/// reply up to theirs is written; after an injected delay the peer is checked first, so a
+/// client that gave up waiting (and will send the message again) is not counted as served.
+async fn flush(
+    stream: &mut Stream,
+    session: &mut ServerSession,
+    h: &mut ConnHandler,
+    out: &mut Vec<Out>,
+    buf: &mut bytes::BytesMut,
+    carried: &mut usize,
+    id: usize,
+) -> Flushed {
+    let sh = h.sh.clone();
+    session.take_output(out);
+    for item in out.drain(..) {
+        match item {
+            Out::Bytes(b) => {
+                if write_reply(stream, &b, sh.plan.drip).await.is_err() {
+                    return Flushed::Over;
+                }
+            }
+            Out::Delay(d) => tokio::time::sleep(d).await,
+            Out::Hold(d) => {
+                h.confirm_before_hold(id);
+                tokio::time::sleep(d).await;
+                if *carried == 0 && peer_closed(stream, buf, carried).await {
+                    return Flushed::Over;
+                }
+                h.hold_passed();
+            }
+            Out::StartTls => {
+                let Some(cfg) = sh.plan.tls.clone() else {
+                    return Flushed::Over;
+                };
+                let acceptor = TlsAcceptor::from(cfg);
+                // The handshake futures are boxed: inline they would double every
+                // connection's task, idle or not.
+                let upgraded = match std::mem::replace(stream, Stream::Gone) {
+                    Stream::Tcp(s) => Box::pin(acceptor.accept(s))
+                        .await
+                        .map(|t| Stream::Tls(Box::new(t))),
+                    Stream::Unix(s) => Box::pin(acceptor.accept(s))
+                        .await
+                        .map(|t| Stream::Tls(Box::new(t))),
+                    other => {
+                        *stream = other;
+                        return Flushed::Over;
+                    }
+                };
+                match upgraded {
+                    Ok(s) => {
+                        *stream = s;
+                        sh.shards.get(id).counters.tls_connections += 1;
+                        session.tls_established();
+                    }
+                    Err(_) => return Flushed::Over,
+                }
+            }
+            Out::Close => {
+                let _ = stream.flush().await;
+                h.confirm(id);
+                return Flushed::Over;
+            }
+        }
+    }
+    h.confirm(id);
+    Flushed::Open
+}
+
+/// True when the client has closed its side (or reset) while a reply was held back.
+/// Bytes it sent meanwhile (pipelined commands) are kept in `buf` for the next feed.
+async fn peer_closed(stream: &mut Stream, buf: &mut bytes::BytesMut, carried: &mut usize) -> bool {
+    buf.clear();
+    buf.reserve(READ_MIN);
+    tokio::select! {
+        biased;
+        r = stream.read_buf(buf) => match r {
+            Ok(0) | Err(_) => true,
+            Ok(n) => {
+                *carried = n;
+                false
+            }
+        },
+        _ = std::future::ready(()) => false,
+    }
 }
 
 /// Writes replies at once, or a byte at a time with `drip` between bytes (a tarpit that
@@ -269,45 +427,21 @@ async fn write_reply(stream: &mut Stream, bytes: &[u8], drip: Duration) -> std::
     Ok(())
 }
 
-/// Adds what changed since the last report into the shard.
-fn report(
-    sh: &Shared,
-    id: usize,
-    now: &SessionCounts,
-    last: &mut SessionCounts,
-    e2e: &mut Vec<u64>,
-) {
-    if now == last && e2e.is_empty() {
+/// Adds what changed since the last report into the shard and the shared counts.
+fn report(sh: &Shared, id: usize, now: &SessionCounts, last: &mut SessionCounts) {
+    if now == last {
         return;
     }
-    let new_msgs = now.messages - last.messages;
     {
         let mut rec = sh.shards.get(id);
         let c = &mut rec.counters;
-        c.accepted += new_msgs;
         c.sent += now.transactions - last.transactions;
-        c.rcpts_delivered += now.recipients - last.recipients;
-        c.bytes += now.bytes - last.bytes;
         c.rejected += now.rejected - last.rejected;
         c.errors += now.protocol_errors - last.protocol_errors;
-        for us in e2e.drain(..) {
-            rec.record_us(Metric::E2e, us);
-        }
     }
-    if new_msgs > 0 {
-        let d = &sh.delivery;
-        d.recipients
-            .fetch_add(now.recipients - last.recipients, Ordering::Relaxed);
-        d.messages.fetch_add(new_msgs, Ordering::Relaxed);
-        d.last_ms
-            .store(sh.start.elapsed().as_millis() as u64, Ordering::Relaxed);
-    }
+    sh.refused
+        .fetch_add(now.refused - last.refused, Ordering::Relaxed);
+    sh.abandoned
+        .fetch_add(now.abandoned - last.abandoned, Ordering::Relaxed);
     *last = now.clone();
-    let total = sh.messages.fetch_add(new_msgs, Ordering::Relaxed) + new_msgs;
-    if let Some(max) = sh.plan.exit_after_messages
-        && new_msgs > 0
-        && total >= max
-    {
-        sh.stop.cancel();
-    }
 }

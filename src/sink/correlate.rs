@@ -3,7 +3,7 @@
 //! and loss (sequence numbers never seen). Memory is bounded against hostile input.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::Mutex;
 
 use crate::message::trace::Trace;
@@ -39,6 +39,29 @@ pub struct RunReport {
     pub missing_count: u64,
 }
 
+/// What one arrival added.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Arrival {
+    /// Recipients seen for the first time with this sequence number.
+    pub new_recipients: u64,
+    /// Recipients that had this sequence number already.
+    pub duplicates: u64,
+    /// The sequence number itself was new.
+    pub new_message: bool,
+}
+
+/// What arrived of the messages one run had accepted upstream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Accounted {
+    /// Distinct recipients of accepted messages.
+    pub recipients: u64,
+    /// Distinct accepted messages seen at least once.
+    pub messages: u64,
+    /// Distinct messages that arrived although the upstream never saw them accepted
+    /// (cut off by the end of the run after the server had taken them).
+    pub unexpected: u64,
+}
+
 /// Shared by all connections of a sink.
 #[derive(Default)]
 pub struct Correlator {
@@ -49,30 +72,61 @@ pub struct Correlator {
 }
 
 impl Correlator {
-    /// Records one arrival for each recipient; returns how many were duplicates.
-    pub fn arrived(&self, t: &Trace, rcpts: &[String]) -> u64 {
+    /// The key of a recipient address: a hash of its lower-case form (no allocation).
+    pub fn key(&self, rcpt: &str) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        for b in rcpt.bytes() {
+            h.write_u8(b.to_ascii_lowercase());
+        }
+        h.finish()
+    }
+
+    /// Records one arrival for each recipient (by [`Correlator::key`]).
+    pub fn arrived(&self, t: &Trace, rcpts: &[u64]) -> Arrival {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         if !runs.contains_key(&t.run) && runs.len() >= MAX_RUNS {
             drop(runs);
             self.untracked_add(rcpts.len() as u64);
-            return 0;
+            return Arrival::default();
         }
         let run = runs.entry(t.run).or_default();
-        let mut dups = 0;
-        run.seqs.insert(t.seq);
+        let mut a = Arrival {
+            new_message: run.seqs.insert(t.seq),
+            ..Arrival::default()
+        };
         run.max_seq = run.max_seq.max(t.seq);
         for r in rcpts {
             if run.arrivals.len() >= MAX_TRACKED {
                 self.untracked_add(1);
                 continue;
             }
-            let key = (t.seq, self.hasher.hash_one(r.to_ascii_lowercase()));
-            if !run.arrivals.insert(key) {
+            if run.arrivals.insert((t.seq, *r)) {
+                a.new_recipients += 1;
+            } else {
                 run.duplicates += 1;
-                dups += 1;
+                a.duplicates += 1;
             }
         }
-        dups
+        a
+    }
+
+    /// What arrived of `run`'s messages, split by whether `accepted(seq)` says the
+    /// upstream had them accepted.
+    pub fn accounted(&self, run: u64, accepted: impl Fn(u64) -> bool) -> Accounted {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(r) = runs.get(&run) else {
+            return Accounted::default();
+        };
+        let mut out = Accounted::default();
+        for seq in &r.seqs {
+            if accepted(*seq) {
+                out.messages += 1;
+            } else {
+                out.unexpected += 1;
+            }
+        }
+        out.recipients = r.arrivals.iter().filter(|(seq, _)| accepted(*seq)).count() as u64;
+        out
     }
 
     /// Counts messages that could not be correlated.
@@ -90,12 +144,6 @@ impl Correlator {
     pub fn duplicates(&self) -> u64 {
         let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         runs.values().map(|r| r.duplicates).sum()
-    }
-
-    /// Whether `seq` of `run` has arrived (to any recipient).
-    pub fn seen(&self, run: u64, seq: u64) -> bool {
-        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        runs.get(&run).is_some_and(|r| r.seqs.contains(&seq))
     }
 
     /// The report per run id (hex).
@@ -140,21 +188,31 @@ mod tests {
             seq,
             sent_us: 0,
         };
-        let rc = vec!["a@x".to_string(), "b@x".to_string()];
-        assert_eq!(c.arrived(&t(0), &rc), 0);
-        assert_eq!(c.arrived(&t(2), &rc[..1]), 0);
+        let rc = vec![c.key("a@x"), c.key("b@x")];
+        assert_eq!(c.key("A@X"), rc[0], "addresses compare case-insensitively");
+        assert_eq!(c.arrived(&t(0), &rc).new_recipients, 2);
+        assert_eq!(c.arrived(&t(2), &rc[..1]).duplicates, 0);
+        let other = c.arrived(&t(2), &rc[1..]);
         assert_eq!(
-            c.arrived(&t(2), &rc[1..]),
-            0,
+            (other.duplicates, other.new_message),
+            (0, false),
             "another recipient is not a duplicate"
         );
-        assert_eq!(c.arrived(&t(2), &rc[..1]), 1);
+        assert_eq!(c.arrived(&t(2), &rc[..1]).duplicates, 1);
         let r = &c.report()["0000000000000007"];
         assert_eq!(
             (r.distinct, r.duplicates, r.max_seq, r.missing_count),
             (2, 1, 2, 1)
         );
         assert_eq!(r.missing, vec![1]);
-        assert!(c.seen(7, 2) && !c.seen(7, 1));
+        let acc = c.accounted(7, |seq| seq != 2);
+        assert_eq!(
+            acc,
+            Accounted {
+                recipients: 2,
+                messages: 1,
+                unexpected: 1
+            }
+        );
     }
 }

@@ -8,6 +8,7 @@
 pub mod bounce;
 pub mod conn;
 pub mod correlate;
+pub mod delivery;
 pub mod faults;
 pub mod plan;
 pub mod store;
@@ -18,18 +19,51 @@ use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, UnixListener};
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::report::live::Live;
+use crate::report::threshold::Vocabulary;
 use crate::shutdown::Shutdown;
 use crate::smtp::stream::Stream;
+use crate::stats::collector::busiest_cpu;
 use crate::stats::cpu::CpuTimes;
 use crate::stats::hist::ms;
-use crate::stats::results::{Results, RunParts, SelfReport, now_rfc3339};
+use crate::stats::results::{Results, RunParts, SelfReport};
 use crate::stats::{Collector, Metric, Shards};
 
 use conn::Shared;
+use delivery::Delivery;
 use faults::FaultState;
 use plan::{Listen, SinkPlan};
+
+/// The numeric keys of `sink`'s summary, and its metric: what `--threshold` may name.
+pub const THRESHOLDS: Vocabulary = Vocabulary {
+    keys: &[&[
+        "sessions",
+        "tls_sessions",
+        "transactions",
+        "messages",
+        "recipients",
+        "bytes",
+        "rejected",
+        "refused",
+        "abandoned",
+        "unconfirmed",
+        "protocol_errors",
+        "duplicates",
+        "missing",
+        "lost",
+        "null_sender",
+        "untracked",
+        "msgs_per_sec",
+        "mpm",
+        "e2e_p50_ms",
+        "e2e_p99_ms",
+        "duration_s",
+    ]],
+    metrics: |m| m == Metric::E2e,
+};
 
 /// A bound listener.
 pub enum Listener {
@@ -97,11 +131,13 @@ pub async fn run(
     plan: SinkPlan,
     listeners: Vec<Listener>,
     shutdown: Shutdown,
-    delivery: Arc<conn::Delivery>,
+    delivery: Arc<Delivery>,
     start: Instant,
 ) -> Results {
-    let started_at = now_rfc3339();
     let cpu0 = CpuTimes::of_self();
+    // `start` is the caller's time zero; the wall clock that corresponds to it.
+    let started_us =
+        crate::stats::clock::unix_us().saturating_sub(start.elapsed().as_micros() as u64);
     let outputs = plan.outputs.clone();
     let thresholds = plan.thresholds.clone();
     let config_json = plan.config_json.clone();
@@ -112,20 +148,25 @@ pub async fn run(
     let sh = Arc::new(Shared {
         faults: FaultState::new(plan.faults.clone()),
         plan,
-        correlator: Default::default(),
         shards: Shards::new(crate::stats::cpu::cpu_count() * 4),
         messages: AtomicU64::new(0),
         open: AtomicU64::new(0),
         last_activity_ms: AtomicU64::new(0),
+        refused: AtomicU64::new(0),
+        abandoned: AtomicU64::new(0),
+        unconfirmed: AtomicU64::new(0),
         start,
         delivery,
         bouncer,
         stop: shutdown.stop.clone(),
     });
     let mut acceptors = JoinSet::new();
-    let conns = Arc::new(tokio::sync::Mutex::new(JoinSet::new()));
+    // Connection tasks are tracked, not collected: a finished one is freed at once, so a
+    // long run of short connections does not grow memory. `cut` ends stragglers.
+    let conns = TaskTracker::new();
+    let cut = CancellationToken::new();
     for l in listeners {
-        let (sh, conns) = (sh.clone(), conns.clone());
+        let (sh, conns, cut) = (sh.clone(), conns.clone(), cut.clone());
         acceptors.spawn(async move {
             let mut next_id = 0usize;
             loop {
@@ -139,10 +180,13 @@ pub async fn run(
                     continue;
                 };
                 next_id += 1;
-                conns
-                    .lock()
-                    .await
-                    .spawn(conn::serve(stream, ip, sh.clone(), next_id));
+                let (sh, cut) = (sh.clone(), cut.clone());
+                conns.spawn(async move {
+                    tokio::select! {
+                        _ = conn::serve(stream, ip, sh, next_id) => {}
+                        _ = cut.cancelled() => {}
+                    }
+                });
             }
         });
     }
@@ -171,16 +215,15 @@ pub async fn run(
     }
     sh.stop.cancel();
     acceptors.abort_all();
+    while acceptors.join_next().await.is_some() {}
     // Open connections see the stop token, say 421 and end; give them a moment.
-    let drain = async {
-        let mut set = conns.lock().await;
-        while set.join_next().await.is_some() {}
-    };
+    conns.close();
     tokio::select! {
-        _ = tokio::time::timeout(Duration::from_secs(5), drain) => {}
+        _ = tokio::time::timeout(Duration::from_secs(5), conns.wait()) => {}
         _ = shutdown.abort.cancelled() => {}
     }
-    conns.lock().await.abort_all();
+    cut.cancel();
+    conns.wait().await;
     collector.tick(&sh.shards);
     live.finish();
     let secs = start.elapsed().as_secs_f64().max(1e-9);
@@ -188,8 +231,20 @@ pub async fn run(
     let total = std::mem::take(&mut collector.total);
     let c = &total.counters;
     let e2e = total.hist(Metric::E2e);
-    let runs = sh.correlator.report();
-    let lost: u64 = runs.values().map(|r| r.missing_count).sum();
+    let d = &sh.delivery;
+    let runs = d.correlator.report();
+    let missing: u64 = runs.values().map(|r| r.missing_count).sum();
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let (refused, abandoned, unconfirmed) = (
+        load(&sh.refused),
+        load(&sh.abandoned),
+        load(&sh.unconfirmed),
+    );
+    // A sequence number that never arrived is lost only if the sink did not refuse it
+    // and its client did not give it up: each of those ends one attempt without a
+    // delivery. Exact when the clients do not retry (mailbench send); behind a retrying
+    // MTA use `relay`, which knows what the MTA accepted.
+    let lost = missing.saturating_sub(refused + abandoned + unconfirmed);
     let faults: serde_json::Map<String, serde_json::Value> = sh
         .faults
         .counts()
@@ -204,10 +259,15 @@ pub async fn run(
         "recipients": c.rcpts_delivered,
         "bytes": c.bytes,
         "rejected": c.rejected,
+        "refused": refused,
+        "abandoned": abandoned,
+        "unconfirmed": unconfirmed,
         "protocol_errors": c.errors,
-        "duplicates": sh.correlator.duplicates(),
+        "duplicates": d.correlator.duplicates(),
+        "missing": missing,
         "lost": lost,
-        "untracked": sh.correlator.untracked(),
+        "null_sender": load(&d.bounces),
+        "untracked": d.correlator.untracked(),
         "msgs_per_sec": c.accepted as f64 / secs,
         "mpm": c.accepted as f64 / secs * 60.0,
         "e2e_p50_ms": ms(e2e, 0.5),
@@ -220,11 +280,8 @@ pub async fn run(
         })),
         "duration_s": secs,
     });
-    let cpu_peak = collector
-        .series
-        .iter()
-        .map(|p| p.cpu_pct)
-        .fold(0.0, f64::max);
+    let cpu_avg = cpu.total().as_secs_f64() / secs * 100.0;
+    let cpu_peak = busiest_cpu(&collector.series, interval, cpu_avg);
     let mut warnings = Vec::new();
     if cpu_peak >= 90.0 * crate::stats::cpu::cpu_count() as f64 {
         warnings.push(format!(
@@ -234,7 +291,7 @@ pub async fn run(
     let mut results = Results::assemble(RunParts {
         command: "sink",
         run_id: crate::send::new_run_id(),
-        started_at,
+        started_us,
         duration_s: secs,
         config: config_json,
         summary,
@@ -246,6 +303,7 @@ pub async fn run(
         "runs".into(),
         serde_json::to_value(&runs).unwrap_or_default(),
     );
+    results.interrupted = shutdown.interrupted();
     results.check(&thresholds);
     results
 }

@@ -55,8 +55,6 @@ pub struct SinkPlan {
     pub duration: Option<Duration>,
     /// Where DSNs for recipients flagged `b` are sent.
     pub bounce_to: Option<std::net::SocketAddr>,
-    /// When set, the first arrival time of each traced sequence number of this run id.
-    pub arrival_log: Option<(u64, Arc<crate::send::plan::TimeLog>)>,
     /// Delay between the bytes of every reply (dripping tarpit), zero for none.
     pub drip: Duration,
     /// Bytes per second per connection read from clients, 0 for unlimited.

@@ -107,26 +107,51 @@ impl Store {
                 write(&dir.join(unique()), &[head.as_bytes(), data])
             }
             Store::Mbox(file, _) => {
-                let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
+                // An mbox is a Unix text file: LF line ends, and a From_ line with the
+                // envelope sender and the arrival time in asctime form.
                 let mut buf = Vec::with_capacity(data.len() + 128);
-                let _ = writeln!(buf, "From {} Thu Jan  1 00:00:00 1970", env.from);
+                let sender = match env.from.as_str() {
+                    "<>" | "" => "MAILER-DAEMON",
+                    s => s,
+                };
+                let now = crate::stats::clock::unix_us() / 1_000_000;
+                let _ = writeln!(buf, "From {sender} {}", asctime(now));
                 for line in data.split_inclusive(|b| *b == b'\n') {
                     // mboxrd: quote any line that starts with '>'*From .
-                    let body = line.trim_ascii_start();
-                    if body
+                    if line
                         .trim_start_matches(b">".as_slice())
                         .starts_with(b"From ")
                     {
                         buf.push(b'>');
                     }
-                    buf.extend_from_slice(line);
+                    let text = line
+                        .strip_suffix(b"\r\n")
+                        .or_else(|| line.strip_suffix(b"\n"))
+                        .unwrap_or(line);
+                    buf.extend_from_slice(text);
+                    buf.push(b'\n');
                 }
                 buf.push(b'\n');
+                let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
                 f.write_all(&buf)
                     .and_then(|_| if fsync { f.sync_data() } else { Ok(()) })
             }
         };
         result.map_err(|e| format!("cannot store message: {e}"))
+    }
+}
+
+/// A Unix time as asctime(3) writes it, `Thu Nov 22 21:34:52 2026` (UTC), as mbox From_
+/// lines carry it; rearranged from mail-builder's RFC 5322 date.
+pub fn asctime(unix_s: u64) -> String {
+    let rfc = mail_builder::headers::date::Date::new(unix_s as i64).to_rfc822();
+    // "Thu, 22 Nov 2026 21:34:52 +0000"
+    let f: Vec<&str> = rfc.split_whitespace().collect();
+    match f.as_slice() {
+        [dow, day, mon, year, time, ..] => {
+            format!("{} {mon} {day:>2} {time} {year}", dow.trim_end_matches(','))
+        }
+        _ => rfc,
     }
 }
 
@@ -171,9 +196,15 @@ mod tests {
             .expect("put");
         let text = fs::read_to_string(dir.join("mbox")).expect("mbox");
         assert!(
-            text.starts_with("From a@x.test ") && text.contains(">From here"),
+            text.starts_with("From a@x.test ") && text.contains("\n>From here\n"),
             "{text}"
         );
+        assert!(!text.contains('\r'), "mbox lines end in LF: {text:?}");
+        let from_line = text.lines().next().expect("From_ line");
+        let year = from_line.rsplit(' ').next().expect("year");
+        assert!(year.parse::<u32>().is_ok_and(|y| y >= 2025), "{from_line}");
+        assert_eq!(asctime(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(asctime(1_795_383_292), "Sun Nov 22 21:34:52 2026");
         assert!(Store::open("maildir").is_err());
         assert!(Store::open("tape:/dev/st0").is_err());
         let _ = fs::remove_dir_all(dir);

@@ -115,7 +115,7 @@ impl ConnError {
             ConnError::Timeout { phase, .. }
             | ConnError::Io { phase, .. }
             | ConnError::Reply { phase, .. } => *phase,
-            ConnError::Tls(_) => Phase::StartTls,
+            ConnError::Tls(_) => Phase::TlsHandshake,
             ConnError::Session(SessionError::Rejected { phase, .. })
             | ConnError::Session(SessionError::Protocol { phase, .. }) => *phase,
             ConnError::Closed => Phase::Mail,
@@ -203,9 +203,10 @@ impl ClientConn {
         }
     }
 
-    /// True while the connection can carry another transaction.
-    pub fn is_usable(&self) -> bool {
-        !self.session.is_closed()
+    /// True when a new transaction may begin now: set-up done, nothing in flight, no QUIT
+    /// queued and the server has not closed the session.
+    pub fn is_idle(&self) -> bool {
+        self.session.is_idle()
     }
 
     /// True when TLS is active on this connection.
@@ -401,13 +402,13 @@ impl ClientConn {
             Ok(Err(e)) => return Err(ConnError::Tls(e)),
             Err(_) => {
                 return Err(ConnError::Timeout {
-                    phase: Phase::StartTls,
+                    phase: Phase::TlsHandshake,
                     after: self.command_timeout,
                 });
             }
         }
         let now = Instant::now();
-        self.timings.push((Phase::StartTls, now - started));
+        self.timings.push((Phase::TlsHandshake, now - started));
         self.last_mark = now;
         Ok(())
     }

@@ -62,7 +62,8 @@ pub struct IntervalPoint {
     pub p99_ms: f64,
     /// 99th percentile of schedule lag in this interval (ms; open loop).
     pub lag_p99_ms: f64,
-    /// 99th percentile end-to-end latency (relay runs).
+    /// 99th percentile end-to-end latency of the arrivals in this interval (sink and
+    /// relay runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub e2e_p99_ms: Option<f64>,
     /// CPU used by this process during the interval, in percent of one core.
@@ -96,6 +97,19 @@ pub struct SutPoint {
     pub rss_kib: u64,
     /// Processes.
     pub procs: u64,
+}
+
+/// The tool's busiest interval, in percent of one core: the highest CPU share of an
+/// interval at least half as long as `interval` (a run's last interval can be a sliver of
+/// a millisecond, where one scheduler tick of CPU reads as a busy core), and never below
+/// the run's `average`.
+pub fn busiest_cpu(series: &[IntervalPoint], interval: std::time::Duration, average: f64) -> f64 {
+    let min_dt = interval.as_secs_f64() / 2.0;
+    series
+        .iter()
+        .filter(|p| p.dt_s >= min_dt)
+        .map(|p| p.cpu_pct)
+        .fold(average, f64::max)
 }
 
 /// Drains shards on every tick into the series and the cumulative recorder.
@@ -139,7 +153,7 @@ impl Collector {
             p50_ms: ms(iv.hist(Metric::Total), 0.5),
             p99_ms: ms(iv.hist(Metric::Total), 0.99),
             lag_p99_ms: ms(iv.hist(Metric::Lag), 0.99),
-            e2e_p99_ms: None,
+            e2e_p99_ms: (!iv.hist(Metric::E2e).is_empty()).then(|| ms(iv.hist(Metric::E2e), 0.99)),
             cpu_pct: used / dt * 100.0,
             delivered: None,
             backlog: None,
@@ -159,6 +173,22 @@ impl Collector {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn a_sliver_of_an_interval_is_not_the_busiest() {
+        let p = |dt_s: f64, cpu_pct: f64| IntervalPoint {
+            dt_s,
+            cpu_pct,
+            ..IntervalPoint::default()
+        };
+        let series = [p(1.0, 0.2), p(1.0, 0.3), p(0.001, 93.0)];
+        let one_s = Duration::from_secs(1);
+        assert_eq!(busiest_cpu(&series, one_s, 0.25), 0.3);
+        // A run shorter than an interval: the average is all there is.
+        assert_eq!(busiest_cpu(&[p(0.2, 40.0)], one_s, 12.0), 12.0);
+        // Never below the average.
+        assert_eq!(busiest_cpu(&series, one_s, 5.0), 5.0);
+    }
 
     #[test]
     fn ticks_split_the_run_and_the_total_keeps_everything() {

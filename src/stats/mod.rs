@@ -2,6 +2,7 @@
 //! collection and the time series (`collector`), the results file (`results`), histograms in
 //! JSON (`hist`), the tool's own CPU and memory (`cpu`) and the system under test's (`sut`).
 
+pub mod clock;
 pub mod collector;
 pub mod cpu;
 pub mod hist;

@@ -88,6 +88,9 @@ pub struct Recorder {
     pub counters: Counters,
     /// Failures by class, phase and code.
     pub errors: BTreeMap<ErrorKey, u64>,
+    /// The first reason seen for each key of `errors` (a reply or an error message), so
+    /// that a report can say why, not only how often.
+    pub samples: BTreeMap<ErrorKey, String>,
 }
 
 impl Default for Recorder {
@@ -109,6 +112,7 @@ impl Recorder {
             hists: (0..Metric::COUNT).map(|_| new_histogram()).collect(),
             counters: Counters::default(),
             errors: BTreeMap::new(),
+            samples: BTreeMap::new(),
         }
     }
 
@@ -125,12 +129,18 @@ impl Recorder {
         record_clamped(&mut self.hists[metric.index()], us, 1);
     }
 
-    /// Counts one failure.
-    pub fn error(&mut self, class: ErrorClass, phase: Phase, code: u16) {
-        *self
-            .errors
-            .entry(ErrorKey { class, phase, code })
-            .or_insert(0) += 1;
+    /// Counts one failure and keeps `why` as its sample when the key has none yet (`why`
+    /// is only called then, so a repeated failure costs no allocation).
+    pub fn error(
+        &mut self,
+        class: ErrorClass,
+        phase: Phase,
+        code: u16,
+        why: impl FnOnce() -> String,
+    ) {
+        let key = ErrorKey { class, phase, code };
+        *self.errors.entry(key).or_insert(0) += 1;
+        self.samples.entry(key).or_insert_with(why);
     }
 
     /// The histogram of a metric.
@@ -152,6 +162,9 @@ impl Recorder {
         for (k, v) in &other.errors {
             *self.errors.entry(*k).or_insert(0) += v;
         }
+        for (k, v) in &other.samples {
+            self.samples.entry(*k).or_insert_with(|| v.clone());
+        }
     }
 
     /// Empties the recorder, keeping its allocations.
@@ -161,6 +174,7 @@ impl Recorder {
         }
         self.counters = Counters::default();
         self.errors.clear();
+        self.samples.clear();
     }
 }
 
@@ -192,15 +206,28 @@ mod tests {
         b.record(Metric::Total, Duration::from_secs(2));
         a.counters.sent = 1;
         b.counters.sent = 2;
-        a.error(ErrorClass::Timeout, Phase::Rcpt, 0);
-        b.error(ErrorClass::Timeout, Phase::Rcpt, 0);
-        b.error(ErrorClass::Rejected5xx, Phase::Mail, 550);
+        a.error(ErrorClass::Timeout, Phase::Rcpt, 0, || "first".into());
+        b.error(ErrorClass::Timeout, Phase::Rcpt, 0, || "second".into());
+        b.error(ErrorClass::Rejected5xx, Phase::Mail, 550, || {
+            "550 no".into()
+        });
         a.merge(&b);
         assert_eq!(a.hist(Metric::Total).len(), 3);
         assert_eq!(a.hist(Metric::Total).min(), 100);
         assert!(a.hist(Metric::Total).max() >= 2_000_000);
         assert_eq!(a.counters.sent, 3);
         assert_eq!(a.error_count(), 3);
+        let sample = |k: ErrorKey| a.samples.get(&k).cloned();
+        let timeout = ErrorKey {
+            class: ErrorClass::Timeout,
+            phase: Phase::Rcpt,
+            code: 0,
+        };
+        assert_eq!(
+            sample(timeout).as_deref(),
+            Some("first"),
+            "the first reason stays"
+        );
         a.reset();
         assert_eq!(a.hist(Metric::Total).len(), 0);
         assert_eq!(a.counters, Counters::default());

@@ -55,6 +55,9 @@ pub struct ErrorRow {
     pub code: u16,
     /// How many.
     pub count: u64,
+    /// The first reason seen (the server's reply, or the connection error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<String>,
 }
 
 /// What the tool measured about itself.
@@ -116,8 +119,15 @@ pub struct Results {
     pub run_id: String,
     /// Wall-clock start, RFC 3339.
     pub started_at: String,
+    /// Wall-clock start in µs since the Unix epoch: time zero of the series (`t_s`).
+    #[serde(default)]
+    pub started_at_us: u64,
     /// Length of the run in seconds.
     pub duration_s: f64,
+    /// True when Ctrl-C or SIGTERM cut the run short (what was measured until then is
+    /// all here).
+    #[serde(default)]
+    pub interrupted: bool,
     /// The validated configuration.
     pub config: serde_json::Value,
     /// Where it ran.
@@ -148,8 +158,8 @@ pub struct RunParts {
     pub command: &'static str,
     /// The run id.
     pub run_id: u64,
-    /// Wall-clock start, RFC 3339.
-    pub started_at: String,
+    /// Wall-clock start, µs since the Unix epoch (time zero of the series).
+    pub started_us: u64,
     /// Length in seconds.
     pub duration_s: f64,
     /// The validated configuration.
@@ -172,8 +182,13 @@ impl Results {
             schema_version: SCHEMA_VERSION,
             command: p.command.into(),
             run_id: format!("{:016x}", p.run_id),
-            started_at: p.started_at,
+            started_at: humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_micros(p.started_us),
+            )
+            .to_string(),
+            started_at_us: p.started_us,
             duration_s: p.duration_s,
+            interrupted: false,
             config: p.config,
             environment: Environment::current(),
             summary: p.summary,
@@ -201,6 +216,7 @@ impl Results {
                 phase: k.phase.name().to_string(),
                 code: k.code,
                 count: *v,
+                sample: total.samples.get(k).cloned(),
             })
             .collect();
         (latency, errors)
@@ -221,9 +237,4 @@ impl Results {
         std::fs::write(path, text + "\n")
             .map_err(|e| format!("cannot write results to {}: {e}", path.display()))
     }
-}
-
-/// The current time as RFC 3339 (UTC, seconds).
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }

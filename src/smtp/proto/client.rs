@@ -47,7 +47,8 @@ pub struct Credentials {
 
 /// A message to send in one transaction. The body is given both raw (for BDAT) and
 /// dot-stuffed (for DATA); both must be CRLF-normalised. `prefix` is the per-message part
-/// (trace header, Message-ID) and must not contain a line starting with '.'.
+/// (trace header, Message-ID) and `suffix` a last short line that brings a generated
+/// message to its exact size; neither may contain a line starting with '.'.
 #[derive(Debug, Clone)]
 pub struct Transaction {
     /// The reverse-path, without angle brackets (empty for the null sender).
@@ -60,6 +61,8 @@ pub struct Transaction {
     pub raw: Bytes,
     /// The shared rest of the message, dot-stuffed.
     pub stuffed: Bytes,
+    /// Sent after the body, in both forms (empty for most messages).
+    pub suffix: Bytes,
     /// The body has 8-bit octets (BODY=8BITMIME is declared when the server allows).
     pub eight_bit: bool,
 }
@@ -67,7 +70,7 @@ pub struct Transaction {
 impl Transaction {
     /// The message size in octets as the recipient will store it.
     pub fn size(&self) -> usize {
-        self.prefix.len() + self.raw.len()
+        self.prefix.len() + self.raw.len() + self.suffix.len()
     }
 }
 
@@ -106,10 +109,16 @@ pub struct TxnOutcome {
     /// Recipients the message was delivered to (SMTP: all accepted ones on success; LMTP:
     /// those with a positive reply after the body).
     pub rcpts_delivered: u32,
-    /// The first failure: where it happened and the reply code.
+    /// The failure that decided the transaction: where it happened and the reply code.
+    /// Replies that only follow from an earlier refusal (RCPT 503 after a refused MAIL,
+    /// DATA 554 after every recipient was refused) are consequences, not failures.
     pub failure: Option<(Phase, u16)>,
+    /// The text of the reply behind `failure`, for the error table's sample.
+    pub failure_text: Option<String>,
     /// Reply codes of refused recipients (RCPT phase, or LMTP per-recipient after the body).
     pub rcpt_failures: Vec<(Phase, u16)>,
+    /// The text of the first recipient refusal, for the error table's sample.
+    pub rcpt_failure_text: Option<String>,
 }
 
 /// A failure that makes the whole session unusable (as opposed to a failed transaction).
@@ -240,6 +249,11 @@ impl ClientSession {
     /// True once the session is over; the connection must be dropped.
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed && self.expect.is_empty() && self.finished.is_none()
+    }
+
+    /// True when a transaction may begin: set-up done, nothing in flight or queued.
+    pub fn is_idle(&self) -> bool {
+        self.state == State::Ready && self.expect.is_empty() && self.finished.is_none()
     }
 
     /// True when TLS is in use on this session.
@@ -436,13 +450,13 @@ impl ClientSession {
             }
             Expect::Rset => {
                 if !reply.is_positive() {
-                    self.record_failure(Phase::Rset, reply.code);
+                    self.record_failure(Phase::Rset, &reply);
                 }
             }
             Expect::Mail => {
                 self.mail_ok = reply.is_positive();
                 if !self.mail_ok {
-                    self.record_failure(Phase::Mail, reply.code);
+                    self.record_failure(Phase::Mail, &reply);
                 }
                 if !self.pipelined() && self.mail_ok {
                     self.put_next_rcpt();
@@ -451,9 +465,13 @@ impl ClientSession {
             Expect::Rcpt => {
                 if reply.is_positive() {
                     self.outcome.rcpts_accepted += 1;
-                } else {
+                } else if self.mail_ok {
+                    // After a refused MAIL every RCPT reply (503) is a consequence.
                     self.outcome.rcpts_refused += 1;
                     self.outcome.rcpt_failures.push((Phase::Rcpt, reply.code));
+                    if self.outcome.rcpt_failure_text.is_none() {
+                        self.outcome.rcpt_failure_text = Some(reply.to_string());
+                    }
                 }
                 if !self.pipelined() && !self.put_next_rcpt() {
                     if self.outcome.rcpts_accepted > 0 {
@@ -462,7 +480,7 @@ impl ClientSession {
                             self.txn = Some(txn);
                         }
                     } else {
-                        self.record_failure(Phase::Rcpt, reply.code);
+                        self.record_failure(Phase::Rcpt, &reply);
                     }
                 }
             }
@@ -484,8 +502,11 @@ impl ClientSession {
                     self.outcome
                         .rcpt_failures
                         .push((Phase::DataDot, reply.code));
+                    if self.outcome.rcpt_failure_text.is_none() {
+                        self.outcome.rcpt_failure_text = Some(reply.to_string());
+                    }
                 } else {
-                    self.record_failure(Phase::DataDot, reply.code);
+                    self.record_failure(Phase::DataDot, &reply);
                 }
             }
             Expect::EmptyBodyEnd => {}
@@ -562,10 +583,17 @@ impl ClientSession {
         Err(SessionError::Rejected { phase, reply })
     }
 
-    fn record_failure(&mut self, phase: Phase, code: u16) {
+    fn record_failure(&mut self, phase: Phase, reply: &Reply) {
         if self.outcome.failure.is_none() {
-            self.outcome.failure = Some((phase, code));
+            self.outcome.failure = Some((phase, reply.code));
+            self.outcome.failure_text = Some(reply.to_string());
         }
+    }
+
+    /// A refused MAIL, or no recipient accepted: what follows in the same pipelined group
+    /// (DATA's 503/554) only repeats that refusal.
+    fn already_refused(&self) -> bool {
+        !self.mail_ok || self.outcome.rcpts_accepted == 0
     }
 
     fn put_mail(&mut self, txn: &Transaction) {
@@ -604,6 +632,7 @@ impl ClientSession {
             let _ = write!(self.out.buf(), "BDAT {size} LAST\r\n");
             self.out.put_shared(txn.prefix.clone());
             self.out.put_shared(txn.raw.clone());
+            self.out.put_shared(txn.suffix.clone());
             self.expect.push_back(Expect::BodyEnd);
         } else {
             self.out.put(b"DATA\r\n");
@@ -613,7 +642,9 @@ impl ClientSession {
 
     fn on_data_reply(&mut self, reply: Reply) {
         if reply.code != 354 {
-            self.record_failure(Phase::Data, reply.code);
+            if !self.already_refused() {
+                self.record_failure(Phase::Data, &reply);
+            }
             return;
         }
         if self.mail_ok && self.outcome.rcpts_accepted > 0 {
@@ -621,6 +652,7 @@ impl ClientSession {
                 let (prefix, stuffed) = (txn.prefix.clone(), txn.stuffed.clone());
                 self.out.put_shared(prefix);
                 self.out.put_shared(stuffed);
+                self.out.put_shared(txn.suffix.clone());
             }
             self.out.put(END_OF_DATA);
             self.content_sent = true;
@@ -639,13 +671,19 @@ impl ClientSession {
             self.out.put(END_OF_DATA);
             self.content_sent = true;
             self.expect.push_back(Expect::EmptyBodyEnd);
-            let code = self
-                .outcome
-                .rcpt_failures
-                .last()
-                .map(|f| f.1)
-                .unwrap_or(554);
-            self.record_failure(Phase::Rcpt, code);
+            if self.mail_ok {
+                let code = self
+                    .outcome
+                    .rcpt_failures
+                    .last()
+                    .map(|f| f.1)
+                    .unwrap_or(554);
+                let text = self.outcome.rcpt_failure_text.clone().unwrap_or_default();
+                if self.outcome.failure.is_none() {
+                    self.outcome.failure = Some((Phase::Rcpt, code));
+                    self.outcome.failure_text = Some(text);
+                }
+            }
         }
     }
 
@@ -654,8 +692,12 @@ impl ClientSession {
         self.txn = None;
         if !outcome.accepted {
             if outcome.failure.is_none() {
-                let code = outcome.rcpt_failures.last().map_or(0, |f| f.1);
-                outcome.failure = Some((Phase::DataDot, code));
+                // Every recipient refused (at RCPT, or per recipient by LMTP).
+                outcome.failure = Some(match outcome.rcpt_failures.last() {
+                    Some(f) => *f,
+                    None => (Phase::DataDot, 0),
+                });
+                outcome.failure_text = outcome.rcpt_failure_text.clone();
             }
             // After the final reply to content the transaction is over either way (RFC
             // 5321 §4.1.1.4); only one that ended before its content needs RSET.

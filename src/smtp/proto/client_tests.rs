@@ -20,6 +20,7 @@ fn txn(rcpts: &[&str]) -> Transaction {
         prefix: Bytes::from_static(b"X-T: 1\r\n"),
         raw: Bytes::from_static(b"Subject: x\r\n\r\n.dot\r\n"),
         stuffed: Bytes::from_static(b"Subject: x\r\n\r\n..dot\r\n"),
+        suffix: Bytes::new(),
         eight_bit: false,
     }
 }
@@ -137,6 +138,9 @@ fn rfc2920_refused_mail_fails_the_transaction_and_rset_follows() {
     let o = done(&mut s);
     assert!(!o.accepted);
     assert_eq!(o.failure, Some((Phase::Mail, 550)));
+    assert_eq!(o.failure_text.as_deref(), Some("550 sender refused"));
+    // The 503s only follow from the refused MAIL: no recipient was refused.
+    assert_eq!((o.rcpts_refused, o.rcpt_failures.len()), (0, 0));
     s.begin(txn(&["b@example.com"]));
     let w = written(&mut s);
     assert!(w.starts_with("RSET\r\nMAIL FROM:"), "got {w:?}");
@@ -157,7 +161,7 @@ fn rfc2920_354_without_valid_recipient_sends_a_lone_dot() {
 }
 
 #[test]
-fn rfc2920_data_refused_after_all_rcpts_refused() {
+fn rfc2920_data_554_after_all_rcpts_refused_is_not_a_new_failure() {
     let mut s = ready_session(cfg(), "mx\nPIPELINING");
     s.begin(txn(&["b@example.com", "c@example.com"]));
     let _ = written(&mut s);
@@ -172,8 +176,13 @@ fn rfc2920_data_refused_after_all_rcpts_refused() {
     );
     let o = done(&mut s);
     assert!(!o.accepted);
-    assert_eq!(o.failure, Some((Phase::Data, 554)));
+    assert_eq!(o.failure, Some((Phase::Rcpt, 550)));
     assert_eq!(o.rcpts_refused, 2);
+    assert_eq!(
+        o.rcpt_failures,
+        vec![(Phase::Rcpt, 450), (Phase::Rcpt, 550)]
+    );
+    assert_eq!(o.rcpt_failure_text.as_deref(), Some("450 try later"));
 }
 
 #[test]
@@ -366,7 +375,7 @@ fn next_transaction_rides_with_the_content_and_quit_with_the_last() {
         ],
     );
     let o = done(&mut s);
-    assert_eq!(o.failure, Some((Phase::Data, 554)));
+    assert_eq!(o.failure, Some((Phase::Rcpt, 550)));
     // The follow-on ended before its content: the next transaction starts with RSET.
     s.begin(txn(&["d@example.com"]));
     let w = written(&mut s);

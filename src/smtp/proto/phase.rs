@@ -12,8 +12,10 @@ pub enum Phase {
     Banner,
     /// EHLO, HELO or LHLO.
     Ehlo,
-    /// STARTTLS command and the TLS handshake after it (or the implicit-TLS handshake).
+    /// The STARTTLS command, until its 220 reply.
     StartTls,
+    /// The TLS handshake (after STARTTLS's 220, or first thing with implicit TLS).
+    TlsHandshake,
     /// AUTH, all of its round trips.
     Auth,
     /// MAIL FROM.
@@ -32,11 +34,12 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in session order.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 12] = [
         Phase::Connect,
         Phase::Banner,
         Phase::Ehlo,
         Phase::StartTls,
+        Phase::TlsHandshake,
         Phase::Auth,
         Phase::Mail,
         Phase::Rcpt,
@@ -53,6 +56,7 @@ impl Phase {
             Phase::Banner => "banner",
             Phase::Ehlo => "ehlo",
             Phase::StartTls => "starttls",
+            Phase::TlsHandshake => "tls_handshake",
             Phase::Auth => "auth",
             Phase::Mail => "mail",
             Phase::Rcpt => "rcpt",

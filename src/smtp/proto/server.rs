@@ -133,6 +133,9 @@ pub enum Out {
     Bytes(Vec<u8>),
     /// Sleep before writing what follows.
     Delay(Duration),
+    /// Sleep before writing the reply that accepts a message: the IO layer counts the
+    /// message as delivered only if the client is still there after the hold.
+    Hold(Duration),
     /// Upgrade to TLS now (after the 220 to STARTTLS was written).
     StartTls,
     /// Close the connection after writing what precedes.
@@ -151,21 +154,35 @@ enum State {
     Closed,
 }
 
-/// Counts of what a session saw, read by the IO layer after each feed.
+/// Counts of what a session saw, read by the IO layer after each feed. Messages the
+/// session accepted are the IO layer's to count: one is delivered only once its reply
+/// reached the client.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionCounts {
-    /// Complete messages received.
-    pub messages: u64,
-    /// Recipients of those messages.
-    pub recipients: u64,
-    /// Octets of those messages.
-    pub bytes: u64,
-    /// Negative replies sent.
+    /// Negative replies sent, not counting those that only repeat an earlier refusal in
+    /// the same transaction (RCPT 503 after a refused MAIL, DATA 554 after every recipient
+    /// was refused).
     pub rejected: u64,
     /// Transactions (MAIL accepted).
     pub transactions: u64,
+    /// Transaction attempts (from MAIL to the final reply) that ended without the message
+    /// being accepted because this server refused it: MAIL, every RCPT, DATA or the end
+    /// of data refused, or the connection dropped or shut down by the server.
+    pub refused: u64,
+    /// Transaction attempts the client gave up on: RSET, QUIT or a closed connection while
+    /// it still had accepted recipients and no refusal.
+    pub abandoned: u64,
     /// Protocol errors from the client (unknown command, bad syntax, line too long).
     pub protocol_errors: u64,
+}
+
+/// A transaction attempt in progress, from MAIL (accepted or not) to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    /// No attempt open.
+    None,
+    /// Open; `refused` once MAIL or a RCPT was refused.
+    Open { refused: bool },
 }
 
 /// The server session. One per connection.
@@ -182,6 +199,7 @@ pub struct ServerSession {
     tls_active: bool,
     auth_buf: Vec<u8>,
     auth_user: String,
+    attempt: Attempt,
     /// Counters since the session started.
     pub counts: SessionCounts,
 }
@@ -202,6 +220,7 @@ impl ServerSession {
             tls_active,
             auth_buf: Vec::new(),
             auth_user: String::new(),
+            attempt: Attempt::None,
             counts: SessionCounts::default(),
         };
         let d = h.decide(Command::Connect, &s.env, "");
@@ -363,6 +382,7 @@ impl ServerSession {
     fn on_request(&mut self, req: Request<String>, h: &mut dyn Handler) {
         match req {
             Request::Ehlo { host } | Request::Helo { host } | Request::Lhlo { host } => {
+                self.end_attempt();
                 self.env = Envelope {
                     helo: host.clone(),
                     ..Envelope::default()
@@ -415,41 +435,64 @@ impl ServerSession {
                     self.reply(503, "5.5.1", "send EHLO first");
                 } else if !self.env.from.is_empty() || !self.env.rcpts.is_empty() {
                     self.reply(503, "5.5.1", "nested MAIL command");
-                } else if from.size > self.cfg.max_message_size {
-                    self.reply(552, "5.3.4", "message size exceeds fixed limit");
                 } else {
-                    let d = h.decide(Command::Mail, &self.env, &from.address);
-                    if d.verdict == Verdict::Accept {
-                        self.env.from = if from.address.is_empty() {
-                            "<>".into()
+                    // A MAIL after a refused one starts a new attempt.
+                    self.end_attempt();
+                    self.attempt = Attempt::Open { refused: false };
+                    if from.size > self.cfg.max_message_size {
+                        self.refuse_attempt();
+                        self.reply(552, "5.3.4", "message size exceeds fixed limit");
+                    } else {
+                        let d = h.decide(Command::Mail, &self.env, &from.address);
+                        if d.verdict == Verdict::Accept {
+                            self.env.from = if from.address.is_empty() {
+                                "<>".into()
+                            } else {
+                                from.address
+                            };
+                            self.counts.transactions += 1;
                         } else {
-                            from.address
-                        };
-                        self.counts.transactions += 1;
+                            self.refuse_attempt();
+                        }
+                        self.respond(d, 250, "2.1.0", "sender ok");
                     }
-                    self.respond(d, 250, "2.1.0", "sender ok");
                 }
             }
             Request::Rcpt { to } => {
                 if self.env.from.is_empty() {
-                    self.reply(503, "5.5.1", "need MAIL before RCPT");
+                    if self.attempt_refused() {
+                        // The MAIL of this pipelined group was refused: not a new refusal.
+                        self.follow_on_reply(503, "5.5.1", "need MAIL before RCPT");
+                    } else {
+                        self.reply(503, "5.5.1", "need MAIL before RCPT");
+                    }
                 } else {
                     let d = h.decide(Command::Rcpt, &self.env, &to.address);
                     if d.verdict == Verdict::Accept {
                         self.env.rcpts.push(to.address);
+                    } else {
+                        self.refuse_attempt();
                     }
                     self.respond(d, 250, "2.1.5", "recipient ok");
                 }
             }
             Request::Data => {
                 if self.env.rcpts.is_empty() {
-                    self.reply(554, "5.5.1", "no valid recipients");
+                    if self.attempt_refused() {
+                        self.follow_on_reply(554, "5.5.1", "no valid recipients");
+                    } else {
+                        self.reply(554, "5.5.1", "no valid recipients");
+                    }
+                    self.end_attempt();
                 } else {
                     let d = h.decide(Command::Data, &self.env, "");
                     if d.verdict == Verdict::Accept {
                         self.body.clear();
                         self.oversize = false;
                         self.state = State::Data(DataReceiver::new());
+                    } else {
+                        self.refuse_attempt();
+                        self.end_attempt();
                     }
                     self.respond(d, 354, "", "end data with <CR><LF>.<CR><LF>");
                 }
@@ -471,6 +514,7 @@ impl ServerSession {
                 }
             }
             Request::Rset => {
+                self.end_attempt();
                 self.env.from.clear();
                 self.env.rcpts.clear();
                 self.body.clear();
@@ -478,6 +522,7 @@ impl ServerSession {
             }
             Request::Noop { .. } => self.reply(250, "2.0.0", "ok"),
             Request::Quit => {
+                self.end_attempt();
                 let d = h.decide(Command::Quit, &self.env, "");
                 self.respond(d, 221, "2.0.0", "bye");
                 self.flush_pending();
@@ -497,7 +542,12 @@ impl ServerSession {
         if self.env.rcpts.is_empty() {
             // BDAT chunks without a valid transaction (or BDAT not offered).
             self.state = State::Command;
-            self.reply(503, "5.5.1", "no valid recipients");
+            if self.attempt_refused() {
+                self.follow_on_reply(503, "5.5.1", "no valid recipients");
+            } else {
+                self.reply(503, "5.5.1", "no valid recipients");
+            }
+            self.end_attempt();
             self.body.clear();
         } else {
             self.state = State::Received;
@@ -506,7 +556,8 @@ impl ServerSession {
 
     /// Answers the message from [`ServerSession::received`]: the decisions for end of
     /// data, for LMTP one per recipient in order (a single one applies to all). Then the
-    /// session takes input again. Does nothing when no message is waiting.
+    /// session takes input again. Does nothing when no message is waiting. A delay before
+    /// an accepting reply is queued as [`Out::Hold`].
     pub fn finish(&mut self, decisions: &[Decision]) {
         if !matches!(self.state, State::Received) {
             return;
@@ -519,7 +570,7 @@ impl ServerSession {
         };
         let mut delivered = 0;
         for i in 0..replies {
-            let d = decisions
+            let mut d = decisions
                 .get(i)
                 .or(decisions.last())
                 .cloned()
@@ -530,21 +581,53 @@ impl ServerSession {
             }
             if d.verdict == Verdict::Accept {
                 delivered += 1;
+                if delivered == 1 && !d.delay.is_zero() {
+                    self.flush_pending();
+                    self.out.push(Out::Hold(std::mem::take(&mut d.delay)));
+                }
             }
             self.respond(d, 250, "2.0.0", "message accepted");
         }
-        if delivered > 0 {
-            self.counts.messages += 1;
-            self.counts.recipients += if self.cfg.lmtp {
-                delivered
-            } else {
-                self.env.rcpts.len() as u64
-            };
-            self.counts.bytes += self.body.len() as u64;
+        if delivered == 0 {
+            self.refuse_attempt();
+        } else {
+            self.attempt = Attempt::None;
         }
+        self.end_attempt();
         self.env.from.clear();
         self.env.rcpts.clear();
         self.body.clear();
+    }
+
+    /// Called by the IO layer when the connection ends, however it ends: an attempt still
+    /// open is counted as refused when this server closed the session, as abandoned when
+    /// the client went away.
+    pub fn end(&mut self) {
+        if self.is_closed() && !self.attempt_refused() && self.attempt != Attempt::None {
+            // Closed by a Disconnect or Shutdown verdict: this server ended it.
+            self.refuse_attempt();
+        }
+        self.end_attempt();
+    }
+
+    /// Marks the open attempt as refused by this server.
+    fn refuse_attempt(&mut self) {
+        if let Attempt::Open { refused } = &mut self.attempt {
+            *refused = true;
+        }
+    }
+
+    fn attempt_refused(&self) -> bool {
+        self.attempt == Attempt::Open { refused: true }
+    }
+
+    /// Closes the open attempt (if any), counting how it ended.
+    fn end_attempt(&mut self) {
+        match std::mem::replace(&mut self.attempt, Attempt::None) {
+            Attempt::None => {}
+            Attempt::Open { refused: true } => self.counts.refused += 1,
+            Attempt::Open { refused: false } => self.counts.abandoned += 1,
+        }
     }
 
     fn ehlo_text(&self, host: &str) -> String {
@@ -611,6 +694,12 @@ impl ServerSession {
         }
         p.extend_from_slice(text.as_bytes());
         p.extend_from_slice(b"\r\n");
+    }
+
+    /// A negative reply that only repeats a refusal already counted in this attempt.
+    fn follow_on_reply(&mut self, code: u16, esc: &str, text: &str) {
+        self.reply(code, esc, text);
+        self.counts.rejected -= 1;
     }
 
     fn multiline(&mut self, code: u16, text: &str) {

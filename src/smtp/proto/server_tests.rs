@@ -315,3 +315,133 @@ fn a_message_waits_for_its_decision_and_input_behind_it_waits_too() {
         "{text}"
     );
 }
+
+/// Refuses what it is told to, for counting attempts.
+struct Refuse {
+    mail: bool,
+    rcpt: bool,
+    data_end: Option<Decision>,
+}
+
+impl Refuse {
+    /// Refuses MAIL and/or RCPT; accepts the rest.
+    fn at(mail: bool, rcpt: bool) -> Refuse {
+        Refuse {
+            mail,
+            rcpt,
+            data_end: None,
+        }
+    }
+
+    /// Accepts the envelope; ends every message with `d`.
+    fn ending(verdict: Verdict, delay: Duration) -> Refuse {
+        Refuse {
+            mail: false,
+            rcpt: false,
+            data_end: Some(Decision { delay, verdict }),
+        }
+    }
+}
+
+impl Handler for Refuse {
+    fn decide(&mut self, cmd: Command, _env: &Envelope, _arg: &str) -> Decision {
+        match cmd {
+            Command::Mail if self.mail => reply(550, "5.7.1", "sender refused"),
+            Command::Rcpt if self.rcpt => reply(451, "4.3.0", "try later"),
+            _ => Decision::ACCEPT,
+        }
+    }
+}
+
+/// Runs `input` as one read through a session with `h`; every complete message gets
+/// `h.data_end` (accept by default). Returns the counts and the output.
+fn counted(h: &mut Refuse, input: &[u8]) -> (SessionCounts, Vec<Out>) {
+    let mut s = ServerSession::new(cfg(), false, h);
+    let mut at = 0;
+    loop {
+        at += s.feed(&input[at..], h);
+        if s.received().is_none() {
+            break;
+        }
+        let d = h.data_end.clone().unwrap_or(Decision::ACCEPT);
+        s.finish(&[d]);
+    }
+    s.end();
+    let mut out = Vec::new();
+    s.take_output(&mut out);
+    (s.counts.clone(), out)
+}
+
+const PIPELINED_TXN: &[u8] = b"EHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@x.test>\r\nDATA\r\nSubject: t\r\n\r\nbody\r\n.\r\n";
+
+#[test]
+fn a_refused_transaction_counts_once_and_its_follow_on_replies_are_not_refusals() {
+    // RCPT refused: DATA's 554 follows from it.
+    let (c, _) = counted(
+        &mut Refuse::at(false, true),
+        b"EHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@x.test>\r\nDATA\r\nRSET\r\nQUIT\r\n",
+    );
+    assert_eq!((c.refused, c.abandoned, c.rejected), (1, 0, 1), "{c:?}");
+    // MAIL refused: RCPT's 503 and DATA's 554 follow from it.
+    let (c, _) = counted(
+        &mut Refuse::at(true, false),
+        b"EHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@x.test>\r\nDATA\r\nQUIT\r\n",
+    );
+    assert_eq!((c.refused, c.abandoned, c.rejected), (1, 0, 1), "{c:?}");
+    // Not pipelined: MAIL refused, then RSET ends the attempt.
+    let (c, _) = counted(
+        &mut Refuse::at(true, false),
+        b"EHLO c\r\nMAIL FROM:<a@x.test>\r\nRSET\r\nMAIL FROM:<a@x.test>\r\nQUIT\r\n",
+    );
+    assert_eq!((c.refused, c.rejected), (2, 2), "{c:?}");
+    // End of data refused.
+    let (c, _) = counted(
+        &mut Refuse::ending(Verdict::Reply(554, "5.6.0", "no".into()), Duration::ZERO),
+        PIPELINED_TXN,
+    );
+    assert_eq!((c.refused, c.abandoned, c.rejected), (1, 0, 1), "{c:?}");
+    // Delivered: neither.
+    let (c, _) = counted(&mut Refuse::at(false, false), PIPELINED_TXN);
+    assert_eq!((c.refused, c.abandoned, c.transactions), (0, 0, 1), "{c:?}");
+}
+
+#[test]
+fn a_client_that_leaves_mid_transaction_abandoned_it_and_a_server_drop_refused_it() {
+    let accept = || Refuse::at(false, false);
+    let (c, _) = counted(
+        &mut accept(),
+        b"EHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@x.test>\r\n",
+    );
+    assert_eq!((c.refused, c.abandoned), (0, 1), "client went away: {c:?}");
+    let (c, _) = counted(
+        &mut accept(),
+        b"EHLO c\r\nMAIL FROM:<a@x.test>\r\nRCPT TO:<b@x.test>\r\nQUIT\r\n",
+    );
+    assert_eq!((c.refused, c.abandoned), (0, 1), "client quit: {c:?}");
+    let (c, _) = counted(
+        &mut Refuse::ending(Verdict::Disconnect, Duration::ZERO),
+        PIPELINED_TXN,
+    );
+    assert_eq!((c.refused, c.abandoned), (1, 0), "server dropped it: {c:?}");
+}
+
+#[test]
+fn a_delayed_acceptance_is_a_hold_and_a_delayed_refusal_a_plain_delay() {
+    let delay = Duration::from_millis(300);
+    let (_, out) = counted(&mut Refuse::ending(Verdict::Accept, delay), PIPELINED_TXN);
+    let hold = out.iter().position(|o| *o == Out::Hold(delay));
+    assert!(hold.is_some(), "{out:?}");
+    let after = out.get(hold.unwrap_or(0) + 1);
+    assert!(
+        matches!(after, Some(Out::Bytes(b)) if b.starts_with(b"250 2.0.0 message accepted")),
+        "the accepting reply comes right after the hold: {out:?}"
+    );
+    let (_, out) = counted(
+        &mut Refuse::ending(Verdict::Reply(451, "4.3.0", "later".into()), delay),
+        PIPELINED_TXN,
+    );
+    assert!(
+        out.contains(&Out::Delay(delay)) && !out.iter().any(|o| matches!(o, Out::Hold(_))),
+        "{out:?}"
+    );
+}

@@ -1,0 +1,165 @@
+//! What has arrived, counted the way a relay benchmark needs it: a message is delivered
+//! only once the sink's accepting reply has reached the client (an MTA that gave up
+//! waiting for it will send the message again), and only messages of the run being
+//! measured count as its deliveries — bounces (null sender) and mail without the run's
+//! trace header are counted apart.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::correlate::Correlator;
+use crate::message::trace::Trace;
+use crate::send::plan::TimeLog;
+
+/// Deliveries seen so far, readable while the sink runs; shared with a relay.
+#[derive(Default)]
+pub struct Delivery {
+    /// The run a relay waits for; `None` for a standalone sink (every traced run counts).
+    pub run: Option<u64>,
+    /// Trace correlation of every run seen: loss, duplicates.
+    pub correlator: Correlator,
+    /// First confirmed arrival of each sequence number of `run`, wall-clock µs.
+    pub arrivals: TimeLog,
+    /// Distinct recipients of `run`'s messages delivered.
+    pub recipients: AtomicU64,
+    /// Distinct messages of `run` delivered.
+    pub messages: AtomicU64,
+    /// Milliseconds after the sink's start of the latest new message of `run`.
+    pub last_ms: AtomicU64,
+    /// Messages with the null sender: bounces and other notifications.
+    pub bounces: AtomicU64,
+    /// Recipients reported failed by bounces of `run`'s messages, per sequence number.
+    pub bounced: Mutex<HashMap<u64, u64>>,
+    /// Messages with no readable trace header, or (with `run` set) another run's.
+    pub untraced: AtomicU64,
+    /// Milliseconds after the sink's start of the latest confirmed delivery of any kind.
+    pub last_any_ms: AtomicU64,
+}
+
+/// One confirmed delivery, as the connection hands it over.
+pub struct Confirmed<'a> {
+    /// The trace header, when the message had one (for a bounce: the returned message's,
+    /// with the recipients it reports failed).
+    pub trace: Option<Trace>,
+    /// For a bounce, how many recipients it reports failed.
+    pub bounced: u64,
+    /// Correlation keys of the recipients it was accepted for.
+    pub keys: &'a [u64],
+    /// The envelope sender was null.
+    pub null_sender: bool,
+}
+
+impl Delivery {
+    /// A delivery record that waits for run `run`.
+    pub fn tracking(run: u64) -> Delivery {
+        Delivery {
+            run: Some(run),
+            ..Delivery::default()
+        }
+    }
+
+    /// Counts one confirmed delivery at `now_us` (wall clock) and `now_ms` (since start).
+    pub fn confirm(&self, c: &Confirmed<'_>, now_us: u64, now_ms: u64) {
+        self.last_any_ms.store(now_ms, Ordering::Relaxed);
+        if c.null_sender {
+            self.bounces.fetch_add(1, Ordering::Relaxed);
+            if let (Some(run), Some(t)) = (self.run, c.trace)
+                && run == t.run
+            {
+                let mut b = self.bounced.lock().unwrap_or_else(|p| p.into_inner());
+                if b.len() < TimeLog::CAP {
+                    *b.entry(t.seq).or_insert(0) += c.bounced;
+                }
+            }
+            return;
+        }
+        let Some(t) = c.trace else {
+            self.correlator.untracked_add(c.keys.len() as u64);
+            self.untraced.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let a = self.correlator.arrived(&t, c.keys);
+        if self.run.is_some_and(|run| run != t.run) {
+            self.untraced.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if self.run.is_some() {
+            self.arrivals.record_at(t.seq, now_us);
+        }
+        self.recipients
+            .fetch_add(a.new_recipients, Ordering::Relaxed);
+        if a.new_message {
+            self.messages.fetch_add(1, Ordering::Relaxed);
+            self.last_ms.store(now_ms, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_tracked_runs_mail_counts_as_delivered() {
+        let d = Delivery::tracking(7);
+        let keys = [d.correlator.key("a@x"), d.correlator.key("b@x")];
+        let trace = |run, seq| {
+            Some(Trace {
+                run,
+                seq,
+                sent_us: 0,
+            })
+        };
+        let mine = Confirmed {
+            trace: trace(7, 1),
+            bounced: 0,
+            keys: &keys,
+            null_sender: false,
+        };
+        d.confirm(&mine, 100, 1);
+        d.confirm(&mine, 200, 2); // a duplicate adds nothing
+        d.confirm(
+            &Confirmed {
+                trace: trace(7, 2),
+                bounced: 1,
+                keys: &keys[..1],
+                null_sender: true,
+            },
+            300,
+            3,
+        );
+        d.confirm(
+            &Confirmed {
+                trace: None,
+                bounced: 0,
+                keys: &keys[..1],
+                null_sender: false,
+            },
+            400,
+            4,
+        );
+        d.confirm(
+            &Confirmed {
+                trace: trace(8, 1),
+                bounced: 0,
+                keys: &keys[..1],
+                null_sender: false,
+            },
+            500,
+            5,
+        );
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        assert_eq!((n(&d.messages), n(&d.recipients)), (1, 2));
+        assert_eq!((n(&d.bounces), n(&d.untraced)), (1, 2));
+        assert_eq!((n(&d.last_ms), n(&d.last_any_ms)), (1, 5));
+        assert_eq!(d.arrivals.get(1), Some(100), "the first arrival is kept");
+        assert_eq!(d.arrivals.get(2), None, "a bounce is not an arrival");
+        let bounced = d.bounced.lock().expect("lock");
+        assert_eq!(
+            bounced.get(&2),
+            Some(&1),
+            "but it says which message bounced"
+        );
+    }
+}
