@@ -8,10 +8,14 @@
 //!   real peers)
 //! - `sink`: `mailbench sink` against swaks, smtp-source and `mailbench send` (counts,
 //!   byte-exact storage, STARTTLS/AUTH/BDAT, fault rules, greylisting, hostile input)
+//! - `truth`: issue 9's regression tests: a known delay, count or share in, the exact
+//!   figure out (latency per phase and in total, loss, refusals, sizes, warnings, exit
+//!   codes, output formats, memory over many connections)
 
 mod cli;
 mod relay;
 mod relay_path;
 mod send;
 mod sink;
+mod truth;
 mod util;

@@ -77,6 +77,11 @@ fn two_thousand_messages_through_a_lab_postfix_arrive_once_and_nothing_is_left()
         return;
     };
     assert_exactly_once(&r, 2000);
+    crate::util::assert_threshold_keys(
+        &r,
+        &mailbench::relay::THRESHOLDS,
+        &["max_sustainable_per_sec", "max_sustainable_mpm"],
+    );
     let csv = std::fs::read_to_string(&csv).expect("the CSV is written");
     let header = csv.lines().next().unwrap_or_default();
     assert!(
@@ -360,5 +365,156 @@ fn injection_over_starttls_into_the_lab() {
         c["connections"].as_u64().is_some_and(|n| n > 0)
             && c["tls_connections"] == c["connections"],
         "every injection connection used TLS: {c:#}"
+    );
+}
+
+/// Runs a lab relay with stderr captured (progress lines); returns results and stderr.
+fn relay_verbose(args: &[&str], json: &std::path::Path) -> Option<(serde_json::Value, String)> {
+    require("postfix")?;
+    let j = json.to_string_lossy().to_string();
+    let all = [&["relay", "--lab", "postfix", "--json", &j][..], args].concat();
+    let out = run(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&all, &out));
+    Some((
+        results(json),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+#[test]
+fn issue_9_6_26_a_reply_the_mta_gave_up_on_is_no_delivery_and_the_drain_waits_for_the_queue() {
+    // 10 % of the sink's final replies come after 3 s; Postfix gives up after 1 s, defers
+    // the message and sends it again. Those first copies must not count as delivered.
+    let dir = TempDir::new("relay-timeout");
+    let args = [
+        "-n",
+        "300",
+        "--rate",
+        "150/s",
+        "-c",
+        "16",
+        "--size",
+        "2k",
+        "--sink-rule",
+        "data_end:delay=3s:10%",
+        "--postconf",
+        "smtp_data_done_timeout=1s",
+    ];
+    let Some((r, stderr)) = relay_verbose(&args, &dir.0.join("r.json")) else {
+        return;
+    };
+    assert_exactly_once(&r, 300);
+    let s = &r["summary"];
+    assert_eq!(s["queued_left"], 0, "{s:#}");
+    assert_eq!(s["drained"], true, "{s:#}");
+    let unconfirmed = r["extra"]["sink"]["unconfirmed"].as_u64().expect("count");
+    assert!(unconfirmed >= 5, "about 30 replies came too late: {s:#}");
+    assert!(
+        s["e2e_p99_ms"].as_f64().is_some_and(|p| p >= 3000.0),
+        "the retried messages took seconds: {s:#}"
+    );
+    // While it runs (2 s of injection at 150/s): deliveries and backlog beside injection,
+    // then the drain's progress.
+    assert!(
+        stderr.contains(" delivered ") && stderr.contains(" backlog "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("draining: delivered"), "{stderr}");
+    // Issue 9.5: the series carries end to end per interval.
+    let series = r["series"].as_array().expect("series");
+    assert!(
+        series.iter().any(|p| p["e2e_p99_ms"].as_f64() > Some(0.0)),
+        "{series:#?}"
+    );
+}
+
+#[test]
+fn issue_9_7_the_mtas_bounces_are_not_deliveries_and_not_losses() {
+    // One recipient in ten asks the sink for a permanent refusal: Postfix bounces those
+    // messages to the sender, through the same sink.
+    let dir = TempDir::new("relay-bounce");
+    let list = dir.0.join("rcpts.txt");
+    let mut text = String::from("permfail@example.com\n");
+    for i in 1..10 {
+        text += &format!("user{i}@example.com\n");
+    }
+    std::fs::write(&list, text).expect("recipient list");
+    let l = list.to_string_lossy().to_string();
+    let args = ["-n", "1000", "--size", "2k", "--recipients", &l];
+    let Some(r) = relay(&args, &dir.0.join("r.json")) else {
+        return;
+    };
+    let s = &r["summary"];
+    assert_eq!(s["expected_recipients"], 1000, "{s:#}");
+    assert_eq!(s["delivered"], 900, "{s:#}");
+    assert_eq!(s["delivered_messages"], 900, "{s:#}");
+    assert_eq!(s["bounced"], 100, "{s:#}");
+    assert_eq!(s["bounces"], 100, "{s:#}");
+    assert_eq!(s["lost"], 0, "{s:#}");
+    assert_eq!(s["drained"], true, "{s:#}");
+    assert!(
+        s["drain_s"].as_f64() < Some(60.0),
+        "the drain ends when the queue is empty, not at the timeout: {s:#}"
+    );
+}
+
+#[test]
+fn issue_9_11_find_max_stays_below_a_known_delivery_capacity() {
+    // Two delivery connections at 20 ms a message: Postfix cannot deliver 100/s.
+    let dir = TempDir::new("relay-cap");
+    let args = [
+        "--find-max",
+        "--step",
+        "4s",
+        "--interval",
+        "500ms",
+        "--start-rate",
+        "25/s",
+        "-c",
+        "16",
+        "--size",
+        "2k",
+        "--sink-rule",
+        "data_end:delay=20ms",
+        "--postconf",
+        "smtp_destination_concurrency_limit=2",
+        "--postconf",
+        "default_destination_concurrency_limit=2",
+    ];
+    let Some(r) = relay(&args, &dir.0.join("r.json")) else {
+        return;
+    };
+    let steps = r["extra"]["find_max"].as_array().expect("steps");
+    crate::util::assert_threshold_keys(&r, &mailbench::relay::THRESHOLDS, &[]);
+    let best = r["summary"]["max_sustainable_per_sec"]
+        .as_f64()
+        .expect("max rate");
+    assert!(
+        (50.0..100.0).contains(&best),
+        "the maximum must stay under the 100/s capacity: {best}/s\n{steps:#?}"
+    );
+}
+
+#[test]
+fn issue_9_17_a_misspelt_postconf_key_is_refused() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let args = [
+        "relay",
+        "--lab",
+        "postfix",
+        "--postconf",
+        "default_proces_limit=100",
+        "-n",
+        "1",
+    ];
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--postconf default_proces_limit") && err.contains("no such parameter"),
+        "{err}"
     );
 }

@@ -222,7 +222,8 @@ fn refusals_are_counted_not_fatal() {
         "send", &target, "-n", "100", "-c", "4", "--json", &json, "-q",
     ];
     let out = run(&args);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    // Every message refused: the results are written, and the run failed (exit 2).
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
     let r = results(Path::new(&json));
     assert_eq!(r["summary"]["accepted"], 0, "{r:#}");
     assert_eq!(r["summary"]["rejected"], 100);
@@ -261,6 +262,10 @@ fn sigterm_stops_the_run_and_still_writes_results() {
     assert!(
         (100..=200).contains(&sent),
         "sent {sent} in ~1.5 s at 100/s"
+    );
+    assert_eq!(
+        r["interrupted"], true,
+        "the results say the run was cut short"
     );
     assert_eq!(
         r["summary"]["accepted"].as_u64(),

@@ -46,8 +46,14 @@ impl Sink {
         }
     }
 
-    fn target(&self) -> String {
+    /// Where to send to it.
+    pub fn target(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.proc.0.id()
     }
 
     /// SIGTERM, then the exit status and stdout.
@@ -294,7 +300,7 @@ fn exit_after_messages_and_greylisting_end_to_end() {
     assert!(wait_until(Duration::from_secs(5), || {
         std::net::TcpStream::connect(&listen).is_ok()
     }));
-    let send = |n: &str| {
+    let send = |n: &str, code: i32| {
         let args = [
             "send",
             &listen,
@@ -312,14 +318,15 @@ fn exit_after_messages_and_greylisting_end_to_end() {
             .arg("-q")
             .output()
             .expect("send");
-        assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+        assert_eq!(out.status.code(), Some(code), "{}", describe(&args, &out));
         results(&dir.0.join("send.json"))
     };
-    // First attempts are greylisted; the same triples retried after 1 s pass.
-    let first = send("20");
+    // First attempts are greylisted (nothing accepted: exit 2); the same triples retried
+    // after 1 s pass.
+    let first = send("20", 2);
     assert_eq!(first["summary"]["accepted"], 0, "{:#}", first["summary"]);
     std::thread::sleep(Duration::from_millis(1100));
-    let second = send("20");
+    let second = send("20", 0);
     assert_eq!(second["summary"]["accepted"], 20, "{:#}", second["summary"]);
     let status = child
         .wait()
@@ -512,7 +519,7 @@ fn auth_is_checked_against_the_user_list_when_asked() {
             &js,
             "-q",
         ],
-        0,
+        2, // nothing was accepted: the run failed, and says why
     );
     let r = results(&json);
     assert_eq!(r["summary"]["accepted"], 0);

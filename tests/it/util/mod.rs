@@ -178,3 +178,29 @@ pub fn results(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).expect("results file written");
     serde_json::from_str(&text).expect("results file is JSON")
 }
+
+/// Checks that a results summary and what `--threshold` may name agree: every number (or
+/// yes/no) in the summary can be named, and every name is in the summary, except those in
+/// `optional` (present only in some runs).
+pub fn assert_threshold_keys(
+    r: &serde_json::Value,
+    v: &mailbench::report::threshold::Vocabulary,
+    optional: &[&str],
+) {
+    let keys: Vec<&str> = v.keys().collect();
+    let summary = r["summary"].as_object().expect("summary");
+    for (k, v) in summary {
+        if v.is_number() || v.is_boolean() {
+            assert!(
+                keys.contains(&k.as_str()),
+                "summary key {k} cannot be named in --threshold"
+            );
+        }
+    }
+    for k in &keys {
+        assert!(
+            summary.contains_key(*k) || optional.contains(k),
+            "--threshold accepts {k}, which the summary lacks: {summary:#?}"
+        );
+    }
+}
