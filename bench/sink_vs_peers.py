@@ -7,7 +7,8 @@ nothing of its own (examples/floor_sink.rs: one thread, a task per connection, r
 batched per read, canned replies, no statistics): the kernel's and the runtime's share of
 the CPU per message, the least a receiver built this way can spend. Then the loopback ceiling (a minimal
 pipelined client+server in one process, examples/loopback_probe.rs) next to
-`mailbench send` → `mailbench sink`; then 20,000 idle connections held by `mailbench sink`.
+`mailbench send` → `mailbench sink`; then 20,000 idle connections held by `mailbench sink`, and
+its memory as 500,000 short connections come and go (100,000 with --quick).
 
 Usage: bench/sink_vs_peers.py [--quick] [--out DIR]. Loopback only; every run is bounded.
 """
@@ -111,6 +112,28 @@ def idle_connections(count):
     return rss, open_conns
 
 
+def churn_rss(total):
+    """mailbench sink's RSS as short connections (one message each, from smtp-source, which
+    opens a session per message) pile up: a sink that kept every finished connection would
+    grow with their number. smtp-source's messages carry no trace header, so nothing is
+    remembered per message either."""
+    tmp = tempfile.mkdtemp(prefix="mailbench-churn-")
+    p, port = start_sink("mailbench", tmp)
+    points = []
+    try:
+        done = 0
+        step = total // 5
+        while done < total:
+            subprocess.run(["smtp-source", "-m", str(step), "-s", "32", f"127.0.0.1:{port}"],
+                           stdout=subprocess.DEVNULL, check=True, timeout=900)
+            done += step
+            points.append((done, proc_rss_kib(p.pid)))
+    finally:
+        p.kill()
+        p.wait()
+    return points
+
+
 def main():
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "mailbench", "--examples"], cwd=ROOT, check=True)
     tmp = tempfile.mkdtemp(prefix="mailbench-sinkbench-")
@@ -169,6 +192,11 @@ def main():
     more = f"{count} idle connections ({fds} descriptors open in the sink): mailbench sink RSS {rss / 1024:.1f} MiB"
     if count < 20000:
         more += f" (the descriptor limit here is {limit}, so 20,000 cannot be opened)"
+    print(more)
+    lines.append(more)
+    churn = churn_rss(100_000 if QUICK else 500_000)
+    more = "mailbench sink RSS after smtp-source's short sessions (one message each): " + ", ".join(
+        f"{n:,}: {kib / 1024:.1f} MiB" for n, kib in churn)
     print(more)
     lines.append(more)
     text = "\n".join(lines)

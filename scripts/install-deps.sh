@@ -8,6 +8,11 @@ need=()
 command -v smtp-sink >/dev/null 2>&1 || [ -x /usr/sbin/smtp-sink ] || need+=(postfix)
 [ -x /usr/sbin/postal ] || need+=(postal)
 command -v swaks >/dev/null 2>&1 || need+=(swaks)
+# swaks's TLS (--tls) needs Net::SSLeay, only a recommendation of the swaks package.
+perl -MNet::SSLeay -e1 >/dev/null 2>&1 || need+=(libnet-ssleay-perl)
+# openssl makes a stranger's CA for the TLS-failure test; python3 reads mbox and DSNs.
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
