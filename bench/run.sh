@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cargo build --release --quiet --bins --examples
-dir="bench/runs/$(date +%Y%m%d)-$(hostname)"
+dir="bench/runs/$(date +%Y%m%d-%H%M)-$(hostname)"
 mkdir -p "$dir"
 {
   echo "# side-by-side benchmarks"
