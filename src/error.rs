@@ -25,18 +25,6 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    /// Every class, for reports.
-    pub const ALL: [ErrorClass; 8] = [
-        ErrorClass::Refused,
-        ErrorClass::Timeout,
-        ErrorClass::Tls,
-        ErrorClass::Rejected4xx,
-        ErrorClass::Rejected5xx,
-        ErrorClass::Closing421,
-        ErrorClass::Disconnect,
-        ErrorClass::Protocol,
-    ];
-
     /// The class of a negative reply code.
     pub fn of_code(code: u16) -> ErrorClass {
         match code {

@@ -1,35 +1,48 @@
 //! mailbench — a benchmark suite for mail servers.
 //!
-//! Layout, in the direction data flows (CLI → plan → engine → stats → outputs):
+//! Data flows one way: CLI → plan → engine → stats → outputs. The modules, in layers from
+//! the bottom up; a module imports only from layers below it (a test reads the tree and
+//! checks that):
 //!
-//! - `cli`      flags (`args`), validation into plans (`send`), outputs and exit codes
-//!   (`finish`). Nothing below it sees a raw flag.
-//! - `send`     the load generator: `plan` (validated run), `schedule` (budget × pacing,
-//!   open-loop intended start times), `workload` (what each message is), `worker` (one
-//!   connection slot).
-//! - `relay`    send → MTA under test → sink in one process: drain, delivery rate, backlog,
-//!   loss; `lab` starts disposable real MTAs (Postfix) for it.
-//! - `sink`     the receiver: `conn` (one connection over the server session), `faults`
-//!   (injected misbehaviour), `store` (discard, maildir, mbox, files), `correlate` (trace
-//!   headers: end-to-end latency, loss, duplicates), `plan`.
-//! - `smtp`     the wire layer shared by every command: `proto` is sans-IO (replies,
-//!   capabilities, dot-stuffing, the client and server session state machines); `conn`
-//!   drives the client, `stream` is the byte stream both sides share; `tls`; `target`.
-//! - `message`  content prepared once, the trace header, address templates, user lists.
-//! - `stats`    recorders, sharded collection, the time series and the results schema.
-//! - `report`   text summary, live progress, CSV, thresholds.
-//! - `shutdown` Ctrl-C / SIGTERM in two stages; `limits` raises RLIMIT_NOFILE; `error` the
-//!   shared failure classes.
+//! - foundation, imports nothing above it:
+//!   - `error`     the failure classes shared by statistics and reports.
+//!   - `units`     durations, sizes, rates and counts as people write them.
+//!   - `sasl`      SASL PLAIN and LOGIN, for every protocol (sans-IO).
+//!   - `transport` what every protocol runs on: streams, targets, connecting, listening, TLS.
+//!   - `search`    capacity searches (`sweep`, `find_max`), judged by their caller.
+//!   - `stats`     protocol-neutral statistics: metrics (a protocol names its steps),
+//!     recorders, sharded collection, the series, typed summaries and the results file.
+//!   - `limits`    raising RLIMIT_NOFILE.
+//! - the run: `run` (the skeleton every engine shares: ticks, live view, self CPU) and
+//!   `shutdown` (Ctrl-C / SIGTERM in two stages).
+//! - protocols and what they carry: `smtp` (`proto` is the sans-IO core: replies,
+//!   capabilities, dot-stuffing, the client and server state machines; `conn` drives the
+//!   client; `steps` names its phases for the statistics), `message` (content prepared
+//!   once, the trace header, address templates, user lists), `lab` (disposable real MTAs
+//!   behind one trait: `postfix`).
+//! - `load`: the load engine — schedule, budget, workers over a protocol's driver.
+//! - the parts: `send` (the SMTP driver for `load`, its plan and workload), `sink` (the
+//!   receiver: connections, faults, storage, bounces, correlation, deliveries).
+//! - `relay`: send → MTA under test → sink in one process: the benchmark, its runs, the
+//!   drain, the combined results, the capacity search's verdict.
+//! - `report`: the output stage — text summary, CSV, thresholds — from results only.
+//! - `cli`: flags (`args`), validation into plans, and the end of every command (`finish`).
 
 pub mod cli;
 pub mod error;
 pub mod lab;
 pub mod limits;
+pub mod load;
 pub mod message;
 pub mod relay;
 pub mod report;
+pub mod run;
+pub mod sasl;
+pub mod search;
 pub mod send;
 pub mod shutdown;
 pub mod sink;
 pub mod smtp;
 pub mod stats;
+pub mod transport;
+pub mod units;

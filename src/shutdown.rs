@@ -45,7 +45,7 @@ impl Shutdown {
                 }
                 if first {
                     signalled.store(true, Ordering::Relaxed);
-                    crate::report::live::say(first_notice);
+                    crate::run::live::say(first_notice);
                     stop.cancel();
                     first = false;
                 } else {

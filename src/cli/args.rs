@@ -124,9 +124,30 @@ pub struct SendArgs {
     pub load: LoadArgs,
 }
 
-/// The load shape, envelope, content and outputs shared by `send` and `relay`.
+/// The flags `send` and `relay` share: the load, the messages, the SMTP client, outputs.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
+    /// How many, how fast.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// What each message is.
+    #[command(flatten)]
+    pub message: MessageArgs,
+    /// How to connect and speak.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+    /// Write Postal's per-minute CSV here.
+    #[arg(long, value_name = "FILE")]
+    pub postal_csv: Option<PathBuf>,
+}
+
+/// The load's shape: how many units, how fast, over how many connections (every load
+/// command's).
+#[derive(Debug, Clone, Args)]
+pub struct ShapeArgs {
     /// Connections: closed loop uses this many, open loop at most this many (default: 16
     /// for send, 64 for relay). relay also takes a list, 1,4,16,64,256, and runs once per
     /// level on the same lab (a sweep).
@@ -151,23 +172,20 @@ pub struct LoadArgs {
     /// Stop after this long.
     #[arg(short = 'z', long, value_name = "DURATION")]
     pub duration: Option<String>,
-
     /// Messages per connection, N or MIN-MAX; 0 keeps each connection for the whole run.
     #[arg(long, default_value = "0", value_name = "N|MIN-MAX")]
     pub per_conn: String,
-    /// Local addresses to bind, comma-separated, used round-robin (beyond 64k connections).
-    #[arg(long, value_name = "IP,...")]
-    pub source_ip: Option<String>,
-    /// TCP connect timeout.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
-    pub connect_timeout: String,
-    /// Timeout for each reply.
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
-    pub timeout: String,
     /// After Ctrl-C or the end of --duration, how long transactions in flight may finish.
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub grace: String,
+    /// Stop the run after this many failed transactions.
+    #[arg(long, value_name = "N")]
+    pub max_errors: Option<String>,
+}
 
+/// What each message is: envelope and content.
+#[derive(Debug, Clone, Args)]
+pub struct MessageArgs {
     /// Reverse-path; placeholders {seq}, {rcpt}, {mod:N}, {rand:N}.
     #[arg(long, default_value = "mailbench@example.org", value_name = "ADDR")]
     pub from: String,
@@ -183,7 +201,6 @@ pub struct LoadArgs {
     /// Recipients per message.
     #[arg(long, default_value = "1", value_name = "N")]
     pub rcpts: String,
-
     /// Message size (headers included): 25k, or a range 0-10k (default: 1k for send, 25k
     /// for relay).
     #[arg(long, value_name = "SIZE")]
@@ -197,7 +214,20 @@ pub struct LoadArgs {
     /// Add a base64 attachment of this size to generated messages.
     #[arg(long, value_name = "SIZE")]
     pub attach: Option<String>,
+}
 
+/// The SMTP client: connections, TLS, AUTH, extensions.
+#[derive(Debug, Clone, Args)]
+pub struct ClientArgs {
+    /// Local addresses to bind, comma-separated, used round-robin (beyond 64k connections).
+    #[arg(long, value_name = "IP,...")]
+    pub source_ip: Option<String>,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each reply.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
     /// TLS: none (the default), starttls or implicit.
     #[arg(long, value_enum)]
     pub tls: Option<TlsArg>,
@@ -214,7 +244,6 @@ pub struct LoadArgs {
     /// AUTH as user:pass, or 'senders' to log in as each --senders user with its password.
     #[arg(long, value_name = "USER:PASS|senders")]
     pub auth: Option<String>,
-
     /// Speak LMTP (LHLO; one reply per recipient after the body).
     #[arg(long)]
     pub lmtp: bool,
@@ -227,16 +256,6 @@ pub struct LoadArgs {
     /// Name to send with EHLO.
     #[arg(long, default_value = "mailbench.test", value_name = "NAME")]
     pub helo: String,
-
-    /// Outputs and thresholds.
-    #[command(flatten)]
-    pub out: OutputArgs,
-    /// Write Postal's per-minute CSV here.
-    #[arg(long, value_name = "FILE")]
-    pub postal_csv: Option<PathBuf>,
-    /// Stop the run after this many failed transactions.
-    #[arg(long, value_name = "N")]
-    pub max_errors: Option<String>,
 }
 
 /// Flags of `mailbench sink`.
@@ -249,7 +268,7 @@ pub struct SinkArgs {
     #[arg(long)]
     pub lmtp: bool,
     /// Name in the greeting.
-    #[arg(long, default_value = "sink.mailbench.test", value_name = "NAME")]
+    #[arg(long, default_value = crate::sink::plan::defaults::HOSTNAME, value_name = "NAME")]
     pub hostname: String,
     /// Largest message accepted; larger ones get 552.
     #[arg(long, default_value = "50M", value_name = "SIZE")]
@@ -319,7 +338,7 @@ pub struct SinkArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub bounce_to: Option<String>,
     /// Concurrent connections overall; more are answered 421.
-    #[arg(long, default_value = "100000", value_name = "N")]
+    #[arg(long, default_value = crate::sink::plan::defaults::MAX_CONNECTIONS, value_name = "N")]
     pub max_connections: String,
     /// Concurrent connections per client IP; more are answered 421.
     #[arg(long, value_name = "N")]
@@ -331,7 +350,7 @@ pub struct SinkArgs {
     #[arg(long, value_name = "RATE")]
     pub rate_per_ip: Option<String>,
     /// Close connections idle this long.
-    #[arg(long, default_value = "300s", value_name = "DURATION")]
+    #[arg(long, default_value = crate::sink::plan::defaults::IDLE_TIMEOUT, value_name = "DURATION")]
     pub idle_timeout: String,
     /// Stop after this many messages.
     #[arg(long, value_name = "N")]

@@ -1,71 +1,78 @@
 //! After the engine: write the result files, print the summary, pick the exit code.
 
+use super::output::OutputPlan;
 use super::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
-use crate::report::{csv, text};
+use crate::report::{csv, text, threshold};
 use crate::send::{self, SendPlan};
 use crate::shutdown::Shutdown;
+use crate::sink::plan::SinkPlan;
+use crate::smtp::steps::STEPS;
 use crate::stats::Results;
+use crate::stats::summary::Summary;
 
 /// Runs `send` and reports. Errors carry their exit code.
-pub async fn send(plan: SendPlan) -> Result<u8, (u8, String)> {
+pub async fn send(plan: SendPlan, outputs: OutputPlan) -> Result<u8, (u8, String)> {
     crate::limits::raise_nofile();
-    let outputs = plan.outputs.clone();
-    let headline_target = plan
-        .targets
-        .iter()
-        .map(|t| t.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
     let shutdown = Shutdown::install();
     let results = send::run(plan, shutdown)
         .await
         .map_err(|e| (EXIT_USAGE, e))?;
-    let headline = format!(
-        "mailbench send: {} messages to {} in {:.2} s",
-        results.counters.sent, headline_target, results.duration_s
-    );
-    deliver(&results, &outputs, &text::render(&results, &headline))
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench send: {} messages to {} in {:.2} s",
+            r.counters.sent,
+            r.config["targets"]
+                .as_array()
+                .map(|t| t
+                    .iter()
+                    .filter_map(|t| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","))
+                .unwrap_or_default(),
+            r.duration_s
+        );
+        text::render(r, STEPS, &headline)
+    })
 }
 
 /// Runs `sink` and reports.
-pub async fn sink(plan: crate::sink::plan::SinkPlan) -> Result<u8, (u8, String)> {
+pub async fn sink(plan: SinkPlan, outputs: OutputPlan) -> Result<u8, (u8, String)> {
     crate::limits::raise_nofile();
-    let listeners = crate::sink::bind(&plan.listen)
+    let listeners = crate::transport::listen::bind(&plan.listen)
         .await
         .map_err(|e| (EXIT_FAILED, e))?;
-    let addrs = crate::sink::local_addrs(&listeners).join(", ");
+    let addrs = crate::transport::listen::local_addrs(&listeners).join(", ");
     // Tests and scripts wait for this line (the port may have been 0).
-    crate::report::live::say(&format!("mailbench sink: listening on {addrs}"));
-    let outputs = plan.outputs.clone();
+    crate::run::live::say(&format!("mailbench sink: listening on {addrs}"));
     let shutdown = Shutdown::install();
     let start = std::time::Instant::now();
     let results = crate::sink::run(plan, listeners, shutdown, Default::default(), start).await;
-    let s = &results.summary;
-    let headline = format!(
-        "mailbench sink: {} messages to {} recipients in {} sessions on {addrs} over {:.2} s; lost {}, duplicates {}",
-        s["messages"],
-        s["recipients"],
-        s["sessions"],
-        results.duration_s,
-        s["lost"],
-        s["duplicates"]
-    );
-    deliver(&results, &outputs, &text::render_sink(&results, &headline))
+    deliver(results, &outputs, |r| {
+        let headline = match &r.summary {
+            Summary::Sink(s) => format!(
+                "mailbench sink: {} messages to {} recipients in {} sessions on {addrs} over {:.2} s; lost {}, duplicates {}",
+                s.messages, s.recipients, s.sessions, r.duration_s, s.lost, s.duplicates
+            ),
+            _ => String::new(),
+        };
+        text::render_sink(r, &headline)
+    })
 }
 
-/// Writes the result files, prints `summary`, names the results file, and picks the exit
-/// code: the common end of every command.
+/// The common end of every command: checks the thresholds, writes the result files,
+/// prints the summary `render` makes, names the results file, and picks the exit code.
 pub fn deliver(
-    r: &Results,
-    outputs: &crate::report::Outputs,
-    summary: &str,
+    mut r: Results,
+    outputs: &OutputPlan,
+    render: impl FnOnce(&Results) -> String,
 ) -> Result<u8, (u8, String)> {
-    write_outputs(r, outputs)?;
-    crate::report::print(summary);
-    if let Some(p) = &outputs.json {
+    threshold::check(&mut r, &outputs.thresholds);
+    write_outputs(&r, &outputs.files)?;
+    crate::report::print(&render(&r));
+    if let Some(p) = &outputs.files.json {
         crate::report::print(&format!("  results    {}\n", p.display()));
     }
-    Ok(exit_code(r))
+    Ok(exit_code(&r))
 }
 
 /// Writes the files asked for.
@@ -98,9 +105,7 @@ fn write_outputs(r: &Results, outputs: &crate::report::Outputs) -> Result<(), (u
 /// failures), 3 when a threshold was breached, else 0.
 fn exit_code(r: &Results) -> u8 {
     if r.command != "sink" && r.counters.sent > 0 && r.counters.accepted == 0 {
-        crate::report::live::say(
-            "mailbench: no message was accepted; the error table above says why",
-        );
+        crate::run::live::say("mailbench: no message was accepted; the error table above says why");
         EXIT_FAILED
     } else if r.thresholds.iter().any(|t| !t.ok) {
         EXIT_THRESHOLD

@@ -1,12 +1,14 @@
-//! The thin command line: parse flags (`args`), validate them into a plan (`send`, ...),
-//! run the engine, then write outputs and choose the exit code (`finish`).
+//! The thin command line: parse flags (`args`), validate them into a plan (`send`, `sink`,
+//! `relay`, `lab`, with the output flags in `output`), run the engine, then check
+//! thresholds, write outputs and choose the exit code (`finish`).
 
 pub mod args;
 pub mod finish;
+pub mod lab;
+pub mod output;
 pub mod relay;
 pub mod send;
 pub mod sink;
-pub mod units;
 
 use std::process::ExitCode;
 
@@ -25,31 +27,34 @@ pub const EXIT_THRESHOLD: u8 = 3;
 pub fn run(cli: Cli) -> ExitCode {
     let runtime = || runtime(cli.threads);
     let result = match cli.command {
-        Command::Send(a) => send::plan(&a.target, &a.load, &send::SEND_DEFAULTS)
+        Command::Send(a) => crate::transport::target::parse_targets(&a.target, 25)
+            .and_then(|t| send::plan(t, Some(&a.target), &a.load, &send::SEND_DEFAULTS))
             .map_err(|e| (EXIT_USAGE, e))
-            .and_then(|plan| {
+            .and_then(|(plan, outputs)| {
                 runtime()
                     .map_err(|e| (EXIT_FAILED, e))?
-                    .block_on(finish::send(plan))
+                    .block_on(finish::send(plan, outputs))
             }),
         Command::Relay(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(relay::relay(*a))),
         Command::Lab(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
-            .and_then(|rt| rt.block_on(relay::lab(a))),
-        Command::Sink(a) => sink::plan(&a)
-            .map_err(|e| (EXIT_USAGE, e))
-            .and_then(|plan| {
-                runtime()
-                    .map_err(|e| (EXIT_FAILED, e))?
-                    .block_on(finish::sink(plan))
-            }),
+            .and_then(|rt| rt.block_on(lab::lab(a))),
+        Command::Sink(a) => {
+            sink::plan(&a)
+                .map_err(|e| (EXIT_USAGE, e))
+                .and_then(|(plan, outputs)| {
+                    runtime()
+                        .map_err(|e| (EXIT_FAILED, e))?
+                        .block_on(finish::sink(plan, outputs))
+                })
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),
         Err((code, msg)) => {
-            crate::report::live::say(&format!("mailbench: {msg}"));
+            crate::run::live::say(&format!("mailbench: {msg}"));
             ExitCode::from(code)
         }
     }

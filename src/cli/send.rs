@@ -1,17 +1,23 @@
-//! `SendArgs` → validated `SendPlan`: every cross-flag rule lives here.
+//! `send`'s flags → a validated `SendPlan`: the load's shape, the messages and the SMTP
+//! client are planned apart (each from its own flag group), and every cross-flag rule
+//! lives here.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::args::{ArrivalsArg, LoadArgs, Switch, TlsArg};
-use super::units;
+use super::args::{ArrivalsArg, ClientArgs, LoadArgs, MessageArgs, ShapeArgs, Switch, TlsArg};
+use super::output::{self, OutputPlan};
+use crate::load::LoadPlan;
+use crate::load::schedule::{Arrivals, Pacing};
 use crate::message::address::AddrTemplate;
 use crate::message::template::{Content, GenSpec, SizeRange};
 use crate::message::users;
-use crate::send::plan::{Addresses, Auth, SendPlan, TlsMode};
-use crate::send::schedule::{Arrivals, Pacing};
+use crate::run::Progress;
+use crate::send::plan::{Addresses, Auth, ClientPlan, MessagePlan, SendPlan, TlsMode};
 use crate::smtp::proto::Credentials;
-use crate::smtp::target::parse_targets;
+use crate::stats::summary::Vocabulary;
+use crate::transport::target::Target;
+use crate::units;
 
 /// Defaults that differ between `send` and `relay`.
 pub struct Defaults {
@@ -22,7 +28,7 @@ pub struct Defaults {
     /// Messages when neither -n nor -z is given.
     pub messages: u64,
     /// What `--threshold` may name (the command's summary and metrics).
-    pub thresholds: crate::report::threshold::Vocabulary,
+    pub thresholds: Vocabulary,
 }
 
 /// `send`'s defaults.
@@ -33,9 +39,44 @@ pub const SEND_DEFAULTS: Defaults = Defaults {
     thresholds: crate::send::THRESHOLDS,
 };
 
-/// Validates the load flags against `target`.
-pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan, String> {
-    let targets = parse_targets(target, 25)?;
+/// Validates the load flags; the run goes to `targets` (empty for a relay's lab, which
+/// fills them in). `target` is how the user wrote them, for the results.
+pub fn plan(
+    targets: Vec<Target>,
+    target: Option<&str>,
+    a: &LoadArgs,
+    defaults: &Defaults,
+) -> Result<(SendPlan, OutputPlan), String> {
+    let (outputs, progress) = output::plan(&a.out, a.postal_csv.clone(), &defaults.thresholds)?;
+    let (load, load_json) = load_plan(&a.shape, defaults, progress)?;
+    let (message, message_json) = message_plan(&a.message, defaults)?;
+    let (client, client_json) = client_plan(targets, &a.client, &message)?;
+    let mut config_json = serde_json::json!({
+        "target": target,
+        "interval_s": progress.interval.as_secs_f64(),
+        "thresholds": a.out.threshold,
+    });
+    for part in [load_json, message_json, client_json] {
+        if let (Some(all), serde_json::Value::Object(m)) = (config_json.as_object_mut(), part) {
+            all.extend(m);
+        }
+    }
+    let plan = SendPlan {
+        load,
+        client,
+        message,
+        accept_log: None,
+        config_json,
+    };
+    Ok((plan, outputs))
+}
+
+/// The load's shape, and its part of the configuration record.
+fn load_plan(
+    a: &ShapeArgs,
+    defaults: &Defaults,
+    progress: Progress,
+) -> Result<(LoadPlan, serde_json::Value), String> {
     let concurrency =
         units::count(a.concurrency.as_deref().unwrap_or(defaults.concurrency))? as usize;
     if concurrency == 0 {
@@ -66,7 +107,7 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
         }
     };
     let duration = a.duration.as_deref().map(units::duration).transpose()?;
-    let max_messages = match (&a.messages, duration) {
+    let count = match (&a.messages, duration) {
         (Some(n), _) => {
             let n = units::count(n)?;
             if n == 0 {
@@ -82,17 +123,35 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
     } else {
         units::count_range(&a.per_conn).map_err(|e| format!("--per-conn: {e}"))?
     };
-    let source_ips = match &a.source_ip {
-        None => Vec::new(),
-        Some(list) => list
-            .split(',')
-            .map(|s| {
-                s.trim().parse::<IpAddr>().map_err(|_| {
-                    format!("--source-ip {s:?} is not an IP address; give a comma-separated list of local addresses")
-                })
-            })
-            .collect::<Result<_, _>>()?,
+    let max_errors = a.max_errors.as_deref().map(units::count).transpose()?;
+    let grace = units::duration(&a.grace)?;
+    let json = serde_json::json!({
+        "pacing": pacing,
+        "concurrency": concurrency,
+        "messages": if count == u64::MAX { None } else { Some(count) },
+        "duration_s": duration.map(|d| d.as_secs_f64()),
+        "per_conn": [per_conn.0, per_conn.1],
+    });
+    let plan = LoadPlan {
+        pacing,
+        concurrency,
+        count,
+        duration,
+        per_conn,
+        grace,
+        max_errors,
+        progress,
+        run_id: None,
+        live_extra: None,
     };
+    Ok((plan, json))
+}
+
+/// The messages, and their part of the configuration record.
+fn message_plan(
+    a: &MessageArgs,
+    defaults: &Defaults,
+) -> Result<(MessagePlan, serde_json::Value), String> {
     let rcpts = units::count(&a.rcpts)?;
     if rcpts == 0 || rcpts > 100_000 {
         return Err("--rcpts must be between 1 and 100000".into());
@@ -132,6 +191,41 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
             to: sample(&to),
         })?,
     };
+    let json = serde_json::json!({
+        "rcpts": rcpts,
+        "from": a.senders.as_ref().map_or(a.from.clone(), |p| format!("list:{}", p.display())),
+        "to": a.recipients.as_ref().map_or(a.to.clone(), |p| format!("list:{}", p.display())),
+        "size": {"min": min, "max": max},
+        "attach": attach,
+        "body": a.body.as_ref().or(a.eml.as_ref()).map(|p| p.display().to_string()),
+    });
+    let plan = MessagePlan {
+        from,
+        to,
+        rcpts: rcpts as u32,
+        content: Arc::new(content),
+    };
+    Ok((plan, json))
+}
+
+/// The SMTP client, and its part of the configuration record. `message` says whether
+/// `--auth senders` has its list.
+fn client_plan(
+    targets: Vec<Target>,
+    a: &ClientArgs,
+    message: &MessagePlan,
+) -> Result<(ClientPlan, serde_json::Value), String> {
+    let source_ips = match &a.source_ip {
+        None => Vec::new(),
+        Some(list) => list
+            .split(',')
+            .map(|s| {
+                s.trim().parse::<IpAddr>().map_err(|_| {
+                    format!("--source-ip {s:?} is not an IP address; give a comma-separated list of local addresses")
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
     // --tls-percent alone is postal's -s: STARTTLS on that share of the connections.
     let tls = match (a.tls, &a.tls_percent) {
         (None, Some(_)) | (Some(TlsArg::Starttls), _) => TlsMode::Starttls,
@@ -154,7 +248,7 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
         }
         None
     } else {
-        Some(crate::smtp::tls::client_config(
+        Some(crate::transport::tls::client_config(
             a.tls_ca.as_deref(),
             matches!(a.tls_resume, Switch::On),
         )?)
@@ -162,7 +256,7 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
     let auth = match a.auth.as_deref() {
         None => Auth::None,
         Some("senders") => {
-            if !matches!(from, Addresses::List(_)) {
+            if !matches!(message.from, Addresses::List(_)) {
                 return Err("--auth senders needs --senders FILE with passwords".into());
             }
             Auth::Senders
@@ -175,11 +269,8 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
             _ => return Err(format!("--auth {up:?}: write user:password, or 'senders'")),
         },
     };
-    let (outputs, thresholds) = units::outputs(&a.out, a.postal_csv.clone(), &defaults.thresholds)?;
-    let max_errors = a.max_errors.as_deref().map(units::count).transpose()?;
     let connect_timeout = units::duration(&a.connect_timeout)?;
     let command_timeout = units::duration(&a.timeout)?;
-    let grace = units::duration(&a.grace)?;
     for (name, d) in [
         ("--connect-timeout", connect_timeout),
         ("--timeout", command_timeout),
@@ -188,21 +279,8 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
             return Err(format!("{name} must be above zero"));
         }
     }
-    let config_json = serde_json::json!({
-        "target": target,
-        "targets": targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+    let json = serde_json::json!({
         "protocol": if a.lmtp { "lmtp" } else { "smtp" },
-        "pacing": pacing,
-        "concurrency": concurrency,
-        "messages": if max_messages == u64::MAX { None } else { Some(max_messages) },
-        "duration_s": duration.map(|d| d.as_secs_f64()),
-        "per_conn": [per_conn.0, per_conn.1],
-        "rcpts": rcpts,
-        "from": a.senders.as_ref().map_or(a.from.clone(), |p| format!("list:{}", p.display())),
-        "to": a.recipients.as_ref().map_or(a.to.clone(), |p| format!("list:{}", p.display())),
-        "size": {"min": min, "max": max},
-        "attach": attach,
-        "body": a.body.as_ref().or(a.eml.as_ref()).map(|p| p.display().to_string()),
         "tls": tls,
         "tls_percent": tls_percent,
         "tls_resume": matches!(a.tls_resume, Switch::On),
@@ -210,25 +288,13 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
         "pipelining": !a.no_pipelining,
         "chunking": a.chunking,
         "helo": a.helo,
-        "interval_s": outputs.interval.as_secs_f64(),
-        "thresholds": a.out.threshold,
     });
-    Ok(SendPlan {
+    let plan = ClientPlan {
         targets,
         lmtp: a.lmtp,
-        pacing,
-        concurrency,
-        max_messages,
-        duration,
-        per_conn,
         source_ips,
         connect_timeout,
         command_timeout,
-        grace,
-        from,
-        to,
-        rcpts: rcpts as u32,
-        content: Arc::new(content),
         tls,
         tls_percent,
         tls_config,
@@ -236,14 +302,8 @@ pub fn plan(target: &str, a: &LoadArgs, defaults: &Defaults) -> Result<SendPlan,
         pipelining: !a.no_pipelining,
         chunking: a.chunking,
         helo: a.helo.clone(),
-        max_errors,
-        outputs,
-        thresholds,
-        config_json,
-        accept_log: None,
-        run_id: None,
-        live_extra: None,
-    })
+    };
+    Ok((plan, json))
 }
 
 /// An address for the generated From/To header.

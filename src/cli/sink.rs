@@ -5,13 +5,15 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::args::SinkArgs;
-use super::units;
+use super::output::{self, OutputPlan};
 use crate::message::users;
 use crate::sink::faults::{FaultPlan, parse_rule, user_flags};
-use crate::sink::plan::{Listen, SinkPlan};
+use crate::sink::plan::SinkPlan;
 use crate::sink::store::Store;
 use crate::smtp::proto::server::ServerConfig;
-use crate::smtp::target::{Target, parse_target};
+use crate::transport::listen::Listen;
+use crate::transport::target::{Target, parse_target, parse_tcp};
+use crate::units;
 
 /// The TOML rules file: the same things the flags set.
 #[derive(Debug, Default, Deserialize)]
@@ -27,7 +29,7 @@ struct RulesFile {
 }
 
 /// Validates the flags of `sink`.
-pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
+pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
     let listen = a
         .listen
         .iter()
@@ -106,12 +108,12 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
     };
     let tls = if server.starttls {
         let files = a.cert.as_deref().zip(a.key.as_deref());
-        Some(crate::smtp::tls::server_config(files, &a.hostname)?)
+        Some(crate::transport::tls::server_config(files, &a.hostname)?)
     } else {
         None
     };
     let store = Store::open(&a.store)?;
-    let (outputs, thresholds) = units::outputs(&a.out, None, &crate::sink::THRESHOLDS)?;
+    let (outputs, progress) = output::plan(&a.out, None, &crate::sink::THRESHOLDS)?;
     let max_connections = units::count(&a.max_connections)? as usize;
     let config_json = serde_json::json!({
         "listen": listen.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
@@ -126,7 +128,7 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
         "max_msgs_per_conn": faults.max_msgs_per_conn,
         "rate_per_ip": faults.rate_per_ip,
     });
-    Ok(SinkPlan {
+    let plan = SinkPlan {
         listen,
         server,
         tls,
@@ -148,21 +150,19 @@ pub fn plan(a: &SinkArgs) -> Result<SinkPlan, String> {
             .map(units::duration)
             .transpose()?
             .unwrap_or_default(),
-        bounce_to: match &a.bounce_to {
-            Some(t) => match parse_target(t, 25)? {
-                Target::Tcp { addr, .. } => Some(addr),
-                Target::Unix(_) => return Err("--bounce-to must be a TCP address".into()),
-            },
-            None => None,
-        },
+        bounce_to: a
+            .bounce_to
+            .as_deref()
+            .map(|t| parse_tcp(t, 25, "--bounce-to"))
+            .transpose()?,
         bandwidth: a
             .bandwidth
             .as_deref()
             .map(units::size)
             .transpose()?
             .unwrap_or(0) as u64,
-        outputs,
-        thresholds,
+        progress,
         config_json,
-    })
+    };
+    Ok((plan, outputs))
 }

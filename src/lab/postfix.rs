@@ -2,87 +2,41 @@
 //! directory, smtpd on a free loopback port, relaying everything to the next hop (another
 //! lab instance, or the sink). Chroot off, process and concurrency limits raised, quick
 //! retries. Started with `postfix -c DIR start`, stopped and removed on drop; never touches
-//! `/etc/postfix` or the system queue. Facts behind each setting: shared LAB-NOTES.
+//! `/etc/postfix` or the system queue. The settings were checked on Debian 12's Postfix
+//! 3.7; `start_one` says why each is there.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Where the queue lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum QueueKind {
-    /// A RAM disk (tmpfs mount; /dev/shm when mounting is not permitted).
-    Tmpfs,
-    /// A directory on disk.
-    Disk,
-}
+use super::host::{self, QueueDir, io};
+use super::{LabError, LabOptions, LabServer, QueueKind};
 
-/// How to build the lab.
-#[derive(Debug, Clone)]
-pub struct LabOptions {
-    /// Instances chained MTA → MTA → ... → relay.
-    pub hops: u8,
-    /// Queue placement.
-    pub queue: QueueKind,
-    /// `key=value` overrides of main.cf, applied to every instance.
-    pub postconf: Vec<(String, String)>,
-    /// Where the last instance relays to.
-    pub relay: SocketAddr,
-    /// Offer STARTTLS on the entry smtpd. Off unless asked: every smtpd process then loads
-    /// the TLS library and key when it starts, which doubled the lab's first greetings
-    /// (1.6 s to 3 s for 64 sessions) in runs that never use TLS.
-    pub starttls: bool,
-}
+const POSTFIX: &str = "/usr/sbin/postfix";
 
 /// One running instance.
 #[derive(Debug)]
-pub struct Instance {
+struct Instance {
     /// Its myhostname, unique, so that its greeting identifies it.
-    pub name: String,
-    /// Config directory.
-    pub dir: PathBuf,
-    /// Queue directory.
-    pub queue: PathBuf,
+    name: String,
+    /// Config directory (main.cf, master.cf, maillog, data).
+    dir: PathBuf,
+    queue: QueueDir,
     /// smtpd address.
-    pub smtpd: SocketAddr,
-    mounted: bool,
-    shm: bool,
+    smtpd: SocketAddr,
 }
 
 /// The running lab; stopped and cleaned up on drop.
 #[derive(Debug)]
 pub struct Lab {
     /// Instances, first (the one to inject into) first.
-    pub instances: Vec<Instance>,
-    /// Notices for the user (e.g. tmpfs fallback).
-    pub notices: Vec<String>,
+    instances: Vec<Instance>,
+    notices: Vec<String>,
+    starttls: bool,
 }
 
-const POSTFIX: &str = "/usr/sbin/postfix";
-
-/// Why a lab did not start. The kinds matter to callers: a rejected setting is the user's
-/// input (exit 1), a taken port is retried on another, the rest are failures (exit 2).
-#[derive(Debug)]
-pub enum LabError {
-    /// Postfix refused a `--postconf` setting.
-    Setting(String),
-    /// The smtpd port was taken by another server before Postfix bound it.
-    PortTaken(String),
-    /// Anything else (Postfix missing, not root, a file that cannot be written).
-    Failed(String),
-}
-
-impl std::fmt::Display for LabError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LabError::Setting(m) | LabError::PortTaken(m) | LabError::Failed(m) => f.write_str(m),
-        }
-    }
-}
-
-/// Checks that a lab can run here; the error says how to fix it.
+/// Checks that a Postfix lab can run here; the error says how to fix it.
 pub fn check() -> Result<(), String> {
     if !Path::new(POSTFIX).exists() {
         return Err(
@@ -90,23 +44,7 @@ pub fn check() -> Result<(), String> {
                 .into(),
         );
     }
-    #[allow(unsafe_code)]
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    if euid != 0 {
-        return Err(
-            "the Postfix lab must run as root (Postfix drops privileges itself); run with sudo"
-                .into(),
-        );
-    }
-    Ok(())
-}
-
-fn free_port() -> Result<u16, String> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free loopback port: {e}"))
+    host::check_root("the Postfix lab")
 }
 
 impl Lab {
@@ -116,6 +54,7 @@ impl Lab {
         let mut lab = Lab {
             instances: Vec::new(),
             notices: Vec::new(),
+            starttls: opts.starttls,
         };
         let mut next = opts.relay;
         for hop in (0..opts.hops.max(1)).rev() {
@@ -136,103 +75,41 @@ impl Lab {
         Ok(lab)
     }
 
-    /// Where to inject.
-    pub fn entry(&self) -> SocketAddr {
-        self.instances[0].smtpd
-    }
-
-    /// `status=sent` deliveries logged by the last hop (the ones that reached the relay).
-    pub fn delivered_logged(&self) -> usize {
-        self.instances
-            .last()
-            .map(|i| count_sent(&i.dir.join("maillog")))
-            .unwrap_or(0)
-    }
-
-    /// Messages still queued in all instances (files under active, incoming, deferred).
-    pub fn queued(&self) -> usize {
-        self.instances
-            .iter()
-            .map(|i| {
-                ["incoming", "active", "deferred", "hold"]
-                    .iter()
-                    .map(|q| count_files(&i.queue.join(q)))
-                    .sum::<usize>()
-            })
-            .sum()
-    }
-
-    /// Process ids of every lab process (masters and their children).
-    pub fn pids(&self) -> Vec<u32> {
-        let masters: Vec<u32> = self
-            .instances
-            .iter()
-            .filter_map(|i| {
-                std::fs::read_to_string(i.queue.join("pid/master.pid"))
-                    .ok()
-                    .and_then(|s| s.trim().parse().ok())
-            })
-            .collect();
-        crate::stats::sut::descendants(&masters)
-    }
-
     fn start_one(
         &mut self,
         hop: u8,
         relay: SocketAddr,
         opts: &LabOptions,
     ) -> Result<Instance, LabError> {
-        let dir = std::env::temp_dir().join(format!(
-            "mailbench-lab-{}-{hop}-{}",
-            std::process::id(),
-            fastrand::u32(..)
-        ));
-        let io =
-            |what: &str, e: std::io::Error| LabError::Failed(format!("lab: cannot {what}: {e}"));
+        let dir = host::instance_dir(hop)?;
         std::fs::create_dir_all(dir.join("data")).map_err(|e| io("create the lab directory", e))?;
-        set_mode(&dir, 0o755);
+        let (queue, notice) = QueueDir::make(&dir, hop, opts.queue == QueueKind::Tmpfs)?;
+        self.notices.extend(notice);
         let mut inst = Instance {
             name: format!("lab{hop}-{:08x}.mailbench.test", fastrand::u32(..)),
-            queue: dir.join("queue"),
+            queue,
             dir: dir.clone(),
-            smtpd: SocketAddr::from(([127, 0, 0, 1], free_port().map_err(LabError::Failed)?)),
-            mounted: false,
-            shm: false,
+            smtpd: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
         };
-        std::fs::create_dir_all(&inst.queue).map_err(|e| io("create the queue directory", e))?;
-        if opts.queue == QueueKind::Tmpfs {
-            let q = inst.queue.display().to_string();
-            let mounted = Command::new("mount")
-                .args(["-t", "tmpfs", "-o", "size=1g,mode=755", "tmpfs", &q])
-                .output()
-                .is_ok_and(|o| o.status.success());
-            if mounted {
-                inst.mounted = true;
-            } else {
-                let shm = PathBuf::from(format!(
-                    "/dev/shm/mailbench-lab-{}-{hop}",
-                    std::process::id()
-                ));
-                std::fs::create_dir_all(&shm).map_err(|e| io("create a queue in /dev/shm", e))?;
-                set_mode(&shm, 0o755);
-                inst.queue = shm;
-                inst.shm = true;
-                self.notices.push(
-                    "mounting a tmpfs was not permitted; the queue is in /dev/shm instead".into(),
-                );
-            }
-        }
         let chown = Command::new("chown")
             .args(["postfix:postfix", &dir.join("data").display().to_string()])
             .status()
             .map_err(|e| io("run chown", e))?;
         if !chown.success() {
+            inst.stop();
             return Err(LabError::Failed(
                 "lab: cannot give the data directory to user postfix (is Postfix installed?)"
                     .into(),
             ));
         }
         let d = dir.display();
+        // Why each setting: its own queue, data directory and log in the lab directory
+        // (nothing shared with the system's Postfix); mail for every domain relayed from
+        // loopback to the next hop, with DNS off (the relayhost is an address); no local
+        // delivery, aliases or recipient checks, which would only cost time; process and
+        // destination concurrency raised far above what a benchmark uses, and no flow
+        // control, so that Postfix's defaults are not what is measured; SMTPUTF8 off, as
+        // the generator does not ask for it.
         let mut main_cf = format!(
             "compatibility_level = 3.6
 queue_directory = {q}
@@ -265,7 +142,7 @@ maximal_backoff_time = 10s
 maillog_file = {d}/maillog
 maillog_file_prefixes = {d}
 ",
-            q = inst.queue.display(),
+            q = inst.queue.path.display(),
             name = inst.name,
             rip = relay.ip(),
             rport = relay.port(),
@@ -274,12 +151,12 @@ maillog_file_prefixes = {d}
             protocols = if relay.is_ipv4() { "ipv4" } else { "all" }
         );
         if opts.starttls && hop == 0 {
-            write_tls_files(&dir, &inst.name)?;
+            host::write_tls_files(&dir, &inst.name)?;
             main_cf.push_str(&format!(
                 "smtpd_tls_cert_file = {d}/tls.crt\nsmtpd_tls_key_file = {d}/tls.key\nsmtpd_tls_security_level = may\n"
             ));
         }
-        for (k, v) in &opts.postconf {
+        for (k, v) in &opts.settings {
             main_cf.push_str(&format!("{k} = {v}\n"));
         }
         std::fs::write(dir.join("main.cf"), main_cf).map_err(|e| io("write main.cf", e))?;
@@ -287,7 +164,7 @@ maillog_file_prefixes = {d}
             .map_err(|e| io("read /etc/postfix/master.cf", e))?;
         std::fs::write(dir.join("master.cf"), master_cf(&master, inst.smtpd))
             .map_err(|e| io("write master.cf", e))?;
-        if let Err(e) = check_overrides(&dir, &opts.postconf) {
+        if let Err(e) = check_overrides(&dir, &opts.settings) {
             inst.stop();
             return Err(e);
         }
@@ -300,7 +177,7 @@ maillog_file_prefixes = {d}
             inst.stop();
             // A fatal error that names an overridden key is that --postconf value's fault.
             let named = opts
-                .postconf
+                .settings
                 .iter()
                 .find(|(k, _)| reason.contains(&format!("{k} =")));
             return Err(match named {
@@ -310,47 +187,84 @@ maillog_file_prefixes = {d}
                 None => LabError::Failed(format!("lab: postfix start failed: {reason}")),
             });
         }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            match greeting(inst.smtpd) {
-                Some(g) if g.contains(&inst.name) => return Ok(inst),
-                Some(_) => {
-                    inst.stop();
-                    return Err(LabError::PortTaken(format!(
-                        "lab: port taken: {} answers for another server",
-                        inst.smtpd
-                    )));
-                }
-                None if Instant::now() > deadline => {
-                    inst.stop();
-                    return Err(LabError::PortTaken(format!(
-                        "lab: port taken or Postfix smtpd did not listen on {} in 20 s",
-                        inst.smtpd
-                    )));
-                }
-                None => std::thread::sleep(Duration::from_millis(50)),
-            }
+        if let Err(e) = host::wait_for_greeting(inst.smtpd, &inst.name) {
+            inst.stop();
+            return Err(e);
         }
+        Ok(inst)
     }
 }
 
-/// A self-signed certificate and key for the lab's smtpd, made with rcgen for its
-/// hostname and 127.0.0.1. The key is readable by root only; Postfix loads it before dropping privileges.
-fn write_tls_files(dir: &Path, hostname: &str) -> Result<(), LabError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let failed = |e: String| LabError::Failed(format!("lab: cannot make its TLS certificate: {e}"));
-    // Its IP too, so that `send 127.0.0.1:PORT --tls-ca tls.crt` verifies it.
-    let names = vec![hostname.to_string(), "127.0.0.1".to_string()];
-    let generated = rcgen::generate_simple_self_signed(names).map_err(|e| failed(e.to_string()))?;
-    std::fs::write(dir.join("tls.crt"), generated.cert.pem()).map_err(|e| failed(e.to_string()))?;
-    let mut key = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(dir.join("tls.key"))
-        .map_err(|e| failed(e.to_string()))?;
-    std::io::Write::write_all(&mut key, generated.signing_key.serialize_pem().as_bytes())
-        .map_err(|e| failed(e.to_string()))
+impl LabServer for Lab {
+    fn entry(&self) -> SocketAddr {
+        self.instances[0].smtpd
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        let masters: Vec<PathBuf> = self
+            .instances
+            .iter()
+            .map(|i| i.queue.path.join("pid/master.pid"))
+            .collect();
+        host::trees(&masters)
+    }
+
+    /// `status=sent` deliveries logged by the last hop (the ones that reached the relay).
+    fn delivered_logged(&self) -> usize {
+        self.instances
+            .last()
+            .map(|i| host::count_lines(&i.dir.join("maillog"), "status=sent"))
+            .unwrap_or(0)
+    }
+
+    /// Files under incoming, active, deferred and hold, in all instances.
+    fn queued(&self) -> usize {
+        self.instances
+            .iter()
+            .map(|i| {
+                ["incoming", "active", "deferred", "hold"]
+                    .iter()
+                    .map(|q| host::count_files(&i.queue.path.join(q)))
+                    .sum::<usize>()
+            })
+            .sum()
+    }
+
+    fn logs(&self) -> Vec<PathBuf> {
+        self.instances
+            .iter()
+            .map(|i| i.dir.join("maillog"))
+            .collect()
+    }
+
+    fn dirs(&self) -> Vec<PathBuf> {
+        self.instances
+            .iter()
+            .flat_map(|i| [i.dir.clone(), i.queue.path.clone()])
+            .collect()
+    }
+
+    fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    fn describe(&self) -> Vec<String> {
+        self.instances
+            .iter()
+            .enumerate()
+            .map(|(i, inst)| {
+                format!(
+                    "postfix {i}: smtpd on {}, config {}",
+                    inst.smtpd,
+                    inst.dir.display()
+                )
+            })
+            .collect()
+    }
+
+    fn certificate(&self) -> Option<PathBuf> {
+        self.starttls.then(|| self.instances[0].dir.join("tls.crt"))
+    }
 }
 
 /// Why `postfix start` failed. Postfix prints its fatal errors only to a terminal (or a
@@ -400,17 +314,6 @@ fn check_overrides(dir: &Path, overrides: &[(String, String)]) -> Result<(), Lab
     }
 }
 
-/// The first line a server at `addr` sends, if it answers within a second.
-fn greeting(addr: SocketAddr) -> Option<String> {
-    use std::io::{BufRead, BufReader, Write};
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    let mut line = String::new();
-    BufReader::new(&s).read_line(&mut line).ok()?;
-    let _ = s.write_all(b"QUIT\r\n");
-    (!line.is_empty()).then_some(line)
-}
-
 /// Debian's master.cf with smtpd moved to `smtpd`, chroot off everywhere, postlog on.
 fn master_cf(master: &str, smtpd: SocketAddr) -> String {
     let mut out = String::new();
@@ -435,12 +338,12 @@ fn master_cf(master: &str, smtpd: SocketAddr) -> String {
 
 impl Instance {
     /// Stops Postfix, unmounts and removes everything this instance made. Idempotent.
-    pub fn stop(&mut self) {
+    fn stop(&mut self) {
         if !self.dir.exists() {
             return;
         }
         let d = self.dir.display().to_string();
-        let pid: Option<u32> = std::fs::read_to_string(self.queue.join("pid/master.pid"))
+        let pid: Option<u32> = std::fs::read_to_string(self.queue.path.join("pid/master.pid"))
             .ok()
             .and_then(|s| s.trim().parse().ok());
         let _ = Command::new(POSTFIX).args(["-c", &d, "stop"]).output();
@@ -450,13 +353,7 @@ impl Instance {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        if self.mounted {
-            let _ = Command::new("umount").arg(&self.queue).output();
-            self.mounted = false;
-        }
-        if self.shm {
-            let _ = std::fs::remove_dir_all(&self.queue);
-        }
+        self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -467,34 +364,6 @@ impl Drop for Lab {
             i.stop();
         }
     }
-}
-
-fn set_mode(p: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
-}
-
-fn count_sent(maillog: &Path) -> usize {
-    std::fs::read_to_string(maillog)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains("status=sent"))
-        .count()
-}
-
-fn count_files(dir: &Path) -> usize {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    rd.filter_map(Result::ok)
-        .map(|e| {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                count_files(&e.path())
-            } else {
-                1
-            }
-        })
-        .sum()
 }
 
 #[cfg(test)]

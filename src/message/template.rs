@@ -121,11 +121,7 @@ impl Content {
             .to(Address::new_address(None::<&str>, spec.to.clone()))
             .subject("mailbench test message")
             .message_id(MSGID_PLACEHOLDER)
-            .date(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs() as i64),
-            )
+            .date((crate::stats::clock::unix_us() / 1_000_000) as i64)
             .text_body(text);
         if spec.attach > 0 {
             let mut blob = vec![0u8; spec.attach];

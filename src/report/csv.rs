@@ -9,7 +9,7 @@ use crate::stats::IntervalPoint;
 /// backlog, end-to-end p99), the system under test and the `--queue-cmd` value; a cell is
 /// empty where an interval has no reading.
 pub fn interval_csv(series: &[IntervalPoint]) -> String {
-    let relay = series.iter().any(|p| p.backlog.is_some());
+    let relay = series.iter().any(|p| p.relay.backlog.is_some());
     let mut out = String::from(
         "t_s,sent,accepted,rejected,errors,bytes,connections,tls_connections,msgs_per_sec,p50_ms,p99_ms,lag_p99_ms,cpu_pct",
     );
@@ -40,10 +40,10 @@ pub fn interval_csv(series: &[IntervalPoint]) -> String {
         );
         if relay {
             let cell = |v: Option<String>| v.unwrap_or_default();
-            let sut = p.sut.as_ref();
+            let sut = p.relay.sut.as_ref();
             let cells = [
-                cell(p.delivered.map(|v| v.to_string())),
-                cell(p.backlog.map(|v| v.to_string())),
+                cell(p.relay.delivered.map(|v| v.to_string())),
+                cell(p.relay.backlog.map(|v| v.to_string())),
                 cell(p.e2e_p99_ms.map(|v| format!("{v:.3}"))),
                 cell(sut.map(|s| format!("{:.1}", s.cpu_user_pct))),
                 cell(sut.map(|s| format!("{:.1}", s.cpu_sys_pct))),
@@ -51,7 +51,7 @@ pub fn interval_csv(series: &[IntervalPoint]) -> String {
                 cell(sut.map(|s| format!("{:.1}", s.write_kib_s))),
                 cell(sut.map(|s| s.rss_kib.to_string())),
                 cell(sut.map(|s| s.procs.to_string())),
-                cell(p.queue.map(|v| v.to_string())),
+                cell(p.relay.queue.map(|v| v.to_string())),
             ];
             for c in cells {
                 out.push(',');
@@ -161,17 +161,17 @@ mod tests {
     #[test]
     fn relay_rows_carry_delivery_backlog_the_mta_and_the_queue() {
         let mut a = point(1.0, 5);
-        a.delivered = Some(3);
-        a.backlog = Some(2);
-        a.sut = Some(crate::stats::SutPoint {
+        a.relay.delivered = Some(3);
+        a.relay.backlog = Some(2);
+        a.relay.sut = Some(crate::stats::SutPoint {
             cpu_user_pct: 50.0,
             procs: 12,
             ..Default::default()
         });
-        a.queue = Some(4.0);
+        a.relay.queue = Some(4.0);
         let mut b = point(2.0, 0);
-        b.delivered = Some(2);
-        b.backlog = Some(0);
+        b.relay.delivered = Some(2);
+        b.relay.backlog = Some(0);
         let csv = interval_csv(&[a, b]);
         let lines: Vec<&str> = csv.lines().collect();
         assert!(

@@ -1,28 +1,23 @@
-//! Turning results into things people read: the text summary (`text`), live progress
-//! (`live`), CSV files (`csv`) and `--threshold` checks (`threshold`).
+//! The output stage: turning a finished run's results into things people read — the text
+//! summary (`text`), CSV files (`csv`) — and checking `--threshold`s (`threshold`). It reads
+//! the results document only; progress while a run goes is `run::live`.
 
 pub mod csv;
-pub mod live;
 pub mod text;
 pub mod threshold;
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::time::Duration;
 
-/// Where results go.
+/// The files a finished run's results are written to.
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
-    /// Length of an interval line / series point.
-    pub interval: Duration,
     /// Results JSON.
     pub json: Option<PathBuf>,
     /// Per-interval CSV.
     pub csv: Option<PathBuf>,
     /// Postal-style per-minute CSV.
     pub postal_csv: Option<PathBuf>,
-    /// No live or interval lines.
-    pub quiet: bool,
 }
 
 /// Writes to stdout. A reader that went away (`mailbench … | head`) is not an error: the

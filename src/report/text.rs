@@ -3,15 +3,20 @@
 
 use std::fmt::Write as _;
 
-use crate::stats::Results;
-use crate::stats::metric::Metric;
+use crate::stats::summary::Summary;
+use crate::stats::{Results, Steps};
 
 fn ms(us: u64) -> String {
     format!("{:.3}", us as f64 / 1000.0)
 }
 
 fn num(r: &Results, key: &str) -> f64 {
-    r.summary.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0)
+    r.summary.number(key).unwrap_or(0.0)
+}
+
+/// An optional count, or `-` when there is none.
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or("-".into(), |v| v.to_string())
 }
 
 /// One row of the MTA table: its label and how to read it from a sample.
@@ -20,7 +25,7 @@ type SutRow = (&'static str, fn(&crate::stats::SutPoint) -> f64);
 /// The system under test per interval, as averages and peaks over the run's series.
 fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint]) {
     let points: Vec<&crate::stats::SutPoint> =
-        series.iter().filter_map(|p| p.sut.as_ref()).collect();
+        series.iter().filter_map(|p| p.relay.sut.as_ref()).collect();
     if points.is_empty() {
         return;
     }
@@ -44,8 +49,8 @@ fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint]) {
     }
 }
 
-/// Renders the summary of any command's results.
-pub fn render(r: &Results, headline: &str) -> String {
+/// Renders the summary of a generator's results; `steps` name its latency rows.
+pub fn render(r: &Results, steps: Steps, headline: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{headline}");
     let _ = writeln!(out);
@@ -60,13 +65,14 @@ pub fn render(r: &Results, headline: &str) -> String {
         let _ = writeln!(
             out,
             "  schedule   intended {}  never started {}  (the target or -c connections could not keep up)",
-            r.summary["intended"], unstarted
+            num(r, "intended"),
+            unstarted
         );
     }
     let _ = writeln!(
         out,
         "  recipients accepted {}  refused {}",
-        c.rcpts_accepted, c.rcpts_refused
+        c.rcpts.accepted, c.rcpts.refused
     );
     let _ = writeln!(
         out,
@@ -87,12 +93,12 @@ pub fn render(r: &Results, headline: &str) -> String {
         "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "latency ms", "count", "p50", "p90", "p99", "p99.9", "max"
     );
-    for m in Metric::all() {
-        if let Some(h) = r.latency.get(m.name()) {
+    for m in steps.metrics() {
+        if let Some(h) = r.latency.get(steps.name(m)) {
             let _ = writeln!(
                 out,
                 "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                m.name(),
+                steps.name(m),
                 h.count,
                 ms(h.p50_us),
                 ms(h.p90_us),
@@ -155,32 +161,28 @@ pub fn render_sink(r: &Results, headline: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{headline}");
     let _ = writeln!(out);
-    let s = &r.summary;
+    let Summary::Sink(s) = &r.summary else {
+        return out;
+    };
     let _ = writeln!(
         out,
         "  received   messages {}  recipients {}  bytes {}  transactions {}",
-        s["messages"], s["recipients"], s["bytes"], s["transactions"]
+        s.messages, s.recipients, s.bytes, s.transactions
     );
     let _ = writeln!(
         out,
         "  refused    transactions {}  negative replies {}  protocol errors {}  sessions {} (TLS {})",
-        s["refused"], s["rejected"], s["protocol_errors"], s["sessions"], s["tls_sessions"]
+        s.refused, s.rejected, s.protocol_errors, s.sessions, s.tls_sessions
     );
     let _ = writeln!(
         out,
         "  traced     missing {}  of them lost {}  duplicates {}  given up by the client {}  reply never delivered {}  null sender {}",
-        s["missing"],
-        s["lost"],
-        s["duplicates"],
-        s["abandoned"],
-        s["unconfirmed"],
-        s["null_sender"]
+        s.missing, s.lost, s.duplicates, s.abandoned, s.unconfirmed, s.null_sender
     );
     let _ = writeln!(
         out,
         "  rate       {:.1} msg/s   {:.0} msg/min",
-        num(r, "msgs_per_sec"),
-        num(r, "mpm")
+        s.msgs_per_sec, s.mpm
     );
     if let Some(h) = r.latency.get("e2e") {
         let _ = writeln!(
@@ -192,69 +194,62 @@ pub fn render_sink(r: &Results, headline: &str) -> String {
             h.count
         );
     }
-    if let Some(f) = s["faults"].as_object() {
-        let injected: Vec<String> = f
-            .iter()
-            .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        if !injected.is_empty() {
-            let _ = writeln!(out, "  faults     {}", injected.join("  "));
-        }
+    let injected: Vec<String> = s
+        .faults
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    if !injected.is_empty() {
+        let _ = writeln!(out, "  faults     {}", injected.join("  "));
     }
     render_tail(r, &mut out);
     out
 }
 
-/// Renders the summary of a relay run.
-pub fn render_relay(r: &Results, headline: &str) -> String {
+/// Renders the summary of a relay run; `steps` name the injection's latency rows.
+pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{headline}");
     let _ = writeln!(out);
-    let s = &r.summary;
+    let Summary::Relay(s) = &r.summary else {
+        return out;
+    };
+    let i = &s.injection;
     let _ = writeln!(
         out,
         "  injected   sent {}  accepted {}  rejected {}  errors {}   {:.0} msg/min accepted",
-        s["sent"],
-        s["accepted"],
-        s["rejected"],
-        s["errors"],
-        num(r, "inject_mpm")
+        i.sent, i.accepted, i.rejected, i.errors, s.inject_mpm
     );
     let _ = writeln!(
         out,
         "  delivered  {} of {} recipients ({} messages)  bounced {}  lost {}  duplicates {}{}   drain MPM {:.0} (last arrival {:.2} s after the first injection)",
-        s["delivered"],
-        s["expected_recipients"],
-        s["delivered_messages"],
-        s["bounced"],
-        s["lost"],
-        s["duplicates"],
-        if s["drained"] == false {
-            "  NOT DRAINED"
-        } else {
-            ""
-        },
-        num(r, "drain_mpm"),
-        num(r, "drain_s")
+        s.delivered,
+        s.expected_recipients,
+        s.delivered_messages,
+        s.bounced,
+        s.lost,
+        s.duplicates,
+        if s.drained { "" } else { "  NOT DRAINED" },
+        s.drain_mpm,
+        s.drain_s
     );
     let _ = writeln!(
         out,
         "  end to end p50 {:.3} ms  p99 {:.3} ms   max backlog {}",
-        num(r, "e2e_p50_ms"),
-        num(r, "e2e_p99_ms"),
-        s["max_backlog"]
+        s.e2e_p50_ms, s.e2e_p99_ms, s.max_backlog
     );
     let _ = writeln!(
         out,
         "  other mail bounces (null sender) {}  untraced {}  cut off by the end but delivered {}",
-        s["bounces"], s["untraced"], s["aborted_delivered"]
+        s.bounces, s.untraced, s.aborted_delivered
     );
-    if !s["maillog_sent"].is_null() {
+    if s.maillog_sent.is_some() {
         let _ = writeln!(
             out,
             "  MTA log    status=sent {}  still queued {}",
-            s["maillog_sent"], s["queued_left"]
+            opt(s.maillog_sent),
+            opt(s.queued_left)
         );
     }
     if let Some(sut) = r.extra.get("sut") {
@@ -290,8 +285,8 @@ pub fn render_relay(r: &Results, headline: &str) -> String {
         let _ = writeln!(
             out,
             "  maximum sustainable rate: {:.1} msg/s ({:.0} msg/min)",
-            num(r, "max_sustainable_per_sec"),
-            num(r, "max_sustainable_mpm")
+            s.max_sustainable_per_sec.unwrap_or(0.0),
+            s.max_sustainable_mpm.unwrap_or(0.0)
         );
     }
     if let Some(rows) = r.extra.get("sweep").and_then(|v| v.as_array()) {
@@ -318,24 +313,31 @@ pub fn render_relay(r: &Results, headline: &str) -> String {
         let _ = writeln!(out, "  (the detail below is the last level's)");
     }
     let _ = writeln!(out);
-    out.push_str(&render(r, "  injection detail:").replacen("  injection detail:\n\n", "", 1));
+    out.push_str(&render(r, steps, "  injection detail:").replacen(
+        "  injection detail:\n\n",
+        "",
+        1,
+    ));
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::sut_table;
-    use crate::stats::{IntervalPoint, SutPoint};
+    use crate::stats::{IntervalPoint, RelayPoint, SutPoint};
 
     #[test]
     fn the_mta_table_shows_averages_and_peaks_per_interval() {
         let point = |user: f64, rss_kib: u64| IntervalPoint {
-            sut: Some(SutPoint {
-                cpu_user_pct: user,
-                rss_kib,
-                procs: 10,
-                ..SutPoint::default()
-            }),
+            relay: RelayPoint {
+                sut: Some(SutPoint {
+                    cpu_user_pct: user,
+                    rss_kib,
+                    procs: 10,
+                    ..SutPoint::default()
+                }),
+                ..RelayPoint::default()
+            },
             ..IntervalPoint::default()
         };
         let mut out = String::new();

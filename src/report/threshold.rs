@@ -9,33 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::stats::Metric;
 use crate::stats::hist::HistJson;
-use crate::stats::results::ThresholdResult;
-
-/// What one command's thresholds may name.
-#[derive(Debug, Clone, Copy)]
-pub struct Vocabulary {
-    /// The numeric keys of the command's results summary, in groups (commands that share
-    /// a part of their summary share its group).
-    pub keys: &'static [&'static [&'static str]],
-    /// Which latency metrics the command records.
-    pub metrics: fn(Metric) -> bool,
-}
-
-impl Vocabulary {
-    /// Every key, in order.
-    pub fn keys(&self) -> impl Iterator<Item = &'static str> {
-        self.keys.iter().flat_map(|g| g.iter().copied())
-    }
-
-    fn metric_names(&self) -> Vec<&'static str> {
-        Metric::all()
-            .filter(|m| (self.metrics)(*m))
-            .map(Metric::name)
-            .collect()
-    }
-}
+use crate::stats::results::{Results, ThresholdResult};
+use crate::stats::summary::Summary;
+use crate::stats::summary::Vocabulary;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -95,7 +72,7 @@ impl Threshold {
                         "unknown function {func:?}, use one of {FUNCS:?}"
                     )));
                 }
-                if !Metric::from_name(metric).is_some_and(v.metrics) {
+                if !v.steps.find(metric).is_some_and(v.metrics) {
                     return Err(bad(&format!(
                         "no latency metric {metric:?} here; use one of {}",
                         v.metric_names().join(", ")
@@ -148,14 +125,10 @@ impl Threshold {
     /// Evaluates against a results summary and its latency histograms.
     pub fn evaluate(
         &self,
-        summary: &serde_json::Value,
+        summary: &Summary,
         latency: &BTreeMap<String, HistJson>,
     ) -> ThresholdResult {
-        let num = |k: &str| {
-            summary
-                .get(k)
-                .and_then(|v| v.as_f64().or_else(|| v.as_bool().map(f64::from)))
-        };
+        let num = |k: &str| summary.number(k);
         let value = match &self.lhs {
             Lhs::Latency { func, metric } => latency.get(metric).map(|h| {
                 let us = match func.as_str() {
@@ -199,10 +172,19 @@ impl Threshold {
     }
 }
 
+/// Checks `thresholds` against a finished run's results and records the outcomes in it.
+pub fn check(results: &mut Results, thresholds: &[Threshold]) {
+    results.thresholds = thresholds
+        .iter()
+        .map(|t| t.evaluate(&results.summary, &results.latency))
+        .collect();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stats::recorder::new_histogram;
+    use crate::stats::{Metric, Steps};
 
     fn latency() -> BTreeMap<String, HistJson> {
         let mut h = new_histogram();
@@ -217,13 +199,25 @@ mod tests {
             &["sent", "errors", "msgs_per_sec"],
             &["intended", "unstarted", "drained"],
         ],
+        steps: Steps(&["connect", "rcpt"]),
         metrics: |m| m != Metric::E2e,
     };
 
     #[test]
     fn latency_and_key_thresholds_hold_or_fail() {
-        let summary = serde_json::json!({"sent": 1000, "errors": 5, "msgs_per_sec": 250.0,
-            "intended": 2000, "unstarted": 1000, "drained": true});
+        use crate::stats::summary::{Injection, RelaySummary};
+        let summary = Summary::Relay(RelaySummary {
+            injection: Injection {
+                sent: 1000,
+                errors: 5,
+                msgs_per_sec: 250.0,
+                intended: 2000,
+                unstarted: 1000,
+                ..Injection::default()
+            },
+            drained: true,
+            ..RelaySummary::default()
+        });
         let lat = latency();
         let check = |e: &str| {
             Threshold::parse(e, &V)

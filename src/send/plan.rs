@@ -5,15 +5,12 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::load::LoadPlan;
 use crate::message::address::AddrTemplate;
 use crate::message::template::Content;
 use crate::message::users::User;
-use crate::report::Outputs;
-use crate::report::threshold::Threshold;
 use crate::smtp::proto::Credentials;
-use crate::smtp::target::Target;
-
-use super::schedule::Pacing;
+use crate::transport::target::Target;
 
 /// Where envelope addresses come from.
 #[derive(Debug, Clone)]
@@ -47,39 +44,37 @@ pub enum Auth {
     Senders,
 }
 
-/// A validated `send` run.
+/// A validated `send` run: the load's shape, the SMTP client, the messages.
 #[derive(Debug, Clone)]
 pub struct SendPlan {
-    /// Targets, used round-robin per connection.
+    /// How many, how fast, over how many connections.
+    pub load: LoadPlan,
+    /// How to connect and speak.
+    pub client: ClientPlan,
+    /// What each message is.
+    pub message: MessagePlan,
+    /// When set, the wall-clock time each message was accepted (relay runs measure
+    /// accept → arrival with it).
+    pub accept_log: Option<Arc<crate::stats::timelog::TimeLog>>,
+    /// The configuration as recorded in the results file (the targets are added when the
+    /// run starts: a relay's lab is only known then).
+    pub config_json: serde_json::Value,
+}
+
+/// The SMTP client: where, how to connect, which extensions to use.
+#[derive(Debug, Clone)]
+pub struct ClientPlan {
+    /// Targets, used round-robin per connection. A relay with a lab fills them in when
+    /// the lab has started.
     pub targets: Vec<Target>,
     /// Speak LMTP.
     pub lmtp: bool,
-    /// Open or closed loop.
-    pub pacing: Pacing,
-    /// Connections (closed loop) or the cap on connections (open loop).
-    pub concurrency: usize,
-    /// Stop after this many messages.
-    pub max_messages: u64,
-    /// Stop after this long.
-    pub duration: Option<Duration>,
-    /// Messages per connection: inclusive range, 0 = unlimited.
-    pub per_conn: (u64, u64),
     /// Local addresses to bind, round-robin per connection.
     pub source_ips: Vec<IpAddr>,
     /// TCP connect limit.
     pub connect_timeout: Duration,
     /// Reply limit.
     pub command_timeout: Duration,
-    /// Time in-flight transactions get to finish after a stop.
-    pub grace: Duration,
-    /// Reverse-path source.
-    pub from: Addresses,
-    /// Forward-path source.
-    pub to: Addresses,
-    /// Recipients per message.
-    pub rcpts: u32,
-    /// Message content.
-    pub content: Arc<Content>,
     /// TLS mode.
     pub tls: TlsMode,
     /// Share of connections that use TLS, 0–100.
@@ -94,60 +89,31 @@ pub struct SendPlan {
     pub chunking: bool,
     /// EHLO name.
     pub helo: String,
-    /// Stop after this many failed transactions.
-    pub max_errors: Option<u64>,
-    /// Outputs.
-    pub outputs: Outputs,
-    /// Thresholds to check at the end.
-    pub thresholds: Vec<Threshold>,
-    /// The configuration as recorded in the results file.
-    pub config_json: serde_json::Value,
-    /// When set, the wall-clock time each message was accepted (relay runs measure
-    /// accept → arrival with it).
-    pub accept_log: Option<Arc<TimeLog>>,
-    /// The run id to use (a fresh random one when `None`).
-    pub run_id: Option<u64>,
-    /// More for the live line (a relay's deliveries and backlog).
-    pub live_extra: Option<crate::report::live::LiveExtra>,
 }
 
-/// Wall-clock microseconds per sequence number, written by many tasks. Bounded: beyond
-/// `TimeLog::CAP` entries nothing more is kept.
-#[derive(Debug, Default)]
-pub struct TimeLog(std::sync::Mutex<std::collections::HashMap<u64, u64>>);
+/// What each message is.
+#[derive(Debug, Clone)]
+pub struct MessagePlan {
+    /// Reverse-path source.
+    pub from: Addresses,
+    /// Forward-path source.
+    pub to: Addresses,
+    /// Recipients per message.
+    pub rcpts: u32,
+    /// Message content.
+    pub content: Arc<Content>,
+}
 
-impl TimeLog {
-    /// Most entries kept.
-    pub const CAP: usize = 4_000_000;
-
-    /// Records now for `seq` (the first time only).
-    pub fn record(&self, seq: u64) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        self.record_at(seq, now);
-    }
-
-    /// Records `us` for `seq` (the first time only).
-    pub fn record_at(&self, seq: u64, us: u64) {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if m.len() < Self::CAP {
-            m.entry(seq).or_insert(us);
+impl SendPlan {
+    /// The configuration for the results file, with the targets as they are now.
+    pub fn config(&self) -> serde_json::Value {
+        let mut c = self.config_json.clone();
+        let targets: Vec<String> = self.client.targets.iter().map(|t| t.to_string()).collect();
+        if c["target"].is_null() {
+            c["target"] = targets.join(",").into();
         }
-    }
-
-    /// The recorded time of `seq`.
-    pub fn get(&self, seq: u64) -> Option<u64> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&seq)
-            .copied()
-    }
-
-    /// Every (seq, time) pair.
-    pub fn entries(&self) -> Vec<(u64, u64)> {
-        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        m.iter().map(|(k, v)| (*k, *v)).collect()
+        c["targets"] = targets.into();
+        c["concurrency"] = self.load.concurrency.into();
+        c
     }
 }

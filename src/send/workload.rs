@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 
-use super::plan::{Addresses, SendPlan};
+use super::plan::{Addresses, MessagePlan};
 use crate::message::template::Content;
 use crate::message::trace::Trace;
 use crate::smtp::proto::Transaction;
@@ -21,8 +21,8 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// The workload of a plan.
-    pub fn new(plan: &SendPlan, run_id: u64) -> Self {
+    /// The workload of a plan's messages.
+    pub fn new(plan: &MessagePlan, run_id: u64) -> Self {
         Workload {
             run_id,
             from: plan.from.clone(),

@@ -11,10 +11,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use crate::smtp::conn::{ClientConn, ConnectOptions};
+use crate::smtp::conn::ClientConn;
 use crate::smtp::proto::data::{dot_stuff, normalize_crlf};
 use crate::smtp::proto::{ClientConfig, Transaction};
-use crate::smtp::target::Target;
+use crate::transport::connect::ConnectOptions;
+use crate::transport::target::Target;
 
 /// Bounces waiting to be sent, at most.
 const QUEUE: usize = 10_000;

@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use super::delivery::{Confirmed, Delivery};
@@ -24,8 +23,9 @@ use crate::smtp::proto::server::{
     Command, Decision, Envelope, Handler, Out, Received, ServerSession, SessionCounts, Verdict,
     reply,
 };
-use crate::smtp::stream::Stream;
 use crate::stats::{Metric, Shards};
+use crate::transport::stream::Stream;
+use crate::transport::tls;
 
 /// What all connections share.
 pub struct Shared {
@@ -186,7 +186,7 @@ impl ConnHandler {
             let mut rec = sh.shards.get(id);
             for a in &self.accepted[..n] {
                 rec.counters.accepted += 1;
-                rec.counters.rcpts_delivered += a.recipients;
+                rec.counters.rcpts.delivered += a.recipients;
                 rec.counters.bytes += a.bytes;
                 if let Some(t) = a.trace.as_ref().filter(|_| !a.null_sender) {
                     rec.record_us(Metric::E2e, now_us.saturating_sub(t.sent_us));
@@ -360,22 +360,10 @@ async fn flush(
                 let Some(cfg) = sh.plan.tls.clone() else {
                     return Flushed::Over;
                 };
-                let acceptor = TlsAcceptor::from(cfg);
-                // The handshake futures are boxed: inline they would double every
+                // The handshake future is boxed: inline it would double every
                 // connection's task, idle or not.
-                let upgraded = match std::mem::replace(stream, Stream::Gone) {
-                    Stream::Tcp(s) => Box::pin(acceptor.accept(s))
-                        .await
-                        .map(|t| Stream::Tls(Box::new(t))),
-                    Stream::Unix(s) => Box::pin(acceptor.accept(s))
-                        .await
-                        .map(|t| Stream::Tls(Box::new(t))),
-                    other => {
-                        *stream = other;
-                        return Flushed::Over;
-                    }
-                };
-                match upgraded {
+                let plain = std::mem::replace(stream, Stream::Gone);
+                match Box::pin(tls::accept(plain, cfg)).await {
                     Ok(s) => {
                         *stream = s;
                         sh.shards.get(id).counters.tls_connections += 1;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::correlate::Correlator;
 use crate::message::trace::Trace;
-use crate::send::plan::TimeLog;
+use crate::stats::timelog::TimeLog;
 
 /// Deliveries seen so far, readable while the sink runs; shared with a relay.
 #[derive(Default)]

@@ -1,38 +1,17 @@
 //! `SinkPlan`: the validated description of a `sink` run, built by `cli::sink`.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::faults::FaultPlan;
 use super::store::Store;
-use crate::report::Outputs;
-use crate::report::threshold::Threshold;
+use crate::run::Progress;
 use crate::smtp::proto::server::ServerConfig;
-
-/// Where to listen.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listen {
-    /// TCP.
-    Tcp(SocketAddr),
-    /// A unix socket path (replaced if it exists).
-    Unix(PathBuf),
-}
-
-impl std::fmt::Display for Listen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Listen::Tcp(a) => write!(f, "{a}"),
-            Listen::Unix(p) => write!(f, "unix:{}", p.display()),
-        }
-    }
-}
 
 /// A validated `sink` run.
 pub struct SinkPlan {
     /// Listeners.
-    pub listen: Vec<Listen>,
+    pub listen: Vec<crate::transport::listen::Listen>,
     /// Protocol and extensions.
     pub server: ServerConfig,
     /// TLS for STARTTLS.
@@ -59,10 +38,61 @@ pub struct SinkPlan {
     pub drip: Duration,
     /// Bytes per second per connection read from clients, 0 for unlimited.
     pub bandwidth: u64,
-    /// Outputs.
-    pub outputs: Outputs,
-    /// Thresholds.
-    pub thresholds: Vec<Threshold>,
+    /// Intervals and the live line.
+    pub progress: Progress,
     /// The configuration as recorded in the results.
     pub config_json: serde_json::Value,
+}
+
+/// Defaults a sink has whether it runs alone or inside a relay, in the form the flags
+/// take them.
+pub mod defaults {
+    /// The name in the greeting.
+    pub const HOSTNAME: &str = crate::smtp::proto::server::HOSTNAME;
+    /// Concurrent connections; more are answered 421.
+    pub const MAX_CONNECTIONS: &str = "100000";
+    /// A connection idle this long is closed.
+    pub const IDLE_TIMEOUT: &str = "300s";
+}
+
+impl SinkPlan {
+    /// The sink embedded in a relay run: every extension a relaying MTA uses on, TLS and
+    /// AUTH off (the lab relays in clear text without logging in), no size limit below the
+    /// generator's own (512 MiB), messages discarded, faults from `rules`.
+    pub fn embedded(
+        listen: crate::transport::listen::Listen,
+        rules: Vec<super::faults::Rule>,
+        progress: Progress,
+    ) -> Result<SinkPlan, String> {
+        Ok(SinkPlan {
+            listen: vec![listen],
+            server: ServerConfig {
+                max_message_size: 512 << 20,
+                starttls: false,
+                auth: false,
+                smtputf8: false,
+                ..ServerConfig::default()
+            },
+            tls: None,
+            faults: FaultPlan {
+                rules,
+                ..FaultPlan::default()
+            },
+            store: Store::Discard,
+            fsync: false,
+            max_connections: crate::units::count(defaults::MAX_CONNECTIONS)? as usize,
+            idle_timeout: crate::units::duration(defaults::IDLE_TIMEOUT)?,
+            exit_after_messages: None,
+            exit_after_idle: None,
+            duration: None,
+            bounce_to: None,
+            drip: Duration::ZERO,
+            bandwidth: 0,
+            progress: Progress {
+                quiet: true,
+                ..progress
+            },
+            config_json: serde_json::Value::Null,
+        })
+    }
 }

@@ -4,43 +4,26 @@
 //! pipelined replies are charged only their own processing time).
 
 use std::io::{self, IoSlice};
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, UnixStream};
 use tokio::time::timeout;
-use tokio_rustls::TlsConnector;
 
 use super::proto::{
     ClientConfig, ClientSession, Decoded, Phase, Reply, ReplyDecoder, SessionError, Step,
     Transaction, TxnOutcome,
 };
-use super::stream::Stream;
-use super::target::Target;
-use super::tls;
 use crate::error::ErrorClass;
+use crate::transport::connect::{ConnectOptions, connect};
+use crate::transport::stream::Stream;
+use crate::transport::target::Target;
+use crate::transport::tls;
 
 /// Read buffer growth step. Replies are short, and with tens of thousands of connections
 /// every kilobyte per connection counts.
 const READ_CHUNK: usize = 256;
-
-/// How to open connections; shared by all connections of a run.
-#[derive(Clone)]
-pub struct ConnectOptions {
-    /// Limit for the TCP handshake.
-    pub connect_timeout: Duration,
-    /// Limit for each reply (and each write).
-    pub command_timeout: Duration,
-    /// Local address to bind before connecting (spreads connections over source IPs).
-    pub source_ip: Option<IpAddr>,
-    /// TLS client configuration, when this connection uses TLS.
-    pub tls: Option<Arc<rustls::ClientConfig>>,
-    /// TLS from the first byte (SMTPS, port 465) instead of STARTTLS.
-    pub implicit_tls: bool,
-}
 
 /// A failure that ends a connection; the transaction in flight (if any) is lost.
 #[derive(Debug, thiserror::Error)]
@@ -172,7 +155,12 @@ impl ClientConn {
         cfg: ClientConfig,
     ) -> Result<ClientConn, ConnError> {
         let started = Instant::now();
-        let stream = connect(target, opts).await?;
+        let stream = connect(target, opts)
+            .await
+            .map_err(|source| ConnError::Connect {
+                target: target.to_string(),
+                source,
+            })?;
         let connected = Instant::now();
         let tls = opts
             .tls
@@ -382,22 +370,8 @@ impl ClientConn {
             }));
         };
         let started = Instant::now();
-        let connector = TlsConnector::from(config);
-        let name = tls::server_name(&name);
-        let handshake = async {
-            match std::mem::replace(&mut self.stream, Stream::Gone) {
-                Stream::Tcp(s) => connector
-                    .connect(name, s)
-                    .await
-                    .map(|t| Stream::Tls(Box::new(t))),
-                Stream::Unix(s) => connector
-                    .connect(name, s)
-                    .await
-                    .map(|t| Stream::Tls(Box::new(t))),
-                _ => Err(io::Error::other("TLS is already active")),
-            }
-        };
-        match timeout(self.command_timeout, handshake).await {
+        let plain = std::mem::replace(&mut self.stream, Stream::Gone);
+        match timeout(self.command_timeout, tls::connect(plain, config, &name)).await {
             Ok(Ok(stream)) => self.stream = stream,
             Ok(Err(e)) => return Err(ConnError::Tls(e)),
             Err(_) => {
@@ -411,38 +385,5 @@ impl ClientConn {
         self.timings.push((Phase::TlsHandshake, now - started));
         self.last_mark = now;
         Ok(())
-    }
-}
-
-async fn connect(target: &Target, opts: &ConnectOptions) -> Result<Stream, ConnError> {
-    let fail = |source: io::Error| ConnError::Connect {
-        target: target.to_string(),
-        source,
-    };
-    let attempt = async {
-        match target {
-            Target::Tcp { addr, .. } => {
-                let socket = if addr.is_ipv4() {
-                    TcpSocket::new_v4()?
-                } else {
-                    TcpSocket::new_v6()?
-                };
-                if let Some(ip) = opts.source_ip {
-                    socket.bind(SocketAddr::new(ip, 0))?;
-                }
-                let stream = socket.connect(*addr).await?;
-                // Pipelined commands must leave at once, not wait for Nagle.
-                stream.set_nodelay(true)?;
-                Ok(Stream::Tcp(stream))
-            }
-            Target::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
-        }
-    };
-    match timeout(opts.connect_timeout, attempt).await {
-        Ok(result) => result.map_err(fail),
-        Err(_) => Err(fail(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "connect timed out",
-        ))),
     }
 }

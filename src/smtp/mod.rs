@@ -1,8 +1,7 @@
 //! The SMTP wire layer shared by every command: the sans-IO protocol core (`proto`), the
-//! socket driver (`conn`), the byte stream both sides share (`stream`), TLS set-up (`tls`) and target addresses (`target`).
+//! client's socket driver (`conn`), and its phases as statistics steps (`steps`). Streams, targets, TLS and listeners are the
+//! protocol-neutral `transport`.
 
 pub mod conn;
 pub mod proto;
-pub mod stream;
-pub mod target;
-pub mod tls;
+pub mod steps;

@@ -68,17 +68,26 @@ pub struct IntervalPoint {
     pub e2e_p99_ms: Option<f64>,
     /// CPU used by this process during the interval, in percent of one core.
     pub cpu_pct: f64,
-    /// Messages delivered to the sink in this interval (relay runs).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The delivery side and the system under test (relay runs), written beside the rest.
+    #[serde(flatten)]
+    pub relay: RelayPoint,
+}
+
+/// What a relay run adds to an interval: the delivery side and the system under test.
+/// Each part is absent where the interval has no reading.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RelayPoint {
+    /// Messages delivered to the sink in this interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered: Option<u64>,
-    /// Accepted minus delivered at the end of the interval (relay runs).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Accepted minus delivered at the end of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backlog: Option<i64>,
-    /// The system under test during the interval (relay runs).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The system under test during the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sut: Option<SutPoint>,
-    /// The value printed by `--queue-cmd` at the end of the interval (relay runs).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The value printed by `--queue-cmd` at the end of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<f64>,
 }
 
@@ -155,10 +164,7 @@ impl Collector {
             lag_p99_ms: ms(iv.hist(Metric::Lag), 0.99),
             e2e_p99_ms: (!iv.hist(Metric::E2e).is_empty()).then(|| ms(iv.hist(Metric::E2e), 0.99)),
             cpu_pct: used / dt * 100.0,
-            delivered: None,
-            backlog: None,
-            sut: None,
-            queue: None,
+            relay: RelayPoint::default(),
         };
         self.total.merge(&self.interval);
         self.interval.reset();

@@ -1,47 +1,46 @@
-//! The measured quantities: one latency histogram per `Metric`.
+//! The measured quantities: one latency histogram per `Metric`. A protocol names its own
+//! steps (SMTP: connect, banner, EHLO, ..., QUIT) in a [`Steps`] table and records them as
+//! [`Metric::Step`]; the rest are the same for every protocol.
 
-use crate::smtp::proto::Phase;
+/// Most steps a protocol may have.
+pub const MAX_STEPS: usize = 16;
 
 /// A latency-like quantity recorded in microseconds into its own HDR histogram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Metric {
-    /// One session phase (connect, banner, EHLO, ... QUIT).
-    Phase(Phase),
-    /// The whole transaction, from its intended start (open loop) or actual start (closed
-    /// loop) to the final reply; connection set-up is included when the message opened one.
+    /// One step of a protocol session (for SMTP a `Phase`), by its index in the
+    /// protocol's [`Steps`].
+    Step(u8),
+    /// One unit of work (an SMTP transaction), from its intended start (open loop) or from
+    /// when its connection was free (closed loop) to its end; connection set-up is
+    /// included when the unit opened one.
     Total,
-    /// How late a send started against the schedule (open loop only).
+    /// How late a unit started against the schedule (open loop only).
     Lag,
-    /// End to end: injection to arrival at a sink (relay runs).
+    /// End to end: injection to arrival at a sink (relay and sink runs).
     E2e,
 }
 
-impl Metric {
-    /// Number of metrics; the size of a recorder's histogram array.
-    pub const COUNT: usize = Phase::ALL.len() + 3;
+/// A protocol's step names, in order: the names of [`Metric::Step`] in results files,
+/// reports and threshold expressions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Steps(pub &'static [&'static str]);
 
-    /// Every metric, in report order.
-    pub fn all() -> impl Iterator<Item = Metric> {
-        Phase::ALL
-            .into_iter()
-            .map(Metric::Phase)
+impl Steps {
+    /// No steps (a sink records end to end only).
+    pub const NONE: Steps = Steps(&[]);
+
+    /// Every metric with these steps, in report order: the steps, then total, lag, e2e.
+    pub fn metrics(self) -> impl Iterator<Item = Metric> {
+        (0..self.0.len().min(MAX_STEPS))
+            .map(|i| Metric::Step(i as u8))
             .chain([Metric::Total, Metric::Lag, Metric::E2e])
     }
 
-    /// Position in a recorder's array.
-    pub fn index(self) -> usize {
-        match self {
-            Metric::Phase(p) => p as usize,
-            Metric::Total => Phase::ALL.len(),
-            Metric::Lag => Phase::ALL.len() + 1,
-            Metric::E2e => Phase::ALL.len() + 2,
-        }
-    }
-
-    /// The stable name used in results files and threshold expressions.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Phase(p) => p.name(),
+    /// The stable name of a metric.
+    pub fn name(self, m: Metric) -> &'static str {
+        match m {
+            Metric::Step(i) => self.0.get(usize::from(i)).copied().unwrap_or("step"),
             Metric::Total => "total",
             Metric::Lag => "lag",
             Metric::E2e => "e2e",
@@ -49,8 +48,23 @@ impl Metric {
     }
 
     /// Looks a metric up by its name.
-    pub fn from_name(name: &str) -> Option<Metric> {
-        Metric::all().find(|m| m.name() == name)
+    pub fn find(self, name: &str) -> Option<Metric> {
+        self.metrics().find(|m| self.name(*m) == name)
+    }
+}
+
+impl Metric {
+    /// Number of metrics; the size of a recorder's histogram array.
+    pub const COUNT: usize = MAX_STEPS + 3;
+
+    /// Position in a recorder's array.
+    pub fn index(self) -> usize {
+        match self {
+            Metric::Step(i) => usize::from(i).min(MAX_STEPS - 1),
+            Metric::Total => MAX_STEPS,
+            Metric::Lag => MAX_STEPS + 1,
+            Metric::E2e => MAX_STEPS + 2,
+        }
     }
 }
 
@@ -59,12 +73,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn indexes_are_dense_and_names_round_trip() {
-        let all: Vec<Metric> = Metric::all().collect();
-        assert_eq!(all.len(), Metric::COUNT);
-        for (i, m) in all.iter().enumerate() {
-            assert_eq!(m.index(), i);
-            assert_eq!(Metric::from_name(m.name()), Some(*m));
+    fn names_round_trip_and_indexes_are_distinct() {
+        let steps = Steps(&["connect", "banner"]);
+        let all: Vec<Metric> = steps.metrics().collect();
+        assert_eq!(all.len(), 5);
+        let mut seen = std::collections::HashSet::new();
+        for m in &all {
+            assert!(seen.insert(m.index()), "{m:?}");
+            assert!(m.index() < Metric::COUNT);
+            assert_eq!(steps.find(steps.name(*m)), Some(*m));
         }
+        assert_eq!(steps.name(Metric::Step(1)), "banner");
+        assert_eq!(steps.find("e2e"), Some(Metric::E2e));
+        assert_eq!(Steps::NONE.find("connect"), None);
     }
 }

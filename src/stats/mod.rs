@@ -9,9 +9,11 @@ pub mod hist;
 pub mod metric;
 pub mod recorder;
 pub mod results;
+pub mod summary;
 pub mod sut;
+pub mod timelog;
 
-pub use collector::{Collector, IntervalPoint, Shards, SutPoint};
-pub use metric::Metric;
+pub use collector::{Collector, IntervalPoint, RelayPoint, Shards, SutPoint};
+pub use metric::{Metric, Steps};
 pub use recorder::{Counters, Recorder};
 pub use results::Results;

@@ -9,32 +9,31 @@ use serde::Serialize;
 
 use super::metric::Metric;
 use crate::error::ErrorClass;
-use crate::smtp::proto::Phase;
 
 /// Significant figures kept by every latency histogram (0.1 % resolution).
 pub const SIGFIG: u8 = 3;
 /// Largest value recorded (one hour in µs); longer samples are clamped to it.
 pub const MAX_US: u64 = 3_600_000_000;
 
-/// Event counters. Every field is a plain count; all are summed on merge.
+/// Event counters. Every field is a plain count; all are summed on merge. The names are
+/// a client's (a unit of work is an SMTP transaction); a server part says in its results
+/// documentation what each means for it. Protocol-specific counts are the protocol's own
+/// group (`rcpts` for SMTP), written beside the others.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Counters {
-    /// Transactions started (messages attempted).
+    /// Units started (messages attempted).
     pub sent: u64,
-    /// Transactions the server accepted (final positive reply).
+    /// Units the server accepted (final positive reply).
     pub accepted: u64,
-    /// Transactions refused by a negative reply.
+    /// Units refused by a negative reply.
     pub rejected: u64,
-    /// Transactions lost to a connection failure (timeout, disconnect, TLS, protocol).
+    /// Units lost to a connection failure (timeout, disconnect, TLS, protocol).
     pub errors: u64,
-    /// Transactions cut off by shutdown before their reply.
+    /// Units cut off by shutdown before their reply.
     pub aborted: u64,
-    /// Recipients accepted at RCPT.
-    pub rcpts_accepted: u64,
-    /// Recipients refused at RCPT (or, for LMTP, after the body).
-    pub rcpts_refused: u64,
-    /// Recipients the message was accepted for.
-    pub rcpts_delivered: u64,
+    /// SMTP's recipients.
+    #[serde(flatten)]
+    pub rcpts: RcptCounters,
     /// Message octets of accepted messages.
     pub bytes: u64,
     /// Octets written to the network (commands and bodies).
@@ -49,6 +48,20 @@ pub struct Counters {
     pub late_starts: u64,
 }
 
+/// SMTP's per-recipient counts (`rcpts_accepted`, `rcpts_refused`, `rcpts_delivered`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RcptCounters {
+    /// Recipients accepted at RCPT.
+    #[serde(rename = "rcpts_accepted")]
+    pub accepted: u64,
+    /// Recipients refused at RCPT (or, for LMTP, after the body).
+    #[serde(rename = "rcpts_refused")]
+    pub refused: u64,
+    /// Recipients the message was accepted for.
+    #[serde(rename = "rcpts_delivered")]
+    pub delivered: u64,
+}
+
 impl Counters {
     /// Adds `o` into `self`.
     pub fn add(&mut self, o: &Counters) {
@@ -57,9 +70,9 @@ impl Counters {
         self.rejected += o.rejected;
         self.errors += o.errors;
         self.aborted += o.aborted;
-        self.rcpts_accepted += o.rcpts_accepted;
-        self.rcpts_refused += o.rcpts_refused;
-        self.rcpts_delivered += o.rcpts_delivered;
+        self.rcpts.accepted += o.rcpts.accepted;
+        self.rcpts.refused += o.rcpts.refused;
+        self.rcpts.delivered += o.rcpts.delivered;
         self.bytes += o.bytes;
         self.bytes_out += o.bytes_out;
         self.connections += o.connections;
@@ -69,13 +82,14 @@ impl Counters {
     }
 }
 
-/// Key of the error table: what kind, where, and the reply code (0 when none).
+/// Key of the error table: what kind, where (a protocol step), and the reply code (0 when
+/// none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ErrorKey {
     /// The class.
     pub class: ErrorClass,
-    /// The phase it happened in.
-    pub phase: Phase,
+    /// The step it happened in.
+    pub step: Metric,
     /// The reply code, 0 when the failure had none.
     pub code: u16,
 }
@@ -86,7 +100,7 @@ pub struct Recorder {
     hists: Vec<Histogram<u64>>,
     /// The event counters.
     pub counters: Counters,
-    /// Failures by class, phase and code.
+    /// Failures by class, step and code.
     pub errors: BTreeMap<ErrorKey, u64>,
     /// The first reason seen for each key of `errors` (a reply or an error message), so
     /// that a report can say why, not only how often.
@@ -134,11 +148,11 @@ impl Recorder {
     pub fn error(
         &mut self,
         class: ErrorClass,
-        phase: Phase,
+        step: Metric,
         code: u16,
         why: impl FnOnce() -> String,
     ) {
-        let key = ErrorKey { class, phase, code };
+        let key = ErrorKey { class, step, code };
         *self.errors.entry(key).or_insert(0) += 1;
         self.samples.entry(key).or_insert_with(why);
     }
@@ -206,9 +220,9 @@ mod tests {
         b.record(Metric::Total, Duration::from_secs(2));
         a.counters.sent = 1;
         b.counters.sent = 2;
-        a.error(ErrorClass::Timeout, Phase::Rcpt, 0, || "first".into());
-        b.error(ErrorClass::Timeout, Phase::Rcpt, 0, || "second".into());
-        b.error(ErrorClass::Rejected5xx, Phase::Mail, 550, || {
+        a.error(ErrorClass::Timeout, Metric::Step(6), 0, || "first".into());
+        b.error(ErrorClass::Timeout, Metric::Step(6), 0, || "second".into());
+        b.error(ErrorClass::Rejected5xx, Metric::Step(5), 550, || {
             "550 no".into()
         });
         a.merge(&b);
@@ -220,7 +234,7 @@ mod tests {
         let sample = |k: ErrorKey| a.samples.get(&k).cloned();
         let timeout = ErrorKey {
             class: ErrorClass::Timeout,
-            phase: Phase::Rcpt,
+            step: Metric::Step(6),
             code: 0,
         };
         assert_eq!(

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::collector::IntervalPoint;
 use super::hist::HistJson;
-use super::metric::Metric;
+use super::metric::Steps;
 use super::recorder::{Counters, Recorder};
+use super::summary::Summary;
 
 /// Bumped on any incompatible change of the results layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -108,8 +109,8 @@ pub struct ThresholdResult {
     pub ok: bool,
 }
 
-/// The whole results document.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The whole results document. Written with `write`, read back with `read`.
+#[derive(Debug, Clone, Serialize)]
 pub struct Results {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -120,23 +121,21 @@ pub struct Results {
     /// Wall-clock start, RFC 3339.
     pub started_at: String,
     /// Wall-clock start in µs since the Unix epoch: time zero of the series (`t_s`).
-    #[serde(default)]
     pub started_at_us: u64,
     /// Length of the run in seconds.
     pub duration_s: f64,
     /// True when Ctrl-C or SIGTERM cut the run short (what was measured until then is
     /// all here).
-    #[serde(default)]
     pub interrupted: bool,
     /// The validated configuration.
     pub config: serde_json::Value,
     /// Where it ran.
     pub environment: Environment,
     /// The headline numbers; command-specific, stable keys.
-    pub summary: serde_json::Value,
+    pub summary: Summary,
     /// All counters.
     pub counters: Counters,
-    /// Failures by class, phase and code.
+    /// Failures by class, step and code.
     pub errors: Vec<ErrorRow>,
     /// Latency histograms by metric name (only metrics with samples).
     pub latency: BTreeMap<String, HistJson>,
@@ -152,6 +151,32 @@ pub struct Results {
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
+/// A results file as stored, before its summary is read by its command's type.
+#[derive(Deserialize)]
+struct Stored {
+    schema_version: u32,
+    command: String,
+    run_id: String,
+    started_at: String,
+    #[serde(default)]
+    started_at_us: u64,
+    duration_s: f64,
+    #[serde(default)]
+    interrupted: bool,
+    config: serde_json::Value,
+    environment: Environment,
+    summary: serde_json::Value,
+    counters: Counters,
+    errors: Vec<ErrorRow>,
+    latency: BTreeMap<String, HistJson>,
+    series: Vec<IntervalPoint>,
+    #[serde(rename = "self")]
+    self_report: SelfReport,
+    thresholds: Vec<ThresholdResult>,
+    #[serde(default)]
+    extra: BTreeMap<String, serde_json::Value>,
+}
+
 /// What a finished run hands to [`Results::assemble`].
 pub struct RunParts {
     /// `send`, `sink`, `relay`.
@@ -165,7 +190,9 @@ pub struct RunParts {
     /// The validated configuration.
     pub config: serde_json::Value,
     /// The headline numbers.
-    pub summary: serde_json::Value,
+    pub summary: Summary,
+    /// The names of the protocol's steps (the latency and error tables use them).
+    pub steps: Steps,
     /// Everything recorded.
     pub total: Recorder,
     /// The time series.
@@ -177,7 +204,7 @@ pub struct RunParts {
 impl Results {
     /// The results document of a finished run (thresholds still to be checked).
     pub fn assemble(p: RunParts) -> Results {
-        let (latency, errors) = Results::tables(&p.total);
+        let (latency, errors) = Results::tables(&p.total, p.steps);
         Results {
             schema_version: SCHEMA_VERSION,
             command: p.command.into(),
@@ -202,18 +229,24 @@ impl Results {
         }
     }
 
-    /// The latency section and error table of a cumulative recorder.
-    pub fn tables(total: &Recorder) -> (BTreeMap<String, HistJson>, Vec<ErrorRow>) {
-        let latency = Metric::all()
+    /// The latency section and error table of a cumulative recorder, named by `steps`.
+    pub fn tables(total: &Recorder, steps: Steps) -> (BTreeMap<String, HistJson>, Vec<ErrorRow>) {
+        let latency = steps
+            .metrics()
             .filter(|m| !total.hist(*m).is_empty())
-            .map(|m| (m.name().to_string(), HistJson::from_hist(total.hist(m))))
+            .map(|m| {
+                (
+                    steps.name(m).to_string(),
+                    HistJson::from_hist(total.hist(m)),
+                )
+            })
             .collect();
         let errors = total
             .errors
             .iter()
             .map(|(k, v)| ErrorRow {
                 class: k.class.name().to_string(),
-                phase: k.phase.name().to_string(),
+                phase: steps.name(k.step).to_string(),
                 code: k.code,
                 count: *v,
                 sample: total.samples.get(k).cloned(),
@@ -222,12 +255,39 @@ impl Results {
         (latency, errors)
     }
 
-    /// Checks `thresholds` against this document's summary and latency.
-    pub fn check(&mut self, thresholds: &[crate::report::threshold::Threshold]) {
-        self.thresholds = thresholds
-            .iter()
-            .map(|t| t.evaluate(&self.summary, &self.latency))
-            .collect();
+    /// Reads a results file, checking that its schema is the one this version writes.
+    pub fn read(path: &Path) -> Result<Results, String> {
+        let named = |why: String| format!("results file {}: {why}", path.display());
+        let text =
+            std::fs::read_to_string(path).map_err(|e| named(format!("cannot read it: {e}")))?;
+        let raw: Stored =
+            serde_json::from_str(&text).map_err(|e| named(format!("not a results file: {e}")))?;
+        if raw.schema_version != SCHEMA_VERSION {
+            return Err(named(format!(
+                "schema_version {} is not {SCHEMA_VERSION}; read it with the mailbench that wrote it",
+                raw.schema_version
+            )));
+        }
+        let summary = Summary::from_json(&raw.command, raw.summary).map_err(named)?;
+        Ok(Results {
+            schema_version: raw.schema_version,
+            command: raw.command,
+            run_id: raw.run_id,
+            started_at: raw.started_at,
+            started_at_us: raw.started_at_us,
+            duration_s: raw.duration_s,
+            interrupted: raw.interrupted,
+            config: raw.config,
+            environment: raw.environment,
+            summary,
+            counters: raw.counters,
+            errors: raw.errors,
+            latency: raw.latency,
+            series: raw.series,
+            self_report: raw.self_report,
+            thresholds: raw.thresholds,
+            extra: raw.extra,
+        })
     }
 
     /// Writes the document, pretty-printed.

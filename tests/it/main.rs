@@ -1,6 +1,7 @@
 //! Integration tests against real servers, in one test binary.
 //!
 //! - `cli`:  bad input, help, exit codes (no server needed)
+//! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup)
@@ -13,6 +14,7 @@
 //!   codes, output formats, memory over many connections)
 
 mod cli;
+mod layout;
 mod relay;
 mod relay_path;
 mod send;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mailbench::lab::postfix::{Lab, LabOptions, QueueKind};
+use mailbench::lab::{LabOptions, Mta, QueueKind};
 
 use crate::sink::Sink;
 use crate::util::{TempDir, Terminated, require, results, run_expect, wait_until};
@@ -17,14 +17,15 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
     let dir = TempDir::new("relay-path");
     let json = dir.0.join("sink.json");
     let sink = Sink::start(&["--json", &json.to_string_lossy()]);
-    let lab = Lab::start(&LabOptions {
-        hops: 1,
-        queue: QueueKind::Disk,
-        postconf: Vec::new(),
-        relay: ([127, 0, 0, 1], sink.port).into(),
-        starttls: false,
-    })
-    .expect("lab Postfix starts (CI runs as root)");
+    let lab = Mta::Postfix
+        .start(&LabOptions {
+            hops: 1,
+            queue: QueueKind::Disk,
+            settings: Vec::new(),
+            relay: ([127, 0, 0, 1], sink.port).into(),
+            starttls: false,
+        })
+        .expect("lab Postfix starts (CI runs as root)");
     let target = lab.entry().to_string();
     let send_json = dir.0.join("send.json");
     run_expect(
@@ -65,7 +66,7 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
     assert_eq!(r["summary"]["duplicates"], 0);
     assert_eq!(r["summary"]["lost"], 0);
     assert_eq!(lab.delivered_logged(), 600, "maillog agrees with the sink");
-    let dirs: Vec<_> = lab.instances.iter().map(|i| i.dir.clone()).collect();
+    let dirs = lab.dirs();
     drop(lab);
     assert!(
         dirs.iter().all(|d| !d.exists()),

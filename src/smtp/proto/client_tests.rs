@@ -1,6 +1,7 @@
 //! Byte-level tests of the client session: what it writes for each reply it is fed.
 
 use super::*;
+use bytes::Bytes;
 
 fn cfg() -> ClientConfig {
     ClientConfig {

@@ -4,10 +4,12 @@
 pub mod client;
 pub mod data;
 pub mod ehlo;
+pub mod handler;
 pub mod outbox;
 pub mod phase;
 pub mod reply;
 pub mod server;
+pub mod txn;
 
 pub use client::{
     ClientConfig, ClientSession, Credentials, SessionError, Step, Transaction, TxnOutcome,

@@ -46,7 +46,8 @@ impl Outbox {
         }
     }
 
-    /// Everything queued as one contiguous vector; for tests.
+    /// Everything queued as one contiguous vector.
+    #[cfg(test)]
     pub fn take_vec(&mut self) -> Vec<u8> {
         let mut chunks = Vec::new();
         self.take_into(&mut chunks);

@@ -20,7 +20,8 @@ pub struct Reply {
 }
 
 impl Reply {
-    /// Builds a reply; used by tests and by the server side.
+    /// Builds a reply.
+    #[cfg(test)]
     pub fn new(code: u16, text: &str) -> Self {
         Reply {
             code,

@@ -9,16 +9,16 @@
 //! ([`ServerSession::received`]) until the IO layer, which may store it on disk without
 //! blocking other connections, answers with [`ServerSession::finish`].
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as B64;
+pub use super::handler::{Command, Decision, Envelope, Handler, Out, Received, Verdict, reply};
+use crate::sasl;
 use smtp_proto::Request;
 use smtp_proto::request::receiver::{BdatReceiver, DataReceiver, RequestReceiver};
 
 /// Which extensions the server advertises (each can be switched off, as smtp-sink allows).
+/// The default offers every one, as `sink.mailbench.test`, up to 50 MiB.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ServerConfig {
     /// Name in the greeting and EHLO reply.
@@ -45,101 +45,25 @@ pub struct ServerConfig {
     pub dsn: bool,
 }
 
-/// The command a handler is asked about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Command {
-    /// A new connection (before the greeting).
-    Connect,
-    /// EHLO, HELO or LHLO.
-    Ehlo,
-    /// AUTH.
-    Auth,
-    /// MAIL FROM.
-    Mail,
-    /// RCPT TO.
-    Rcpt,
-    /// DATA (before 354) or BDAT.
-    Data,
-    /// End of data: the message is complete.
-    DataEnd,
-    /// QUIT.
-    Quit,
-}
+/// The name a server greets with unless told otherwise.
+pub const HOSTNAME: &str = "sink.mailbench.test";
 
-/// What to do with a command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// The normal positive reply.
-    Accept,
-    /// This reply instead (code, enhanced code, text).
-    Reply(u16, &'static str, String),
-    /// Close the connection without a reply.
-    Disconnect,
-    /// Reply 421 and close.
-    Shutdown,
-}
-
-/// A handler's decision: an optional delay before the reply, and the verdict.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    /// Wait this long before replying (the IO layer sleeps; later replies queue behind).
-    pub delay: Duration,
-    /// The verdict.
-    pub verdict: Verdict,
-}
-
-impl Decision {
-    /// Accept at once.
-    pub const ACCEPT: Decision = Decision {
-        delay: Duration::ZERO,
-        verdict: Verdict::Accept,
-    };
-}
-
-/// The envelope of the transaction in progress.
-#[derive(Debug, Clone, Default)]
-pub struct Envelope {
-    /// HELO/EHLO argument.
-    pub helo: String,
-    /// Reverse-path.
-    pub from: String,
-    /// Accepted forward-paths.
-    pub rcpts: Vec<String>,
-}
-
-/// Decides replies to commands; implemented by the IO layer (sink).
-pub trait Handler {
-    /// Decides the reply to a command; `arg` is the address for MAIL/RCPT, the name for
-    /// EHLO, `user NUL password` for AUTH, empty otherwise.
-    fn decide(&mut self, cmd: Command, env: &Envelope, arg: &str) -> Decision;
-}
-
-/// A complete message waiting for its end-of-data decision.
-#[derive(Debug)]
-pub struct Received<'a> {
-    /// Its envelope.
-    pub env: &'a Envelope,
-    /// The content: dot-unstuffed, or all BDAT chunks joined.
-    pub data: &'a [u8],
-    /// It passed the size limit (and was cut there); the session answers 552 to an accept.
-    pub oversize: bool,
-}
-
-/// One item of the output queue.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Out {
-    /// Reply bytes to write.
-    Bytes(Vec<u8>),
-    /// Sleep before writing what follows.
-    Delay(Duration),
-    /// Sleep before writing the reply that accepts a message: the IO layer counts the
-    /// message as delivered only if the client is still there after the hold.
-    Hold(Duration),
-    /// Upgrade to TLS now (after the 220 to STARTTLS was written).
-    StartTls,
-    /// Close the connection after writing what precedes.
-    Close,
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            hostname: HOSTNAME.into(),
+            lmtp: false,
+            max_message_size: 50 << 20,
+            pipelining: true,
+            eight_bit_mime: true,
+            enhanced_status_codes: true,
+            starttls: true,
+            auth: true,
+            chunking: true,
+            smtputf8: true,
+            dsn: true,
+        }
+    }
 }
 
 enum State {
@@ -292,19 +216,19 @@ impl ServerSession {
                         break;
                     }
                     iter = rest[line.len() + 1..].iter();
-                    let text = decode_b64_line(&self.auth_buf);
+                    let text = sasl::decode(&self.auth_buf);
                     self.auth_buf.clear();
                     *left -= 1;
                     let (left, login) = (*left, *login);
                     if login && left == 1 {
                         self.auth_user = text;
-                        self.reply(334, "", "UGFzc3dvcmQ6");
+                        self.reply(334, "", sasl::LOGIN_PASS_PROMPT);
                     } else {
                         self.state = State::Command;
                         let creds = if login {
                             format!("{}\0{}", std::mem::take(&mut self.auth_user), text)
                         } else {
-                            plain_creds(&text)
+                            sasl::plain_credentials(&text)
                         };
                         let d = h.decide(Command::Auth, &self.env, &creds);
                         self.respond(d, 235, "2.7.0", "authentication succeeded");
@@ -416,16 +340,17 @@ impl ServerSession {
                     if initial_response.is_empty() {
                         self.state = State::AuthLines(1, false);
                         self.reply(334, "", "");
-                    } else if B64.decode(initial_response.as_bytes()).is_err() {
+                    } else if !sasl::is_base64(initial_response.as_bytes()) {
                         self.reply(501, "5.5.2", "invalid base64");
                     } else {
-                        let creds = plain_creds(&decode_b64_line(initial_response.as_bytes()));
+                        let creds =
+                            sasl::plain_credentials(&sasl::decode(initial_response.as_bytes()));
                         let d = h.decide(Command::Auth, &self.env, &creds);
                         self.respond(d, 235, "2.7.0", "authentication succeeded");
                     }
                 } else if mechanism == smtp_proto::AUTH_LOGIN {
                     self.state = State::AuthLines(2, true);
-                    self.reply(334, "", "VXNlcm5hbWU6");
+                    self.reply(334, "", sasl::LOGIN_USER_PROMPT);
                 } else {
                     self.reply(504, "5.5.4", "mechanism not supported");
                 }
@@ -720,23 +645,6 @@ impl ServerSession {
 /// Longest AUTH continuation line kept.
 const MAX_AUTH_LINE: usize = 1024;
 
-/// Decodes one base64 line (CR and spaces trimmed); invalid input decodes to "".
-fn decode_b64_line(line: &[u8]) -> String {
-    let t = line.trim_ascii();
-    B64.decode(t)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default()
-}
-
-/// `authzid NUL authcid NUL passwd` (RFC 4616) as `authcid NUL passwd`.
-fn plain_creds(decoded: &str) -> String {
-    let mut parts = decoded.split('\0');
-    let _authzid = parts.next();
-    let user = parts.next().unwrap_or_default();
-    let pass = parts.next().unwrap_or_default();
-    format!("{user}\0{pass}")
-}
-
 /// A `fmt::Write` view of a byte buffer (replies are ASCII).
 fn p_str(v: &mut Vec<u8>) -> impl std::fmt::Write + '_ {
     struct W<'a>(&'a mut Vec<u8>);
@@ -747,14 +655,6 @@ fn p_str(v: &mut Vec<u8>) -> impl std::fmt::Write + '_ {
         }
     }
     W(v)
-}
-
-/// Convenience for handlers: a reply decision.
-pub fn reply(code: u16, esc: &'static str, text: impl Into<Cow<'static, str>>) -> Decision {
-    Decision {
-        delay: Duration::ZERO,
-        verdict: Verdict::Reply(code, esc, text.into().into_owned()),
-    }
 }
 
 #[cfg(test)]

@@ -5,16 +5,10 @@ use super::*;
 fn cfg() -> ServerConfig {
     ServerConfig {
         hostname: "sink.test".into(),
-        lmtp: false,
         max_message_size: 1000,
-        pipelining: true,
-        eight_bit_mime: true,
-        enhanced_status_codes: true,
-        starttls: true,
-        auth: true,
-        chunking: true,
         smtputf8: false,
         dsn: false,
+        ..ServerConfig::default()
     }
 }
 

@@ -184,7 +184,7 @@ pub fn results(path: &Path) -> serde_json::Value {
 /// `optional` (present only in some runs).
 pub fn assert_threshold_keys(
     r: &serde_json::Value,
-    v: &mailbench::report::threshold::Vocabulary,
+    v: &mailbench::stats::summary::Vocabulary,
     optional: &[&str],
 ) {
     let keys: Vec<&str> = v.keys().collect();

@@ -1,6 +1,6 @@
-//! Parsers for the units used on the command line: durations `30s` `5m`, sizes `1k`
-//! `25KiB` `0-10k`, rates `500/s` `12000/min`, counts `10k`. Each error names the value and
-//! shows a valid form.
+//! Parsers for the units people write, on the command line and in rules files: durations
+//! `30s` `5m`, sizes `1k` `25KiB` `0-10k`, rates `500/s` `12000/min`, counts `10k`. Each
+//! error names the value and shows a valid form.
 
 use std::time::Duration;
 
@@ -106,37 +106,6 @@ pub fn count_range(s: &str) -> Result<(u64, u64), String> {
         }
         None => count(s).map(|n| (n, n)),
     }
-}
-
-/// Outputs and thresholds from their flags (shared by every command).
-pub fn outputs(
-    o: &super::args::OutputArgs,
-    postal_csv: Option<std::path::PathBuf>,
-    vocabulary: &crate::report::threshold::Vocabulary,
-) -> Result<
-    (
-        crate::report::Outputs,
-        Vec<crate::report::threshold::Threshold>,
-    ),
-    String,
-> {
-    let interval = duration(&o.interval)?;
-    if interval < Duration::from_millis(100) {
-        return Err("--interval must be at least 100ms".into());
-    }
-    let thresholds = o
-        .threshold
-        .iter()
-        .map(|t| crate::report::threshold::Threshold::parse(t, vocabulary))
-        .collect::<Result<Vec<_>, _>>()?;
-    let outputs = crate::report::Outputs {
-        interval,
-        json: o.json.clone(),
-        csv: o.csv.clone(),
-        postal_csv,
-        quiet: o.quiet,
-    };
-    Ok((outputs, thresholds))
 }
 
 /// A percentage 0–100.

@@ -24,13 +24,6 @@ pub enum Stream {
     Gone,
 }
 
-impl Stream {
-    /// True for TLS.
-    pub fn is_tls(&self) -> bool {
-        matches!(self, Stream::Tls(_))
-    }
-}
-
 macro_rules! delegate {
     ($self:ident, $s:ident => $e:expr) => {
         match $self.get_mut() {

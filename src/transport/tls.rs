@@ -1,8 +1,16 @@
-//! TLS client set-up on rustls with the `ring` provider. Test servers use self-signed
-//! certificates, so certificates are accepted without verification unless a CA file is given.
+//! TLS on rustls with the `ring` provider, for both sides: the client's configuration (test
+//! servers use self-signed certificates, so certificates are accepted without verification
+//! unless a CA file is given), the server's (from PEM files, or a certificate made at
+//! start), self-signed certificates for servers the tool starts, and the upgrade of a
+//! plain [`Stream`] on either side.
 
+use std::io;
 use std::path::Path;
 use std::sync::Arc;
+
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+use super::stream::Stream;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
@@ -132,8 +140,7 @@ pub fn server_config(
             (certs, key)
         }
         None => {
-            let generated = rcgen::generate_simple_self_signed(vec![hostname.to_string()])
-                .map_err(|e| format!("cannot make a self-signed certificate: {e}"))?;
+            let generated = self_signed(&[hostname])?;
             let key = PrivateKeyDer::try_from(generated.signing_key.serialize_der())
                 .map_err(|e| format!("cannot use the generated key: {e}"))?;
             (vec![generated.cert.der().clone()], key)
@@ -147,4 +154,39 @@ pub fn server_config(
         .with_single_cert(certs, key)
         .map_err(|e| format!("certificate and key do not match or are unusable: {e}"))?;
     Ok(Arc::new(config))
+}
+
+/// A self-signed certificate and its key for `names` (host names or IP addresses), for
+/// the servers the tool runs or starts.
+pub fn self_signed(names: &[&str]) -> Result<rcgen::CertifiedKey<rcgen::KeyPair>, String> {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    rcgen::generate_simple_self_signed(names)
+        .map_err(|e| format!("cannot make a self-signed certificate: {e}"))
+}
+
+/// The client side of a TLS upgrade (after STARTTLS, or first thing with implicit TLS).
+pub async fn connect(stream: Stream, config: Arc<ClientConfig>, name: &str) -> io::Result<Stream> {
+    let connector = TlsConnector::from(config);
+    let name = server_name(name);
+    match stream {
+        Stream::Tcp(s) => connector
+            .connect(name, s)
+            .await
+            .map(|t| Stream::Tls(Box::new(t))),
+        Stream::Unix(s) => connector
+            .connect(name, s)
+            .await
+            .map(|t| Stream::Tls(Box::new(t))),
+        _ => Err(io::Error::other("TLS is already active")),
+    }
+}
+
+/// The server side of a TLS upgrade.
+pub async fn accept(stream: Stream, config: Arc<rustls::ServerConfig>) -> io::Result<Stream> {
+    let acceptor = TlsAcceptor::from(config);
+    match stream {
+        Stream::Tcp(s) => acceptor.accept(s).await.map(|t| Stream::Tls(Box::new(t))),
+        Stream::Unix(s) => acceptor.accept(s).await.map(|t| Stream::Tls(Box::new(t))),
+        _ => Err(io::Error::other("TLS is already active")),
+    }
 }

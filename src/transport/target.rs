@@ -61,6 +61,15 @@ pub fn parse_target(spec: &str, default_port: u16) -> Result<Target, String> {
     Ok(Target::Tcp { addr, host })
 }
 
+/// Parses a TCP address given to `flag` (a relay target, a sink, a bounce target);
+/// a unix socket is refused with one line naming the flag.
+pub fn parse_tcp(spec: &str, default_port: u16, flag: &str) -> Result<SocketAddr, String> {
+    match parse_target(spec, default_port).map_err(|e| format!("{flag}: {e}"))? {
+        Target::Tcp { addr, .. } => Ok(addr),
+        Target::Unix(_) => Err(format!("{flag} must be a TCP address, not a unix socket")),
+    }
+}
+
 /// Parses a comma-separated list of targets (used round-robin).
 pub fn parse_targets(list: &str, default_port: u16) -> Result<Vec<Target>, String> {
     list.split(',')

@@ -83,7 +83,7 @@ impl Live {
             p.t_s,
             p.msgs_per_sec,
             total.accepted,
-            total.rcpts_delivered,
+            total.rcpts.delivered,
             total.rejected,
             total.connections,
             p.cpu_pct

@@ -1,0 +1,216 @@
+//! What every lab MTA needs from the host: root, a free loopback port, a directory of its
+//! own, a queue on a RAM disk (or /dev/shm when mounting is not allowed), a certificate,
+//! and a way to tell that the server answering on its port is the one it started.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::LabError;
+
+/// Checks that the process runs as root, which `what` needs; the error says how to fix it.
+pub fn check_root(what: &str) -> Result<(), String> {
+    #[allow(unsafe_code)]
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if euid == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} must run as root (it drops privileges itself); run with sudo"
+        ))
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released).
+pub fn free_port() -> Result<u16, LabError> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| LabError::Failed(format!("cannot find a free loopback port: {e}")))
+}
+
+/// A fresh directory for one lab instance, `mailbench-lab-PID-HOP-RANDOM`, mode 755.
+pub fn instance_dir(hop: u8) -> Result<PathBuf, LabError> {
+    let dir = std::env::temp_dir().join(format!(
+        "mailbench-lab-{}-{hop}-{}",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| io("create the lab directory", e))?;
+    set_mode(&dir, 0o755);
+    Ok(dir)
+}
+
+/// The error of a file operation the lab needed.
+pub fn io(what: &str, e: std::io::Error) -> LabError {
+    LabError::Failed(format!("lab: cannot {what}: {e}"))
+}
+
+/// Where a queue lives, and what to undo when the lab stops.
+#[derive(Debug)]
+pub struct QueueDir {
+    /// The directory.
+    pub path: PathBuf,
+    mounted: bool,
+    shm: bool,
+}
+
+impl QueueDir {
+    /// `dir/queue` on disk, or on a tmpfs mounted there; when mounting is not permitted,
+    /// a directory in /dev/shm, with a notice for the user.
+    pub fn make(dir: &Path, hop: u8, tmpfs: bool) -> Result<(QueueDir, Option<String>), LabError> {
+        let path = dir.join("queue");
+        std::fs::create_dir_all(&path).map_err(|e| io("create the queue directory", e))?;
+        if !tmpfs {
+            return Ok((
+                QueueDir {
+                    path,
+                    mounted: false,
+                    shm: false,
+                },
+                None,
+            ));
+        }
+        let q = path.display().to_string();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1g,mode=755", "tmpfs", &q])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if mounted {
+            return Ok((
+                QueueDir {
+                    path,
+                    mounted: true,
+                    shm: false,
+                },
+                None,
+            ));
+        }
+        let shm = PathBuf::from(format!(
+            "/dev/shm/mailbench-lab-{}-{hop}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&shm).map_err(|e| io("create a queue in /dev/shm", e))?;
+        set_mode(&shm, 0o755);
+        let notice = "mounting a tmpfs was not permitted; the queue is in /dev/shm instead";
+        Ok((
+            QueueDir {
+                path: shm,
+                mounted: false,
+                shm: true,
+            },
+            Some(notice.into()),
+        ))
+    }
+
+    /// Unmounts or removes what `make` made. Idempotent.
+    pub fn remove(&mut self) {
+        if self.mounted {
+            let _ = Command::new("umount").arg(&self.path).output();
+            self.mounted = false;
+        }
+        if self.shm {
+            let _ = std::fs::remove_dir_all(&self.path);
+            self.shm = false;
+        }
+    }
+}
+
+/// Writes a certificate for `hostname` and 127.0.0.1 (so that `--tls-ca` verifies the lab
+/// by address too) to `dir/tls.crt`, and its key to `dir/tls.key`, readable by root only:
+/// MTAs load it before they drop privileges.
+pub fn write_tls_files(dir: &Path, hostname: &str) -> Result<PathBuf, LabError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |e: String| LabError::Failed(format!("lab: cannot make its TLS certificate: {e}"));
+    let made = crate::transport::tls::self_signed(&[hostname, "127.0.0.1"]).map_err(failed)?;
+    let cert = dir.join("tls.crt");
+    std::fs::write(&cert, made.cert.pem()).map_err(|e| failed(e.to_string()))?;
+    let mut key = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dir.join("tls.key"))
+        .map_err(|e| failed(e.to_string()))?;
+    std::io::Write::write_all(&mut key, made.signing_key.serialize_pem().as_bytes())
+        .map_err(|e| failed(e.to_string()))?;
+    Ok(cert)
+}
+
+/// Waits up to 20 s for the server on `addr` to greet with a line containing `name`
+/// (each instance has a unique name): another server on the port is `PortTaken`.
+pub fn wait_for_greeting(addr: SocketAddr, name: &str) -> Result<(), LabError> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match greeting(addr) {
+            Some(g) if g.contains(name) => return Ok(()),
+            Some(_) => {
+                return Err(LabError::PortTaken(format!(
+                    "lab: port taken: {addr} answers for another server"
+                )));
+            }
+            None if Instant::now() > deadline => {
+                return Err(LabError::PortTaken(format!(
+                    "lab: port taken or the server did not listen on {addr} in 20 s"
+                )));
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// The first line a server at `addr` sends, if it answers within a second.
+fn greeting(addr: SocketAddr) -> Option<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line).ok()?;
+    let _ = s.write_all(b"QUIT\r\n");
+    (!line.is_empty()).then_some(line)
+}
+
+/// Sets a path's permission bits.
+pub fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
+}
+
+/// Files below `dir`, recursively (a queue's messages).
+pub fn count_files(dir: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                count_files(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+/// Lines of a log file that contain `needle` (deliveries an MTA logged).
+pub fn count_lines(log: &Path, needle: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(needle))
+        .count()
+}
+
+/// The process ids in the trees rooted at the pids written in `pid_files`.
+pub fn trees(pid_files: &[PathBuf]) -> Vec<u32> {
+    let roots: Vec<u32> = pid_files
+        .iter()
+        .filter_map(|f| {
+            std::fs::read_to_string(f)
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        })
+        .collect();
+    crate::stats::sut::descendants(&roots)
+}

@@ -1,0 +1,305 @@
+//! The load engine, whatever the protocol: a schedule of units of work (`schedule`:
+//! closed loop, or open-loop intended start times), a budget (a count and/or a duration),
+//! one worker per connection slot (`worker`) driving a protocol's client through the
+//! [`Driver`] trait, and the run skeleton (ticks, live line, self CPU). SMTP's driver is
+//! `send::driver`; POP3 and IMAP drivers plug in the same way and get pacing, budgets,
+//! the live line and the generator's warnings unchanged.
+
+pub mod schedule;
+mod worker;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ErrorClass;
+use crate::run::live::LiveExtra;
+use crate::run::{Finished, Progress, Runner};
+use crate::shutdown::Shutdown;
+use crate::stats::{Metric, Recorder, Shards};
+use schedule::{Pacing, Schedule};
+
+/// The shape of the load: how many units, how fast, over how many connections.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    /// Open or closed loop.
+    pub pacing: Pacing,
+    /// Connections (closed loop) or the cap on connections (open loop).
+    pub concurrency: usize,
+    /// Stop after this many units (`u64::MAX`: until `duration`).
+    pub count: u64,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Units per connection: inclusive range, 0 = unlimited.
+    pub per_conn: (u64, u64),
+    /// Time units in flight get to finish after a stop or the end of `duration`.
+    pub grace: Duration,
+    /// Stop after this many failed units.
+    pub max_errors: Option<u64>,
+    /// Intervals and the live line.
+    pub progress: Progress,
+    /// The run id (a fresh random one when `None`).
+    pub run_id: Option<u64>,
+    /// More for the live line (a relay's deliveries and backlog).
+    pub live_extra: Option<LiveExtra>,
+}
+
+/// What the engine needs to know of a failure that ended a connection.
+pub trait Failure: std::fmt::Display {
+    /// Its statistics class.
+    fn class(&self) -> ErrorClass;
+    /// The step it happened in.
+    fn step(&self) -> Metric;
+    /// The reply code involved, 0 when none.
+    fn code(&self) -> u16;
+    /// For a failure to connect at all, the one line that says the target is unreachable
+    /// (used when no connection of the run ever opened).
+    fn unreachable(&self) -> Option<String>;
+}
+
+/// What comes after a unit on the same connection, when the protocol can send it in the
+/// same write (SMTP's pipelining, RFC 2920 §3.1).
+pub enum Next {
+    /// The next unit, with its sequence number: it is in flight when the unit completes.
+    Unit(u64),
+    /// No more units on this connection: say goodbye.
+    Last,
+    /// Nothing now.
+    Wait,
+}
+
+/// One protocol's client side, as the engine drives it: open a connection, run units of
+/// work on it one after another, record what they did, close it.
+pub trait Driver: Send + Sync + 'static {
+    /// An open connection, set up and ready for a unit.
+    type Conn: Send + 'static;
+    /// What ends a connection.
+    type Failure: Failure + Send + 'static;
+    /// How a completed unit ended.
+    type Outcome: Send;
+
+    /// Opens the `n`-th connection of the run.
+    fn open(
+        &self,
+        n: u64,
+        rng: &mut fastrand::Rng,
+    ) -> impl Future<Output = Result<Self::Conn, Self::Failure>> + Send;
+    /// True when the connection uses TLS.
+    fn tls(conn: &Self::Conn) -> bool;
+    /// True when the connection can take a unit now (not closed by the server).
+    fn idle(conn: &Self::Conn) -> bool;
+    /// Starts unit `seq` on the connection (nothing is written yet).
+    fn begin(
+        &self,
+        conn: &mut Self::Conn,
+        seq: u64,
+        rng: &mut fastrand::Rng,
+    ) -> Result<(), Self::Failure>;
+    /// Drives the unit in flight to its end. `next` is asked at most once, when the
+    /// protocol could send what follows in the same write; a [`Next::Unit`] is then in
+    /// flight when this returns.
+    fn complete(
+        &self,
+        conn: &mut Self::Conn,
+        next: &mut (dyn FnMut() -> Next + Send),
+        rng: &mut fastrand::Rng,
+    ) -> impl Future<Output = Result<Self::Outcome, Self::Failure>> + Send;
+    /// Records the steps a connection timed since the last call and, for a completed
+    /// unit `seq`, its outcome; true when the unit failed (was refused).
+    fn record(
+        &self,
+        rec: &mut Recorder,
+        conn: &mut Self::Conn,
+        seq: u64,
+        outcome: Option<&Self::Outcome>,
+    ) -> bool;
+    /// Closes the connection politely; the step it timed (SMTP's QUIT), if it did.
+    fn close(&self, conn: Self::Conn) -> impl Future<Output = Option<(Metric, Duration)>> + Send;
+}
+
+/// What a finished load measured, for the protocol's summary.
+pub struct Loaded {
+    /// Everything the run skeleton kept.
+    pub finished: Finished,
+    /// The run id.
+    pub run_id: u64,
+    /// Units the schedule wanted started before scheduling ended (closed loop: started).
+    pub intended: u64,
+    /// Seconds from the start to the end of the last unit.
+    pub active_s: f64,
+    /// When the generator, not the target, may have limited the result.
+    pub warnings: Vec<String>,
+    /// Ctrl-C or SIGTERM cut the run short.
+    pub interrupted: bool,
+}
+
+/// What all workers of a run share.
+struct Shared<D: Driver> {
+    plan: LoadPlan,
+    driver: D,
+    schedule: Schedule,
+    shards: Shards,
+    /// Units started and not yet recorded (what shutdown may cut off).
+    in_flight: AtomicU64,
+    /// Failed units so far (for `--max-errors`).
+    failures: AtomicU64,
+    /// Connections opened so far (the driver spreads them over targets and addresses).
+    conns_opened: AtomicU64,
+    /// Microseconds from the start to the latest end of a unit: the rate is taken over
+    /// this span, so closing connections after the last unit does not dilute it.
+    last_done_us: AtomicU64,
+    /// Set on Ctrl-C, SIGTERM, the error limit or an unreachable target.
+    stop: CancellationToken,
+    /// Lag beyond which an open-loop unit counts as late ([`late_after`]).
+    late: Duration,
+    /// Set once any connection was opened.
+    connected: AtomicBool,
+    /// Set when the first connections failed and none ever succeeded: why.
+    unreachable: OnceLock<String>,
+}
+
+/// Runs the load to completion (or until stopped). The error is the one line that says
+/// the target never accepted a connection (nothing was measured).
+pub async fn run<D: Driver>(
+    plan: LoadPlan,
+    driver: D,
+    shutdown: Shutdown,
+) -> Result<Loaded, String> {
+    let start = Instant::now();
+    let run_id = plan.run_id.unwrap_or_else(crate::run::new_run_id);
+    let shards_n = (crate::stats::cpu::cpu_count() * 4).min(plan.concurrency.max(1));
+    let eng = Arc::new(Shared {
+        schedule: Schedule::new(start, plan.pacing, plan.count, plan.duration, run_id),
+        shards: Shards::new(shards_n),
+        in_flight: AtomicU64::new(0),
+        failures: AtomicU64::new(0),
+        conns_opened: AtomicU64::new(0),
+        last_done_us: AtomicU64::new(0),
+        stop: shutdown.stop.clone(),
+        late: late_after(&plan.pacing),
+        connected: AtomicBool::new(false),
+        unreachable: OnceLock::new(),
+        driver,
+        plan,
+    });
+    let plan = &eng.plan;
+    let mut workers = JoinSet::new();
+    for i in 0..plan.concurrency {
+        workers.spawn(worker::run(i, eng.clone()));
+    }
+    let mut runner = Runner::new(start, plan.progress);
+    // When scheduling ended: the stop, or the end of --duration.
+    let mut sched_end: Option<Instant> = None;
+    let far = start + Duration::from_secs(86_400 * 365);
+    let mut drain_until = plan.duration.map_or(far, |d| start + d + plan.grace);
+    let mut aborted = 0;
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            _ = runner.tick() => {
+                let (p, total) = runner.close_interval(&eng.shards);
+                let extra = plan.live_extra.as_ref().map(|f| f.line(&total.counters));
+                let counters = total.counters.clone();
+                runner.live().update(&p, &counters, extra.as_deref().unwrap_or(""));
+            }
+            joined = workers.join_next() => if joined.is_none() { break },
+            _ = eng.stop.cancelled(), if !stopping => {
+                // Workers sleeping until their slot see the same token and leave.
+                stopping = true;
+                sched_end = Some(Instant::now());
+                eng.schedule.stop();
+                drain_until = drain_until.min(Instant::now() + plan.grace);
+            }
+            _ = tokio::time::sleep_until(drain_until.into()) => {
+                aborted = eng.in_flight.load(Ordering::Relaxed);
+                workers.abort_all();
+                break;
+            }
+            _ = shutdown.abort.cancelled() => {
+                aborted = eng.in_flight.load(Ordering::Relaxed);
+                workers.abort_all();
+                break;
+            }
+        }
+    }
+    while workers.join_next().await.is_some() {}
+    if let Some(why) = eng.unreachable.get() {
+        runner.live().finish();
+        return Err(why.clone());
+    }
+    let mut finished = runner.finish(&eng.shards);
+    let c = &mut finished.total.counters;
+    c.sent += aborted;
+    c.aborted += aborted;
+    let active_s = match eng.last_done_us.load(Ordering::Relaxed) {
+        0 => finished.duration_s,
+        us => us as f64 / 1e6,
+    };
+    // What the schedule wanted started until scheduling ended, against what started.
+    let sched_end = sched_end.map_or(Duration::from_secs_f64(finished.duration_s), |t| {
+        t.duration_since(start)
+    });
+    let sent = finished.total.counters.sent;
+    let intended = eng.schedule.due_before(sched_end).unwrap_or(sent).max(sent);
+    let warnings = bottleneck_warnings(plan, &finished, eng.late);
+    Ok(Loaded {
+        finished,
+        run_id,
+        intended,
+        active_s,
+        warnings,
+        interrupted: shutdown.interrupted(),
+    })
+}
+
+/// When an open-loop unit counts as late: later than one gap between units at the target
+/// rate, and never less than 5 ms. The timer alone wakes up to about 2 ms late (tokio's
+/// 1 ms wheel, rounded up), which is noise, not a server falling behind.
+pub fn late_after(pacing: &Pacing) -> Duration {
+    let floor = Duration::from_millis(5);
+    match pacing {
+        Pacing::Open { rate, .. } if *rate > 0.0 => {
+            floor.max(Duration::from_secs_f64((1.0 / rate).min(3600.0)))
+        }
+        _ => floor,
+    }
+}
+
+/// Says when the generator, not the target, may have limited the result.
+fn bottleneck_warnings(plan: &LoadPlan, f: &Finished, late_after: Duration) -> Vec<String> {
+    let mut w = Vec::new();
+    let cpu_peak = f.cpu_peak_pct();
+    let cores = crate::stats::cpu::cpu_count();
+    let threads = tokio::runtime::Handle::current().metrics().num_workers();
+    let usable = threads.min(cores) as f64;
+    if cpu_peak >= 90.0 * usable {
+        let more = if threads < cores {
+            "; --threads lets it use more cores"
+        } else {
+            ""
+        };
+        w.push(format!(
+            "the generator used {cpu_peak:.0} % CPU in its busiest interval, all that its {threads} thread(s) can use: it may be the bottleneck{more}"
+        ));
+    } else if cpu_peak >= 90.0 {
+        w.push(format!(
+            "the generator used {cpu_peak:.0} % of a core in its busiest interval; on a shared machine that CPU was taken from the server"
+        ));
+    }
+    let (late, sent) = (f.total.counters.late_starts, f.total.counters.sent);
+    if matches!(plan.pacing, Pacing::Open { .. }) && sent > 0 {
+        let p99 = crate::stats::hist::ms(f.total.hist(Metric::Lag), 0.99);
+        let late_ms = late_after.as_secs_f64() * 1000.0;
+        if late * 100 > sent || p99 > 2.0 * late_ms {
+            w.push(format!(
+                "{late} of {sent} sends started more than {late_ms:.0} ms late (lag p99 {p99:.1} ms): the target did not keep up with the schedule, or -c {} connections are too few",
+                plan.concurrency
+            ));
+        }
+    }
+    w
+}

@@ -1,0 +1,258 @@
+//! One worker: claims units from the schedule, keeps a connection through the protocol's
+//! driver, records each unit's latency from its intended (or actual) start. Cancellation
+//! is checked only between units (never mid-transaction).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::schedule::Pacing;
+use super::{Driver, Failure, Next, Shared};
+use crate::stats::{Metric, Recorder};
+
+/// An open connection and how many more units it may carry.
+struct Open<C> {
+    conn: C,
+    left: u64,
+}
+
+/// A unit whose work is on the wire.
+struct InFlight {
+    /// Sequence number.
+    seq: u64,
+    /// What latency counts from: the intended start (open loop), or when the connection
+    /// was free for this unit (closed loop).
+    t0: Instant,
+    /// Set for open-loop slots: the intended start, for lag.
+    intended: Option<Instant>,
+    begun: Instant,
+    /// Connections this unit opened: (opened, with TLS).
+    opened: (u64, u64),
+}
+
+/// Runs one worker until the schedule is exhausted or the run stops.
+///
+/// In closed loop the driver may send the next unit in the same write as the current
+/// one's end (SMTP: the next envelope after the content, RFC 2920 §3.1), and the goodbye
+/// with a connection's last unit. The follow-on's latency still counts from when the
+/// current unit ended (the server could not start on it before), so pipelining never
+/// charges one unit's wait to the next. A connection whose quota is used up is closed
+/// right after its last unit, before the next slot is claimed: the goodbye is timed when
+/// its reply arrives, and its wait is never charged to the next unit.
+pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
+    let closed_loop = matches!(eng.plan.pacing, Pacing::Closed);
+    let mut rng =
+        fastrand::Rng::with_seed(0x5eed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut live: Option<Open<D::Conn>> = None;
+    let mut carried: Option<InFlight> = None;
+    loop {
+        if carried.is_none()
+            && let Some(old) = live.take_if(|o| o.left == 0 || !D::idle(&o.conn))
+        {
+            // Boxed: the close future is kilobytes and runs once per connection.
+            Box::pin(close(old.conn, &eng, id)).await;
+        }
+        let cur = match carried.take() {
+            Some(c) => c,
+            None => {
+                let Some(slot) = eng.schedule.claim() else {
+                    break;
+                };
+                if let Some(at) = slot.intended {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(at.into()) => {}
+                        _ = eng.stop.cancelled() => break,
+                    }
+                }
+                if eng.stop.is_cancelled() {
+                    break;
+                }
+                let begun = Instant::now();
+                let t0 = slot.intended.unwrap_or(begun);
+                eng.in_flight.fetch_add(1, Ordering::Relaxed);
+                let mut opened = (0, 0);
+                if live.is_none() {
+                    // open is boxed: its future is kilobytes and runs once per
+                    // connection; inline it would make every task that large (10,000
+                    // connections held 80 MB of task state).
+                    let n = eng.conns_opened.fetch_add(1, Ordering::Relaxed);
+                    match Box::pin(eng.driver.open(n, &mut rng)).await {
+                        Ok(conn) => {
+                            eng.connected.store(true, Ordering::Relaxed);
+                            opened = (1, u64::from(D::tls(&conn)));
+                            live = Some(Open {
+                                conn,
+                                left: quota(eng.plan.per_conn, &mut rng),
+                            });
+                        }
+                        Err(e) => {
+                            if !eng.connected.load(Ordering::Relaxed)
+                                && let Some(why) = e.unreachable()
+                            {
+                                // Nothing ever connected: a typo or a server that is
+                                // down; one line instead of a run full of errors.
+                                let _ = eng.unreachable.set(why);
+                                eng.schedule.stop();
+                                eng.stop.cancel();
+                            }
+                            eng.shards.get(id).counters.connect_failures += 1;
+                            lost(&eng, id, &e, slot.intended, begun, t0);
+                            // Do not spin on a dead target; open loop shows this as lag.
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    }
+                }
+                let Some(o) = live.as_mut() else { continue };
+                if let Err(e) = eng.driver.begin(&mut o.conn, slot.seq, &mut rng) {
+                    lost(&eng, id, &e, slot.intended, begun, t0);
+                    live = None;
+                    continue;
+                }
+                InFlight {
+                    seq: slot.seq,
+                    t0,
+                    intended: slot.intended,
+                    begun,
+                    opened,
+                }
+            }
+        };
+        let Some(o) = live.as_mut() else {
+            eng.in_flight.fetch_sub(1, Ordering::Relaxed);
+            continue;
+        };
+        o.left = o.left.saturating_sub(1);
+        let may_follow = closed_loop && o.left > 0 && !eng.stop.is_cancelled();
+        let last = o.left == 0;
+        let mut next: Option<InFlight> = None;
+        let result = {
+            let (eng2, next2) = (&eng, &mut next);
+            let mut ask = move || {
+                if may_follow {
+                    let Some(slot) = eng2.schedule.claim() else {
+                        return Next::Last;
+                    };
+                    let begun = Instant::now();
+                    eng2.in_flight.fetch_add(1, Ordering::Relaxed);
+                    *next2 = Some(InFlight {
+                        seq: slot.seq,
+                        t0: begun,
+                        intended: None,
+                        begun,
+                        opened: (0, 0),
+                    });
+                    Next::Unit(slot.seq)
+                } else if last {
+                    Next::Last
+                } else {
+                    Next::Wait
+                }
+            };
+            eng.driver.complete(&mut o.conn, &mut ask, &mut rng).await
+        };
+        let done = Instant::now();
+        eng.last_done_us.fetch_max(
+            (done - eng.schedule.start()).as_micros() as u64,
+            Ordering::Relaxed,
+        );
+        let failed = {
+            let mut rec = eng.shards.get(id);
+            rec.counters.connections += cur.opened.0;
+            rec.counters.tls_connections += cur.opened.1;
+            record_start(&mut rec, cur.intended, cur.begun, eng.late);
+            rec.record(Metric::Total, done - cur.t0);
+            rec.counters.sent += 1;
+            let failed = eng
+                .driver
+                .record(&mut rec, &mut o.conn, cur.seq, result.as_ref().ok());
+            if let Err(e) = &result {
+                rec.counters.errors += 1;
+                rec.error(e.class(), e.step(), e.code(), || e.to_string());
+            }
+            failed || result.is_err()
+        };
+        eng.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if failed {
+            count_failure(&eng);
+        }
+        match (result, next) {
+            (Ok(_), Some(mut n)) => {
+                // The server starts on the follow-on only now: it waited in the
+                // server's input behind the current unit.
+                n.t0 = done;
+                n.begun = done;
+                carried = Some(n);
+            }
+            (Ok(_), None) => {}
+            (Err(e), next) => {
+                // The connection is gone, and with it a follow-on already sent.
+                if next.is_some() {
+                    lost(&eng, id, &e, None, done, done);
+                }
+                live = None;
+            }
+        }
+    }
+    if let Some(old) = live.take() {
+        Box::pin(close(old.conn, &eng, id)).await;
+    }
+}
+
+/// How many units a new connection may carry: `per_conn`'s fixed number or a draw from
+/// its range; unlimited for 0.
+fn quota(per_conn: (u64, u64), rng: &mut fastrand::Rng) -> u64 {
+    match per_conn {
+        (0, _) => u64::MAX,
+        (lo, hi) if lo == hi => lo,
+        (lo, hi) => rng.u64(lo..=hi),
+    }
+}
+
+/// Counts a unit lost with its connection (after it was claimed and counted in flight).
+fn lost<D: Driver>(
+    eng: &Shared<D>,
+    id: usize,
+    e: &D::Failure,
+    intended: Option<Instant>,
+    begun: Instant,
+    t0: Instant,
+) {
+    {
+        let mut rec = eng.shards.get(id);
+        rec.counters.sent += 1;
+        rec.counters.errors += 1;
+        rec.error(e.class(), e.step(), e.code(), || e.to_string());
+        record_start(&mut rec, intended, begun, eng.late);
+        rec.record(Metric::Total, Instant::now() - t0);
+    }
+    eng.in_flight.fetch_sub(1, Ordering::Relaxed);
+    count_failure(eng);
+}
+
+/// Records how late an open-loop unit started; `late` is where lateness starts to count.
+fn record_start(rec: &mut Recorder, intended: Option<Instant>, begun: Instant, late: Duration) {
+    if let Some(at) = intended {
+        let lag = begun.saturating_duration_since(at);
+        rec.record(Metric::Lag, lag);
+        if lag > late {
+            rec.counters.late_starts += 1;
+        }
+    }
+}
+
+fn count_failure<D: Driver>(eng: &Shared<D>) {
+    let n = eng.failures.fetch_add(1, Ordering::Relaxed) + 1;
+    if let Some(max) = eng.plan.max_errors
+        && n >= max
+    {
+        eng.schedule.stop();
+        eng.stop.cancel();
+    }
+}
+
+async fn close<D: Driver>(conn: D::Conn, eng: &Shared<D>, id: usize) {
+    if let Some((step, d)) = eng.driver.close(conn).await {
+        eng.shards.get(id).record(step, d);
+    }
+}

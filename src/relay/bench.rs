@@ -1,0 +1,287 @@
+//! The relay benchmark as a whole: the start-up order (the sink's listener, then the lab,
+//! then load), one run or a series of them (a concurrency sweep, or the capacity search),
+//! what they found, and clean-up on every path: the lab goes when this returns, however
+//! it returns.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::RelayError;
+use super::run::{RelayRun, run};
+use super::verdict::{StepRules, judge};
+use crate::lab::{LabError, LabOptions, LabServer, Mta};
+use crate::load::schedule::{Arrivals, Pacing};
+use crate::run::live::say;
+use crate::search::{FindMax, Sweep};
+use crate::send::SendPlan;
+use crate::shutdown::Shutdown;
+use crate::sink::delivery::Delivery;
+use crate::sink::faults::Rule;
+use crate::sink::plan::SinkPlan;
+use crate::stats::Results;
+use crate::stats::summary::Summary;
+use crate::stats::timelog::TimeLog;
+use crate::transport::listen::{Listen, bind, local_addrs};
+use crate::transport::target::Target;
+
+/// A validated relay benchmark.
+pub struct RelayPlan {
+    /// The generator's plan. Its targets are the MTA given with `--target`; with a lab they
+    /// are empty and filled in when the lab has started.
+    pub send: SendPlan,
+    /// The lab to start, and how; its relay target is the sink, set once it listens.
+    pub lab: Option<(Mta, LabOptions)>,
+    /// Where the embedded sink listens (port 0: a free one).
+    pub sink: SocketAddr,
+    /// The embedded sink's fault rules.
+    pub sink_rules: Vec<Rule>,
+    /// Longest wait for deliveries after injection.
+    pub drain_timeout: Duration,
+    /// The concurrency levels of a sweep (empty: one run at the plan's concurrency).
+    pub levels: Vec<usize>,
+    /// The capacity search, instead of a sweep.
+    pub find_max: Option<FindMaxPlan>,
+    /// A shell command whose first number is sampled per interval (e.g. a queue count).
+    pub queue_cmd: Option<String>,
+    /// More process trees to observe as the system under test.
+    pub sut_pids: Vec<u32>,
+    /// Copy the lab MTA's logs to `BASE.maillog.N` before the lab goes.
+    pub keep_logs: Option<PathBuf>,
+}
+
+/// `--find-max`: where to start, and what each step must show.
+#[derive(Debug, Clone, Copy)]
+pub struct FindMaxPlan {
+    /// The first rate tried, per second.
+    pub start_rate: f64,
+    /// The step's length and its limits.
+    pub rules: StepRules,
+}
+
+/// The runs a benchmark makes, one after another.
+enum Steps {
+    /// One run, or one per concurrency level.
+    Sweep(Sweep),
+    /// Open-loop steps at the rates the search picks.
+    FindMax(FindMax, StepRules),
+}
+
+/// Runs the benchmark; the lab (if any) is stopped and removed before this returns.
+pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, RelayError> {
+    if let Some((mta, _)) = &plan.lab {
+        mta.check().map_err(RelayError::Usage)?;
+    }
+    crate::limits::raise_nofile();
+    let mut listeners = Some(
+        bind(&[Listen::Tcp(plan.sink)])
+            .await
+            .map_err(RelayError::Failed)?,
+    );
+    let sink_addr: SocketAddr = listeners
+        .as_ref()
+        .and_then(|l| local_addrs(l).first()?.parse().ok())
+        .ok_or_else(|| RelayError::Failed("the sink did not bind".into()))?;
+    let lab = match plan.lab.take() {
+        Some((mta, mut opts)) => {
+            opts.relay = sink_addr;
+            let lab = start_lab(mta, opts).await?;
+            for n in lab.notices() {
+                say(&format!("mailbench relay: notice: {n}"));
+            }
+            plan.send.client.targets = vec![Target::Tcp {
+                addr: lab.entry(),
+                host: lab.entry().ip().to_string(),
+            }];
+            Some((mta, lab))
+        }
+        None => None,
+    };
+    let relay = &mut plan.send.config_json["relay"];
+    relay["lab"] = lab.as_ref().map(|(m, _)| m.name()).into();
+    relay["sink"] = sink_addr.to_string().into();
+    relay["sink_rules"] = serde_json::to_value(&plan.sink_rules).unwrap_or_default();
+    relay["drain_timeout_s"] = plan.drain_timeout.as_secs_f64().into();
+    let lab = lab.map(|(_, l)| l);
+    let sut_pids = {
+        let (extra, lab) = (plan.sut_pids.clone(), lab.clone());
+        Arc::new(move || {
+            let mut pids = crate::stats::sut::descendants(&extra);
+            pids.extend(lab.as_ref().map(|l| l.pids()).unwrap_or_default());
+            pids
+        })
+    };
+    let mut steps = match plan.find_max {
+        Some(f) => Steps::FindMax(FindMax::new(f.start_rate), f.rules),
+        None if plan.levels.is_empty() => {
+            Steps::Sweep(Sweep::new(vec![plan.send.load.concurrency]))
+        }
+        None => Steps::Sweep(Sweep::new(plan.levels.clone())),
+    };
+    let announce = plan.levels.len() > 1 || plan.find_max.is_some();
+    let mut rows = Vec::new();
+    let mut results: Option<Results> = None;
+    let mut runs = 0usize;
+    loop {
+        let (label, p) = match &mut steps {
+            Steps::FindMax(f, rules) => match f.next_rate() {
+                Some(rate) => (
+                    format!("{rate:.1}/s"),
+                    at_rate(&plan.send, rate, rules.step),
+                ),
+                None => break,
+            },
+            Steps::Sweep(s) => match s.next_level() {
+                Some(level) => {
+                    let mut p = plan.send.clone();
+                    p.load.concurrency = level;
+                    (format!("{level} sessions"), p)
+                }
+                None => break,
+            },
+        };
+        runs += 1;
+        let listeners = match listeners.take() {
+            Some(l) => l,
+            None => bind(&[Listen::Tcp(sink_addr)])
+                .await
+                .map_err(RelayError::Failed)?,
+        };
+        if announce {
+            say(&format!("mailbench relay: step {runs}: {label}"));
+        }
+        let drain_timeout = match &steps {
+            Steps::FindMax(_, rules) => plan.drain_timeout.min(rules.step * 3),
+            Steps::Sweep(_) => plan.drain_timeout,
+        };
+        let r = run_once(
+            &plan,
+            p,
+            listeners,
+            drain_timeout,
+            sut_pids.clone(),
+            lab.as_deref(),
+            &shutdown,
+        )
+        .await?;
+        let mut row = evidence(&r);
+        if let Steps::FindMax(f, rules) = &mut steps {
+            let rate = r.config["pacing"]["rate"].as_f64().unwrap_or(0.0);
+            let verdict = judge(&r, rate, rules);
+            f.record(verdict.is_ok());
+            row["rate_per_sec"] = rate.into();
+            row["sustained"] = verdict.is_ok().into();
+            row["why"] = verdict.err().unwrap_or_else(|| "kept up".into()).into();
+        }
+        rows.push(row);
+        results = Some(r);
+        if shutdown.stop.is_cancelled() {
+            break;
+        }
+    }
+    let mut results = results.ok_or_else(|| RelayError::Failed("no relay run completed".into()))?;
+    match &steps {
+        Steps::FindMax(f, _) => {
+            if let Summary::Relay(s) = &mut results.summary {
+                s.max_sustainable_per_sec = Some(f.best());
+                s.max_sustainable_mpm = Some(f.best() * 60.0);
+            }
+            results.extra.insert("find_max".into(), rows.into());
+        }
+        Steps::Sweep(_) if rows.len() > 1 => {
+            results.extra.insert("sweep".into(), rows.into());
+        }
+        Steps::Sweep(_) => {}
+    }
+    if let Some(l) = &lab {
+        if let Some(base) = &plan.keep_logs {
+            for (i, log) in l.logs().iter().enumerate() {
+                let _ = std::fs::copy(log, base.with_extension(format!("maillog.{i}")));
+            }
+        }
+        results
+            .extra
+            .insert("lab_notices".into(), l.notices().to_vec().into());
+        let dirs: Vec<String> = l.dirs().iter().map(|d| d.display().to_string()).collect();
+        results.extra.insert("lab_dirs".into(), dirs.into());
+    }
+    Ok(results)
+}
+
+/// One run of the benchmark on its own run id, accept and arrival logs.
+async fn run_once(
+    plan: &RelayPlan,
+    mut send: SendPlan,
+    listeners: Vec<crate::transport::listen::Listener>,
+    drain_timeout: Duration,
+    sut_pids: Arc<dyn Fn() -> Vec<u32> + Send + Sync>,
+    lab: Option<&dyn LabServer>,
+    shutdown: &Shutdown,
+) -> Result<Results, RelayError> {
+    let run_id = crate::run::new_run_id();
+    let accepts = Arc::new(TimeLog::default());
+    send.load.run_id = Some(run_id);
+    send.accept_log = Some(accepts.clone());
+    let sink = SinkPlan::embedded(
+        Listen::Tcp(plan.sink),
+        plan.sink_rules.clone(),
+        send.load.progress,
+    )
+    .map_err(RelayError::Failed)?;
+    let r = RelayRun {
+        accepts,
+        delivery: Arc::new(Delivery::tracking(run_id)),
+        send,
+        sink,
+        listeners,
+        drain_timeout,
+        sut_pids,
+        queue_cmd: plan.queue_cmd.clone(),
+    };
+    run(r, lab, shutdown.clone()).await
+}
+
+/// The generator's plan for one open-loop step at `rate` per second for `step`.
+fn at_rate(base: &SendPlan, rate: f64, step: Duration) -> SendPlan {
+    let mut p = base.clone();
+    p.load.pacing = Pacing::Open {
+        rate,
+        arrivals: Arrivals::Constant,
+        ramp_from: None,
+        ramp_over: None,
+    };
+    p.load.count = u64::MAX;
+    p.load.duration = Some(step);
+    p.config_json["pacing"] = serde_json::json!({"mode": "open", "rate": rate});
+    p
+}
+
+/// A run's row in a sweep or a search: the figures that compare between levels.
+fn evidence(r: &Results) -> serde_json::Value {
+    let Summary::Relay(s) = &r.summary else {
+        return serde_json::Value::Null;
+    };
+    serde_json::json!({
+        "concurrency": r.config["concurrency"],
+        "inject_mpm": s.inject_mpm,
+        "drain_mpm": s.drain_mpm,
+        "e2e_p50_ms": s.e2e_p50_ms,
+        "e2e_p99_ms": s.e2e_p99_ms,
+        "max_backlog": s.max_backlog,
+        "delivered": s.delivered,
+        "lost": s.lost,
+        "errors": s.injection.errors,
+    })
+}
+
+/// Starts the lab off the runtime (it waits for the MTA); a setting the MTA refuses is
+/// the user's input, anything else a failure.
+async fn start_lab(mta: Mta, opts: LabOptions) -> Result<Arc<dyn LabServer>, RelayError> {
+    match tokio::task::spawn_blocking(move || mta.start(&opts)).await {
+        Ok(Ok(lab)) => Ok(Arc::from(lab)),
+        Ok(Err(e @ LabError::Setting(_))) => Err(RelayError::Usage(e.to_string())),
+        Ok(Err(e)) => Err(RelayError::Failed(e.to_string())),
+        Err(e) => Err(RelayError::Failed(e.to_string())),
+    }
+}

@@ -1,0 +1,257 @@
+//! Putting a relay run together: the generator's results (what the MTA accepted) and the
+//! sink's (what arrived) become the relay's. Deliveries are this run's traced messages that
+//! the MTA had accepted, counted per recipient (loss) and per message (rate); what the
+//! MTA bounced is matched to the message it returns; end to end runs from the MTA's
+//! acceptance to the sink's confirmed reply, per message; the series gets the delivery
+//! side and the MTA's resources per interval.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::run::Reading;
+use crate::sink::delivery::Delivery;
+use crate::stats::Results;
+use crate::stats::cpu::CpuTimes;
+use crate::stats::hist::{HistJson, ms};
+use crate::stats::recorder::{new_histogram, record_clamped};
+use crate::stats::results::SelfReport;
+use crate::stats::summary::{Injection, RelaySummary, Summary};
+use crate::stats::sut;
+use crate::stats::timelog::TimeLog;
+
+/// What a relay run measured besides the generator's and the sink's results.
+pub(super) struct CombineInputs {
+    /// Accept time (wall µs) per sequence number the MTA accepted.
+    pub(super) accepts: HashMap<u64, u64>,
+    /// Wall-clock µs when injection started: time zero of the series.
+    pub(super) origin_us: u64,
+    pub(super) interval: Duration,
+    pub(super) readings: Vec<Reading>,
+    /// When `sut0` was read, in seconds from the start.
+    pub(super) sut0_t: f64,
+    pub(super) expected: u64,
+    pub(super) drained: bool,
+    pub(super) sut0: sut::Sample,
+    pub(super) sut1: sut::Sample,
+    pub(super) peak_sut: sut::Sample,
+    pub(super) maillog_sent: Option<u64>,
+    pub(super) queued_left: Option<u64>,
+    /// The whole process over the whole run (injection and drain; generator and sink).
+    pub(super) tool_cpu: CpuTimes,
+    pub(super) tool_secs: f64,
+    /// When injection started, seconds after the relay's start (the sampler's clock).
+    pub(super) send_offset_s: f64,
+}
+
+/// One run's delivery side, per message: what arrived of what the MTA accepted.
+struct Arrived {
+    /// Arrival time (wall µs) of each accepted message that arrived.
+    at: Vec<(u64, u64)>,
+    /// Accepted sequence numbers that never arrived (the first 1,000, in order).
+    lost_seqs: Vec<u64>,
+}
+
+fn arrived(accepts: &HashMap<u64, u64>, arrivals: &TimeLog) -> Arrived {
+    let times: HashMap<u64, u64> = arrivals.entries().into_iter().collect();
+    let mut at = Vec::with_capacity(accepts.len());
+    let mut lost = Vec::new();
+    for (seq, acc) in accepts {
+        match times.get(seq) {
+            Some(t) => at.push((*acc, *t)),
+            None => lost.push(*seq),
+        }
+    }
+    lost.sort_unstable();
+    lost.truncate(1000);
+    Arrived {
+        at,
+        lost_seqs: lost,
+    }
+}
+
+/// Puts the generator's and the sink's results together into the relay's: deliveries
+/// are this run's traced messages that the MTA had accepted, counted per recipient
+/// (loss) and per message (rate); end to end runs from the MTA's acceptance to the
+/// sink's confirmed reply, per message; the series gets the delivery side and the MTA's
+/// resources per interval.
+pub(super) fn combine(
+    mut send: Results,
+    sink: Results,
+    delivery: &Delivery,
+    x: &CombineInputs,
+) -> Results {
+    // The send part measured only the injection; the tool's cost is the whole run's.
+    let avg = x.tool_cpu.total().as_secs_f64() / x.tool_secs.max(1e-9) * 100.0;
+    send.self_report = SelfReport::new(
+        x.tool_cpu,
+        x.tool_secs,
+        send.self_report
+            .cpu_peak_pct
+            .max(sink.self_report.cpu_peak_pct)
+            .max(avg),
+        std::mem::take(&mut send.self_report.warnings),
+    );
+    let run_id = delivery.run.unwrap_or_default();
+    let acc = delivery
+        .correlator
+        .accounted(run_id, |seq| x.accepts.contains_key(&seq));
+    let duplicates = delivery
+        .correlator
+        .report()
+        .get(&send.run_id)
+        .map_or(0, |r| r.duplicates);
+    // Recipients of accepted messages that the MTA bounced (the sink refused them for
+    // good): not delivered, but not lost either.
+    let bounced: u64 = delivery
+        .bounced
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter(|(seq, _)| x.accepts.contains_key(seq))
+        .map(|(_, n)| n)
+        .sum();
+    let lost = x.expected.saturating_sub(acc.recipients + bounced);
+    let arrived = arrived(&x.accepts, &delivery.arrivals);
+    let accepted = send.counters.accepted;
+    let inject_s = send.duration_s.max(1e-9);
+    // Delivery rate: accepted messages that arrived, over first injection → last arrival.
+    let last_us = arrived
+        .at
+        .iter()
+        .map(|(_, t)| *t)
+        .max()
+        .unwrap_or(x.origin_us);
+    let drain_s = (last_us.saturating_sub(x.origin_us) as f64 / 1e6).max(1e-9);
+    // End to end from acceptance by the MTA, per message, overall and per interval.
+    let interval_us = (x.interval.as_micros() as u64).max(1);
+    let bucket = |t: u64| (t.saturating_sub(x.origin_us) / interval_us) as usize;
+    let mut e2e = new_histogram();
+    let n = arrived
+        .at
+        .iter()
+        .map(|(_, t)| bucket(*t) + 1)
+        .max()
+        .unwrap_or(0)
+        .max(send.series.len())
+        .max(x.readings.len());
+    let mut per_iv: Vec<(u64, hdrhistogram::Histogram<u64>)> =
+        (0..n).map(|_| (0, new_histogram())).collect();
+    for (acc_us, arr_us) in &arrived.at {
+        let us = arr_us.saturating_sub(*acc_us);
+        record_clamped(&mut e2e, us, 1);
+        let iv = &mut per_iv[bucket(*arr_us)];
+        iv.0 += 1;
+        record_clamped(&mut iv.1, us, 1);
+    }
+    // Backlog per interval: accepted so far minus delivered so far.
+    let (mut acc_n, mut del_n, mut max_backlog) = (0i64, 0i64, 0i64);
+    let mut series = Vec::with_capacity(n);
+    for (i, (delivered, hist)) in per_iv.iter().enumerate() {
+        let mut p = send.series.get(i).cloned().unwrap_or_else(|| {
+            let t_s = (i + 1) as f64 * x.interval.as_secs_f64();
+            crate::stats::IntervalPoint {
+                t_s,
+                dt_s: x.interval.as_secs_f64(),
+                ..Default::default()
+            }
+        });
+        acc_n += p.counters.accepted as i64;
+        del_n += *delivered as i64;
+        p.relay.delivered = Some(*delivered);
+        p.relay.backlog = Some(acc_n - del_n);
+        p.e2e_p99_ms = (!hist.is_empty()).then(|| ms(hist, 0.99));
+        max_backlog = max_backlog.max(acc_n - del_n);
+        // The sampler's readings count from the relay's start, a moment before injection.
+        if let Some(rd) = x.readings.get(i) {
+            let (prev, prev_t) = if i == 0 {
+                (&x.sut0, x.sut0_t)
+            } else {
+                (&x.readings[i - 1].sut, x.readings[i - 1].t_s)
+            };
+            p.relay.sut = Some(rd.sut.rates_since(prev, rd.t_s - prev_t));
+            p.relay.queue = rd.queue;
+        }
+        series.push(p);
+    }
+    let e2e = (!e2e.is_empty()).then(|| HistJson::from_hist(&e2e));
+    let cpu_s = (x.sut1.user_s + x.sut1.sys_s) - (x.sut0.user_s + x.sut0.sys_s);
+    let wall = (drain_s + x.send_offset_s).max(inject_s);
+    let peak = |f: fn(&crate::stats::SutPoint) -> f64| {
+        series
+            .iter()
+            .filter_map(|p| p.relay.sut.as_ref())
+            .map(f)
+            .fold(0.0, f64::max)
+    };
+    let sut_report = serde_json::json!({
+        "cpu_peak_pct": peak(|s| s.cpu_user_pct + s.cpu_sys_pct),
+        "disk_read_peak_kib_per_s": peak(|s| s.read_kib_s),
+        "disk_write_peak_kib_per_s": peak(|s| s.write_kib_s),
+        "cpu_user_s": x.sut1.user_s - x.sut0.user_s,
+        "cpu_sys_s": x.sut1.sys_s - x.sut0.sys_s,
+        "cpu_avg_pct": cpu_s / wall * 100.0,
+        "disk_read_kib_per_s": (x.sut1.read_bytes.saturating_sub(x.sut0.read_bytes)) as f64 / 1024.0 / wall,
+        "disk_write_kib_per_s": (x.sut1.write_bytes.saturating_sub(x.sut0.write_bytes)) as f64 / 1024.0 / wall,
+        "peak_rss_kib": x.peak_sut.rss_kib.max(x.sut1.rss_kib),
+        "peak_procs": x.peak_sut.procs.max(x.sut1.procs),
+    });
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let intended = match &send.summary {
+        Summary::Send(s) => s.injection.intended,
+        _ => send.counters.sent,
+    };
+    send.summary = Summary::Relay(RelaySummary {
+        injection: Injection::new(&send.counters, intended, inject_s),
+        expected_recipients: x.expected,
+        delivered: acc.recipients,
+        delivered_messages: acc.messages,
+        bounced,
+        lost,
+        duplicates,
+        aborted_delivered: acc.unexpected,
+        bounces: load(&delivery.bounces),
+        untraced: load(&delivery.untraced),
+        drained: x.drained,
+        inject_mpm: accepted as f64 / inject_s * 60.0,
+        drain_mpm: acc.messages as f64 / drain_s * 60.0,
+        drain_s,
+        e2e_p50_ms: e2e.as_ref().map_or(0.0, |h| h.p50_us as f64 / 1000.0),
+        e2e_p99_ms: e2e.as_ref().map_or(0.0, |h| h.p99_us as f64 / 1000.0),
+        max_backlog,
+        max_queue: series
+            .iter()
+            .filter_map(|p| p.relay.queue)
+            .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q)))),
+        maillog_sent: x.maillog_sent,
+        queued_left: x.queued_left,
+        max_sustainable_per_sec: None,
+        max_sustainable_mpm: None,
+    });
+    if !x.drained {
+        let held = x
+            .queued_left
+            .map_or(String::new(), |q| format!(" ({q} messages still queued)"));
+        send.self_report.warnings.push(format!(
+            "the drain ended before the MTA had delivered everything{held}: delivery figures are incomplete; raise --drain-timeout"
+        ));
+    }
+    match e2e {
+        Some(h) => {
+            send.latency.insert("e2e".into(), h);
+        }
+        None => {
+            send.latency.remove("e2e");
+        }
+    }
+    send.command = "relay".into();
+    send.series = series;
+    send.extra.insert("sut".into(), sut_report);
+    send.extra
+        .insert("lost_seqs".into(), arrived.lost_seqs.into());
+    send.extra.insert(
+        "sink".into(),
+        serde_json::to_value(&sink.summary).unwrap_or_default(),
+    );
+    send
+}

@@ -1,0 +1,124 @@
+//! The skeleton every engine's run shares (the generator, the sink, and the mailbox and
+//! DNS parts after them): time zero on both clocks, a tick per interval that drains the
+//! statistics shards into the series and shows the live line (`live`), the final tick, and
+//! the tool's own CPU over the run. Engines keep only what is theirs: the work, and their
+//! summary.
+
+pub mod live;
+
+use std::time::{Duration, Instant};
+
+use crate::stats::cpu::CpuTimes;
+use crate::stats::results::SelfReport;
+use crate::stats::{Collector, IntervalPoint, Recorder, Shards};
+use live::Live;
+
+/// A fresh random run id: the id in every trace header and results file of a run.
+pub fn new_run_id() -> u64 {
+    fastrand::u64(1..)
+}
+
+/// How a run shows itself while it goes, and how it slices its series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Length of an interval line and of a series point.
+    pub interval: Duration,
+    /// No live or interval lines.
+    pub quiet: bool,
+}
+
+/// A run in progress.
+pub struct Runner {
+    /// Time zero of the series.
+    pub start: Instant,
+    /// The wall clock at time zero, µs since the Unix epoch.
+    pub started_us: u64,
+    /// The length of an interval.
+    pub interval: Duration,
+    cpu0: CpuTimes,
+    collector: Collector,
+    live: Live,
+    ticker: tokio::time::Interval,
+}
+
+/// What a finished run measured, for its results.
+pub struct Finished {
+    /// Everything recorded.
+    pub total: Recorder,
+    /// One point per interval.
+    pub series: Vec<IntervalPoint>,
+    /// Time zero on the wall clock, µs since the Unix epoch.
+    pub started_us: u64,
+    /// The run's length, seconds.
+    pub duration_s: f64,
+    /// The tool's own CPU over the run.
+    pub cpu: CpuTimes,
+    interval: Duration,
+}
+
+impl Runner {
+    /// A run whose time zero is `start` (the caller may have taken it a moment before, so
+    /// that parts of one run share it).
+    pub fn new(start: Instant, progress: Progress) -> Runner {
+        let interval = progress.interval;
+        Runner {
+            start,
+            started_us: crate::stats::clock::unix_us()
+                .saturating_sub(start.elapsed().as_micros() as u64),
+            interval,
+            cpu0: CpuTimes::of_self(),
+            collector: Collector::new(start),
+            live: Live::new(progress.quiet),
+            ticker: tokio::time::interval_at((start + interval).into(), interval),
+        }
+    }
+
+    /// Waits for the end of the current interval.
+    pub async fn tick(&mut self) {
+        self.ticker.tick().await;
+    }
+
+    /// Closes an interval: drains the shards into the series; returns the new point and
+    /// the totals so far, for the live line.
+    pub fn close_interval(&mut self, shards: &Shards) -> (IntervalPoint, &Recorder) {
+        let p = self.collector.tick(shards).clone();
+        (p, &self.collector.total)
+    }
+
+    /// The live view.
+    pub fn live(&self) -> &Live {
+        &self.live
+    }
+
+    /// The last tick: drains what is left and clears the live line.
+    pub fn finish(mut self, shards: &Shards) -> Finished {
+        self.collector.tick(shards);
+        self.live.finish();
+        Finished {
+            total: std::mem::take(&mut self.collector.total),
+            series: std::mem::take(&mut self.collector.series),
+            started_us: self.started_us,
+            duration_s: self.start.elapsed().as_secs_f64().max(1e-9),
+            cpu: CpuTimes::of_self().since(&self.cpu0),
+            interval: self.interval,
+        }
+    }
+}
+
+impl Finished {
+    /// The tool's average CPU over the run, in percent of one core.
+    pub fn cpu_avg_pct(&self) -> f64 {
+        self.cpu.total().as_secs_f64() / self.duration_s * 100.0
+    }
+
+    /// The tool's busiest interval, in percent of one core (see
+    /// [`crate::stats::collector::busiest_cpu`]).
+    pub fn cpu_peak_pct(&self) -> f64 {
+        crate::stats::collector::busiest_cpu(&self.series, self.interval, self.cpu_avg_pct())
+    }
+
+    /// The tool's view of itself, with `warnings` about its own limits.
+    pub fn self_report(&self, warnings: Vec<String>) -> SelfReport {
+        SelfReport::new(self.cpu, self.duration_s, self.cpu_peak_pct(), warnings)
+    }
+}

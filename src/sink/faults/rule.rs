@@ -1,0 +1,130 @@
+//! Fault rules, `COMMAND:ACTION[:PERCENT%]`, as `--rule` and the rules file give them.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::smtp::proto::server::Command;
+
+/// One rule: on `command`, with `probability`, do `action`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rule {
+    /// Which command.
+    pub command: Command,
+    /// What to do.
+    pub action: Action,
+    /// Chance per command, 0–1.
+    pub probability: f64,
+}
+
+/// What a rule does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Reply with this code instead.
+    Reply(u16),
+    /// Wait a fixed or uniformly random time (min, max) before the normal reply.
+    Delay(Duration, Duration),
+    /// Close without replying.
+    Disconnect,
+    /// 421 and close.
+    Shutdown,
+}
+
+/// Parses `COMMAND:ACTION[:PROBABILITY%]`, e.g. `rcpt:451:30%`, `data_end:delay=200ms`,
+/// `mail:delay=10ms-1s`, `quit:disconnect`, `ehlo:shutdown:5%`.
+pub fn parse_rule(spec: &str) -> Result<Rule, String> {
+    let bad = |why: &str| {
+        format!(
+            "bad --rule {spec:?}: {why}; write COMMAND:ACTION[:PERCENT%], e.g. rcpt:451:30% or data_end:delay=200ms"
+        )
+    };
+    let mut parts = spec.split(':');
+    let cmd = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+    let command = match cmd.as_str() {
+        "connect" => Command::Connect,
+        "ehlo" | "helo" | "lhlo" => Command::Ehlo,
+        "auth" => Command::Auth,
+        "mail" => Command::Mail,
+        "rcpt" => Command::Rcpt,
+        "data" => Command::Data,
+        "data_end" | "dot" | "eod" => Command::DataEnd,
+        "quit" => Command::Quit,
+        _ => {
+            return Err(bad(
+                "unknown command (connect, ehlo, auth, mail, rcpt, data, data_end, quit)",
+            ));
+        }
+    };
+    let act = parts.next().ok_or_else(|| bad("no action"))?.trim();
+    let action = if let Some(d) = act.strip_prefix("delay=") {
+        let (lo, hi) = match d.split_once('-') {
+            Some((a, b)) => (crate::units::duration(a)?, crate::units::duration(b)?),
+            None => {
+                let x = crate::units::duration(d)?;
+                (x, x)
+            }
+        };
+        if lo > hi {
+            return Err(bad("delay range minimum above maximum"));
+        }
+        Action::Delay(lo, hi)
+    } else if act == "disconnect" {
+        Action::Disconnect
+    } else if act == "shutdown" || act == "421" {
+        Action::Shutdown
+    } else {
+        match act.parse::<u16>() {
+            Ok(c) if (400..600).contains(&c) => Action::Reply(c),
+            _ => {
+                return Err(bad(
+                    "action must be a 4xx/5xx code, delay=DUR, disconnect or shutdown",
+                ));
+            }
+        }
+    };
+    let probability = match parts.next() {
+        Some(p) => crate::units::percent(p)? / 100.0,
+        None => 1.0,
+    };
+    if parts.next().is_some() {
+        return Err(bad("too many ':' fields"));
+    }
+    Ok(Rule {
+        command,
+        action,
+        probability,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_parse() {
+        let r = parse_rule("rcpt:451:30%").expect("valid");
+        assert_eq!(
+            (r.command, r.action, r.probability),
+            (Command::Rcpt, Action::Reply(451), 0.3)
+        );
+        let r = parse_rule("data_end:delay=10ms-20ms").expect("valid");
+        assert_eq!(
+            r.action,
+            Action::Delay(Duration::from_millis(10), Duration::from_millis(20))
+        );
+        assert_eq!(
+            parse_rule("quit:disconnect").expect("valid").action,
+            Action::Disconnect
+        );
+        for bad in [
+            "nope:451",
+            "rcpt",
+            "rcpt:200",
+            "rcpt:451:150%",
+            "rcpt:delay=x",
+        ] {
+            assert!(parse_rule(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! The headline numbers of a run, one typed summary per command, each derived from the
+//! recorded (mergeable) state — counters, histograms, times — so that a summary can be
+//! recomputed from added-up recorders. They serialize to the `summary` object of the
+//! results file (keys documented in docs/results-schema.md); thresholds name these keys.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::hist::ms;
+use super::metric::{Metric, Steps};
+use super::recorder::{Counters, Recorder};
+
+/// What one command's thresholds may name.
+#[derive(Debug, Clone, Copy)]
+pub struct Vocabulary {
+    /// The numeric keys of the command's results summary, in groups (commands that share
+    /// a part of their summary share its group).
+    pub keys: &'static [&'static [&'static str]],
+    /// The names of the protocol's steps.
+    pub steps: Steps,
+    /// Which latency metrics the command records.
+    pub metrics: fn(Metric) -> bool,
+}
+
+impl Vocabulary {
+    /// Every key, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &'static str> {
+        self.keys.iter().flat_map(|g| g.iter().copied())
+    }
+
+    /// The names of the metrics it records, in report order.
+    pub fn metric_names(&self) -> Vec<&'static str> {
+        self.steps
+            .metrics()
+            .filter(|m| (self.metrics)(*m))
+            .map(|m| self.steps.name(m))
+            .collect()
+    }
+}
+
+/// What a generator did: shared by `send` and `relay`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Injection {
+    /// Open loop: what the schedule wanted started before scheduling ended; closed loop:
+    /// `sent`.
+    pub intended: u64,
+    /// Units started.
+    pub sent: u64,
+    /// Due and never started (`intended − sent`).
+    pub unstarted: u64,
+    /// Accepted.
+    pub accepted: u64,
+    /// Refused by a negative reply.
+    pub rejected: u64,
+    /// Lost to a connection failure.
+    pub errors: u64,
+    /// Cut off by the end of the run or a stop (not failures).
+    pub aborted: u64,
+    /// `rejected + errors`.
+    pub failed: u64,
+    /// Accepted per second over `span_s` (see [`Injection::new`]).
+    pub msgs_per_sec: f64,
+    /// The same per minute.
+    pub mpm: f64,
+    /// Octets of accepted messages.
+    pub bytes: u64,
+}
+
+impl Injection {
+    /// From the counters, what the schedule intended, and the span the rate is taken over.
+    pub fn new(c: &Counters, intended: u64, span_s: f64) -> Injection {
+        let intended = intended.max(c.sent);
+        let span_s = span_s.max(1e-9);
+        Injection {
+            intended,
+            sent: c.sent,
+            unstarted: intended - c.sent,
+            accepted: c.accepted,
+            rejected: c.rejected,
+            errors: c.errors,
+            aborted: c.aborted,
+            failed: c.rejected + c.errors,
+            msgs_per_sec: c.accepted as f64 / span_s,
+            mpm: c.accepted as f64 / span_s * 60.0,
+            bytes: c.bytes,
+        }
+    }
+}
+
+/// `send`'s summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendSummary {
+    /// The injection; its rate is taken over `active_s`.
+    #[serde(flatten)]
+    pub injection: Injection,
+    /// The whole run, seconds.
+    pub duration_s: f64,
+    /// From the start to the end of the last unit (closing connections left out).
+    pub active_s: f64,
+    /// Connections opened.
+    pub connections: u64,
+    /// Recipients accepted.
+    pub rcpts_accepted: u64,
+    /// Whole-unit latency, median, ms.
+    pub p50_ms: f64,
+    /// Whole-unit latency, 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Schedule lag, 99th percentile, ms (open loop).
+    pub lag_p99_ms: f64,
+}
+
+impl SendSummary {
+    /// From everything recorded, what the schedule intended, and the run's times.
+    pub fn derive(total: &Recorder, intended: u64, duration_s: f64, active_s: f64) -> Self {
+        let c = &total.counters;
+        let tot = total.hist(Metric::Total);
+        SendSummary {
+            injection: Injection::new(c, intended, active_s),
+            duration_s,
+            active_s,
+            connections: c.connections,
+            rcpts_accepted: c.rcpts.accepted,
+            p50_ms: ms(tot, 0.5),
+            p99_ms: ms(tot, 0.99),
+            lag_p99_ms: ms(total.hist(Metric::Lag), 0.99),
+        }
+    }
+}
+
+/// DSNs a sink sent for recipients flagged `b`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BouncesSent {
+    /// Delivered to the bounce target.
+    pub sent: u64,
+    /// Refused by it, or it was unreachable.
+    pub failed: u64,
+    /// Not sent because the queue was full.
+    pub dropped: u64,
+}
+
+/// `sink`'s summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SinkSummary {
+    /// Connections.
+    pub sessions: u64,
+    /// Connections that used TLS.
+    pub tls_sessions: u64,
+    /// MAIL commands accepted.
+    pub transactions: u64,
+    /// Messages delivered (accepted, and the reply reached the client).
+    pub messages: u64,
+    /// Their recipients.
+    pub recipients: u64,
+    /// Their octets.
+    pub bytes: u64,
+    /// Negative replies, not counting follow-ons of a refusal.
+    pub rejected: u64,
+    /// Transaction attempts the sink refused.
+    pub refused: u64,
+    /// Transaction attempts the clients gave up on.
+    pub abandoned: u64,
+    /// Accepted messages whose reply never reached the client.
+    pub unconfirmed: u64,
+    /// Protocol errors by clients.
+    pub protocol_errors: u64,
+    /// The same message to the same recipient again.
+    pub duplicates: u64,
+    /// Sequence numbers below the highest seen that never arrived.
+    pub missing: u64,
+    /// Missing, and neither refused nor given up.
+    pub lost: u64,
+    /// Messages with the null sender.
+    pub null_sender: u64,
+    /// Arrivals without a readable trace header.
+    pub untracked: u64,
+    /// Messages per second over the run.
+    pub msgs_per_sec: f64,
+    /// The same per minute.
+    pub mpm: f64,
+    /// End to end (trace send time to the confirmed reply), median, ms.
+    pub e2e_p50_ms: f64,
+    /// The same, 99th percentile.
+    pub e2e_p99_ms: f64,
+    /// Injected faults by kind.
+    pub faults: BTreeMap<String, u64>,
+    /// DSNs sent, with `--bounce-to`.
+    pub bounces: Option<BouncesSent>,
+    /// The whole run, seconds.
+    pub duration_s: f64,
+}
+
+/// `relay`'s summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RelaySummary {
+    /// The injection into the MTA; its rate is taken over the injection's duration.
+    #[serde(flatten)]
+    pub injection: Injection,
+    /// Recipients the MTA accepted.
+    pub expected_recipients: u64,
+    /// Distinct recipients of those messages that arrived.
+    pub delivered: u64,
+    /// Distinct messages that arrived.
+    pub delivered_messages: u64,
+    /// Recipients the MTA bounced (the sink refused them for good).
+    pub bounced: u64,
+    /// `expected − delivered − bounced`.
+    pub lost: u64,
+    /// The same message to the same recipient again.
+    pub duplicates: u64,
+    /// Messages cut off at the end that arrived anyway.
+    pub aborted_delivered: u64,
+    /// Null-sender messages that arrived.
+    pub bounces: u64,
+    /// Mail without this run's trace header.
+    pub untraced: u64,
+    /// Everything expected arrived and the MTA's queue was empty in time.
+    pub drained: bool,
+    /// Accepted messages per minute over the injection.
+    pub inject_mpm: f64,
+    /// Delivered messages per minute, first injection to last arrival.
+    pub drain_mpm: f64,
+    /// First injection to last arrival, seconds.
+    pub drain_s: f64,
+    /// Acceptance by the MTA to the sink's confirmed reply, median, ms.
+    pub e2e_p50_ms: f64,
+    /// The same, 99th percentile.
+    pub e2e_p99_ms: f64,
+    /// Largest accepted − delivered at an interval's end.
+    pub max_backlog: i64,
+    /// Largest `--queue-cmd` value.
+    pub max_queue: Option<f64>,
+    /// `status=sent` lines of a lab MTA's log.
+    pub maillog_sent: Option<u64>,
+    /// Messages a lab MTA still held at the end.
+    pub queued_left: Option<u64>,
+    /// With `--find-max`: the highest rate sustained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sustainable_per_sec: Option<f64>,
+    /// The same per minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sustainable_mpm: Option<f64>,
+}
+
+/// One command's summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Summary {
+    /// `send`.
+    Send(SendSummary),
+    /// `sink`.
+    Sink(SinkSummary),
+    /// `relay`.
+    Relay(RelaySummary),
+}
+
+impl Summary {
+    /// A number of the summary by its key (a yes/no reads as 1 or 0): what thresholds
+    /// compare. `None` when the key is absent or not a number.
+    pub fn number(&self, key: &str) -> Option<f64> {
+        let v = serde_json::to_value(self).ok()?;
+        let v = v.get(key)?;
+        v.as_f64().or_else(|| v.as_bool().map(f64::from))
+    }
+
+    /// The summary of a results file, read by the command that wrote it.
+    pub fn from_json(command: &str, v: serde_json::Value) -> Result<Summary, String> {
+        let bad = |e: serde_json::Error| format!("its {command} summary is unreadable: {e}");
+        match command {
+            "send" => serde_json::from_value(v).map(Summary::Send).map_err(bad),
+            "sink" => serde_json::from_value(v).map(Summary::Sink).map_err(bad),
+            "relay" => serde_json::from_value(v).map(Summary::Relay).map_err(bad),
+            other => Err(format!("it was written by an unknown command {other:?}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_injection_is_derived_from_the_counters() {
+        let c = Counters {
+            sent: 90,
+            accepted: 80,
+            rejected: 6,
+            errors: 4,
+            aborted: 2,
+            bytes: 8000,
+            ..Counters::default()
+        };
+        let i = Injection::new(&c, 100, 10.0);
+        assert_eq!((i.intended, i.unstarted, i.failed), (100, 10, 10));
+        assert_eq!((i.msgs_per_sec, i.mpm), (8.0, 480.0));
+        // Closed loop intends what it sent.
+        assert_eq!(Injection::new(&c, 0, 10.0).unstarted, 0);
+    }
+
+    #[test]
+    fn summaries_round_trip_and_name_their_numbers() {
+        let s = Summary::Relay(RelaySummary {
+            drained: true,
+            lost: 3,
+            ..RelaySummary::default()
+        });
+        assert_eq!(s.number("lost"), Some(3.0));
+        assert_eq!(s.number("drained"), Some(1.0));
+        assert_eq!(s.number("max_queue"), None, "null is not a number");
+        assert_eq!(s.number("nope"), None);
+        let v = serde_json::to_value(&s).expect("json");
+        assert_eq!(Summary::from_json("relay", v), Ok(s));
+        assert!(Summary::from_json("dns", serde_json::json!({})).is_err());
+    }
+}
