@@ -148,6 +148,7 @@ pub(super) fn combine(
     let (mut acc_n, mut del_n, mut max_backlog) = (0i64, 0i64, 0i64);
     let mut series = Vec::with_capacity(n);
     for (i, (delivered, hist)) in per_iv.iter().enumerate() {
+        // Intervals after injection (the drain) have no generator point: an empty one.
         let mut p = send.series.get(i).cloned().unwrap_or_else(|| {
             let t_s = (i + 1) as f64 * x.interval.as_secs_f64();
             crate::stats::IntervalPoint {
@@ -175,6 +176,9 @@ pub(super) fn combine(
         series.push(p);
     }
     let e2e = (!e2e.is_empty()).then(|| HistJson::from_hist(&e2e));
+    // The MTA's averages cover what was measured of it: from the first reading (the
+    // relay's start, a moment before injection) to the last arrival, or to the end of
+    // injection when nothing arrived after it.
     let cpu_s = (x.sut1.user_s + x.sut1.sys_s) - (x.sut0.user_s + x.sut0.sys_s);
     let wall = (drain_s + x.send_offset_s).max(inject_s);
     let peak = |f: fn(&crate::stats::SutPoint) -> f64| {
@@ -197,6 +201,8 @@ pub(super) fn combine(
         "peak_procs": x.peak_sut.procs.max(x.sut1.procs),
     });
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    // The injection's rate is taken over its whole duration here (the generator's own
+    // summary takes it over its active span): the relay compares it with the drain.
     let intended = match &send.summary {
         Summary::Send(s) => s.injection.intended,
         _ => send.counters.sent,
