@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the side-by-side benchmarks (send, sink, relay) and keeps their output in
+# Runs the side-by-side benchmarks (send, sink, relay, pop3) and keeps their output in
 # bench/runs/<date>-<host>/. Usage: bench/run.sh [--quick] [--no-postal]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +12,9 @@ mkdir -p "$dir"
   echo "command: bench/run.sh $*"
   echo "git: $(git rev-parse --short HEAD)"
   echo "kernel: $(uname -r); cpus: $(nproc)"
-  echo "postfix: $(dpkg-query -W -f='${Version}' postfix 2>/dev/null); postal: $(dpkg-query -W -f='${Version}' postal 2>/dev/null)"
+  echo "postfix: $(dpkg-query -W -f='${Version}' postfix 2>/dev/null); postal: $(dpkg-query -W -f='${Version}' postal 2>/dev/null); dovecot: $(dpkg-query -W -f='${Version}' dovecot-core 2>/dev/null)"
 } > "$dir/README.md"
 python3 bench/send_vs_peers.py --reps 3 --out "$dir" "$@"
 python3 bench/sink_vs_peers.py --out "$dir" "$@"
 python3 bench/relay_vs_classic.py --out "$dir"
+python3 bench/pop3_vs_peers.py --out "$dir"

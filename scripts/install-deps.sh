@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what mailbench's tests and benchmarks need, from Debian packages, without
 # prompts. Idempotent: does nothing when everything is present. Never configures or starts
-# the system's own Postfix (the lab runs private instances).
+# the system's own Postfix or Dovecot (the labs run private instances).
 set -euo pipefail
 
 need=()
@@ -10,6 +10,11 @@ command -v smtp-sink >/dev/null 2>&1 || [ -x /usr/sbin/smtp-sink ] || need+=(pos
 command -v swaks >/dev/null 2>&1 || need+=(swaks)
 # swaks's TLS (--tls) needs Net::SSLeay, only a recommendation of the swaks package.
 perl -MNet::SSLeay -e1 >/dev/null 2>&1 || need+=(libnet-ssleay-perl)
+# The Dovecot lab (mailbox workloads): IMAP, POP3 and LMTP servers. The package's own
+# service is left as Debian leaves it; the lab runs private instances (see LAB-NOTES).
+for part in imap pop3 lmtp; do
+  [ -x /usr/lib/dovecot/$part ] || need+=(dovecot-${part}d)
+done
 # openssl makes a stranger's CA for the TLS-failure test; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)

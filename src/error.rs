@@ -16,6 +16,8 @@ pub enum ErrorClass {
     Rejected4xx,
     /// A 5xx reply.
     Rejected5xx,
+    /// A negative response of a protocol without reply codes (POP3's `-ERR`).
+    Rejected,
     /// The server said 421 and closed the channel.
     Closing421,
     /// The peer closed or reset the connection unexpectedly.
@@ -43,6 +45,7 @@ impl ErrorClass {
             ErrorClass::Tls => "tls",
             ErrorClass::Rejected4xx => "rejected_4xx",
             ErrorClass::Rejected5xx => "rejected_5xx",
+            ErrorClass::Rejected => "rejected",
             ErrorClass::Closing421 => "closing_421",
             ErrorClass::Disconnect => "disconnect",
             ErrorClass::Protocol => "protocol",

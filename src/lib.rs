@@ -17,14 +17,17 @@
 //!   `shutdown` (Ctrl-C / SIGTERM in two stages).
 //! - protocols and what they carry: `smtp` (`proto` is the sans-IO core: replies,
 //!   capabilities, dot-stuffing, the client and server state machines; `conn` drives the
-//!   client; `steps` names its phases for the statistics), `message` (content prepared
-//!   once, the trace header, address templates, user lists), `lab` (disposable real MTAs
-//!   behind one trait: `postfix`).
+//!   client; `steps` names its phases for the statistics), `pop3` (the same three parts
+//!   for POP3's client), `message` (content prepared once, the trace header, address
+//!   templates, user lists), `lab` (disposable real servers: MTAs that relay, `postfix`,
+//!   and mail stores that users read, `dovecot`).
 //! - `load`: the load engine — schedule, budget, workers over a protocol's driver.
 //! - the parts: `send` (the SMTP driver for `load`, its plan and workload), `sink` (the
 //!   receiver: connections, faults, storage, bounces, correlation, deliveries).
 //! - `relay`: send → MTA under test → sink in one process: the benchmark, its runs, the
 //!   drain, the combined results, the capacity search's verdict.
+//! - `mailbox`: mail-store workloads — filling mailboxes over LMTP (with `send`), POP3
+//!   sessions (a driver for `load`), on a lab store when asked.
 //! - `report`: the output stage — text summary, CSV, thresholds — from results only.
 //! - `cli`: flags (`args`), validation into plans, and the end of every command (`finish`).
 
@@ -33,7 +36,9 @@ pub mod error;
 pub mod lab;
 pub mod limits;
 pub mod load;
+pub mod mailbox;
 pub mod message;
+pub mod pop3;
 pub mod relay;
 pub mod report;
 pub mod run;

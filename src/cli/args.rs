@@ -31,8 +31,13 @@ pub enum Command {
     /// correlated; with --lab postfix on a disposable Postfix.
     #[command(after_help = RELAY_EXAMPLES)]
     Relay(Box<RelayArgs>),
-    /// Start a disposable lab MTA for manual use until Ctrl-C.
-    Lab(LabArgs),
+    /// Start a disposable lab server (an MTA or a mail store) for manual use until Ctrl-C.
+    #[command(subcommand)]
+    Lab(LabCommand),
+    /// Mail-store workloads: fill mailboxes, then run POP3 users against them; with
+    /// --lab dovecot on a disposable Dovecot.
+    #[command(subcommand)]
+    Mailbox(MailboxCommand),
     /// SMTP/LMTP receiver that discards (or stores) mail, with fault injection.
     #[command(after_help = SINK_EXAMPLES)]
     Sink(SinkArgs),
@@ -149,7 +154,7 @@ pub struct LoadArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ShapeArgs {
     /// Connections: closed loop uses this many, open loop at most this many (default: 16
-    /// for send, 64 for relay). relay also takes a list, 1,4,16,64,256, and runs once per
+    /// for send and mailbox, 64 for relay). relay also takes a list, 1,4,16,64,256, and runs once per
     /// level on the same lab (a sweep).
     #[arg(short = 'c', long, value_name = "N")]
     pub concurrency: Option<String>,
@@ -165,8 +170,8 @@ pub struct ShapeArgs {
     /// Rate at the start of the ramp.
     #[arg(long, value_name = "RATE", default_value = "1/s")]
     pub ramp_from: String,
-    /// Stop after this many messages (default when no --duration is given: 1000 for send,
-    /// 10000 for relay).
+    /// Stop after this many messages, or sessions for mailbox workloads (default when no
+    /// --duration is given: 1000 for send and mailbox, 10000 for relay).
     #[arg(short = 'n', long, value_name = "N")]
     pub messages: Option<String>,
     /// Stop after this long.
@@ -216,18 +221,9 @@ pub struct MessageArgs {
     pub attach: Option<String>,
 }
 
-/// The SMTP client: connections, TLS, AUTH, extensions.
+/// A client's TLS: mode, share of connections, CA, resumption.
 #[derive(Debug, Clone, Args)]
-pub struct ClientArgs {
-    /// Local addresses to bind, comma-separated, used round-robin (beyond 64k connections).
-    #[arg(long, value_name = "IP,...")]
-    pub source_ip: Option<String>,
-    /// TCP connect timeout.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
-    pub connect_timeout: String,
-    /// Timeout for each reply.
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
-    pub timeout: String,
+pub struct TlsArgs {
     /// TLS: none (the default), starttls or implicit.
     #[arg(long, value_enum)]
     pub tls: Option<TlsArg>,
@@ -241,6 +237,23 @@ pub struct ClientArgs {
     /// TLS session resumption between connections.
     #[arg(long, value_enum, default_value = "on")]
     pub tls_resume: Switch,
+}
+
+/// The SMTP client: connections, TLS, AUTH, extensions.
+#[derive(Debug, Clone, Args)]
+pub struct ClientArgs {
+    /// Local addresses to bind, comma-separated, used round-robin (beyond 64k connections).
+    #[arg(long, value_name = "IP,...")]
+    pub source_ip: Option<String>,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each reply.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// AUTH as user:pass, or 'senders' to log in as each --senders user with its password.
     #[arg(long, value_name = "USER:PASS|senders")]
     pub auth: Option<String>,
@@ -389,14 +402,21 @@ pub struct OutputArgs {
 
 /// Which lab MTA.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum LabKind {
+pub enum MtaArg {
     /// Postfix from Debian's package.
     Postfix,
 }
 
-/// Where a lab queue lives.
+/// Which lab mail store.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum QueueArg {
+pub enum StoreArg {
+    /// Dovecot (IMAP, POP3, LMTP) from Debian's packages.
+    Dovecot,
+}
+
+/// Where a lab keeps its queue or its mail.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PlacementArg {
     /// RAM disk.
     Tmpfs,
     /// Directory on disk.
@@ -408,7 +428,7 @@ pub enum QueueArg {
 pub struct LabShape {
     /// Queue on a RAM disk or on disk.
     #[arg(long, value_enum, default_value = "tmpfs")]
-    pub queue: QueueArg,
+    pub queue: PlacementArg,
     /// Chain this many MTAs (MTA → MTA → sink).
     #[arg(long, default_value = "1", value_name = "N")]
     pub hops: u8,
@@ -422,7 +442,7 @@ pub struct LabShape {
 pub struct RelayArgs {
     /// Start a disposable MTA for the run.
     #[arg(long, value_enum, conflicts_with = "target")]
-    pub lab: Option<LabKind>,
+    pub lab: Option<MtaArg>,
     /// The MTA under test (when not using --lab).
     #[arg(long, value_name = "HOST:PORT", required_unless_present = "lab")]
     pub target: Option<String>,
@@ -465,12 +485,18 @@ pub struct RelayArgs {
     pub load: LoadArgs,
 }
 
-/// Flags of `mailbench lab`.
+/// `mailbench lab`'s servers.
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// A disposable Postfix that relays to --relay.
+    Postfix(PostfixLabArgs),
+    /// A disposable Dovecot (IMAP, POP3, LMTP) with numbered users.
+    Dovecot(DovecotLabArgs),
+}
+
+/// Flags of `mailbench lab postfix`.
 #[derive(Debug, Args)]
-pub struct LabArgs {
-    /// Which MTA.
-    #[arg(value_enum)]
-    pub kind: LabKind,
+pub struct PostfixLabArgs {
     /// Where the lab relays to.
     #[arg(long, default_value = "127.0.0.1:2525", value_name = "HOST:PORT")]
     pub relay: String,
@@ -481,4 +507,224 @@ pub struct LabArgs {
     /// Lab shape.
     #[command(flatten)]
     pub shape: LabShape,
+}
+
+/// Flags of `mailbench lab dovecot`.
+#[derive(Debug, Args)]
+pub struct DovecotLabArgs {
+    /// Offer STARTTLS (IMAP) and STLS (POP3) with a certificate made for the lab (its path
+    /// is printed, for --tls-ca).
+    #[arg(long)]
+    pub starttls: bool,
+    /// The store's users and settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Messages to deliver into each user's mailboxes before it is handed over.
+    #[arg(long, default_value = "0", value_name = "N")]
+    pub fill: String,
+    /// How the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+}
+
+/// A lab store's users and settings (`lab dovecot`, `mailbox ... --lab dovecot`).
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Mailbox users to create [default: 100].
+    #[arg(long, value_name = "N")]
+    pub users: Option<String>,
+    /// Their addresses (also their login names); {n} is the user's number from 1
+    /// [default: user{n}@store.test].
+    #[arg(long, value_name = "TEMPLATE")]
+    pub user_template: Option<String>,
+    /// Their passwords; {n} is the user's number [default: secret{n}].
+    #[arg(long, value_name = "TEMPLATE")]
+    pub password_template: Option<String>,
+    /// How mail is kept [default: maildir].
+    #[arg(long, value_enum)]
+    pub mail_format: Option<MailFormatArg>,
+    /// Mail on a RAM disk or on disk [default: tmpfs].
+    #[arg(long, value_enum)]
+    pub storage: Option<PlacementArg>,
+    /// Override a Dovecot setting (repeatable), e.g. mail_fsync=always.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub doveconf: Vec<String>,
+}
+
+/// How a lab store keeps mail.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum MailFormatArg {
+    /// One file per message.
+    Maildir,
+    /// Dovecot's multi-message files.
+    Mdbox,
+}
+
+/// How mailboxes are filled: over LMTP, with generated messages.
+#[derive(Debug, Clone, Args)]
+pub struct FillArgs {
+    /// Folders per user that get an equal share, INBOX included (the others are named
+    /// f2, f3, ...).
+    #[arg(long, default_value = "1", value_name = "N")]
+    pub folders: String,
+    /// Size of each message filled in, or a range 1k-64k.
+    #[arg(long, default_value = "25k", value_name = "SIZE")]
+    pub fill_size: String,
+    /// LMTP sessions that fill at once.
+    #[arg(long, default_value = "8", value_name = "N")]
+    pub fill_concurrency: String,
+}
+
+/// `mailbench mailbox`'s workloads.
+#[derive(Debug, Subcommand)]
+pub enum MailboxCommand {
+    /// Fill mailboxes over LMTP, N messages per user, and report the delivery rate.
+    #[command(after_help = POPULATE_EXAMPLES)]
+    Populate(Box<PopulateArgs>),
+    /// POP3 users (rabid's job): sessions that log in, download and delete a share of the
+    /// messages, and quit.
+    #[command(after_help = POP3_EXAMPLES)]
+    Pop3(Box<Pop3Args>),
+}
+
+const POPULATE_EXAMPLES: &str = "\
+Examples:
+  mailbench mailbox populate --lab dovecot --users 1000 --per-user 20 --folders 4
+      delivery rate into a throwaway Dovecot, 20,000 messages over LMTP
+  mailbench mailbox populate --lmtp unix:/run/dovecot/lmtp --users-file users.txt --per-user 50
+
+Summary keys as `send`'s (sent, accepted, mpm, ...).";
+
+const POP3_EXAMPLES: &str = "\
+Examples:
+  mailbench mailbox pop3 --lab dovecot
+      100 users with 10 messages of 25 KiB each; 1,000 sessions over 16 connections that
+      download every message
+  mailbench mailbox pop3 --lab dovecot --users 1000 --rate 50/s -z 60s --delete 50
+      open loop: 50 sessions/s for a minute, each deleting half its mailbox
+  mailbench mailbox pop3 --target 10.0.0.5:110 --users-file users.txt -c 64 --tls starttls
+
+-n counts sessions. Summary keys: sessions, completed, refused, errors, retrieved,
+deleted, sessions_per_sec, retrieved_per_sec, p50_ms, p99_ms (of whole sessions).
+Lab runs need root and Dovecot (scripts/install-deps.sh).";
+
+/// Which store a mailbox workload runs against: a lab, or a server and its users.
+#[derive(Debug, Clone, Args)]
+pub struct MailboxServerArgs {
+    /// Start a disposable store for the run.
+    #[arg(long, value_enum, conflicts_with = "users_file")]
+    pub lab: Option<StoreArg>,
+    /// The lab store's users and settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The users to log in as (address password per line, Postal's format), with --target
+    /// or --lmtp.
+    #[arg(long, value_name = "FILE")]
+    pub users_file: Option<PathBuf>,
+}
+
+/// Flags of `mailbench mailbox populate`.
+#[derive(Debug, Args)]
+pub struct PopulateArgs {
+    /// The store.
+    #[command(flatten)]
+    pub server: MailboxServerArgs,
+    /// The LMTP server to deliver to (when not using --lab): host:port or unix:/path.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        required_unless_present = "lab",
+        requires = "users_file",
+        conflicts_with = "lab"
+    )]
+    pub lmtp: Option<String>,
+    /// Messages per user.
+    #[arg(long, default_value = "10", value_name = "N")]
+    pub per_user: String,
+    /// How the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Flags of `mailbench mailbox pop3`.
+#[derive(Debug, Args)]
+pub struct Pop3Args {
+    /// The store.
+    #[command(flatten)]
+    pub server: MailboxServerArgs,
+    /// The POP3 server (when not using --lab): host[:port] (default port 110, or 995 with
+    /// --tls implicit).
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        required_unless_present = "lab",
+        requires = "users_file",
+        conflicts_with = "lab"
+    )]
+    pub target: Option<String>,
+    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
+    #[arg(long, value_name = "N")]
+    pub fill: Option<String>,
+    /// --lab: how the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+    /// How many sessions, how fast (-n counts sessions; default 1000).
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Share of each mailbox's messages a session downloads.
+    #[arg(long, default_value = "100", value_name = "PERCENT")]
+    pub download: String,
+    /// Share of each mailbox's messages a session deletes (the first ones; committed at
+    /// QUIT).
+    #[arg(long, default_value = "0", value_name = "PERCENT")]
+    pub delete: String,
+    /// Download with TOP and this many body lines instead of RETR.
+    #[arg(long, value_name = "LINES")]
+    pub top: Option<u32>,
+    /// How sessions log in.
+    #[arg(long, value_enum, default_value = "user")]
+    pub login: Pop3LoginArg,
+    /// Send one command at a time even when the server offers PIPELINING.
+    #[arg(long)]
+    pub no_pipelining: bool,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each response.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// Observe this process tree as the system under test (repeatable; the lab's own is
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// How POP3 sessions log in.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Pop3LoginArg {
+    /// USER and PASS.
+    User,
+    /// AUTH PLAIN.
+    Plain,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks the flag relations (conflicts, requirements) only when a command is
+    /// parsed in a debug build; this parses them all.
+    #[test]
+    fn every_command_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -1,55 +1,124 @@
-//! `mailbench lab`: a disposable lab MTA for manual use until Ctrl-C, and the lab flags
-//! `relay --lab` shares with it.
+//! `mailbench lab`: a disposable lab server for manual use until Ctrl-C — an MTA that
+//! relays, or a mail store with numbered users (filled when asked) — and the lab flags
+//! `relay --lab` and `mailbox --lab` share with it.
 
 use std::net::SocketAddr;
 
-use super::args::{LabArgs, LabKind, LabShape, QueueArg};
+use super::args::{
+    DovecotLabArgs, LabCommand, LabShape, MailFormatArg, MtaArg, PlacementArg, PostfixLabArgs,
+    StoreArgs,
+};
 use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::lab::{LabError, LabOptions, Mta, QueueKind};
+use crate::lab::{LabError, LabOptions, LabServer, MailFormat, Mta, QueueKind, StoreOptions};
+use crate::mailbox::bench::StoreSetup;
 use crate::shutdown::Shutdown;
 use crate::transport::target::parse_tcp;
+use crate::units;
 
-/// The MTA a `--lab`/`lab` flag names.
-pub fn mta(kind: LabKind) -> Mta {
+/// The MTA a `--lab` flag names.
+pub fn mta(kind: MtaArg) -> Mta {
     match kind {
-        LabKind::Postfix => Mta::Postfix,
+        MtaArg::Postfix => Mta::Postfix,
     }
 }
 
-/// The lab's options from its flags; it relays to `relay`.
-pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<LabOptions, String> {
-    let settings = shape
-        .postconf
-        .iter()
+fn placement(p: PlacementArg) -> QueueKind {
+    match p {
+        PlacementArg::Tmpfs => QueueKind::Tmpfs,
+        PlacementArg::Disk => QueueKind::Disk,
+    }
+}
+
+/// `key=value` overrides of a server's own settings, as `flag` gave them.
+fn settings(flag: &str, list: &[String], example: &str) -> Result<Vec<(String, String)>, String> {
+    list.iter()
         .map(|kv| {
             kv.split_once('=')
                 .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
                 .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| {
-                    format!("--postconf {kv:?}: write key=value, e.g. default_process_limit=100")
-                })
+                .ok_or_else(|| format!("{flag} {kv:?}: write key=value, e.g. {example}"))
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect()
+}
+
+/// The lab MTA's options from its flags; it relays to `relay`.
+pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<LabOptions, String> {
+    let settings = settings("--postconf", &shape.postconf, "default_process_limit=100")?;
     if shape.hops == 0 || shape.hops > 8 {
         return Err("--hops must be between 1 and 8".into());
     }
     Ok(LabOptions {
         hops: shape.hops,
-        queue: match shape.queue {
-            QueueArg::Tmpfs => QueueKind::Tmpfs,
-            QueueArg::Disk => QueueKind::Disk,
-        },
+        queue: placement(shape.queue),
         settings,
         relay,
         starttls,
     })
 }
 
-/// Runs `lab`: start, print where it listens, wait for Ctrl-C or SIGTERM, clean up.
-pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
+/// Whether any store flag was given (they only mean something with a lab store).
+pub fn store_flags_given(a: &StoreArgs) -> bool {
+    a.users.is_some()
+        || a.user_template.is_some()
+        || a.password_template.is_some()
+        || a.mail_format.is_some()
+        || a.storage.is_some()
+        || !a.doveconf.is_empty()
+}
+
+/// The lab store's options from its flags.
+pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, String> {
+    let users = match &a.users {
+        Some(n) => units::count(n).map_err(|e| format!("--users: {e}"))?,
+        None => 100,
+    };
+    if users == 0 || users > 1_000_000 {
+        return Err("--users must be between 1 and 1000000".into());
+    }
+    let user_template = a
+        .user_template
+        .clone()
+        .unwrap_or_else(|| "user{n}@store.test".into());
+    if users > 1 && !user_template.contains("{n}") {
+        return Err(format!(
+            "--user-template {user_template:?} gives every user the same address; put {{n}} in it, e.g. user{{n}}@store.test"
+        ));
+    }
+    if !crate::message::users::valid_address(&user_template.replace("{n}", "1")) {
+        return Err(format!(
+            "--user-template {user_template:?} is not an address; write e.g. user{{n}}@store.test"
+        ));
+    }
+    Ok(StoreOptions {
+        users: users as u32,
+        user_template,
+        password_template: a
+            .password_template
+            .clone()
+            .unwrap_or_else(|| "secret{n}".into()),
+        mail_format: match a.mail_format {
+            None | Some(MailFormatArg::Maildir) => MailFormat::Maildir,
+            Some(MailFormatArg::Mdbox) => MailFormat::Mdbox,
+        },
+        placement: placement(a.storage.unwrap_or(PlacementArg::Tmpfs)),
+        starttls,
+        settings: settings("--doveconf", &a.doveconf, "mail_fsync=always")?,
+    })
+}
+
+/// Runs `lab postfix` or `lab dovecot`: start, print where it listens, wait for Ctrl-C or
+/// SIGTERM, clean up.
+pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
+    match c {
+        LabCommand::Postfix(a) => postfix(a).await,
+        LabCommand::Dovecot(a) => dovecot(a).await,
+    }
+}
+
+async fn postfix(a: PostfixLabArgs) -> Result<u8, (u8, String)> {
     let relay = parse_tcp(&a.relay, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
     let opts = options(&a.shape, relay, a.starttls).map_err(|e| (EXIT_USAGE, e))?;
-    let mta = mta(a.kind);
+    let mta = mta(MtaArg::Postfix);
     mta.check().map_err(|e| (EXIT_USAGE, e))?;
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab MTA and removing its directories",
@@ -60,6 +129,54 @@ pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
         Ok(Err(e)) => return Err((EXIT_FAILED, e.to_string())),
         Err(e) => return Err((EXIT_FAILED, e.to_string())),
     };
+    let mut text = describe(lab.as_ref());
+    text += &format!(
+        "relaying to {relay}; inject into {}; Ctrl-C stops and removes everything\n",
+        lab.entry()
+    );
+    crate::report::print(&text);
+    shutdown.stop.cancelled().await;
+    drop(lab);
+    Ok(EXIT_OK)
+}
+
+async fn dovecot(a: DovecotLabArgs) -> Result<u8, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    let options = store_options(&a.store, a.starttls).map_err(usage)?;
+    let per_user = units::count(&a.fill).map_err(|e| usage(format!("--fill: {e}")))?;
+    let fill = match per_user {
+        0 => None,
+        n => Some(super::mailbox::fill(&a.filling, n).map_err(usage)?),
+    };
+    let setup = StoreSetup {
+        store: crate::lab::Store::Dovecot,
+        options,
+    };
+    let shutdown = Shutdown::install_saying(
+        "mailbench lab: stopping the lab store and removing its directories",
+    );
+    let (lab, filled) = crate::mailbox::bench::store(setup, fill, &shutdown)
+        .await
+        .map_err(super::mailbox::exit)?;
+    let mut text = describe(lab.as_ref());
+    if let Some(r) = filled {
+        text += &format!(
+            "filled: {} messages delivered over LMTP in {:.2} s\n",
+            r.counters.accepted, r.duration_s
+        );
+    }
+    text += &format!(
+        "users and passwords (for --users-file) in {}; Ctrl-C stops and removes everything\n",
+        lab.users_file().display()
+    );
+    crate::report::print(&text);
+    shutdown.stop.cancelled().await;
+    drop(lab);
+    Ok(EXIT_OK)
+}
+
+/// What `mailbench lab` prints about any lab server.
+fn describe(lab: &(impl LabServer + ?Sized)) -> String {
     let mut text = String::new();
     for n in lab.notices() {
         text += &format!("notice: {n}\n");
@@ -70,12 +187,5 @@ pub async fn lab(a: LabArgs) -> Result<u8, (u8, String)> {
     if let Some(cert) = lab.certificate() {
         text += &format!("  STARTTLS certificate {} (for --tls-ca)\n", cert.display());
     }
-    text += &format!(
-        "relaying to {relay}; inject into {}; Ctrl-C stops and removes everything\n",
-        lab.entry()
-    );
-    crate::report::print(&text);
-    shutdown.stop.cancelled().await;
-    drop(lab);
-    Ok(EXIT_OK)
+    text
 }

@@ -1,10 +1,11 @@
 //! The thin command line: parse flags (`args`), validate them into a plan (`send`, `sink`,
-//! `relay`, `lab`, with the output flags in `output`), run the engine, then check
+//! `relay`, `lab`, `mailbox`, with the output flags in `output`), run the engine, then check
 //! thresholds, write outputs and choose the exit code (`finish`).
 
 pub mod args;
 pub mod finish;
 pub mod lab;
+pub mod mailbox;
 pub mod output;
 pub mod relay;
 pub mod send;
@@ -41,6 +42,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Lab(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(lab::lab(a))),
+        Command::Mailbox(a) => runtime()
+            .map_err(|e| (EXIT_FAILED, e))
+            .and_then(|rt| rt.block_on(mailbox::mailbox(a))),
         Command::Sink(a) => {
             sink::plan(&a)
                 .map_err(|e| (EXIT_USAGE, e))

@@ -8,11 +8,11 @@ use super::send::{Defaults, plan as send_plan};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::relay::verdict::StepRules;
 use crate::relay::{FindMaxPlan, RelayError, RelayPlan};
-use crate::send::plan::TlsMode;
 use crate::shutdown::Shutdown;
 use crate::sink::faults::parse_rule;
 use crate::smtp::steps::STEPS;
 use crate::transport::target::{parse_targets, parse_tcp};
+use crate::transport::tls::TlsMode;
 use crate::units;
 
 /// The classic benchmark's defaults: 10,000 × 25 KiB over 64 sessions.
@@ -58,13 +58,13 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
     let (mut send, outputs) = send_plan(targets, a.target.as_deref(), &load, &RELAY_DEFAULTS)?;
     let lab = match a.lab {
         Some(kind) => {
-            if send.client.tls == TlsMode::Implicit {
+            if send.client.tls.mode == TlsMode::Implicit {
                 return Err(
                     "--tls implicit: the lab's Postfix offers STARTTLS only; use --tls starttls"
                         .into(),
                 );
             }
-            let starttls = send.client.tls == TlsMode::Starttls;
+            let starttls = send.client.tls.mode == TlsMode::Starttls;
             // The relay target (the sink) is known once its listener is bound.
             let opts = super::lab::options(&a.shape, sink, starttls)?;
             Some((super::lab::mta(kind), opts))

@@ -5,7 +5,9 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::args::{ArrivalsArg, ClientArgs, LoadArgs, MessageArgs, ShapeArgs, Switch, TlsArg};
+use super::args::{
+    ArrivalsArg, ClientArgs, LoadArgs, MessageArgs, ShapeArgs, Switch, TlsArg, TlsArgs,
+};
 use super::output::{self, OutputPlan};
 use crate::load::LoadPlan;
 use crate::load::schedule::{Arrivals, Pacing};
@@ -13,10 +15,11 @@ use crate::message::address::AddrTemplate;
 use crate::message::template::{Content, GenSpec, SizeRange};
 use crate::message::users;
 use crate::run::Progress;
-use crate::send::plan::{Addresses, Auth, ClientPlan, MessagePlan, SendPlan, TlsMode};
+use crate::send::plan::{Addresses, Auth, ClientPlan, MessagePlan, SendPlan};
 use crate::smtp::proto::Credentials;
 use crate::stats::summary::Vocabulary;
 use crate::transport::target::Target;
+use crate::transport::tls::{TlsMode, TlsPlan};
 use crate::units;
 
 /// Defaults that differ between `send` and `relay`.
@@ -72,7 +75,7 @@ pub fn plan(
 }
 
 /// The load's shape, and its part of the configuration record.
-fn load_plan(
+pub fn load_plan(
     a: &ShapeArgs,
     defaults: &Defaults,
     progress: Progress,
@@ -143,12 +146,13 @@ fn load_plan(
         progress,
         run_id: None,
         live_extra: None,
+        units: crate::run::live::MESSAGES,
     };
     Ok((plan, json))
 }
 
 /// The messages, and their part of the configuration record.
-fn message_plan(
+pub fn message_plan(
     a: &MessageArgs,
     defaults: &Defaults,
 ) -> Result<(MessagePlan, serde_json::Value), String> {
@@ -226,33 +230,7 @@ fn client_plan(
             })
             .collect::<Result<_, _>>()?,
     };
-    // --tls-percent alone is postal's -s: STARTTLS on that share of the connections.
-    let tls = match (a.tls, &a.tls_percent) {
-        (None, Some(_)) | (Some(TlsArg::Starttls), _) => TlsMode::Starttls,
-        (None | Some(TlsArg::None), None) => TlsMode::None,
-        (Some(TlsArg::None), Some(_)) => {
-            return Err(
-                "--tls-percent needs TLS: drop --tls none, or give --tls starttls or --tls implicit"
-                    .into(),
-            );
-        }
-        (Some(TlsArg::Implicit), _) => TlsMode::Implicit,
-    };
-    let tls_percent = match &a.tls_percent {
-        Some(p) => units::percent(p).map_err(|e| format!("--tls-percent: {e}"))?,
-        None => 100.0,
-    };
-    let tls_config = if tls == TlsMode::None {
-        if a.tls_ca.is_some() {
-            return Err("--tls-ca needs --tls starttls or --tls implicit".into());
-        }
-        None
-    } else {
-        Some(crate::transport::tls::client_config(
-            a.tls_ca.as_deref(),
-            matches!(a.tls_resume, Switch::On),
-        )?)
-    };
+    let tls = tls_plan(&a.tls)?;
     let auth = match a.auth.as_deref() {
         None => Auth::None,
         Some("senders") => {
@@ -281,9 +259,9 @@ fn client_plan(
     }
     let json = serde_json::json!({
         "protocol": if a.lmtp { "lmtp" } else { "smtp" },
-        "tls": tls,
-        "tls_percent": tls_percent,
-        "tls_resume": matches!(a.tls_resume, Switch::On),
+        "tls": tls.mode,
+        "tls_percent": tls.percent,
+        "tls_resume": matches!(a.tls.tls_resume, Switch::On),
         "auth": !matches!(auth, Auth::None),
         "pipelining": !a.no_pipelining,
         "chunking": a.chunking,
@@ -296,14 +274,48 @@ fn client_plan(
         connect_timeout,
         command_timeout,
         tls,
-        tls_percent,
-        tls_config,
         auth,
         pipelining: !a.no_pipelining,
         chunking: a.chunking,
         helo: a.helo.clone(),
     };
     Ok((plan, json))
+}
+
+/// A client's TLS from its flags. `--tls-percent` alone is postal's `-s`: STARTTLS on that
+/// share of the connections.
+pub fn tls_plan(a: &TlsArgs) -> Result<TlsPlan, String> {
+    let mode = match (a.tls, &a.tls_percent) {
+        (None, Some(_)) | (Some(TlsArg::Starttls), _) => TlsMode::Starttls,
+        (None | Some(TlsArg::None), None) => TlsMode::None,
+        (Some(TlsArg::None), Some(_)) => {
+            return Err(
+                "--tls-percent needs TLS: drop --tls none, or give --tls starttls or --tls implicit"
+                    .into(),
+            );
+        }
+        (Some(TlsArg::Implicit), _) => TlsMode::Implicit,
+    };
+    let percent = match &a.tls_percent {
+        Some(p) => units::percent(p).map_err(|e| format!("--tls-percent: {e}"))?,
+        None => 100.0,
+    };
+    let config = if mode == TlsMode::None {
+        if a.tls_ca.is_some() {
+            return Err("--tls-ca needs --tls starttls or --tls implicit".into());
+        }
+        None
+    } else {
+        Some(crate::transport::tls::client_config(
+            a.tls_ca.as_deref(),
+            matches!(a.tls_resume, Switch::On),
+        )?)
+    };
+    Ok(TlsPlan {
+        mode,
+        percent,
+        config,
+    })
 }
 
 /// An address for the generated From/To header.

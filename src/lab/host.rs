@@ -48,7 +48,7 @@ pub fn io(what: &str, e: std::io::Error) -> LabError {
     LabError::Failed(format!("lab: cannot {what}: {e}"))
 }
 
-/// Where a queue lives, and what to undo when the lab stops.
+/// Where a queue (or a mail store) lives, and what to undo when the lab stops.
 #[derive(Debug)]
 pub struct QueueDir {
     /// The directory.
@@ -58,10 +58,15 @@ pub struct QueueDir {
 }
 
 impl QueueDir {
-    /// `dir/queue` on disk, or on a tmpfs mounted there; when mounting is not permitted,
+    /// `dir/name` on disk, or on a tmpfs mounted there; when mounting is not permitted,
     /// a directory in /dev/shm, with a notice for the user.
-    pub fn make(dir: &Path, hop: u8, tmpfs: bool) -> Result<(QueueDir, Option<String>), LabError> {
-        let path = dir.join("queue");
+    pub fn make(
+        dir: &Path,
+        name: &str,
+        hop: u8,
+        tmpfs: bool,
+    ) -> Result<(QueueDir, Option<String>), LabError> {
+        let path = dir.join(name);
         std::fs::create_dir_all(&path).map_err(|e| io("create the queue directory", e))?;
         if !tmpfs {
             return Ok((
@@ -94,14 +99,15 @@ impl QueueDir {
         ));
         std::fs::create_dir_all(&shm).map_err(|e| io("create a queue in /dev/shm", e))?;
         set_mode(&shm, 0o755);
-        let notice = "mounting a tmpfs was not permitted; the queue is in /dev/shm instead";
+        let notice =
+            format!("mounting a tmpfs was not permitted; the {name} is in /dev/shm instead");
         Ok((
             QueueDir {
                 path: shm,
                 mounted: false,
                 shm: true,
             },
-            Some(notice.into()),
+            Some(notice),
         ))
     }
 
@@ -213,4 +219,39 @@ pub fn trees(pid_files: &[PathBuf]) -> Vec<u32> {
         })
         .collect();
     crate::stats::sut::descendants(&roots)
+}
+
+/// The uid and gid of `nobody` and `nogroup`, which lab mailboxes belong to (so no system
+/// account is needed per user).
+pub fn nobody() -> Result<(u32, u32), LabError> {
+    let id = |file: &str, name: &str| -> Option<u32> {
+        std::fs::read_to_string(file).ok()?.lines().find_map(|l| {
+            let mut f = l.split(':');
+            (f.next()? == name).then(|| f.nth(1)?.parse().ok())?
+        })
+    };
+    match (id("/etc/passwd", "nobody"), id("/etc/group", "nogroup")) {
+        (Some(u), Some(g)) => Ok((u, g)),
+        _ => Err(LabError::Failed(
+            "lab: user nobody or group nogroup is missing on this system".into(),
+        )),
+    }
+}
+
+/// Gives `path` to `uid`:`gid`.
+pub fn chown(path: &Path, uid: u32, gid: u32) -> Result<(), LabError> {
+    let ok = std::process::Command::new("chown")
+        .arg(format!("{uid}:{gid}"))
+        .arg(path)
+        .status()
+        .map_err(|e| io("run chown", e))?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err(LabError::Failed(format!(
+            "lab: cannot give {} to {uid}:{gid}",
+            path.display()
+        )))
+    }
 }

@@ -1,16 +1,18 @@
-//! Disposable real MTAs for benchmarks. Each lab is started for a run in temporary
-//! directories with its own ports, relays everything to a target (the embedded sink),
-//! and is stopped and removed on drop, whatever happens. Every MTA is one file behind
-//! [`LabServer`] (`postfix`), registered in [`Mta`]; what they share — free ports, the
-//! greeting check, queue placement, certificates, checks — is in `host`.
+//! Disposable real mail servers for benchmarks: MTAs that relay (`postfix`) and mail
+//! stores that users read (`dovecot`). Each lab is started for a run in temporary
+//! directories with its own ports and is stopped and removed on drop, whatever happens.
+//! Every server is one file behind [`LabServer`] and either [`MtaLab`] or [`StoreLab`],
+//! registered in [`Mta`] or [`Store`]; what they share — free ports, the greeting check,
+//! queue and mail placement, certificates, checks — is in `host`.
 
+pub mod dovecot;
 pub mod host;
 pub mod postfix;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// Where a lab's queue lives.
+/// Where a lab's queue (or mail) lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum QueueKind {
@@ -57,16 +59,10 @@ impl std::fmt::Display for LabError {
     }
 }
 
-/// A running lab MTA, whatever it is: what a relay run and `mailbench lab` need of it.
+/// A running lab server, whatever it is: what every run and `mailbench lab` need of it.
 pub trait LabServer: Send + Sync {
-    /// Where to inject.
-    fn entry(&self) -> SocketAddr;
     /// Every process of the lab (the system under test, observed from /proc).
     fn pids(&self) -> Vec<u32>;
-    /// Deliveries to the relay target, counted from the MTA's own log.
-    fn delivered_logged(&self) -> usize;
-    /// Messages the MTA still holds, in every instance.
-    fn queued(&self) -> usize;
     /// Its log files, first instance first (kept beside the results).
     fn logs(&self) -> Vec<PathBuf>;
     /// Every directory it made (removed when it stops).
@@ -77,6 +73,90 @@ pub trait LabServer: Send + Sync {
     fn describe(&self) -> Vec<String>;
     /// The certificate its entry offers with STARTTLS, when it does.
     fn certificate(&self) -> Option<PathBuf>;
+}
+
+/// A running lab MTA: what a relay run needs of it.
+pub trait MtaLab: LabServer {
+    /// Where to inject.
+    fn entry(&self) -> SocketAddr;
+    /// Deliveries to the relay target, counted from the MTA's own log.
+    fn delivered_logged(&self) -> usize;
+    /// Messages the MTA still holds, in every instance.
+    fn queued(&self) -> usize;
+}
+
+/// A mailbox user of a store lab: the address it logs in and receives mail as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreUser {
+    /// The address (also the login name).
+    pub address: String,
+    /// The password.
+    pub password: String,
+}
+
+/// Where a store lab serves each protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreEndpoints {
+    /// IMAP (STARTTLS offered when the lab was asked for TLS).
+    pub imap: SocketAddr,
+    /// POP3 (STLS offered when the lab was asked for TLS).
+    pub pop3: SocketAddr,
+    /// LMTP, for deliveries.
+    pub lmtp: SocketAddr,
+}
+
+/// How to build a mail store lab, in terms every store has.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Mailbox users to create.
+    pub users: u32,
+    /// Their addresses: `{n}` is the user's number from 1.
+    pub user_template: String,
+    /// Their passwords: `{n}` is the user's number from 1.
+    pub password_template: String,
+    /// How mail is kept (`maildir`, `mdbox`).
+    pub mail_format: MailFormat,
+    /// Where mail is kept.
+    pub placement: QueueKind,
+    /// Offer STARTTLS/STLS with a certificate made for the lab.
+    pub starttls: bool,
+    /// The store's own settings, `key=value`, applied after the lab's.
+    pub settings: Vec<(String, String)>,
+}
+
+/// How a store keeps mail on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MailFormat {
+    /// One file per message.
+    Maildir,
+    /// Dovecot's multi-message files.
+    Mdbox,
+}
+
+impl StoreOptions {
+    /// The users, numbered from 1.
+    pub fn user_list(&self) -> Vec<StoreUser> {
+        (1..=self.users)
+            .map(|n| StoreUser {
+                address: self.user_template.replace("{n}", &n.to_string()),
+                password: self.password_template.replace("{n}", &n.to_string()),
+            })
+            .collect()
+    }
+}
+
+/// A running mail store lab: what the mailbox workloads need of it.
+pub trait StoreLab: LabServer {
+    /// Where each protocol is served.
+    fn endpoints(&self) -> StoreEndpoints;
+    /// Its users.
+    fn users(&self) -> &[StoreUser];
+    /// Its users with their passwords in Postal's format (`address password` per line),
+    /// for `--users-file` in runs started by hand.
+    fn users_file(&self) -> PathBuf;
+    /// The store's effective limits that bound a capacity result (setting, value).
+    fn limits(&self) -> Vec<(String, String)>;
 }
 
 /// The MTAs a lab can run. Adding one is a file implementing [`LabServer`] and a variant.
@@ -102,9 +182,40 @@ impl Mta {
     }
 
     /// Starts the lab (blocking: it waits for the MTA to greet).
-    pub fn start(self, opts: &LabOptions) -> Result<Box<dyn LabServer>, LabError> {
+    pub fn start(self, opts: &LabOptions) -> Result<Box<dyn MtaLab>, LabError> {
         match self {
             Mta::Postfix => Ok(Box::new(postfix::Lab::start(opts)?)),
+        }
+    }
+}
+
+/// The mail stores a lab can run. Adding one is a file implementing [`StoreLab`] and a
+/// variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// Dovecot (IMAP, POP3, LMTP) from Debian's packages.
+    Dovecot,
+}
+
+impl Store {
+    /// The name in results and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Store::Dovecot => "dovecot",
+        }
+    }
+
+    /// Checks that this lab can run here; the error says how to fix it.
+    pub fn check(self) -> Result<(), String> {
+        match self {
+            Store::Dovecot => dovecot::check(),
+        }
+    }
+
+    /// Starts the lab (blocking: it waits for the store to greet).
+    pub fn start(self, opts: &StoreOptions) -> Result<Box<dyn StoreLab>, LabError> {
+        match self {
+            Store::Dovecot => Ok(Box::new(dovecot::Lab::start(opts)?)),
         }
     }
 }

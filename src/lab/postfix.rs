@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::host::{self, QueueDir, io};
-use super::{LabError, LabOptions, LabServer, QueueKind};
+use super::{LabError, LabOptions, LabServer, MtaLab, QueueKind};
 
 const POSTFIX: &str = "/usr/sbin/postfix";
 
@@ -83,7 +83,7 @@ impl Lab {
     ) -> Result<Instance, LabError> {
         let dir = host::instance_dir(hop)?;
         std::fs::create_dir_all(dir.join("data")).map_err(|e| io("create the lab directory", e))?;
-        let (queue, notice) = QueueDir::make(&dir, hop, opts.queue == QueueKind::Tmpfs)?;
+        let (queue, notice) = QueueDir::make(&dir, "queue", hop, opts.queue == QueueKind::Tmpfs)?;
         self.notices.extend(notice);
         let mut inst = Instance {
             name: format!("lab{hop}-{:08x}.mailbench.test", fastrand::u32(..)),
@@ -196,10 +196,6 @@ maillog_file_prefixes = {d}
 }
 
 impl LabServer for Lab {
-    fn entry(&self) -> SocketAddr {
-        self.instances[0].smtpd
-    }
-
     fn pids(&self) -> Vec<u32> {
         let masters: Vec<PathBuf> = self
             .instances
@@ -207,27 +203,6 @@ impl LabServer for Lab {
             .map(|i| i.queue.path.join("pid/master.pid"))
             .collect();
         host::trees(&masters)
-    }
-
-    /// `status=sent` deliveries logged by the last hop (the ones that reached the relay).
-    fn delivered_logged(&self) -> usize {
-        self.instances
-            .last()
-            .map(|i| host::count_lines(&i.dir.join("maillog"), "status=sent"))
-            .unwrap_or(0)
-    }
-
-    /// Files under incoming, active, deferred and hold, in all instances.
-    fn queued(&self) -> usize {
-        self.instances
-            .iter()
-            .map(|i| {
-                ["incoming", "active", "deferred", "hold"]
-                    .iter()
-                    .map(|q| host::count_files(&i.queue.path.join(q)))
-                    .sum::<usize>()
-            })
-            .sum()
     }
 
     fn logs(&self) -> Vec<PathBuf> {
@@ -264,6 +239,33 @@ impl LabServer for Lab {
 
     fn certificate(&self) -> Option<PathBuf> {
         self.starttls.then(|| self.instances[0].dir.join("tls.crt"))
+    }
+}
+
+impl MtaLab for Lab {
+    fn entry(&self) -> SocketAddr {
+        self.instances[0].smtpd
+    }
+
+    /// `status=sent` deliveries logged by the last hop (the ones that reached the relay).
+    fn delivered_logged(&self) -> usize {
+        self.instances
+            .last()
+            .map(|i| host::count_lines(&i.dir.join("maillog"), "status=sent"))
+            .unwrap_or(0)
+    }
+
+    /// Files under incoming, active, deferred and hold, in all instances.
+    fn queued(&self) -> usize {
+        self.instances
+            .iter()
+            .map(|i| {
+                ["incoming", "active", "deferred", "hold"]
+                    .iter()
+                    .map(|q| host::count_files(&i.queue.path.join(q)))
+                    .sum::<usize>()
+            })
+            .sum()
     }
 }
 

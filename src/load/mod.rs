@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ErrorClass;
-use crate::run::live::LiveExtra;
+use crate::run::live::{LiveExtra, Units};
 use crate::run::{Finished, Progress, Runner};
 use crate::shutdown::Shutdown;
 use crate::stats::{Metric, Recorder, Shards};
@@ -46,6 +46,8 @@ pub struct LoadPlan {
     pub run_id: Option<u64>,
     /// More for the live line (a relay's deliveries and backlog).
     pub live_extra: Option<LiveExtra>,
+    /// What the units are called on the live line.
+    pub units: Units,
 }
 
 /// What the engine needs to know of a failure that ended a connection.
@@ -204,7 +206,7 @@ pub async fn run<D: Driver>(
                 let (p, total) = runner.close_interval(&eng.shards);
                 let extra = plan.live_extra.as_ref().map(|f| f.line(&total.counters));
                 let counters = total.counters.clone();
-                runner.live().update(&p, &counters, extra.as_deref().unwrap_or(""));
+                runner.live().update(&p, &counters, plan.units, extra.as_deref().unwrap_or(""));
             }
             joined = workers.join_next() => if joined.is_none() { break },
             _ = eng.stop.cancelled(), if !stopping => {

@@ -11,9 +11,10 @@ use std::time::Duration;
 use super::RelayError;
 use super::run::{RelayRun, run};
 use super::verdict::{StepRules, judge};
-use crate::lab::{LabError, LabOptions, LabServer, Mta};
+use crate::lab::{LabError, LabOptions, Mta, MtaLab};
 use crate::load::schedule::{Arrivals, Pacing};
 use crate::run::live::say;
+use crate::run::sampler::Pids;
 use crate::search::{FindMax, Sweep};
 use crate::send::SendPlan;
 use crate::shutdown::Shutdown;
@@ -215,8 +216,8 @@ async fn run_once(
     mut send: SendPlan,
     listeners: Vec<crate::transport::listen::Listener>,
     drain_timeout: Duration,
-    sut_pids: Arc<dyn Fn() -> Vec<u32> + Send + Sync>,
-    lab: Option<&dyn LabServer>,
+    sut_pids: Pids,
+    lab: Option<&dyn MtaLab>,
     shutdown: &Shutdown,
 ) -> Result<Results, RelayError> {
     let run_id = crate::run::new_run_id();
@@ -277,7 +278,7 @@ fn evidence(r: &Results) -> serde_json::Value {
 
 /// Starts the lab off the runtime (it waits for the MTA); a setting the MTA refuses is
 /// the user's input, anything else a failure.
-async fn start_lab(mta: Mta, opts: LabOptions) -> Result<Arc<dyn LabServer>, RelayError> {
+async fn start_lab(mta: Mta, opts: LabOptions) -> Result<Arc<dyn MtaLab>, RelayError> {
     match tokio::task::spawn_blocking(move || mta.start(&opts)).await {
         Ok(Ok(lab)) => Ok(Arc::from(lab)),
         Ok(Err(e @ LabError::Setting(_))) => Err(RelayError::Usage(e.to_string())),

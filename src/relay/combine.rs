@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::run::Reading;
+use crate::run::sampler::Observed;
 use crate::sink::delivery::Delivery;
 use crate::stats::Results;
 use crate::stats::cpu::CpuTimes;
@@ -17,7 +17,6 @@ use crate::stats::hist::{HistJson, ms};
 use crate::stats::recorder::{new_histogram, record_clamped};
 use crate::stats::results::SelfReport;
 use crate::stats::summary::{Injection, RelaySummary, Summary};
-use crate::stats::sut;
 use crate::stats::timelog::TimeLog;
 
 /// What a relay run measured besides the generator's and the sink's results.
@@ -27,14 +26,10 @@ pub(super) struct CombineInputs {
     /// Wall-clock µs when injection started: time zero of the series.
     pub(super) origin_us: u64,
     pub(super) interval: Duration,
-    pub(super) readings: Vec<Reading>,
-    /// When `sut0` was read, in seconds from the start.
-    pub(super) sut0_t: f64,
+    /// The MTA, as the sampler saw it.
+    pub(super) observed: Observed,
     pub(super) expected: u64,
     pub(super) drained: bool,
-    pub(super) sut0: sut::Sample,
-    pub(super) sut1: sut::Sample,
-    pub(super) peak_sut: sut::Sample,
     pub(super) maillog_sent: Option<u64>,
     pub(super) queued_left: Option<u64>,
     /// The whole process over the whole run (injection and drain; generator and sink).
@@ -134,7 +129,7 @@ pub(super) fn combine(
         .max()
         .unwrap_or(0)
         .max(send.series.len())
-        .max(x.readings.len());
+        .max(x.observed.len());
     let mut per_iv: Vec<(u64, hdrhistogram::Histogram<u64>)> =
         (0..n).map(|_| (0, new_histogram())).collect();
     for (acc_us, arr_us) in &arrived.at {
@@ -163,43 +158,16 @@ pub(super) fn combine(
         p.relay.backlog = Some(acc_n - del_n);
         p.e2e_p99_ms = (!hist.is_empty()).then(|| ms(hist, 0.99));
         max_backlog = max_backlog.max(acc_n - del_n);
-        // The sampler's readings count from the relay's start, a moment before injection.
-        if let Some(rd) = x.readings.get(i) {
-            let (prev, prev_t) = if i == 0 {
-                (&x.sut0, x.sut0_t)
-            } else {
-                (&x.readings[i - 1].sut, x.readings[i - 1].t_s)
-            };
-            p.relay.sut = Some(rd.sut.rates_since(prev, rd.t_s - prev_t));
-            p.relay.queue = rd.queue;
-        }
         series.push(p);
     }
+    // The sampler's readings count from the relay's start, a moment before injection.
+    x.observed.fill(&mut series);
     let e2e = (!e2e.is_empty()).then(|| HistJson::from_hist(&e2e));
     // The MTA's averages cover what was measured of it: from the first reading (the
     // relay's start, a moment before injection) to the last arrival, or to the end of
     // injection when nothing arrived after it.
-    let cpu_s = (x.sut1.user_s + x.sut1.sys_s) - (x.sut0.user_s + x.sut0.sys_s);
     let wall = (drain_s + x.send_offset_s).max(inject_s);
-    let peak = |f: fn(&crate::stats::SutPoint) -> f64| {
-        series
-            .iter()
-            .filter_map(|p| p.relay.sut.as_ref())
-            .map(f)
-            .fold(0.0, f64::max)
-    };
-    let sut_report = serde_json::json!({
-        "cpu_peak_pct": peak(|s| s.cpu_user_pct + s.cpu_sys_pct),
-        "disk_read_peak_kib_per_s": peak(|s| s.read_kib_s),
-        "disk_write_peak_kib_per_s": peak(|s| s.write_kib_s),
-        "cpu_user_s": x.sut1.user_s - x.sut0.user_s,
-        "cpu_sys_s": x.sut1.sys_s - x.sut0.sys_s,
-        "cpu_avg_pct": cpu_s / wall * 100.0,
-        "disk_read_kib_per_s": (x.sut1.read_bytes.saturating_sub(x.sut0.read_bytes)) as f64 / 1024.0 / wall,
-        "disk_write_kib_per_s": (x.sut1.write_bytes.saturating_sub(x.sut0.write_bytes)) as f64 / 1024.0 / wall,
-        "peak_rss_kib": x.peak_sut.rss_kib.max(x.sut1.rss_kib),
-        "peak_procs": x.peak_sut.procs.max(x.sut1.procs),
-    });
+    let sut_report = x.observed.report(&series, wall);
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     // The injection's rate is taken over its whole duration here (the generator's own
     // summary takes it over its active span): the relay compares it with the drain.

@@ -5,35 +5,18 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::lab::LabServer;
+use crate::lab::MtaLab;
 use crate::run::Progress;
 use crate::run::live::Live;
+use crate::run::sampler::queue_value;
 use crate::shutdown::Shutdown;
 use crate::sink::delivery::Delivery;
-
-/// The first number a queue command prints.
-pub(super) async fn queue_value(cmd: &str) -> Option<f64> {
-    tokio::process::Command::new("sh")
-        .args(["-c", cmd])
-        .output()
-        .await
-        .ok()
-        .and_then(|o| first_number(&String::from_utf8_lossy(&o.stdout)))
-}
-
-/// The first number in a command's output (`mailq`'s "-- 1234 Kbytes in 56 Requests."
-/// gives 1234; use e.g. `find DIR -type f | wc -l` for a plain count).
-fn first_number(text: &str) -> Option<f64> {
-    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .find(|t| !t.is_empty() && t.chars().any(|c| c.is_ascii_digit()))
-        .and_then(|t| t.parse().ok())
-}
 
 /// Where the drain learns whether the MTA still holds mail: the lab's queue, or the
 /// `--queue-cmd` value (0 means empty).
 pub(super) struct QueueProbe<'a> {
     /// The lab, when the MTA is one.
-    pub(super) lab: Option<&'a dyn LabServer>,
+    pub(super) lab: Option<&'a dyn MtaLab>,
     /// The `--queue-cmd`.
     pub(super) cmd: Option<&'a str>,
 }
@@ -101,19 +84,4 @@ pub(super) async fn drain(
     };
     live.finish();
     drained
-}
-
-#[cfg(test)]
-mod tests {
-    use super::first_number;
-
-    #[test]
-    fn the_first_number_of_a_command_output_is_taken() {
-        assert_eq!(
-            first_number("-- 1234 Kbytes in 56 Requests.\n"),
-            Some(1234.0)
-        );
-        assert_eq!(first_number("42\n"), Some(42.0));
-        assert_eq!(first_number("Mail queue is empty"), None);
-    }
 }

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use super::RelayError;
 use super::combine::{CombineInputs, combine};
 use super::drain::{QueueProbe, drain};
-use crate::lab::LabServer;
+use crate::lab::MtaLab;
 use crate::run::live::LiveExtra;
+use crate::run::sampler::{Pids, Sampler};
 use crate::send::SendPlan;
 use crate::shutdown::Shutdown;
 use crate::sink;
@@ -17,7 +18,6 @@ use crate::sink::delivery::Delivery;
 use crate::sink::plan::SinkPlan;
 use crate::stats::Results;
 use crate::stats::cpu::CpuTimes;
-use crate::stats::sut;
 use crate::stats::timelog::TimeLog;
 use crate::transport::listen::Listener;
 
@@ -32,7 +32,7 @@ pub struct RelayRun {
     /// Longest wait for deliveries after injection.
     pub drain_timeout: Duration,
     /// Processes of the system under test (lab, or `--sut-pid` trees).
-    pub sut_pids: Arc<dyn Fn() -> Vec<u32> + Send + Sync>,
+    pub sut_pids: Pids,
     /// Accept times per sequence number (filled by the generator).
     pub accepts: Arc<TimeLog>,
     /// What arrives at the sink, tracking this run's id (the generator's `run_id`).
@@ -41,48 +41,10 @@ pub struct RelayRun {
     pub queue_cmd: Option<String>,
 }
 
-/// One sampler reading: the SUT's totals and the queue command's value.
-pub(super) struct Reading {
-    pub(super) sut: sut::Sample,
-    pub(super) queue: Option<f64>,
-    /// Seconds from the start when the totals were read: rates divide by the time between
-    /// readings, which drifts from the series' intervals when a reading is late.
-    pub(super) t_s: f64,
-}
-
-/// Samples the system under test (and the queue command) once per interval from `start`,
-/// until `stop` is cancelled.
-async fn sample_loop(
-    pids: Arc<dyn Fn() -> Vec<u32> + Send + Sync>,
-    queue_cmd: Option<String>,
-    interval: Duration,
-    start: Instant,
-    stop: tokio_util::sync::CancellationToken,
-) -> Vec<Reading> {
-    let mut out = Vec::new();
-    let mut ticker = tokio::time::interval_at((start + interval).into(), interval);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = stop.cancelled() => return out,
-        }
-        let p = pids.clone();
-        let sut = tokio::task::spawn_blocking(move || sut::sample(&p()))
-            .await
-            .unwrap_or_default();
-        let t_s = start.elapsed().as_secs_f64();
-        let queue = match &queue_cmd {
-            Some(cmd) => super::drain::queue_value(cmd).await,
-            None => None,
-        };
-        out.push(Reading { sut, queue, t_s });
-    }
-}
-
 /// Runs one relay run; `lab` (if any) is only read, for its log and queue.
 pub async fn run(
     mut r: RelayRun,
-    lab: Option<&dyn LabServer>,
+    lab: Option<&dyn MtaLab>,
     shutdown: Shutdown,
 ) -> Result<Results, RelayError> {
     let progress = r.send.load.progress;
@@ -99,16 +61,12 @@ pub async fn run(
         delivery.clone(),
         start,
     ));
-    let sut0 = sut::sample(&(r.sut_pids)());
-    let sut0_t = start.elapsed().as_secs_f64();
-    let sampler_stop = tokio_util::sync::CancellationToken::new();
-    let sampler = tokio::spawn(sample_loop(
+    let sampler = Sampler::start(
         r.sut_pids.clone(),
         r.queue_cmd.clone(),
         progress.interval,
         start,
-        sampler_stop.clone(),
-    ));
+    );
     let d = delivery.clone();
     r.send.load.live_extra = Some(LiveExtra(Arc::new(move |total| {
         let got = d.messages.load(Ordering::Relaxed);
@@ -123,7 +81,7 @@ pub async fn run(
         Ok(s) => s,
         Err(e) => {
             sink_stop.stop.cancel();
-            sampler_stop.cancel();
+            let _ = sampler.finish().await;
             let _ = sink_task.await;
             return Err(RelayError::Usage(e));
         }
@@ -143,15 +101,8 @@ pub async fn run(
         &shutdown,
     )
     .await;
-    let sut1 = sut::sample(&(r.sut_pids)());
     sink_stop.stop.cancel();
-    sampler_stop.cancel();
-    let readings = sampler.await.unwrap_or_default();
-    let mut peak_sut = sut0;
-    for rd in &readings {
-        peak_sut.rss_kib = peak_sut.rss_kib.max(rd.sut.rss_kib);
-        peak_sut.procs = peak_sut.procs.max(rd.sut.procs);
-    }
+    let observed = sampler.finish().await;
     let sink = sink_joined(sink_task.await)?;
     Ok(combine(
         send,
@@ -161,13 +112,9 @@ pub async fn run(
             accepts: r.accepts.entries().into_iter().collect(),
             origin_us,
             interval: progress.interval,
-            readings,
-            sut0_t,
+            observed,
             expected,
             drained,
-            sut0,
-            sut1,
-            peak_sut,
             maillog_sent: lab.map(|l| l.delivered_logged().saturating_sub(logged_before) as u64),
             queued_left: lab.map(|l| l.queued() as u64),
             tool_cpu: CpuTimes::of_self().since(&cpu0),

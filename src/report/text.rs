@@ -23,7 +23,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 type SutRow = (&'static str, fn(&crate::stats::SutPoint) -> f64);
 
 /// The system under test per interval, as averages and peaks over the run's series.
-fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint]) {
+fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint], what: &str) {
     let points: Vec<&crate::stats::SutPoint> =
         series.iter().filter_map(|p| p.relay.sut.as_ref()).collect();
     if points.is_empty() {
@@ -40,13 +40,77 @@ fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint]) {
     let _ = writeln!(
         out,
         "  {:<28} {:>10} {:>10}",
-        "MTA per interval", "average", "peak"
+        format!("{what} per interval"),
+        "average",
+        "peak"
     );
     for (name, f) in rows {
         let avg = points.iter().map(|p| f(p)).sum::<f64>() / points.len() as f64;
         let peak = points.iter().map(|p| f(p)).fold(0.0, f64::max);
         let _ = writeln!(out, "    {name:<26} {avg:>10.1} {peak:>10.1}");
     }
+}
+
+/// Latency per step, one row each, in the order `steps` names them.
+fn latency_table(out: &mut String, r: &Results, steps: Steps) {
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "latency ms", "count", "p50", "p90", "p99", "p99.9", "max"
+    );
+    for m in steps.metrics() {
+        if let Some(h) = r.latency.get(steps.name(m)) {
+            let _ = writeln!(
+                out,
+                "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                steps.name(m),
+                h.count,
+                ms(h.p50_us),
+                ms(h.p90_us),
+                ms(h.p99_us),
+                ms(h.p999_us),
+                ms(h.max_us)
+            );
+        }
+    }
+}
+
+/// The errors by class, step and code, with the first reason of each.
+fn error_table(out: &mut String, r: &Results) {
+    if r.errors.is_empty() {
+        let _ = writeln!(out, "  errors     none");
+    } else {
+        let _ = writeln!(
+            out,
+            "  errors     {:<14} {:<13} {:>5} {:>9}  first reason",
+            "class", "phase", "code", "count"
+        );
+        for e in &r.errors {
+            let why: String = e.sample.as_deref().unwrap_or("").chars().take(90).collect();
+            let _ = writeln!(
+                out,
+                "             {:<14} {:<13} {:>5} {:>9}  {why}",
+                e.class, e.phase, e.code, e.count
+            );
+        }
+    }
+}
+
+/// What the system under test (`what`: the MTA, the store) cost over the run, and its
+/// table per interval, when it was observed.
+fn sut_cost(out: &mut String, r: &Results, what: &str) {
+    let Some(sut) = r.extra.get("sut") else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "  {:<10} cpu {:.2} s user + {:.2} s sys ({:.0} % of a core on average)",
+        format!("{what} cost"),
+        sut["cpu_user_s"].as_f64().unwrap_or(0.0),
+        sut["cpu_sys_s"].as_f64().unwrap_or(0.0),
+        sut["cpu_avg_pct"].as_f64().unwrap_or(0.0),
+    );
+    sut_table(out, &r.series, what);
 }
 
 /// Renders the summary of a generator's results; `steps` name its latency rows.
@@ -88,44 +152,9 @@ pub fn render(r: &Results, steps: Steps, headline: &str) -> String {
         c.connections, c.tls_connections, c.connect_failures
     );
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "latency ms", "count", "p50", "p90", "p99", "p99.9", "max"
-    );
-    for m in steps.metrics() {
-        if let Some(h) = r.latency.get(steps.name(m)) {
-            let _ = writeln!(
-                out,
-                "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                steps.name(m),
-                h.count,
-                ms(h.p50_us),
-                ms(h.p90_us),
-                ms(h.p99_us),
-                ms(h.p999_us),
-                ms(h.max_us)
-            );
-        }
-    }
+    latency_table(&mut out, r, steps);
     let _ = writeln!(out);
-    if r.errors.is_empty() {
-        let _ = writeln!(out, "  errors     none");
-    } else {
-        let _ = writeln!(
-            out,
-            "  errors     {:<14} {:<13} {:>5} {:>9}  first reason",
-            "class", "phase", "code", "count"
-        );
-        for e in &r.errors {
-            let why: String = e.sample.as_deref().unwrap_or("").chars().take(90).collect();
-            let _ = writeln!(
-                out,
-                "             {:<14} {:<13} {:>5} {:>9}  {why}",
-                e.class, e.phase, e.code, e.count
-            );
-        }
-    }
+    error_table(&mut out, r);
     render_tail(r, &mut out);
     out
 }
@@ -252,16 +281,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
             opt(s.queued_left)
         );
     }
-    if let Some(sut) = r.extra.get("sut") {
-        let _ = writeln!(
-            out,
-            "  MTA cost   cpu {:.2} s user + {:.2} s sys ({:.0} % of a core on average)",
-            sut["cpu_user_s"].as_f64().unwrap_or(0.0),
-            sut["cpu_sys_s"].as_f64().unwrap_or(0.0),
-            sut["cpu_avg_pct"].as_f64().unwrap_or(0.0),
-        );
-        sut_table(&mut out, &r.series);
-    }
+    sut_cost(&mut out, r, "MTA");
     if let Some(rows) = r.extra.get("find_max").and_then(|v| v.as_array()) {
         let _ = writeln!(out);
         let _ = writeln!(
@@ -321,6 +341,53 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     out
 }
 
+/// Renders the summary of a POP3 run; `steps` name its latency rows.
+pub fn render_pop3(r: &Results, steps: Steps, headline: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{headline}");
+    let _ = writeln!(out);
+    let Summary::Pop3(s) = &r.summary else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "  sessions   {}  completed {}  refused (-ERR) {}  errors {}  aborted {}",
+        s.sessions, s.completed, s.refused, s.errors, s.aborted
+    );
+    if s.unstarted > 0 {
+        let _ = writeln!(
+            out,
+            "  schedule   intended {}  never started {}  (the server or -c connections could not keep up)",
+            s.intended, s.unstarted
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  messages   retrieved {}  deleted {}  {:.2} MB downloaded",
+        s.retrieved,
+        s.deleted,
+        s.bytes as f64 / 1e6
+    );
+    let _ = writeln!(
+        out,
+        "  rate       {:.1} sessions/s   {:.1} messages/s retrieved",
+        s.sessions_per_sec, s.retrieved_per_sec
+    );
+    let c = &r.counters;
+    let _ = writeln!(
+        out,
+        "  connections {} (TLS {}), failed to connect {}",
+        c.connections, c.tls_connections, c.connect_failures
+    );
+    let _ = writeln!(out);
+    latency_table(&mut out, r, steps);
+    let _ = writeln!(out);
+    error_table(&mut out, r);
+    sut_cost(&mut out, r, "store");
+    render_tail(r, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::sut_table;
@@ -341,7 +408,7 @@ mod tests {
             ..IntervalPoint::default()
         };
         let mut out = String::new();
-        sut_table(&mut out, &[point(100.0, 1024), point(300.0, 3072)]);
+        sut_table(&mut out, &[point(100.0, 1024), point(300.0, 3072)], "MTA");
         let row = |name: &str| {
             out.lines()
                 .find(|l| l.trim_start().starts_with(name))
@@ -355,7 +422,7 @@ mod tests {
     #[test]
     fn no_mta_samples_no_table() {
         let mut out = String::new();
-        sut_table(&mut out, &[IntervalPoint::default()]);
+        sut_table(&mut out, &[IntervalPoint::default()], "MTA");
         assert_eq!(out, "");
     }
 }

@@ -32,6 +32,35 @@ impl std::fmt::Debug for LiveExtra {
     }
 }
 
+/// What a generator's units of work are called on its live line.
+#[derive(Debug, Clone, Copy)]
+pub struct Units {
+    /// The rate's unit.
+    pub rate: &'static str,
+    /// Units started.
+    pub started: &'static str,
+    /// Units that succeeded.
+    pub done: &'static str,
+    /// Units the server refused.
+    pub refused: &'static str,
+}
+
+/// Messages (send, relay, populate).
+pub const MESSAGES: Units = Units {
+    rate: "msg/s",
+    started: "sent",
+    done: "accepted",
+    refused: "rejected",
+};
+
+/// Sessions (mailbox workloads).
+pub const SESSIONS: Units = Units {
+    rate: "sessions/s",
+    started: "started",
+    done: "completed",
+    refused: "refused",
+};
+
 /// Where progress goes.
 pub enum Live {
     /// Nothing (`--quiet`).
@@ -59,14 +88,18 @@ impl Live {
         }
     }
 
-    /// Shows one closed interval and the totals so far.
-    pub fn update(&self, p: &IntervalPoint, total: &Counters, extra: &str) {
+    /// Shows one closed interval and the totals so far, counted in `u`.
+    pub fn update(&self, p: &IntervalPoint, total: &Counters, u: Units, extra: &str) {
         let line = format!(
-            "{:>7.1}s {:>9.1} msg/s  sent {} accepted {} rejected {} errors {}  p50 {:.2} ms p99 {:.2} ms  cpu {:.0}%{extra}",
+            "{:>7.1}s {:>9.1} {}  {} {} {} {} {} {} errors {}  p50 {:.2} ms p99 {:.2} ms  cpu {:.0}%{extra}",
             p.t_s,
             p.msgs_per_sec,
+            u.rate,
+            u.started,
             total.sent,
+            u.done,
             total.accepted,
+            u.refused,
             total.rejected,
             total.errors,
             p.p50_ms,

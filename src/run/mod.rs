@@ -5,6 +5,7 @@
 //! summary.
 
 pub mod live;
+pub mod sampler;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::plan::{Addresses, Auth, SendPlan, TlsMode};
+use super::plan::{Addresses, Auth, SendPlan};
 use super::workload::Workload;
 use crate::error::ErrorClass;
 use crate::load::{Driver, Failure, Next};
@@ -16,6 +16,7 @@ use crate::smtp::steps::PhaseMetric;
 use crate::stats::timelog::TimeLog;
 use crate::stats::{Metric, Recorder};
 use crate::transport::connect::ConnectOptions;
+use crate::transport::tls::TlsMode;
 
 /// The SMTP driver of one run.
 pub struct SmtpDriver {
@@ -60,18 +61,10 @@ impl Failure for ConnError {
     }
 
     fn unreachable(&self) -> Option<String> {
-        let ConnError::Connect { target, source } = self else {
-            return None;
-        };
-        Some(if source.kind() == std::io::ErrorKind::TimedOut {
-            format!(
-                "target {target} did not accept a connection in time; check the address and firewall"
-            )
-        } else {
-            format!(
-                "target {target} is not reachable: {source}; is the server running and listening there?"
-            )
-        })
+        match self {
+            ConnError::Link(e) => e.unreachable("target"),
+            _ => None,
+        }
     }
 }
 
@@ -83,7 +76,7 @@ impl Driver for SmtpDriver {
     async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<SmtpConn, ConnError> {
         let c = &self.plan.client;
         let target = &c.targets[(n % c.targets.len() as u64) as usize];
-        let use_tls = c.tls != TlsMode::None && rng.f64() * 100.0 < c.tls_percent;
+        let use_tls = c.tls.draw(rng);
         let (creds, sender) = match &c.auth {
             Auth::None => (None, None),
             Auth::Fixed(cr) => (Some(cr.clone()), None),
@@ -106,15 +99,15 @@ impl Driver for SmtpDriver {
             command_timeout: c.command_timeout,
             source_ip: (!c.source_ips.is_empty())
                 .then(|| c.source_ips[(n % c.source_ips.len() as u64) as usize]),
-            tls: if use_tls { c.tls_config.clone() } else { None },
-            implicit_tls: c.tls == TlsMode::Implicit,
+            tls: if use_tls { c.tls.config.clone() } else { None },
+            implicit_tls: c.tls.mode == TlsMode::Implicit,
         };
         let cfg = ClientConfig {
             lmtp: c.lmtp,
             helo_name: c.helo.clone(),
             pipelining: c.pipelining,
             chunking: c.chunking,
-            starttls: use_tls && c.tls == TlsMode::Starttls,
+            starttls: use_tls && c.tls.mode == TlsMode::Starttls,
             auth: creds,
         };
         let conn = ClientConn::open(target, &opts, cfg).await?;

@@ -11,6 +11,7 @@ use crate::message::template::Content;
 use crate::message::users::User;
 use crate::smtp::proto::Credentials;
 use crate::transport::target::Target;
+use crate::transport::tls::TlsPlan;
 
 /// Where envelope addresses come from.
 #[derive(Debug, Clone)]
@@ -19,18 +20,6 @@ pub enum Addresses {
     Template(AddrTemplate),
     /// Taken from a Postal-format user list, round-robin.
     List(Arc<Vec<User>>),
-}
-
-/// TLS use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TlsMode {
-    /// Plain text.
-    None,
-    /// STARTTLS after EHLO.
-    Starttls,
-    /// TLS from the first byte.
-    Implicit,
 }
 
 /// Authentication.
@@ -75,12 +64,8 @@ pub struct ClientPlan {
     pub connect_timeout: Duration,
     /// Reply limit.
     pub command_timeout: Duration,
-    /// TLS mode.
-    pub tls: TlsMode,
-    /// Share of connections that use TLS, 0–100.
-    pub tls_percent: f64,
-    /// TLS client configuration (when TLS is used).
-    pub tls_config: Option<Arc<rustls::ClientConfig>>,
+    /// TLS: how, on which share of the connections.
+    pub tls: TlsPlan,
     /// Authentication.
     pub auth: Auth,
     /// Use PIPELINING when offered.

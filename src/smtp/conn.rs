@@ -8,18 +8,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::time::timeout;
+use tokio::io::AsyncWriteExt;
 
 use super::proto::{
     ClientConfig, ClientSession, Decoded, Phase, Reply, ReplyDecoder, SessionError, Step,
     Transaction, TxnOutcome,
 };
 use crate::error::ErrorClass;
-use crate::transport::connect::{ConnectOptions, connect};
+use crate::transport::connect::ConnectOptions;
+use crate::transport::link::{self, LinkError};
 use crate::transport::stream::Stream;
 use crate::transport::target::Target;
-use crate::transport::tls;
 
 /// Read buffer growth step. Replies are short, and with tens of thousands of connections
 /// every kilobyte per connection counts.
@@ -28,33 +27,9 @@ const READ_CHUNK: usize = 256;
 /// A failure that ends a connection; the transaction in flight (if any) is lost.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnError {
-    /// The connection could not be opened.
-    #[error("cannot connect to {target}: {source}")]
-    Connect {
-        /// Where to.
-        target: String,
-        /// Why.
-        source: io::Error,
-    },
-    /// A reply (or the connection) did not come in time.
-    #[error("timed out after {after:?} waiting at {phase}")]
-    Timeout {
-        /// Where.
-        phase: Phase,
-        /// The limit that passed.
-        after: Duration,
-    },
-    /// Reading or writing failed, or the peer closed the connection.
-    #[error("connection lost at {phase}: {source}")]
-    Io {
-        /// Where.
-        phase: Phase,
-        /// Why.
-        source: io::Error,
-    },
-    /// The TLS handshake failed.
-    #[error("TLS handshake failed: {0}")]
-    Tls(io::Error),
+    /// The link failed: connect, timeout, lost connection, TLS.
+    #[error(transparent)]
+    Link(#[from] LinkError<Phase>),
     /// The server refused set-up or broke the protocol.
     #[error(transparent)]
     Session(#[from] SessionError),
@@ -71,17 +46,18 @@ pub enum ConnError {
     Closed,
 }
 
+/// Where the link charges connecting and the TLS handshake.
+impl link::LinkPhase for Phase {
+    const CONNECT: Phase = Phase::Connect;
+    const TLS_HANDSHAKE: Phase = Phase::TlsHandshake;
+}
+
 impl ConnError {
     /// The statistics class of this failure.
     pub fn class(&self) -> ErrorClass {
         match self {
-            ConnError::Connect { source, .. } if source.kind() == io::ErrorKind::TimedOut => {
-                ErrorClass::Timeout
-            }
-            ConnError::Connect { .. } => ErrorClass::Refused,
-            ConnError::Timeout { .. } => ErrorClass::Timeout,
-            ConnError::Io { .. } | ConnError::Closed => ErrorClass::Disconnect,
-            ConnError::Tls(_) => ErrorClass::Tls,
+            ConnError::Link(e) => e.class(),
+            ConnError::Closed => ErrorClass::Disconnect,
             ConnError::Session(SessionError::Rejected { reply, .. }) => {
                 ErrorClass::of_code(reply.code)
             }
@@ -94,11 +70,8 @@ impl ConnError {
     /// The phase where the failure happened.
     pub fn phase(&self) -> Phase {
         match self {
-            ConnError::Connect { .. } => Phase::Connect,
-            ConnError::Timeout { phase, .. }
-            | ConnError::Io { phase, .. }
-            | ConnError::Reply { phase, .. } => *phase,
-            ConnError::Tls(_) => Phase::TlsHandshake,
+            ConnError::Link(e) => e.phase(),
+            ConnError::Reply { phase, .. } => *phase,
             ConnError::Session(SessionError::Rejected { phase, .. })
             | ConnError::Session(SessionError::Protocol { phase, .. }) => *phase,
             ConnError::Closed => Phase::Mail,
@@ -155,12 +128,7 @@ impl ClientConn {
         cfg: ClientConfig,
     ) -> Result<ClientConn, ConnError> {
         let started = Instant::now();
-        let stream = connect(target, opts)
-            .await
-            .map_err(|source| ConnError::Connect {
-                target: target.to_string(),
-                source,
-            })?;
+        let stream = link::open(target, opts).await?;
         let connected = Instant::now();
         let tls = opts
             .tls
@@ -314,17 +282,10 @@ impl ClientConn {
             }
             self.stream.flush().await
         };
-        let result = timeout(self.command_timeout, write).await;
+        let result = link::write(write, self.command_timeout, phase).await;
         self.chunks.clear();
         self.last_mark = Instant::now();
-        match result {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(source)) => Err(ConnError::Io { phase, source }),
-            Err(_) => Err(ConnError::Timeout {
-                phase,
-                after: self.command_timeout,
-            }),
-        }
+        Ok(result?)
     }
 
     async fn read_reply(&mut self, phase: Phase) -> Result<Reply, ConnError> {
@@ -340,25 +301,13 @@ impl ClientConn {
                 }
             }
             self.rbuf.reserve(READ_CHUNK);
-            match timeout(self.command_timeout, self.stream.read_buf(&mut self.rbuf)).await {
-                Ok(Ok(0)) => {
-                    return Err(ConnError::Io {
-                        phase,
-                        source: io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            "peer closed the connection",
-                        ),
-                    });
-                }
-                Ok(Ok(_)) => {}
-                Ok(Err(source)) => return Err(ConnError::Io { phase, source }),
-                Err(_) => {
-                    return Err(ConnError::Timeout {
-                        phase,
-                        after: self.command_timeout,
-                    });
-                }
-            }
+            link::read(
+                &mut self.stream,
+                &mut self.rbuf,
+                self.command_timeout,
+                phase,
+            )
+            .await?;
         }
     }
 
@@ -370,18 +319,7 @@ impl ClientConn {
             }));
         };
         let started = Instant::now();
-        let plain = std::mem::replace(&mut self.stream, Stream::Gone);
-        match timeout(self.command_timeout, tls::connect(plain, config, &name)).await {
-            Ok(Ok(stream)) => self.stream = stream,
-            Ok(Err(e)) => return Err(ConnError::Tls(e)),
-            Err(_) => {
-                return Err(ConnError::Timeout {
-                    phase: Phase::TlsHandshake,
-                    after: self.command_timeout,
-                });
-            }
-        }
-        let now = Instant::now();
+        let now = link::upgrade(&mut self.stream, config, &name, self.command_timeout).await?;
         self.timings.push((Phase::TlsHandshake, now - started));
         self.last_mark = now;
         Ok(())

@@ -34,6 +34,9 @@ pub struct Counters {
     /// SMTP's recipients.
     #[serde(flatten)]
     pub rcpts: RcptCounters,
+    /// A mailbox workload's messages (absent from the file when none were touched).
+    #[serde(flatten, default, skip_serializing_if = "MailboxCounters::is_empty")]
+    pub mailbox: MailboxCounters,
     /// Message octets of accepted messages.
     pub bytes: u64,
     /// Octets written to the network (commands and bodies).
@@ -62,6 +65,24 @@ pub struct RcptCounters {
     pub delivered: u64,
 }
 
+/// A mailbox workload's counts (`retrieved`, `deleted`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct MailboxCounters {
+    /// Messages downloaded (POP3 RETR or TOP).
+    #[serde(default)]
+    pub retrieved: u64,
+    /// Messages deleted.
+    #[serde(default)]
+    pub deleted: u64,
+}
+
+impl MailboxCounters {
+    /// True when nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        *self == MailboxCounters::default()
+    }
+}
+
 impl Counters {
     /// Adds `o` into `self`.
     pub fn add(&mut self, o: &Counters) {
@@ -73,6 +94,8 @@ impl Counters {
         self.rcpts.accepted += o.rcpts.accepted;
         self.rcpts.refused += o.rcpts.refused;
         self.rcpts.delivered += o.rcpts.delivered;
+        self.mailbox.retrieved += o.mailbox.retrieved;
+        self.mailbox.deleted += o.mailbox.deleted;
         self.bytes += o.bytes;
         self.bytes_out += o.bytes_out;
         self.connections += o.connections;

@@ -242,6 +242,74 @@ pub struct RelaySummary {
     pub max_sustainable_mpm: Option<f64>,
 }
 
+/// `mailbox pop3`'s summary: sessions as the units of work, and what they did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pop3Summary {
+    /// Open loop: sessions the schedule wanted started; closed loop: `sessions`.
+    pub intended: u64,
+    /// Sessions started.
+    pub sessions: u64,
+    /// Due and never started.
+    pub unstarted: u64,
+    /// Sessions that did everything they set out to, without a `-ERR`.
+    pub completed: u64,
+    /// Sessions where the server answered a command with `-ERR`.
+    pub refused: u64,
+    /// Sessions lost to a connection failure, a refused login or a timeout.
+    pub errors: u64,
+    /// Sessions cut off by the end of the run or a stop.
+    pub aborted: u64,
+    /// Messages downloaded (RETR or TOP).
+    pub retrieved: u64,
+    /// Messages deleted (committed at QUIT).
+    pub deleted: u64,
+    /// Octets downloaded.
+    pub bytes: u64,
+    /// Sessions per second over `active_s`.
+    pub sessions_per_sec: f64,
+    /// Messages downloaded per second over `active_s`.
+    pub retrieved_per_sec: f64,
+    /// The whole run, seconds.
+    pub duration_s: f64,
+    /// From the start to the end of the last session.
+    pub active_s: f64,
+    /// Whole-session latency, median, ms.
+    pub p50_ms: f64,
+    /// Whole-session latency, 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Schedule lag, 99th percentile, ms (open loop).
+    pub lag_p99_ms: f64,
+}
+
+impl Pop3Summary {
+    /// From everything recorded, what the schedule intended, and the run's times.
+    pub fn derive(total: &Recorder, intended: u64, duration_s: f64, active_s: f64) -> Self {
+        let c = &total.counters;
+        let tot = total.hist(Metric::Total);
+        let span = active_s.max(1e-9);
+        let intended = intended.max(c.sent);
+        Pop3Summary {
+            intended,
+            sessions: c.sent,
+            unstarted: intended - c.sent,
+            completed: c.accepted,
+            refused: c.rejected,
+            errors: c.errors,
+            aborted: c.aborted,
+            retrieved: c.mailbox.retrieved,
+            deleted: c.mailbox.deleted,
+            bytes: c.bytes,
+            sessions_per_sec: c.sent.saturating_sub(c.aborted) as f64 / span,
+            retrieved_per_sec: c.mailbox.retrieved as f64 / span,
+            duration_s,
+            active_s,
+            p50_ms: ms(tot, 0.5),
+            p99_ms: ms(tot, 0.99),
+            lag_p99_ms: ms(total.hist(Metric::Lag), 0.99),
+        }
+    }
+}
+
 /// One command's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -252,6 +320,8 @@ pub enum Summary {
     Sink(SinkSummary),
     /// `relay`.
     Relay(RelaySummary),
+    /// `mailbox pop3`.
+    Pop3(Pop3Summary),
 }
 
 impl Summary {
@@ -270,6 +340,8 @@ impl Summary {
             "send" => serde_json::from_value(v).map(Summary::Send).map_err(bad),
             "sink" => serde_json::from_value(v).map(Summary::Sink).map_err(bad),
             "relay" => serde_json::from_value(v).map(Summary::Relay).map_err(bad),
+            "pop3" => serde_json::from_value(v).map(Summary::Pop3).map_err(bad),
+            "populate" => serde_json::from_value(v).map(Summary::Send).map_err(bad),
             other => Err(format!("it was written by an unknown command {other:?}")),
         }
     }

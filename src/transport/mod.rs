@@ -1,8 +1,10 @@
 //! The protocol-neutral transport every protocol shares: the byte stream (`stream`), where
-//! to connect (`target`) and how (`connect`), where to listen and accepting (`listen`), and
-//! TLS set-up and upgrades for both sides (`tls`).
+//! to connect (`target`) and how (`connect`), a client link's timed I/O and its failures
+//! (`link`), where to listen and accepting (`listen`), and TLS set-up and upgrades for both
+//! sides (`tls`).
 
 pub mod connect;
+pub mod link;
 pub mod listen;
 pub mod stream;
 pub mod target;

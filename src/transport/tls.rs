@@ -17,6 +17,44 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
+/// How a client uses TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsMode {
+    /// Plain text.
+    None,
+    /// An upgrade after the greeting (SMTP's STARTTLS, POP3's STLS, IMAP's STARTTLS).
+    Starttls,
+    /// TLS from the first byte (SMTPS, POP3S, IMAPS).
+    Implicit,
+}
+
+/// A client's TLS for a run: the mode, the share of connections that use it, and the
+/// configuration they share.
+#[derive(Debug, Clone)]
+pub struct TlsPlan {
+    /// How.
+    pub mode: TlsMode,
+    /// Share of connections that use TLS, 0–100.
+    pub percent: f64,
+    /// The client configuration (when TLS is used).
+    pub config: Option<Arc<ClientConfig>>,
+}
+
+impl TlsPlan {
+    /// Plain text.
+    pub const NONE: TlsPlan = TlsPlan {
+        mode: TlsMode::None,
+        percent: 0.0,
+        config: None,
+    };
+
+    /// Whether a new connection uses TLS: on `percent` of them, drawn from `rng`.
+    pub fn draw(&self, rng: &mut fastrand::Rng) -> bool {
+        self.mode != TlsMode::None && rng.f64() * 100.0 < self.percent
+    }
+}
+
 /// Builds the client configuration shared by all connections of a run.
 /// `ca`: verify the server against these roots instead of trusting any certificate.
 /// `resume`: allow TLS session resumption (tickets / session ids) between connections.

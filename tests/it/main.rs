@@ -2,6 +2,8 @@
 //!
 //! - `cli`:  bad input, help, exit codes (no server needed)
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
+//! - `mailbox`: `mailbox pop3` and `populate` against `lab dovecot`, checked with Python's
+//!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup)
@@ -15,6 +17,7 @@
 
 mod cli;
 mod layout;
+mod mailbox;
 mod relay;
 mod relay_path;
 mod send;

@@ -1,38 +1,6 @@
 //! `mailbench relay --lab postfix`: real Postfix between the generator and the sink.
 
-use crate::util::{TempDir, Terminated, describe, require, results, run};
-
-/// What a run's lab left behind: its directories, mounts and processes still using them.
-fn leftovers(r: &serde_json::Value) -> Vec<String> {
-    let dirs: Vec<String> = r["extra"]["lab_dirs"]
-        .as_array()
-        .expect("the results name the lab's directories")
-        .iter()
-        .filter_map(|d| d.as_str().map(str::to_string))
-        .collect();
-    let mut v: Vec<String> = dirs
-        .iter()
-        .filter(|d| std::path::Path::new(d).exists())
-        .cloned()
-        .collect();
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    v.extend(
-        mounts
-            .lines()
-            .filter(|l| dirs.iter().any(|d| l.contains(d.as_str())))
-            .map(str::to_string),
-    );
-    if let Ok(rd) = std::fs::read_dir("/proc") {
-        for e in rd.flatten() {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if dirs.iter().any(|d| cmd.contains(d.as_str())) {
-                v.push(cmd);
-            }
-        }
-    }
-    v
-}
+use crate::util::{TempDir, Terminated, describe, leftovers, require, results, run};
 
 fn relay(args: &[&str], json: &std::path::Path) -> Option<serde_json::Value> {
     require("postfix")?;

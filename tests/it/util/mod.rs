@@ -204,3 +204,120 @@ pub fn assert_threshold_keys(
         );
     }
 }
+
+/// What a run's lab left behind: its directories, mounts and processes still using them.
+pub fn leftovers(r: &serde_json::Value) -> Vec<String> {
+    let dirs: Vec<String> = r["extra"]["lab_dirs"]
+        .as_array()
+        .expect("the results name the lab's directories")
+        .iter()
+        .filter_map(|d| d.as_str().map(str::to_string))
+        .collect();
+    let mut v: Vec<String> = dirs
+        .iter()
+        .filter(|d| std::path::Path::new(d).exists())
+        .cloned()
+        .collect();
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    v.extend(
+        mounts
+            .lines()
+            .filter(|l| dirs.iter().any(|d| l.contains(d.as_str())))
+            .map(str::to_string),
+    );
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if dirs.iter().any(|d| cmd.contains(d.as_str())) {
+                v.push(cmd);
+            }
+        }
+    }
+    v
+}
+
+/// What the delaying proxy runs: every chunk the server sends reaches the client `DELAY`
+/// seconds after it left the server, in order; the client's bytes pass at once.
+const DELAY_PROXY: &str = r#"
+import asyncio, sys
+LISTEN, HOST, PORT, DELAY = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+
+async def pipe(reader, writer, delay):
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                break
+            if delay:
+                due = loop.time() + delay
+                await asyncio.sleep(max(0, due - loop.time()))
+            writer.write(data)
+            await writer.drain()
+    except Exception:
+        pass
+    finally:
+        writer.close()
+
+async def late(reader, writer):
+    # Chunks keep their order: each waits out its own delay from when it arrived.
+    loop = asyncio.get_running_loop()
+    queue = asyncio.Queue()
+    async def read():
+        while True:
+            data = await reader.read(65536)
+            await queue.put((loop.time() + DELAY, data))
+            if not data:
+                break
+    async def write():
+        while True:
+            due, data = await queue.get()
+            await asyncio.sleep(max(0, due - loop.time()))
+            if not data:
+                writer.close()
+                break
+            writer.write(data)
+            await writer.drain()
+    try:
+        await asyncio.gather(read(), write())
+    except Exception:
+        writer.close()
+
+async def serve(creader, cwriter):
+    sreader, swriter = await asyncio.open_connection(HOST, PORT)
+    await asyncio.gather(pipe(creader, swriter, 0), late(sreader, cwriter))
+
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", LISTEN)
+    print("ready", flush=True)
+    async with server:
+        await server.serve_forever()
+
+asyncio.run(main())
+"#;
+
+/// A TCP proxy on a free loopback port in front of `target` (host:port) that delays
+/// everything the server says by `delay`: a known latency in every response.
+pub fn delay_proxy(target: &str, delay: Duration) -> (Proc, u16) {
+    let (host, port) = target.rsplit_once(':').expect("host:port");
+    let listen = free_port();
+    let mut child = Command::new("python3")
+        .args(["-c", DELAY_PROXY])
+        .args([
+            &listen.to_string(),
+            host,
+            port,
+            &delay.as_secs_f64().to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the delaying proxy");
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line);
+    }
+    assert_eq!(line.trim(), "ready", "the delaying proxy did not start");
+    (Proc(child), listen)
+}

@@ -1,0 +1,338 @@
+//! `mailbox`'s flags → validated plans: which store (a lab, or a server and its users
+//! file), how its mailboxes are filled, and what each POP3 session does. The workloads
+//! themselves are `crate::mailbox`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::args::{
+    FillArgs, MailboxCommand, MailboxServerArgs, MessageArgs, Pop3Args, Pop3LoginArg, PopulateArgs,
+    ShapeArgs, StoreArg,
+};
+use super::finish::deliver;
+use super::lab::{store_flags_given, store_options};
+use super::output;
+use super::send::{Defaults, load_plan, message_plan, tls_plan};
+use super::{EXIT_FAILED, EXIT_USAGE};
+use crate::lab::{Store, StoreUser};
+use crate::mailbox::bench::{Fill, MailboxError, StoreSetup};
+use crate::mailbox::plan::{Pop3Login, Pop3Plan};
+use crate::pop3::steps::STEPS;
+use crate::send::SendPlan;
+use crate::send::plan::{Auth, ClientPlan};
+use crate::shutdown::Shutdown;
+use crate::transport::target::parse_target;
+use crate::transport::tls::{TlsMode, TlsPlan};
+use crate::units;
+
+/// `mailbox pop3`'s defaults: 1,000 sessions over 16 connections.
+pub const POP3_DEFAULTS: Defaults = Defaults {
+    concurrency: "16",
+    size: "25k",
+    messages: 1000,
+    thresholds: crate::mailbox::POP3_THRESHOLDS,
+};
+
+/// The exit code of a mailbox error.
+pub fn exit(e: MailboxError) -> (u8, String) {
+    match e {
+        MailboxError::Usage(e) => (EXIT_USAGE, e),
+        MailboxError::Failed(e) => (EXIT_FAILED, e),
+    }
+}
+
+/// Runs a `mailbox` workload. Errors carry their exit code.
+pub async fn mailbox(c: MailboxCommand) -> Result<u8, (u8, String)> {
+    match c {
+        MailboxCommand::Populate(a) => populate(*a).await,
+        MailboxCommand::Pop3(a) => pop3(*a).await,
+    }
+}
+
+/// The lab store the flags ask for, or none (then no store flag may be given).
+fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<StoreSetup>, String> {
+    match a.lab {
+        Some(StoreArg::Dovecot) => Ok(Some(StoreSetup {
+            store: Store::Dovecot,
+            options: store_options(&a.store, starttls)?,
+        })),
+        None if store_flags_given(&a.store) => Err(
+            "--users, --user-template, --password-template, --mail-format, --storage and \
+             --doveconf shape a lab store: give --lab dovecot, or drop them and list the \
+             server's users in --users-file"
+                .into(),
+        ),
+        None => Ok(None),
+    }
+}
+
+/// The users of a server of one's own, from a Postal user list; each needs its password.
+fn users_file(path: &Path) -> Result<Vec<StoreUser>, String> {
+    crate::message::users::load(path)?
+        .into_iter()
+        .map(|u| match u.password {
+            Some(password) => Ok(StoreUser {
+                address: u.address,
+                password,
+            }),
+            None => Err(format!(
+                "user list {}: {} has no password; write 'address password' per line",
+                path.display(),
+                u.address
+            )),
+        })
+        .collect()
+}
+
+/// How mailboxes are filled with `per_user` messages each: a quiet LMTP `send` plan,
+/// aimed at the store when it is known.
+pub fn fill(a: &FillArgs, per_user: u64) -> Result<Fill, String> {
+    let folders = units::count(&a.folders).map_err(|e| format!("--folders: {e}"))?;
+    if folders == 0 || folders > 100 {
+        return Err("--folders must be between 1 and 100".into());
+    }
+    let concurrency = units::count(&a.fill_concurrency)?;
+    if concurrency == 0 {
+        return Err("--fill-concurrency must be at least 1".into());
+    }
+    let shape = ShapeArgs {
+        concurrency: Some(concurrency.to_string()),
+        rate: None,
+        arrivals: super::args::ArrivalsArg::Constant,
+        ramp: None,
+        ramp_from: "1/s".into(),
+        messages: None,
+        duration: None,
+        per_conn: "0".into(),
+        grace: "5s".into(),
+        max_errors: None,
+    };
+    let defaults = Defaults {
+        concurrency: "8",
+        size: "25k",
+        messages: 1,
+        thresholds: crate::send::THRESHOLDS,
+    };
+    let progress = crate::run::Progress {
+        interval: std::time::Duration::from_secs(1),
+        quiet: true,
+    };
+    let (load, load_json) = load_plan(&shape, &defaults, progress)?;
+    let message = MessageArgs {
+        from: "filler@mailbench.test".into(),
+        to: "user@store.test".into(),
+        senders: None,
+        recipients: None,
+        rcpts: "1".into(),
+        size: Some(a.fill_size.clone()),
+        body: None,
+        eml: None,
+        attach: None,
+    };
+    let (message, message_json) =
+        message_plan(&message, &defaults).map_err(|e| e.replace("--size", "--fill-size"))?;
+    let client = ClientPlan {
+        targets: Vec::new(),
+        lmtp: true,
+        source_ips: Vec::new(),
+        connect_timeout: std::time::Duration::from_secs(10),
+        command_timeout: std::time::Duration::from_secs(60),
+        tls: TlsPlan::NONE,
+        auth: Auth::None,
+        pipelining: true,
+        chunking: false,
+        helo: "mailbench.test".into(),
+    };
+    let mut config_json = serde_json::json!({"protocol": "lmtp", "folders": folders});
+    for part in [load_json, message_json] {
+        if let (Some(all), serde_json::Value::Object(m)) = (config_json.as_object_mut(), part) {
+            all.extend(m);
+        }
+    }
+    Ok(Fill {
+        send: SendPlan {
+            load,
+            client,
+            message,
+            accept_log: None,
+            config_json,
+        },
+        per_user,
+        folders: folders as u32,
+    })
+}
+
+async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    let setup = store_setup(&a.server, false).map_err(usage)?;
+    let per_user = units::count(&a.per_user).map_err(|e| usage(format!("--per-user: {e}")))?;
+    if per_user == 0 {
+        return Err(usage("--per-user must be at least 1".into()));
+    }
+    let (outputs, progress) =
+        output::plan(&a.out, None, &crate::send::THRESHOLDS).map_err(usage)?;
+    let mut fill = fill(&a.filling, per_user).map_err(usage)?;
+    fill.send.load.progress = progress;
+    fill.send.config_json["interval_s"] = progress.interval.as_secs_f64().into();
+    fill.send.config_json["thresholds"] = a.out.threshold.clone().into();
+    fill.send.config_json["per_user"] = per_user.into();
+    let shutdown = Shutdown::install();
+    let results = match (setup, &a.lmtp, &a.server.users_file) {
+        (Some(setup), _, _) => crate::mailbox::bench::populate(setup, fill, shutdown)
+            .await
+            .map_err(exit)?,
+        (None, Some(lmtp), Some(file)) => {
+            let target = parse_target(lmtp, 24).map_err(usage)?;
+            let users = users_file(file).map_err(usage)?;
+            crate::mailbox::populate::aim(&mut fill.send, target, &users, per_user, fill.folders);
+            fill.send.config_json["target"] = lmtp.clone().into();
+            let mut r = crate::send::run(fill.send, shutdown).await.map_err(usage)?;
+            r.command = "populate".into();
+            r
+        }
+        _ => {
+            return Err(usage(
+                "give --lab dovecot, or --lmtp ADDR and --users-file FILE".into(),
+            ));
+        }
+    };
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox populate: {} messages over LMTP in {:.2} s",
+            r.counters.sent, r.duration_s
+        );
+        crate::report::text::render(r, crate::smtp::steps::STEPS, &headline)
+    })
+}
+
+/// Validates `mailbox pop3`'s flags.
+fn pop3_plan(
+    a: &Pop3Args,
+) -> Result<
+    (
+        Pop3Plan,
+        Option<StoreSetup>,
+        Option<Fill>,
+        output::OutputPlan,
+    ),
+    String,
+> {
+    let (outputs, progress) = output::plan(&a.out, None, &POP3_DEFAULTS.thresholds)?;
+    if a.shape.per_conn.trim() != "0" {
+        return Err(
+            "--per-conn: a POP3 session holds its mailbox until QUIT, so every session has its own connection"
+                .into(),
+        );
+    }
+    let (load, load_json) = load_plan(&a.shape, &POP3_DEFAULTS, progress)?;
+    let tls = tls_plan(&a.tls)?;
+    let setup = store_setup(&a.server, tls.mode == TlsMode::Starttls)?;
+    if setup.is_some() && tls.mode == TlsMode::Implicit {
+        return Err(
+            "--tls implicit: the lab's Dovecot offers STLS only; use --tls starttls".into(),
+        );
+    }
+    let (target, users) = match (&a.target, &a.server.users_file) {
+        (Some(t), Some(f)) => {
+            let port = if tls.mode == TlsMode::Implicit {
+                995
+            } else {
+                110
+            };
+            (Some(parse_target(t, port)?), users_file(f)?)
+        }
+        _ => (None, Vec::new()),
+    };
+    let fill = match (&a.fill, setup.is_some()) {
+        (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
+            0 => None,
+            n => Some(fill(&a.filling, n)?),
+        },
+        (None, true) => Some(fill(&a.filling, 10)?),
+        (Some(_), false) => {
+            return Err("--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`".into());
+        }
+        (None, false) => None,
+    };
+    let share = |flag: &str, v: &str| {
+        units::percent(v)
+            .map(|p| p / 100.0)
+            .map_err(|e| format!("{flag}: {e}"))
+    };
+    let download = share("--download", &a.download)?;
+    let delete = share("--delete", &a.delete)?;
+    let login = match a.login {
+        Pop3LoginArg::User => Pop3Login::User,
+        Pop3LoginArg::Plain => Pop3Login::Plain,
+    };
+    let connect_timeout = units::duration(&a.connect_timeout)?;
+    let command_timeout = units::duration(&a.timeout)?;
+    if connect_timeout.is_zero() || command_timeout.is_zero() {
+        return Err("--connect-timeout and --timeout must be above zero".into());
+    }
+    let mut config_json = serde_json::json!({
+        "protocol": "pop3",
+        "target": a.target,
+        "lab": a.server.lab.map(|_| "dovecot"),
+        "interval_s": progress.interval.as_secs_f64(),
+        "thresholds": a.out.threshold,
+        "download": download,
+        "delete": delete,
+        "top": a.top,
+        "login": login,
+        "pipelining": !a.no_pipelining,
+        "tls": tls.mode,
+        "tls_percent": tls.percent,
+        "store": setup.as_ref().map(|s| serde_json::json!({
+            "users": s.options.users,
+            "mail_format": s.options.mail_format,
+            "storage": s.options.placement,
+            "doveconf": a.server.store.doveconf,
+        })),
+        "fill": fill.as_ref().map(|f| serde_json::json!({
+            "per_user": f.per_user,
+            "folders": f.folders,
+            "size": f.send.config_json["size"],
+        })),
+    });
+    if let (Some(all), serde_json::Value::Object(mut m)) = (config_json.as_object_mut(), load_json)
+    {
+        m.remove("per_conn");
+        if let Some(n) = m.remove("messages") {
+            m.insert("sessions".into(), n);
+        }
+        all.extend(m);
+    }
+    let plan = Pop3Plan {
+        load,
+        target,
+        users: Arc::new(users),
+        login,
+        tls,
+        connect_timeout,
+        command_timeout,
+        download,
+        delete,
+        pipelining: !a.no_pipelining,
+        top_lines: a.top,
+        config_json,
+    };
+    Ok((plan, setup, fill, outputs))
+}
+
+async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
+    let (plan, setup, fill, outputs) = pop3_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    let shutdown = Shutdown::install();
+    let results = crate::mailbox::bench::pop3(plan, setup, fill, a.sut_pid.clone(), shutdown)
+        .await
+        .map_err(exit)?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox pop3: {} sessions against {} in {:.2} s",
+            r.counters.sent,
+            r.config["target"].as_str().unwrap_or("the lab's Dovecot"),
+            r.duration_s
+        );
+        crate::report::text::render_pop3(r, STEPS, &headline)
+    })
+}

@@ -1,0 +1,366 @@
+//! A disposable Dovecot (IMAP, POP3, LMTP) for mailbox benchmarks: its own configuration,
+//! run and state directories, log and mail in a temporary directory, listeners on free
+//! loopback ports, users in a passwd-file (no system accounts: every mailbox belongs to
+//! nobody), mail kept as maildir or mdbox on a RAM disk or on disk. Started with
+//! `dovecot -c FILE`, stopped and removed on drop; never touches the system's Dovecot.
+//! Checked on Debian 12's Dovecot 2.3.19.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::host::{self, QueueDir, io};
+use super::{
+    LabError, LabServer, MailFormat, QueueKind, StoreEndpoints, StoreLab, StoreOptions, StoreUser,
+};
+
+const DOVECOT: &str = "/usr/sbin/dovecot";
+const DOVECONF: &str = "/usr/bin/doveconf";
+const DOVEADM: &str = "/usr/bin/doveadm";
+
+/// The running lab; stopped and cleaned up on drop.
+#[derive(Debug)]
+pub struct Lab {
+    dir: PathBuf,
+    mail: QueueDir,
+    name: String,
+    endpoints: StoreEndpoints,
+    users: Vec<StoreUser>,
+    notices: Vec<String>,
+    starttls: bool,
+}
+
+/// Checks that a Dovecot lab can run here; the error says how to fix it.
+pub fn check() -> Result<(), String> {
+    for (bin, package) in [
+        (DOVECOT, "dovecot-core"),
+        ("/usr/lib/dovecot/imap", "dovecot-imapd"),
+        ("/usr/lib/dovecot/pop3", "dovecot-pop3d"),
+        ("/usr/lib/dovecot/lmtp", "dovecot-lmtpd"),
+    ] {
+        if !Path::new(bin).exists() {
+            return Err(format!(
+                "{package} is not installed; run scripts/install-deps.sh (or apt-get install dovecot-imapd dovecot-pop3d dovecot-lmtpd)"
+            ));
+        }
+    }
+    host::check_root("the Dovecot lab")
+}
+
+impl Lab {
+    /// Starts Dovecot; retries on other ports when one was taken meanwhile.
+    pub fn start(opts: &StoreOptions) -> Result<Lab, LabError> {
+        check().map_err(LabError::Failed)?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Lab::start_once(opts) {
+                Err(LabError::PortTaken(_)) if attempt < 3 => continue,
+                other => return other,
+            }
+        }
+    }
+
+    fn start_once(opts: &StoreOptions) -> Result<Lab, LabError> {
+        let dir = host::instance_dir(0)?;
+        let (mail, notice) = QueueDir::make(&dir, "mail", 0, opts.placement == QueueKind::Tmpfs)?;
+        let lab = Lab {
+            name: format!("store-{:08x}.mailbench.test", fastrand::u32(..)),
+            endpoints: StoreEndpoints {
+                imap: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
+                pop3: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
+                lmtp: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
+            },
+            users: opts.user_list(),
+            notices: notice.into_iter().collect(),
+            starttls: opts.starttls,
+            dir,
+            mail,
+        };
+        // On any error from here, dropping `lab` stops what was started and removes it.
+        lab.write_files(opts)?;
+        lab.check_settings(&opts.settings)?;
+        let conf = lab.conf();
+        // The master daemonizes and keeps inherited pipes open: its start-up errors go to a
+        // file instead, read when it fails.
+        let errors = lab.dir.join("log/start.err");
+        let err_file = std::fs::File::create(&errors).map_err(|e| io("create the start log", e))?;
+        let status = Command::new(DOVECOT)
+            .args(["-c", &conf])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(err_file)
+            .status()
+            .map_err(|e| io("run dovecot", e))?;
+        if !status.success() {
+            let reason = std::fs::read_to_string(&errors).unwrap_or_default();
+            return Err(LabError::Failed(format!(
+                "lab: dovecot did not start: {}",
+                reason.trim()
+            )));
+        }
+        host::wait_for_greeting(lab.endpoints.imap, &lab.name)?;
+        host::wait_for_greeting(lab.endpoints.pop3, &lab.name)?;
+        Ok(lab)
+    }
+
+    fn conf(&self) -> String {
+        self.dir.join("dovecot.conf").display().to_string()
+    }
+
+    /// The users file, the mail root owned by nobody, the certificate, dovecot.conf.
+    fn write_files(&self, opts: &StoreOptions) -> Result<(), LabError> {
+        let d = &self.dir;
+        for sub in ["run", "state", "log"] {
+            std::fs::create_dir_all(d.join(sub))
+                .map_err(|e| io("create the lab directories", e))?;
+        }
+        let (uid, gid) = host::nobody()?;
+        host::chown(&self.mail.path, uid, gid)?;
+        host::set_mode(&self.mail.path, 0o755);
+        let mut users = String::new();
+        for (i, u) in self.users.iter().enumerate() {
+            if u.password.contains(':') || u.address.contains(':') {
+                return Err(LabError::Setting(format!(
+                    "user {} has a ':' in its name or password; the passwd-file cannot hold it",
+                    u.address
+                )));
+            }
+            let home = self.mail.path.join(format!("u{}", i + 1));
+            let _ = writeln!(
+                users,
+                "{}:{{PLAIN}}{}:{uid}:{gid}::{}::",
+                u.address,
+                u.password,
+                home.display()
+            );
+        }
+        std::fs::write(d.join("users"), users).map_err(|e| io("write the users file", e))?;
+        let postal: String = self
+            .users
+            .iter()
+            .map(|u| format!("{} {}\n", u.address, u.password))
+            .collect();
+        std::fs::write(self.users_file(), postal).map_err(|e| io("write the users list", e))?;
+        if self.starttls {
+            host::write_tls_files(d, &self.name)?;
+        }
+        let conf = self.dovecot_conf(opts);
+        std::fs::write(d.join("dovecot.conf"), conf).map_err(|e| io("write dovecot.conf", e))
+    }
+
+    /// The configuration. Why each part: everything Dovecot writes (run, state, log) in the
+    /// lab directory; users and their passwords in a passwd-file, logging in in clear text
+    /// (no TLS unless asked); listeners on this lab's ports only (no IMAPS/POP3S, no system
+    /// ports); LMTP saving to `user+folder@` folders, creating them, so that population can
+    /// fill several; and the limits that cap a benchmark before the hardware does raised:
+    /// 10 connections per user and address (every generator connection comes from
+    /// 127.0.0.1), 100 processes per service; and the per-IP authentication penalty off.
+    fn dovecot_conf(&self, opts: &StoreOptions) -> String {
+        let d = self.dir.display();
+        let mail_location = match opts.mail_format {
+            MailFormat::Maildir => "maildir:~/Maildir",
+            MailFormat::Mdbox => "mdbox:~/mdbox",
+        };
+        let ssl = if self.starttls {
+            format!("ssl = yes\nssl_cert = <{d}/tls.crt\nssl_key = <{d}/tls.key\n")
+        } else {
+            "ssl = no\n".to_string()
+        };
+        let listener = |service: &str, name: &str, addr: SocketAddr, plain: Option<&str>| {
+            let off = plain.map_or(String::new(), |p| {
+                format!("  inet_listener {p} {{\n    port = 0\n  }}\n")
+            });
+            format!(
+                "service {service} {{\n  inet_listener {name} {{\n    address = {}\n    port = {}\n  }}\n{off}}}\n",
+                addr.ip(),
+                addr.port()
+            )
+        };
+        let mut c = format!(
+            "base_dir = {d}/run
+state_dir = {d}/state
+log_path = {d}/log/dovecot.log
+listen = 127.0.0.1
+protocols = imap pop3 lmtp
+{ssl}disable_plaintext_auth = no
+auth_mechanisms = plain login
+default_internal_user = dovecot
+default_login_user = dovenull
+login_greeting = {name} ready.
+mail_location = {mail_location}
+default_process_limit = 5000
+default_client_limit = 20000
+lmtp_save_to_detail_mailbox = yes
+lda_mailbox_autocreate = yes
+protocol imap {{
+  mail_max_userip_connections = 100000
+}}
+protocol pop3 {{
+  mail_max_userip_connections = 100000
+}}
+passdb {{
+  driver = passwd-file
+  args = scheme=PLAIN {d}/users
+}}
+userdb {{
+  driver = passwd-file
+  args = {d}/users
+}}
+",
+            name = self.name
+        );
+        c += &listener("imap-login", "imap", self.endpoints.imap, Some("imaps"));
+        c += &listener("pop3-login", "pop3", self.endpoints.pop3, Some("pop3s"));
+        c += &listener("lmtp", "lmtp", self.endpoints.lmtp, None);
+        // Every simulated user logs in from 127.0.0.1: the per-IP brute-force penalty
+        // (2, 4, 8 … 15 s after failed logins) would charge one user's failure to all.
+        c += "service anvil {\n  unix_listener anvil-auth-penalty {\n    mode = 0\n  }\n}\n";
+        for (k, v) in &opts.settings {
+            let _ = writeln!(c, "{k} = {v}");
+        }
+        c
+    }
+
+    /// Dovecot refuses an unknown or bad setting when it reads its configuration; `doveconf`
+    /// says which and why, so a `--doveconf` value it refuses is named in one line.
+    fn check_settings(&self, settings: &[(String, String)]) -> Result<(), LabError> {
+        let out = Command::new(DOVECONF)
+            .args(["-c", &self.conf(), "-n"])
+            .output()
+            .map_err(|e| io("run doveconf", e))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let reason = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find(|l| l.contains("Fatal") || l.contains("Error"))
+            .unwrap_or("no reason given")
+            .trim()
+            .to_string();
+        // Dovecot names either the setting or only the line it is on.
+        let conf = std::fs::read_to_string(self.conf()).unwrap_or_default();
+        let on_line = reason
+            .split("line ")
+            .nth(1)
+            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|n| conf.lines().nth(n.saturating_sub(1)))
+            .and_then(|l| l.split('=').next())
+            .map(str::trim)
+            .unwrap_or_default();
+        let named = settings
+            .iter()
+            .find(|(k, _)| reason.contains(k.as_str()) || k == on_line)
+            .map(|(k, _)| k.clone());
+        Err(match named {
+            Some(k) => LabError::Setting(format!(
+                "--doveconf {k}: Dovecot refused it ({reason}); fix or drop the value"
+            )),
+            None => LabError::Failed(format!("lab: Dovecot refused its configuration: {reason}")),
+        })
+    }
+
+    /// A setting's value for `protocol` as Dovecot will use it.
+    fn effective(&self, protocol: &str, key: &str) -> String {
+        Command::new(DOVECONF)
+            .args([
+                "-c",
+                &self.conf(),
+                "-f",
+                &format!("protocol={protocol}"),
+                "-h",
+                key,
+            ])
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    }
+
+    fn master_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.dir.join("run/master.pid"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    }
+}
+
+impl LabServer for Lab {
+    fn pids(&self) -> Vec<u32> {
+        host::trees(&[self.dir.join("run/master.pid")])
+    }
+
+    fn logs(&self) -> Vec<PathBuf> {
+        vec![self.dir.join("log/dovecot.log")]
+    }
+
+    fn dirs(&self) -> Vec<PathBuf> {
+        vec![self.dir.clone(), self.mail.path.clone()]
+    }
+
+    fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let e = &self.endpoints;
+        vec![format!(
+            "dovecot: IMAP on {}, POP3 on {}, LMTP on {}, {} users ({} ...), config {}",
+            e.imap,
+            e.pop3,
+            e.lmtp,
+            self.users.len(),
+            self.users.first().map_or("", |u| u.address.as_str()),
+            self.conf()
+        )]
+    }
+
+    fn certificate(&self) -> Option<PathBuf> {
+        self.starttls.then(|| self.dir.join("tls.crt"))
+    }
+}
+
+impl StoreLab for Lab {
+    fn endpoints(&self) -> StoreEndpoints {
+        self.endpoints
+    }
+
+    fn users(&self) -> &[StoreUser] {
+        &self.users
+    }
+
+    fn users_file(&self) -> PathBuf {
+        self.dir.join("users.txt")
+    }
+
+    fn limits(&self) -> Vec<(String, String)> {
+        [
+            ("imap", "mail_max_userip_connections"),
+            ("pop3", "mail_max_userip_connections"),
+            ("imap", "default_process_limit"),
+            ("imap", "default_client_limit"),
+        ]
+        .iter()
+        .map(|(p, k)| (format!("{p} {k}"), self.effective(p, k)))
+        .collect()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let pid = self.master_pid();
+        let _ = Command::new(DOVEADM)
+            .args(["-c", &self.conf(), "stop"])
+            .output();
+        if let Some(pid) = pid {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        self.mail.remove();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,186 @@
+//! A mailbox benchmark as a whole: a lab store when asked (started first, removed when this
+//! returns, however it returns), its mailboxes filled, the workload run against it while
+//! the store's processes are watched, and what the store's limits were.
+
+use std::sync::Arc;
+
+use super::plan::Pop3Plan;
+use super::populate::aim;
+use crate::lab::{LabError, Store, StoreLab, StoreOptions};
+use crate::run::live::say;
+use crate::run::sampler::Sampler;
+use crate::send::SendPlan;
+use crate::shutdown::Shutdown;
+use crate::stats::Results;
+use crate::transport::target::Target;
+
+/// The lab store to start.
+pub struct StoreSetup {
+    /// Which store.
+    pub store: Store,
+    /// How.
+    pub options: StoreOptions,
+}
+
+/// Filling the mailboxes first.
+pub struct Fill {
+    /// The generator's plan (content, concurrency); aimed at the store when it starts.
+    pub send: SendPlan,
+    /// Messages per user.
+    pub per_user: u64,
+    /// Folders per user, INBOX included.
+    pub folders: u32,
+}
+
+/// Why a mailbox benchmark produced no results.
+#[derive(Debug)]
+pub enum MailboxError {
+    /// The user's input: a setting the store refused, a server that never answered (exit 1).
+    Usage(String),
+    /// The run broke down (exit 2).
+    Failed(String),
+}
+
+/// Starts a lab store and fills it when asked: what `lab dovecot` hands over and every
+/// lab workload starts from. The store is stopped and removed when the returned lab drops.
+pub async fn store(
+    setup: StoreSetup,
+    fill: Option<Fill>,
+    shutdown: &Shutdown,
+) -> Result<(Arc<dyn StoreLab>, Option<Results>), MailboxError> {
+    setup.store.check().map_err(MailboxError::Usage)?;
+    let lab = start(setup).await?;
+    for n in lab.notices() {
+        say(&format!("mailbench mailbox: notice: {n}"));
+    }
+    let filled = match fill {
+        Some(mut f) => {
+            aim(
+                &mut f.send,
+                tcp(lab.endpoints().lmtp),
+                lab.users(),
+                f.per_user,
+                f.folders,
+            );
+            let r = crate::send::run(f.send, shutdown.clone())
+                .await
+                .map_err(MailboxError::Failed)?;
+            say(&format!(
+                "mailbench mailbox: filled {} users with {} messages in {:.2} s",
+                lab.users().len(),
+                r.counters.accepted,
+                r.duration_s
+            ));
+            Some(r)
+        }
+        None => None,
+    };
+    Ok((lab, filled))
+}
+
+/// A fill that left mailboxes short is no ground for a workload: its numbers would be
+/// taken on other mailboxes than the ones asked for.
+fn complete(filled: &Results) -> Result<(), MailboxError> {
+    let c = &filled.counters;
+    if c.accepted == c.sent && !filled.interrupted {
+        return Ok(());
+    }
+    let first = filled
+        .errors
+        .first()
+        .and_then(|e| e.sample.as_deref())
+        .map_or(String::new(), |s| format!(" (first error: {s})"));
+    Err(MailboxError::Failed(format!(
+        "filling the mailboxes: {} of {} messages delivered{first}",
+        c.accepted, c.sent
+    )))
+}
+
+/// Runs `mailbox pop3`.
+pub async fn pop3(
+    mut plan: Pop3Plan,
+    store: Option<StoreSetup>,
+    fill: Option<Fill>,
+    sut_pids: Vec<u32>,
+    shutdown: Shutdown,
+) -> Result<Results, MailboxError> {
+    crate::limits::raise_nofile();
+    let (lab, filled) = match store {
+        Some(s) => {
+            let (lab, filled) = self::store(s, fill, &shutdown).await?;
+            filled.as_ref().map(complete).transpose()?;
+            plan.target = Some(tcp(lab.endpoints().pop3));
+            plan.users = Arc::new(lab.users().to_vec());
+            (Some(lab), filled)
+        }
+        None => (None, None),
+    };
+    let start = std::time::Instant::now();
+    let watched = lab.clone();
+    let sampler = Sampler::start(
+        Arc::new(move || {
+            let mut pids = crate::stats::sut::descendants(&sut_pids);
+            pids.extend(watched.as_ref().map(|l| l.pids()).unwrap_or_default());
+            pids
+        }),
+        None,
+        plan.load.progress.interval,
+        start,
+    );
+    let result = super::run_pop3(plan, shutdown).await;
+    let observed = sampler.finish().await;
+    let mut r = result.map_err(MailboxError::Usage)?;
+    observed.fill(&mut r.series);
+    if lab.is_some() || !observed.is_empty() {
+        let report = observed.report(&r.series, r.duration_s);
+        r.extra.insert("sut".into(), report);
+    }
+    if let Some(f) = filled {
+        r.extra.insert(
+            "populate".into(),
+            serde_json::to_value(&f.summary).unwrap_or_default(),
+        );
+    }
+    if let Some(l) = &lab {
+        let limits: serde_json::Map<String, serde_json::Value> =
+            l.limits().into_iter().map(|(k, v)| (k, v.into())).collect();
+        r.extra.insert("store_limits".into(), limits.into());
+        let dirs: Vec<String> = l.dirs().iter().map(|d| d.display().to_string()).collect();
+        r.extra.insert("lab_dirs".into(), dirs.into());
+    }
+    Ok(r)
+}
+
+/// Runs `mailbox populate` on a lab store: the LMTP delivery rate into a fresh store. (Against
+/// a server of one's own, population is a `send` run, planned by `cli::mailbox`.)
+pub async fn populate(
+    setup: StoreSetup,
+    fill: Fill,
+    shutdown: Shutdown,
+) -> Result<Results, MailboxError> {
+    crate::limits::raise_nofile();
+    let (lab, filled) = store(setup, Some(fill), &shutdown).await?;
+    let mut r = filled.ok_or_else(|| MailboxError::Failed("nothing was filled".into()))?;
+    r.command = "populate".into();
+    let dirs: Vec<String> = lab.dirs().iter().map(|d| d.display().to_string()).collect();
+    r.extra.insert("lab_dirs".into(), dirs.into());
+    Ok(r)
+}
+
+fn tcp(addr: std::net::SocketAddr) -> Target {
+    Target::Tcp {
+        addr,
+        host: addr.ip().to_string(),
+    }
+}
+
+/// Starts the store off the runtime (it waits for the store to greet); a setting the store
+/// refuses is the user's input, anything else a failure.
+async fn start(s: StoreSetup) -> Result<Arc<dyn StoreLab>, MailboxError> {
+    match tokio::task::spawn_blocking(move || s.store.start(&s.options)).await {
+        Ok(Ok(lab)) => Ok(Arc::from(lab)),
+        Ok(Err(e @ LabError::Setting(_))) => Err(MailboxError::Usage(e.to_string())),
+        Ok(Err(e)) => Err(MailboxError::Failed(e.to_string())),
+        Err(e) => Err(MailboxError::Failed(e.to_string())),
+    }
+}

@@ -1,0 +1,80 @@
+//! `mailbench mailbox`: mail-store workloads. `populate` fills mailboxes over LMTP;
+//! `pop3` runs rabid's job (sessions that download and delete a share of the messages) on
+//! the load engine, with POP3's driver (`pop3`); `bench` starts a lab store when asked,
+//! fills it, runs the workload and watches the store's processes. `plan` holds what the
+//! command line validated.
+
+pub mod bench;
+pub mod plan;
+pub mod pop3;
+pub mod populate;
+
+use std::sync::Arc;
+
+use crate::load;
+use crate::pop3::steps::STEPS;
+use crate::shutdown::Shutdown;
+use crate::stats::Metric;
+use crate::stats::results::{Results, RunParts};
+use crate::stats::summary::{Pop3Summary, Summary, Vocabulary};
+
+use plan::Pop3Plan;
+use pop3::Pop3Driver;
+
+/// The numeric keys of `mailbox pop3`'s summary, and its metrics: what `--threshold` may
+/// name.
+pub const POP3_THRESHOLDS: Vocabulary = Vocabulary {
+    keys: &[&[
+        "intended",
+        "sessions",
+        "unstarted",
+        "completed",
+        "refused",
+        "errors",
+        "aborted",
+        "retrieved",
+        "deleted",
+        "bytes",
+        "sessions_per_sec",
+        "retrieved_per_sec",
+        "duration_s",
+        "active_s",
+        "p50_ms",
+        "p99_ms",
+        "lag_p99_ms",
+    ]],
+    steps: STEPS,
+    metrics: |m| m != Metric::E2e,
+};
+
+/// Runs a POP3 workload to completion (or until stopped) against the plan's server and
+/// users. The error is the one line that says the server never accepted a connection.
+pub async fn run_pop3(mut plan: Pop3Plan, shutdown: Shutdown) -> Result<Results, String> {
+    if plan.users.is_empty() {
+        return Err("no mailbox users to log in as".into());
+    }
+    // A POP3 session holds its mailbox until QUIT: one session per connection.
+    plan.load.per_conn = (1, 1);
+    plan.load.units = crate::run::live::SESSIONS;
+    let mut config = plan.config_json.clone();
+    config["target"] = plan.target.as_ref().map(|t| t.to_string()).into();
+    config["users"] = plan.users.len().into();
+    let plan = Arc::new(plan);
+    let loaded = load::run(plan.load.clone(), Pop3Driver::new(plan.clone()), shutdown).await?;
+    let f = &loaded.finished;
+    let summary = Pop3Summary::derive(&f.total, loaded.intended, f.duration_s, loaded.active_s);
+    let mut r = Results::assemble(RunParts {
+        command: "pop3",
+        run_id: loaded.run_id,
+        started_us: f.started_us,
+        duration_s: f.duration_s,
+        config,
+        summary: Summary::Pop3(summary),
+        steps: STEPS,
+        self_report: f.self_report(loaded.warnings),
+        total: loaded.finished.total,
+        series: loaded.finished.series,
+    });
+    r.interrupted = loaded.interrupted;
+    Ok(r)
+}

@@ -1,0 +1,210 @@
+//! Watching the system under test while a run goes: its process tree's CPU, disk, memory
+//! and process count read from /proc once per interval (and the first number a queue
+//! command prints, when given), turned into per-interval rates for the series and a
+//! whole-run report. The relay watches its MTA with it, the mailbox workloads their store.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::stats::sut::{self, Sample};
+use crate::stats::{IntervalPoint, SutPoint};
+
+/// The processes to watch, found anew at every reading (servers start and end workers).
+pub type Pids = Arc<dyn Fn() -> Vec<u32> + Send + Sync>;
+
+/// One reading: the tree's totals and the queue command's value.
+struct Reading {
+    sut: Sample,
+    queue: Option<f64>,
+    /// Seconds from the start when the totals were read: rates divide by the time between
+    /// readings, which drifts from the series' intervals when a reading is late.
+    t_s: f64,
+}
+
+/// A sampler running beside a run.
+pub struct Sampler {
+    pids: Pids,
+    first: Sample,
+    first_t: f64,
+    stop: CancellationToken,
+    task: JoinHandle<Vec<Reading>>,
+}
+
+/// What a sampler saw.
+pub struct Observed {
+    first: Sample,
+    first_t: f64,
+    readings: Vec<Reading>,
+    last: Sample,
+}
+
+impl Sampler {
+    /// Reads the tree now, then once per `interval` from `start`.
+    pub fn start(
+        pids: Pids,
+        queue_cmd: Option<String>,
+        interval: Duration,
+        start: Instant,
+    ) -> Sampler {
+        let first = sut::sample(&pids());
+        let first_t = start.elapsed().as_secs_f64();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(sample_loop(
+            pids.clone(),
+            queue_cmd,
+            interval,
+            start,
+            stop.clone(),
+        ));
+        Sampler {
+            pids,
+            first,
+            first_t,
+            stop,
+            task,
+        }
+    }
+
+    /// Reads the tree a last time and stops.
+    pub async fn finish(self) -> Observed {
+        let last = sut::sample(&(self.pids)());
+        self.stop.cancel();
+        let readings = self.task.await.unwrap_or_default();
+        Observed {
+            first: self.first,
+            first_t: self.first_t,
+            readings,
+            last,
+        }
+    }
+}
+
+impl Observed {
+    /// Interval readings taken.
+    pub fn len(&self) -> usize {
+        self.readings.len()
+    }
+
+    /// True when no interval reading was taken.
+    pub fn is_empty(&self) -> bool {
+        self.readings.is_empty()
+    }
+
+    /// Puts the system's rates (and the queue value) into the series, interval by
+    /// interval: point `i` gets what was used between reading `i - 1` and reading `i`.
+    pub fn fill(&self, series: &mut [IntervalPoint]) {
+        for (i, p) in series.iter_mut().enumerate() {
+            let Some(rd) = self.readings.get(i) else {
+                break;
+            };
+            let (prev, prev_t) = if i == 0 {
+                (&self.first, self.first_t)
+            } else {
+                (&self.readings[i - 1].sut, self.readings[i - 1].t_s)
+            };
+            p.relay.sut = Some(rd.sut.rates_since(prev, rd.t_s - prev_t));
+            p.relay.queue = rd.queue;
+        }
+    }
+
+    /// The whole run's report (`extra.sut` in the results): totals and averages over
+    /// `wall` seconds, and the peaks of the intervals in `series`.
+    pub fn report(&self, series: &[IntervalPoint], wall: f64) -> serde_json::Value {
+        let (a, b) = (&self.first, &self.last);
+        let wall = wall.max(1e-9);
+        let peak = |f: fn(&SutPoint) -> f64| {
+            series
+                .iter()
+                .filter_map(|p| p.relay.sut.as_ref())
+                .map(f)
+                .fold(0.0, f64::max)
+        };
+        let rss = self
+            .readings
+            .iter()
+            .map(|r| r.sut.rss_kib)
+            .fold(b.rss_kib.max(a.rss_kib), u64::max);
+        let procs = self
+            .readings
+            .iter()
+            .map(|r| r.sut.procs)
+            .fold(b.procs.max(a.procs), u64::max);
+        let cpu_s = (b.user_s + b.sys_s) - (a.user_s + a.sys_s);
+        serde_json::json!({
+            "cpu_peak_pct": peak(|s| s.cpu_user_pct + s.cpu_sys_pct),
+            "disk_read_peak_kib_per_s": peak(|s| s.read_kib_s),
+            "disk_write_peak_kib_per_s": peak(|s| s.write_kib_s),
+            "cpu_user_s": b.user_s - a.user_s,
+            "cpu_sys_s": b.sys_s - a.sys_s,
+            "cpu_avg_pct": cpu_s / wall * 100.0,
+            "disk_read_kib_per_s": b.read_bytes.saturating_sub(a.read_bytes) as f64 / 1024.0 / wall,
+            "disk_write_kib_per_s": b.write_bytes.saturating_sub(a.write_bytes) as f64 / 1024.0 / wall,
+            "peak_rss_kib": rss,
+            "peak_procs": procs,
+        })
+    }
+}
+
+/// Reads the tree (and the queue command) once per interval from `start`, until `stop`.
+async fn sample_loop(
+    pids: Pids,
+    queue_cmd: Option<String>,
+    interval: Duration,
+    start: Instant,
+    stop: CancellationToken,
+) -> Vec<Reading> {
+    let mut out = Vec::new();
+    let mut ticker = tokio::time::interval_at((start + interval).into(), interval);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.cancelled() => return out,
+        }
+        let p = pids.clone();
+        let sut = tokio::task::spawn_blocking(move || sut::sample(&p()))
+            .await
+            .unwrap_or_default();
+        let t_s = start.elapsed().as_secs_f64();
+        let queue = match &queue_cmd {
+            Some(cmd) => queue_value(cmd).await,
+            None => None,
+        };
+        out.push(Reading { sut, queue, t_s });
+    }
+}
+
+/// The first number a queue command prints.
+pub async fn queue_value(cmd: &str) -> Option<f64> {
+    tokio::process::Command::new("sh")
+        .args(["-c", cmd])
+        .output()
+        .await
+        .ok()
+        .and_then(|o| first_number(&String::from_utf8_lossy(&o.stdout)))
+}
+
+/// The first number in a command's output (`mailq`'s "-- 1234 Kbytes in 56 Requests."
+/// gives 1234; use e.g. `find DIR -type f | wc -l` for a plain count).
+fn first_number(text: &str) -> Option<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|t| !t.is_empty() && t.chars().any(|c| c.is_ascii_digit()))
+        .and_then(|t| t.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_number;
+
+    #[test]
+    fn the_first_number_of_a_command_output_is_taken() {
+        assert_eq!(
+            first_number("-- 1234 Kbytes in 56 Requests.\n"),
+            Some(1234.0)
+        );
+        assert_eq!(first_number("42\n"), Some(42.0));
+        assert_eq!(first_number("Mail queue is empty"), None);
+    }
+}

@@ -1,0 +1,641 @@
+//! `mailbench mailbox` and `mailbench lab dovecot` against a real Dovecot: what mailbench
+//! counts is checked against what Python's poplib and imaplib see in the same mailboxes.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::{
+    TempDir, Terminated, assert_threshold_keys, describe, leftovers, mailbench, require, results,
+    run, run_expect, sigterm,
+};
+
+/// A `mailbench lab dovecot` running for one test; SIGTERM (and its cleanup) on drop.
+struct Store {
+    _proc: Terminated,
+    pop3: String,
+    imap: String,
+    lmtp: String,
+    users_file: String,
+}
+
+impl Store {
+    fn start(args: &[&str]) -> Option<Store> {
+        require("dovecot")?;
+        let mut child = mailbench()
+            .args(["lab", "dovecot"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start mailbench lab dovecot");
+        let stdout = child.stdout.take().expect("stdout");
+        let proc = Terminated(child);
+        let mut text = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("read the lab's output");
+            text += &line;
+            text += "\n";
+            if line.starts_with("users and passwords") {
+                break;
+            }
+        }
+        let after = |key: &str| {
+            text.split(key)
+                .nth(1)
+                .and_then(|t| t.split([',', ';', ' ']).next())
+                .unwrap_or_else(|| panic!("no {key:?} in the lab's output:\n{text}"))
+                .to_string()
+        };
+        Some(Store {
+            pop3: after("POP3 on "),
+            imap: after("IMAP on "),
+            lmtp: after("LMTP on "),
+            users_file: after("(for --users-file) in "),
+            _proc: proc,
+        })
+    }
+
+    /// (address, password) per line of the lab's users file.
+    fn users(&self) -> Vec<(String, String)> {
+        std::fs::read_to_string(&self.users_file)
+            .expect("users file")
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(a, p)| (a.to_string(), p.to_string()))
+            .collect()
+    }
+}
+
+/// Runs a Python snippet; `HOST`, `PORT` and `USERS` ((address, password) pairs) are set.
+/// Its stdout is JSON.
+fn python(addr: &str, users: &[(String, String)], body: &str) -> serde_json::Value {
+    let (host, port) = addr.rsplit_once(':').expect("host:port");
+    let script = format!(
+        "import json, poplib, imaplib\nHOST = {host:?}\nPORT = {port}\nUSERS = {}\n{body}",
+        serde_json::to_string(users).expect("users as JSON")
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "python failed:\n{script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("python printed JSON")
+}
+
+/// Each user's message sizes as POP3 LIST reports them, in message order (poplib).
+fn sizes(store: &Store) -> Vec<Vec<u64>> {
+    let v = python(
+        &store.pop3,
+        &store.users(),
+        "out = []
+for u, p in USERS:
+    c = poplib.POP3(HOST, PORT)
+    c.user(u)
+    c.pass_(p)
+    out.append([int(l.split()[1]) for l in c.list()[1]])
+    c.quit()
+print(json.dumps(out))",
+    );
+    serde_json::from_value(v).expect("lists of sizes")
+}
+
+fn pop3(args: &[&str], json: &std::path::Path, code: i32) -> serde_json::Value {
+    let j = json.to_string_lossy().to_string();
+    let mut all = vec!["mailbox", "pop3", "-q", "--json", &j];
+    all.extend_from_slice(args);
+    run_expect(&all, code);
+    results(json)
+}
+
+fn count(r: &serde_json::Value, step: &str) -> u64 {
+    r["latency"][step]["count"].as_u64().unwrap_or(0)
+}
+
+/// Sessions that download and delete shares of known mailboxes, pipelined and closed
+/// loop, then one command at a time and open loop: every count and every octet is what
+/// poplib sees before and after.
+#[test]
+fn pop3_counts_every_message_and_octet_poplib_sees() {
+    let Some(store) = Store::start(&["--users", "4", "--fill", "5", "--fill-size", "3k"]) else {
+        return;
+    };
+    let before = sizes(&store);
+    assert_eq!(before.len(), 4);
+    assert!(before.iter().all(|s| s.len() == 5), "filled: {before:?}");
+    let dir = TempDir::new("pop3");
+    let json = dir.0.join("r.json");
+
+    // Closed loop, one connection so that a user's two sessions follow each other: the
+    // first downloads 5 and deletes round(40 % of 5) = 2, the second downloads the
+    // other 3 and deletes round(40 % of 3) = 1.
+    let r = pop3(
+        &[
+            "--target",
+            &store.pop3,
+            "--users-file",
+            &store.users_file,
+            "-n",
+            "8",
+            "-c",
+            "1",
+            "--delete",
+            "40",
+        ],
+        &json,
+        0,
+    );
+    let s = &r["summary"];
+    let octets: u64 = before
+        .iter()
+        .map(|m| m.iter().sum::<u64>() + m[2..].iter().sum::<u64>())
+        .sum();
+    assert_eq!(
+        (s["sessions"].as_u64(), s["completed"].as_u64()),
+        (Some(8), Some(8)),
+        "{s:#}"
+    );
+    assert_eq!(s["retrieved"], 4 * (5 + 3), "{s:#}");
+    assert_eq!(s["deleted"], 4 * (2 + 1), "{s:#}");
+    assert_eq!(s["bytes"], octets, "octets of the messages poplib lists");
+    // What went out: CAPA, USER, PASS, STAT, the RETRs and DELEs, QUIT, per session.
+    let written: usize = store
+        .users()
+        .iter()
+        .map(|(user, pass)| {
+            let login = 6 + format!("USER {user}\r\nPASS {pass}\r\n").len() + 6 + 6;
+            let first = (1..=5)
+                .map(|i| format!("RETR {i}\r\n").len())
+                .sum::<usize>()
+                + 2 * 8;
+            let second = (1..=3)
+                .map(|i| format!("RETR {i}\r\n").len())
+                .sum::<usize>()
+                + 8;
+            2 * login + first + second
+        })
+        .sum();
+    assert_eq!(r["counters"]["bytes_out"], written as u64, "octets written");
+    assert_eq!(
+        (s["errors"].as_u64(), s["refused"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(r["config"]["pipelining"], true);
+    for (step, n) in [
+        ("auth", 8),
+        ("stat", 8),
+        ("retr", 32),
+        ("dele", 12),
+        ("quit", 8),
+        ("total", 8),
+    ] {
+        assert_eq!(count(&r, step), n, "{step}: {:#}", r["latency"]);
+    }
+    assert_threshold_keys(&r, &mailbench::mailbox::POP3_THRESHOLDS, &[]);
+    let after = sizes(&store);
+    assert_eq!(
+        after,
+        before.iter().map(|m| m[3..].to_vec()).collect::<Vec<_>>(),
+        "the first three of each mailbox are gone, the last two left"
+    );
+
+    // Open loop, no pipelining: 4 sessions at 40/s, each downloading 50 % of 2 = 1.
+    let r = pop3(
+        &[
+            "--target",
+            &store.pop3,
+            "--users-file",
+            &store.users_file,
+            "-n",
+            "4",
+            "--rate",
+            "40/s",
+            "--no-pipelining",
+            "--download",
+            "50",
+        ],
+        &json,
+        0,
+    );
+    let s = &r["summary"];
+    assert_eq!(
+        (s["intended"].as_u64(), s["unstarted"].as_u64()),
+        (Some(4), Some(0))
+    );
+    assert_eq!(s["completed"], 4, "{s:#}");
+    assert_eq!(s["retrieved"], 4, "{s:#}");
+    assert_eq!(s["deleted"], 0, "{s:#}");
+    assert_eq!(s["bytes"], after.iter().map(|m| m[0]).sum::<u64>());
+    assert_eq!(count(&r, "lag"), 4, "every open-loop session has its lag");
+    assert_eq!(r["config"]["pipelining"], false);
+    assert!(
+        s["active_s"].as_f64().unwrap_or(0.0) >= 3.0 / 40.0,
+        "4 sessions at 40/s span at least 75 ms: {s:#}"
+    );
+    assert_eq!(sizes(&store), after, "nothing deleted");
+}
+
+/// A known delay in every server response (a proxy holds each back 40 ms): one command
+/// at a time, every step is charged the delay once (a login, USER and PASS, twice) and a
+/// session the sum of its round trips; pipelined, the session pays one delay per batch.
+#[test]
+fn a_known_response_delay_is_charged_to_every_step() {
+    let Some(store) = Store::start(&["--users", "2", "--fill", "2", "--fill-size", "1k"]) else {
+        return;
+    };
+    let delay = 40_000u64;
+    let (_proxy, port) = crate::util::delay_proxy(&store.pop3, Duration::from_micros(delay));
+    let target = format!("127.0.0.1:{port}");
+    let dir = TempDir::new("pop3-delay");
+    let json = dir.0.join("r.json");
+    let base = [
+        "--target",
+        &target,
+        "--users-file",
+        &store.users_file,
+        "-n",
+        "4",
+        "-c",
+        "1",
+    ];
+    let p50 =
+        |r: &serde_json::Value, step: &str| r["latency"][step]["p50_us"].as_u64().unwrap_or(0);
+    let mut args = base.to_vec();
+    args.push("--no-pipelining");
+    let r = pop3(&args, &json, 0);
+    // Dovecot's own time is a few ms per step; a login process starts for each greeting.
+    for (step, times, slack) in [
+        ("banner", 1, 60_000),
+        ("capa", 1, 15_000),
+        ("auth", 2, 20_000),
+        ("stat", 1, 15_000),
+        ("retr", 1, 15_000),
+        ("quit", 1, 15_000),
+    ] {
+        let got = p50(&r, step);
+        let want = times * delay;
+        assert!(
+            (want..want + slack).contains(&got),
+            "{step}: expected {want} µs plus at most {slack}, got p50 {got} µs: {:#}",
+            r["latency"]
+        );
+    }
+    // banner, capa, USER, PASS, STAT, 2 × RETR, QUIT: 8 round trips.
+    let total = p50(&r, "total");
+    assert!(
+        (8 * delay..8 * delay + 120_000).contains(&total),
+        "one at a time: 8 delays, got {total} µs"
+    );
+    // Pipelined: banner, capa, USER, PASS, STAT, then RETR RETR QUIT in one batch.
+    let r = pop3(&base, &json, 0);
+    let total = p50(&r, "total");
+    assert!(
+        (6 * delay..6 * delay + 120_000).contains(&total),
+        "pipelined: 6 delays, got {total} µs: {:#}",
+        r["latency"]
+    );
+    assert_eq!(r["summary"]["retrieved"], 8);
+}
+
+/// A known share of refused logins, each held back by Dovecot's auth_failure_delay: the
+/// refusals are counted as errors at the auth step, and the sessions they end take the
+/// delay. (Dovecot releases failures on a whole-second clock, so 2 s is more than 1 s and
+/// at most 2.5 s; the exact per-step pin is the proxy test below.)
+#[test]
+fn refused_logins_are_counted_with_their_delay() {
+    let Some(store) = Store::start(&[
+        "--users",
+        "2",
+        "--fill",
+        "1",
+        "--fill-size",
+        "1k",
+        "--doveconf",
+        "auth_failure_delay=2s",
+    ]) else {
+        return;
+    };
+    let dir = TempDir::new("pop3-auth");
+    let users = dir.0.join("users.txt");
+    let mut list = std::fs::read_to_string(&store.users_file).expect("users file");
+    list += "user1@store.test wrong-password\n";
+    std::fs::write(&users, list).expect("write users");
+    let json = dir.0.join("r.json");
+    // Users 1, 2, 1-with-a-wrong-password, round-robin: 2 of 6 sessions refused.
+    let r = pop3(
+        &[
+            "--target",
+            &store.pop3,
+            "--users-file",
+            &users.to_string_lossy(),
+            "-n",
+            "6",
+            "-c",
+            "1",
+        ],
+        &json,
+        0,
+    );
+    let s = &r["summary"];
+    assert_eq!(
+        (s["completed"].as_u64(), s["errors"].as_u64()),
+        (Some(4), Some(2)),
+        "{s:#}"
+    );
+    let e = &r["errors"][0];
+    assert_eq!(
+        (e["class"].as_str(), e["phase"].as_str()),
+        (Some("rejected"), Some("auth")),
+        "{e:#}"
+    );
+    assert_eq!(e["count"], 2);
+    let total = &r["latency"]["total"];
+    let (p50, max) = (
+        total["p50_us"].as_u64().unwrap_or(0),
+        total["max_us"].as_u64().unwrap_or(0),
+    );
+    assert!(p50 < 1_000_000, "4 of 6 sessions are quick: p50 {p50} µs");
+    assert!(
+        (1_000_000..3_000_000).contains(&max),
+        "a refused session waits Dovecot's 2 s delay: max {max} µs"
+    );
+}
+
+/// `populate --lmtp` gives every user's folders an equal share (imaplib counts them), and
+/// a `--lab dovecot` run with STLS and AUTH PLAIN fills, runs and removes its lab.
+#[test]
+fn populate_fills_folders_and_a_lab_run_leaves_nothing() {
+    let Some(store) = Store::start(&["--users", "2"]) else {
+        return;
+    };
+    let dir = TempDir::new("populate");
+    let json = dir.0.join("r.json");
+    let j = json.to_string_lossy().to_string();
+    let args = [
+        "mailbox",
+        "populate",
+        "-q",
+        "--json",
+        &j,
+        "--lmtp",
+        &store.lmtp,
+        "--users-file",
+        &store.users_file,
+        "--per-user",
+        "4",
+        "--folders",
+        "2",
+    ];
+    run_expect(&args, 0);
+    let r = results(&json);
+    assert_eq!(r["command"], "populate");
+    assert_eq!(r["summary"]["accepted"], 8, "{:#}", r["summary"]);
+    let counts = python(
+        &store.imap,
+        &store.users(),
+        "out = []
+for u, p in USERS:
+    m = imaplib.IMAP4(HOST, PORT)
+    m.login(u, p)
+    out.append([int(m.select(f, readonly=True)[1][0]) for f in ('INBOX', 'f2')])
+    m.logout()
+print(json.dumps(out))",
+    );
+    assert_eq!(counts, serde_json::json!([[2, 2], [2, 2]]));
+    drop(store);
+
+    // 2 users × 3 messages; 4 sessions each download all 3.
+    let r = pop3(
+        &[
+            "--lab",
+            "dovecot",
+            "--users",
+            "2",
+            "--fill",
+            "3",
+            "--fill-size",
+            "2k",
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "--tls",
+            "starttls",
+            "--login",
+            "plain",
+        ],
+        &json,
+        0,
+    );
+    let s = &r["summary"];
+    assert_eq!(
+        (s["completed"].as_u64(), s["retrieved"].as_u64()),
+        (Some(4), Some(12)),
+        "{s:#}"
+    );
+    assert_eq!(
+        r["counters"]["tls_connections"], 4,
+        "every session went through STLS"
+    );
+    assert_eq!(count(&r, "stls"), 4);
+    assert_eq!(r["extra"]["populate"]["accepted"], 6);
+    assert!(r["extra"]["store_limits"].is_object());
+    assert!(
+        r["extra"]["sut"]["cpu_user_s"].is_number(),
+        "the store was observed"
+    );
+    assert_eq!(leftovers(&r), Vec::<String>::new());
+}
+
+/// SIGTERM in the middle of a timed run still writes the results and removes the lab.
+#[test]
+fn sigterm_writes_the_results_and_removes_the_lab() {
+    if require("dovecot").is_none() {
+        return;
+    }
+    let dir = TempDir::new("pop3-term");
+    let json = dir.0.join("r.json");
+    let j = json.to_string_lossy().to_string();
+    let args = [
+        "mailbox", "pop3", "-q", "--json", &j, "--lab", "dovecot", "--users", "4", "--fill", "2",
+        "-z", "60s", "-c", "2",
+    ];
+    let mut child = Terminated(
+        mailbench()
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start"),
+    );
+    // Wait for the fill line: the run is under way after it.
+    let stderr = child.0.stderr.take().expect("stderr");
+    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        if line.contains("filled") {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    sigterm(&child.0);
+    let status = child.0.wait().expect("wait");
+    assert_eq!(status.code(), Some(0));
+    let r = results(&json);
+    assert_eq!(r["interrupted"], true);
+    assert!(
+        r["summary"]["completed"].as_u64().unwrap_or(0) > 0,
+        "{:#}",
+        r["summary"]
+    );
+    assert_eq!(leftovers(&r), Vec::<String>::new());
+}
+
+/// Bad mailbox input is one line naming the flag, exit 1.
+#[test]
+fn bad_mailbox_input_is_one_line_and_exit_1() {
+    let dir = TempDir::new("pop3-bad");
+    let nopass = dir.0.join("users.txt");
+    std::fs::write(&nopass, "u1@x.test\n").expect("write");
+    let np = nopass.to_string_lossy().to_string();
+    let good = dir.0.join("good.txt");
+    std::fs::write(&good, "u1@x.test secret\n").expect("write");
+    let gp = good.to_string_lossy().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["mailbox", "pop3", "--lab", "dovecot", "--users", "0"],
+            "--users",
+        ),
+        (
+            vec![
+                "mailbox",
+                "pop3",
+                "--lab",
+                "dovecot",
+                "--user-template",
+                "same@x.test",
+                "--users",
+                "2",
+            ],
+            "--user-template",
+        ),
+        (
+            vec![
+                "mailbox",
+                "pop3",
+                "--target",
+                "127.0.0.1:1",
+                "--users-file",
+                &np,
+            ],
+            "no password",
+        ),
+        (
+            vec![
+                "mailbox",
+                "pop3",
+                "--target",
+                "127.0.0.1:1",
+                "--users-file",
+                &gp,
+                "--fill",
+                "3",
+            ],
+            "--fill",
+        ),
+        (
+            vec![
+                "mailbox",
+                "pop3",
+                "--target",
+                "127.0.0.1:1",
+                "--users-file",
+                &gp,
+                "--users",
+                "3",
+            ],
+            "--lab dovecot",
+        ),
+        (
+            vec!["mailbox", "pop3", "--lab", "dovecot", "--per-conn", "2"],
+            "--per-conn",
+        ),
+        (
+            vec!["mailbox", "pop3", "--lab", "dovecot", "--delete", "120"],
+            "--delete",
+        ),
+        (
+            vec!["mailbox", "pop3", "--lab", "dovecot", "--tls", "implicit"],
+            "--tls implicit",
+        ),
+        (
+            vec!["mailbox", "pop3", "--target", "127.0.0.1:1"],
+            "--users-file",
+        ),
+        (
+            vec!["mailbox", "populate", "--lab", "dovecot", "--folders", "0"],
+            "--folders",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+        assert!(
+            err.contains(needle),
+            "expected {needle:?} in: {}",
+            describe(&args, &out)
+        );
+        assert!(!err.contains("panicked"), "{}", describe(&args, &out));
+    }
+}
+
+/// A setting Dovecot refuses and a server that is not there: one line each, exit 1.
+#[test]
+fn a_refused_setting_and_an_unreachable_server_are_one_line() {
+    let dir = TempDir::new("pop3-refused");
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "u1@x.test secret\n").expect("write");
+    let u = users.to_string_lossy().to_string();
+    let port = crate::util::free_port().to_string();
+    let target = format!("127.0.0.1:{port}");
+    let args = [
+        "mailbox",
+        "pop3",
+        "-q",
+        "--target",
+        &target,
+        "--users-file",
+        &u,
+    ];
+    let out = run_expect(&args, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is not reachable"),
+        "{}",
+        describe(&args, &out)
+    );
+    assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
+    if require("dovecot").is_none() {
+        return;
+    }
+    let args = [
+        "mailbox",
+        "pop3",
+        "-q",
+        "--lab",
+        "dovecot",
+        "--doveconf",
+        "no_such_setting=1",
+    ];
+    let out = run_expect(&args, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--doveconf no_such_setting"),
+        "{}",
+        describe(&args, &out)
+    );
+    assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
+}
