@@ -1,8 +1,45 @@
-"""Helpers shared by the benchmark scripts: free loopback ports, waiting for a listener,
-and process CPU from /proc."""
+"""Helpers shared by the benchmark scripts: their command-line options, scratch directories,
+free loopback ports, waiting for a listener, and process CPU from /proc."""
+import atexit
 import os
+import shutil
 import socket
+import sys
+import tempfile
 import time
+
+
+def _help_asked():
+    """`-h`/`--help` prints the running script's docstring (its usage) and exits."""
+    if "-h" in sys.argv or "--help" in sys.argv:
+        print((sys.modules["__main__"].__doc__ or "").strip())
+        sys.exit(0)
+
+
+def arg(name, default):
+    """The value after `name` on the command line, as `default`'s type, else `default`."""
+    _help_asked()
+    if name not in sys.argv:
+        return default
+    i = sys.argv.index(name)
+    try:
+        return type(default)(sys.argv[i + 1])
+    except (IndexError, ValueError):
+        kind = "number" if isinstance(default, (int, float)) else "value"
+        raise SystemExit(f"{name} needs a {kind} after it (see --help)")
+
+
+def flag(name):
+    """True when `name` is on the command line."""
+    _help_asked()
+    return name in sys.argv
+
+
+def scratch(prefix):
+    """A temporary directory removed when the script exits, however it exits."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def free_port():

@@ -5,7 +5,9 @@ its CPU seconds per 1,000 sessions or messages, Dovecot's own CPU for the same w
 process tree, exited children included, taken the same way for every client), and the
 ratios to mailbench; counts are checked against what was filled.
 
-Clients: `mailbench mailbox pop3` (one thread, C connections); a Python poplib client with
+Clients: `mailbench mailbox pop3` (one thread, C connections); the floor
+(`examples/pop3_floor.rs`: the same sessions on the same runtime with precomputed commands
+and responses only counted: what the kernel and the runtime cost); a Python poplib client with
 C worker processes (the usual hand-written load script); rabid (Debian `postal`, C
 processes), which runs until killed and prints only per-minute lines, so it is time-boxed
 and its work counted from its debug logs.
@@ -26,15 +28,12 @@ Loopback only; every run is bounded.
 import json, os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import tree_cpu  # noqa: E402
+from benchlib import arg, tree_cpu  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
 RABID = shutil.which("rabid") or "/usr/sbin/rabid"
-
-
-def arg(name, default):
-    return type(default)(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+FLOOR = os.path.join(ROOT, "target", "release", "examples", "pop3_floor")
 
 
 USERS, PER_USER, SIZE_K = arg("--users", 100), arg("--per-user", 10), arg("--size-k", 25)
@@ -136,6 +135,11 @@ def poplib(lab, sessions, delete):
     return measure("python poplib", lab, cmd, lambda out: (sessions, int(out.stdout)))
 
 
+def floor(lab, sessions):
+    cmd = [FLOOR, f"127.0.0.1:{lab.port}", str(CONNS), str(sessions), lab.users]
+    return measure("floor", lab, cmd, lambda out: (sessions, int(out.stdout)))
+
+
 def rabid_counts(tmp):
     """Sessions ("quit" lines) and downloads ("retr") in rabid's debug logs."""
     quits = retrs = 0
@@ -177,7 +181,7 @@ def table(title, rows, unit, per):
     """Medians per tool: rate of `unit`, CPU per 1,000 of `per`; ratios to mailbench."""
     lines = [title, "", f"{'client':<16} {unit + '/s':>13} {'cpu s/1k ' + per:>18} {'Dovecot cpu s/1k':>17}"]
     med = {}
-    for tool in ("mailbench", "python poplib", "rabid"):
+    for tool in ("mailbench", "floor", "python poplib", "rabid"):
         mine = [r for r in rows if r["tool"] == tool and r.get(per, 0) > 0]
         if not mine:
             continue
@@ -206,7 +210,8 @@ def read_part(tmp):
     rows, note = [], ""
     with Lab(tmp) as lab:
         for r in range(ROUNDS):
-            order = [lambda: mailbench(lab, tmp, SESSIONS, False), lambda: poplib(lab, SESSIONS, False)]
+            order = [lambda: mailbench(lab, tmp, SESSIONS, False), lambda: floor(lab, SESSIONS),
+                     lambda: poplib(lab, SESSIONS, False)]
             for f in order[::-1] if r % 2 else order:
                 row = f()
                 check(row, SESSIONS * PER_USER)
@@ -241,8 +246,8 @@ def drain_part(tmp):
 
 
 def main():
-    if not os.path.exists(MB):
-        raise SystemExit("build first: cargo build --release")
+    if not (os.path.exists(MB) and os.path.exists(FLOOR)):
+        raise SystemExit("build first: cargo build --release --bins --examples")
     with tempfile.TemporaryDirectory(prefix="mailbench-pop3bench-") as tmp:
         read_lines, read_rows = read_part(tmp)
         drain_lines, drain_rows = drain_part(tmp)

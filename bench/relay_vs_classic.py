@@ -12,17 +12,13 @@ of the same method on this shared machine differ by up to 20 %; the verdict is t
 of the per-round ratios (an even number of rounds balances the order; 8 rounds, as 4 gave
 medians from 0.95x to 1.11x on this machine). Needs root and Postfix. Loopback only; every run is bounded.
 """
-import json, os, resource, subprocess, sys, tempfile, time
+import json, os, resource, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import free_port, proc_cpu, tree_cpu, wait_port  # noqa: E402
+from benchlib import arg, free_port, proc_cpu, scratch, tree_cpu, wait_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
-
-
-def arg(name, default):
-    return type(default)(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
 
 
 N, SIZE_K, SESSIONS, ROUNDS = arg("-n", 10000), arg("--size-k", 25), arg("--sessions", 64), arg("--rounds", 8)
@@ -125,7 +121,7 @@ def classic(tmp):
 
 def main():
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    tmp = tempfile.mkdtemp(prefix="mailbench-relaybench-")
+    tmp = scratch("mailbench-relaybench-")
     body = smtp_source_message(tmp)
     lines = [f"{N} x {SIZE_K} KiB (smtp-source's message for both; mailbench adds its trace header), "
              f"{SESSIONS} sessions, lab Postfix with tmpfs queue, {ROUNDS} rounds, "

@@ -12,21 +12,21 @@ Usage: bench/send_vs_peers.py [--quick] [--no-postal] [--reps N] [--out DIR]
 (postal only reports per wall-clock minute, so each postal run takes up to a minute.)
 Everything targets 127.0.0.1 and every run is bounded in count and time.
 """
-import json, os, resource, subprocess, sys, tempfile, time
+import atexit, json, os, resource, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import free_port, proc_cpu, wait_port  # noqa: E402
+from benchlib import arg, flag, free_port, proc_cpu, scratch, wait_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
 FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor_client")
-QUICK = "--quick" in sys.argv
-NO_POSTAL = "--no-postal" in sys.argv
+QUICK = flag("--quick")
+NO_POSTAL = flag("--no-postal")
 # Runs per tool and case, in rotating order; the report shows the median. One session is
 # the noisiest case (every message is a sleep and a wake-up of each process).
-REPS = int(sys.argv[sys.argv.index("--reps") + 1]) if "--reps" in sys.argv else 1
+REPS = arg("--reps", 1)
 USERS = os.path.join(tempfile.gettempdir(), f"mailbench-bench-users-{os.getpid()}.txt")
-OUT = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None
+OUT = arg("--out", "") or None
 
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -99,7 +99,8 @@ def main():
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bins", "--examples"], cwd=ROOT, check=True)
     sink, port = start_sink()
     target = f"127.0.0.1:{port}"
-    tmp = tempfile.mkdtemp(prefix="mailbench-bench-")
+    tmp = scratch("mailbench-bench-")
+    atexit.register(lambda: os.path.exists(USERS) and os.remove(USERS))
     with open(USERS, "w") as f:
         f.write("rcpt@example.com\n")
     rows = []

@@ -12,17 +12,17 @@ its memory as 500,000 short connections come and go (100,000 with --quick).
 
 Usage: bench/sink_vs_peers.py [--quick] [--out DIR]. Loopback only; every run is bounded.
 """
-import json, os, resource, subprocess, sys, tempfile, time
+import json, os, resource, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import free_port, proc_cpu, proc_sys, wait_port  # noqa: E402
+from benchlib import arg, flag, free_port, proc_cpu, proc_sys, scratch, wait_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
 PROBE = os.path.join(ROOT, "target", "release", "examples", "loopback_probe")
 FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor_sink")
-QUICK = "--quick" in sys.argv
-OUT = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None
+QUICK = flag("--quick")
+OUT = arg("--out", "") or None
 N = 10000 if QUICK else 20000
 
 # 20,000 client sockets here and as many in the sink: raise the limit (root may).
@@ -87,7 +87,7 @@ sys.stdin.read()
 def idle_connections(count):
     """Opens `count` idle connections from child processes (each under its own descriptor
     limit) and reads the sink's resident memory."""
-    p, port = start_sink("mailbench", tempfile.mkdtemp())
+    p, port = start_sink("mailbench", scratch("mailbench-idle-"))
     holders = []
     try:
         per = 5000
@@ -117,7 +117,7 @@ def churn_rss(total):
     opens a session per message) pile up: a sink that kept every finished connection would
     grow with their number. smtp-source's messages carry no trace header, so nothing is
     remembered per message either."""
-    tmp = tempfile.mkdtemp(prefix="mailbench-churn-")
+    tmp = scratch("mailbench-churn-")
     p, port = start_sink("mailbench", tmp)
     points = []
     try:
@@ -136,7 +136,7 @@ def churn_rss(total):
 
 def main():
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "mailbench", "--examples"], cwd=ROOT, check=True)
-    tmp = tempfile.mkdtemp(prefix="mailbench-sinkbench-")
+    tmp = scratch("mailbench-sinkbench-")
     rows = []
     for size_k in (1, 25):
         for driver in ("smtp-source", "mailbench"):

@@ -512,8 +512,8 @@ pub struct PostfixLabArgs {
 /// Flags of `mailbench lab dovecot`.
 #[derive(Debug, Args)]
 pub struct DovecotLabArgs {
-    /// Offer STARTTLS (IMAP) and STLS (POP3) with a certificate made for the lab (its path
-    /// is printed, for --tls-ca).
+    /// Offer STARTTLS (IMAP), STLS (POP3), IMAPS and POP3S with a certificate made for the
+    /// lab (its path is printed, for --tls-ca).
     #[arg(long)]
     pub starttls: bool,
     /// The store's users and settings.
@@ -684,6 +684,12 @@ pub struct Pop3Args {
     /// Download with TOP and this many body lines instead of RETR.
     #[arg(long, value_name = "LINES")]
     pub top: Option<u32>,
+    /// Ask LIST (every message's size) after STAT in each session.
+    #[arg(long)]
+    pub list: bool,
+    /// Ask UIDL (every message's unique id) after STAT in each session.
+    #[arg(long)]
+    pub uidl: bool,
     /// How sessions log in.
     #[arg(long, value_enum, default_value = "user")]
     pub login: Pop3LoginArg,

@@ -226,12 +226,8 @@ fn pop3_plan(
     }
     let (load, load_json) = load_plan(&a.shape, &POP3_DEFAULTS, progress)?;
     let tls = tls_plan(&a.tls)?;
-    let setup = store_setup(&a.server, tls.mode == TlsMode::Starttls)?;
-    if setup.is_some() && tls.mode == TlsMode::Implicit {
-        return Err(
-            "--tls implicit: the lab's Dovecot offers STLS only; use --tls starttls".into(),
-        );
-    }
+    // The lab offers STLS and POP3S together when asked for TLS.
+    let setup = store_setup(&a.server, tls.mode != TlsMode::None)?;
     let (target, users) = match (&a.target, &a.server.users_file) {
         (Some(t), Some(f)) => {
             let port = if tls.mode == TlsMode::Implicit {
@@ -279,6 +275,8 @@ fn pop3_plan(
         "download": download,
         "delete": delete,
         "top": a.top,
+        "list": a.list,
+        "uidl": a.uidl,
         "login": login,
         "pipelining": !a.no_pipelining,
         "tls": tls.mode,
@@ -314,6 +312,8 @@ fn pop3_plan(
         download,
         delete,
         pipelining: !a.no_pipelining,
+        list: a.list,
+        uidl: a.uidl,
         top_lines: a.top,
         config_json,
     };

@@ -64,6 +64,12 @@ impl Lab {
     }
 
     fn start_once(opts: &StoreOptions) -> Result<Lab, LabError> {
+        let tls_port = || -> Result<Option<SocketAddr>, LabError> {
+            Ok(match opts.starttls {
+                true => Some(SocketAddr::from(([127, 0, 0, 1], host::free_port()?))),
+                false => None,
+            })
+        };
         let dir = host::instance_dir(0)?;
         let (mail, notice) = QueueDir::make(&dir, "mail", 0, opts.placement == QueueKind::Tmpfs)?;
         let lab = Lab {
@@ -72,6 +78,8 @@ impl Lab {
                 imap: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
                 pop3: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
                 lmtp: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
+                imaps: tls_port()?,
+                pop3s: tls_port()?,
             },
             users: opts.user_list(),
             notices: notice.into_iter().collect(),
@@ -169,15 +177,14 @@ impl Lab {
         } else {
             "ssl = no\n".to_string()
         };
-        let listener = |service: &str, name: &str, addr: SocketAddr, plain: Option<&str>| {
-            let off = plain.map_or(String::new(), |p| {
-                format!("  inet_listener {p} {{\n    port = 0\n  }}\n")
-            });
-            format!(
-                "service {service} {{\n  inet_listener {name} {{\n    address = {}\n    port = {}\n  }}\n{off}}}\n",
-                addr.ip(),
-                addr.port()
-            )
+        // A listener on its address, or off (port 0) when there is none.
+        let inet = |name: &str, addr: Option<SocketAddr>| match addr {
+            Some(a) => format!(
+                "  inet_listener {name} {{\n    address = {}\n    port = {}\n  }}\n",
+                a.ip(),
+                a.port()
+            ),
+            None => format!("  inet_listener {name} {{\n    port = 0\n  }}\n"),
         };
         let mut c = format!(
             "base_dir = {d}/run
@@ -212,9 +219,18 @@ userdb {{
 ",
             name = self.name
         );
-        c += &listener("imap-login", "imap", self.endpoints.imap, Some("imaps"));
-        c += &listener("pop3-login", "pop3", self.endpoints.pop3, Some("pop3s"));
-        c += &listener("lmtp", "lmtp", self.endpoints.lmtp, None);
+        let e = &self.endpoints;
+        c += &format!(
+            "service imap-login {{\n{}{}}}\n",
+            inet("imap", Some(e.imap)),
+            inet("imaps", e.imaps)
+        );
+        c += &format!(
+            "service pop3-login {{\n{}{}}}\n",
+            inet("pop3", Some(e.pop3)),
+            inet("pop3s", e.pop3s)
+        );
+        c += &format!("service lmtp {{\n{}}}\n", inet("lmtp", Some(e.lmtp)));
         // Every simulated user logs in from 127.0.0.1: the per-IP brute-force penalty
         // (2, 4, 8 … 15 s after failed logins) would charge one user's failure to all.
         c += "service anvil {\n  unix_listener anvil-auth-penalty {\n    mode = 0\n  }\n}\n";
@@ -306,8 +322,12 @@ impl LabServer for Lab {
 
     fn describe(&self) -> Vec<String> {
         let e = &self.endpoints;
+        let tls = match (e.imaps, e.pop3s) {
+            (Some(i), Some(p)) => format!(", IMAPS on {i}, POP3S on {p}"),
+            _ => String::new(),
+        };
         vec![format!(
-            "dovecot: IMAP on {}, POP3 on {}, LMTP on {}, {} users ({} ...), config {}",
+            "dovecot: IMAP on {}, POP3 on {}, LMTP on {}{tls}, {} users ({} ...), config {}",
             e.imap,
             e.pop3,
             e.lmtp,

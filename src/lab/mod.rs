@@ -103,6 +103,10 @@ pub struct StoreEndpoints {
     pub pop3: SocketAddr,
     /// LMTP, for deliveries.
     pub lmtp: SocketAddr,
+    /// IMAPS (implicit TLS), when the lab was asked for TLS.
+    pub imaps: Option<SocketAddr>,
+    /// POP3S (implicit TLS), when the lab was asked for TLS.
+    pub pop3s: Option<SocketAddr>,
 }
 
 /// How to build a mail store lab, in terms every store has.
@@ -118,7 +122,7 @@ pub struct StoreOptions {
     pub mail_format: MailFormat,
     /// Where mail is kept.
     pub placement: QueueKind,
-    /// Offer STARTTLS/STLS with a certificate made for the lab.
+    /// Offer STARTTLS/STLS, and IMAPS and POP3S, with a certificate made for the lab.
     pub starttls: bool,
     /// The store's own settings, `key=value`, applied after the lab's.
     pub settings: Vec<(String, String)>,

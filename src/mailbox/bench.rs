@@ -109,7 +109,12 @@ pub async fn pop3(
         Some(s) => {
             let (lab, filled) = self::store(s, fill, &shutdown).await?;
             filled.as_ref().map(complete).transpose()?;
-            plan.target = Some(tcp(lab.endpoints().pop3));
+            let e = lab.endpoints();
+            let implicit = plan.tls.mode == crate::transport::tls::TlsMode::Implicit;
+            plan.target = Some(tcp(match (implicit, e.pop3s) {
+                (true, Some(pop3s)) => pop3s,
+                _ => e.pop3,
+            }));
             plan.users = Arc::new(lab.users().to_vec());
             (Some(lab), filled)
         }

@@ -43,6 +43,10 @@ pub struct Pop3Plan {
     pub delete: f64,
     /// Pipeline commands when the server offers it.
     pub pipelining: bool,
+    /// Ask LIST after STAT.
+    pub list: bool,
+    /// Ask UIDL after STAT.
+    pub uidl: bool,
     /// Download with TOP and this many body lines instead of RETR.
     pub top_lines: Option<u32>,
     /// The configuration as recorded in the results file.

@@ -1,7 +1,7 @@
 //! POP3 as the load engine drives it (rabid's job, measured): each unit of work is one
-//! session on its own connection — log in as the next user, STAT, download a share of the
-//! messages (RETR, or TOP), delete a share, QUIT (the deletions are made then) — with
-//! every command timed, pipelined when the server offers PIPELINING.
+//! session on its own connection — log in as the next user, STAT (LIST, UIDL when asked),
+//! download a share of the messages (RETR, or TOP), delete a share, QUIT (the deletions
+//! are made then) — with every command timed, pipelined when the server offers PIPELINING.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -133,12 +133,16 @@ impl Driver for Pop3Driver {
         };
         let p = &self.plan;
         let count = count.unwrap_or(0);
-        let mut cmds: Vec<Command> = (1..=share_of(count, p.download))
-            .map(|i| match p.top_lines {
+        let mut cmds: Vec<Command> = [(p.list, Command::List), (p.uidl, Command::Uidl)]
+            .into_iter()
+            .filter_map(|(asked, c)| asked.then_some(c))
+            .collect();
+        cmds.extend(
+            (1..=share_of(count, p.download)).map(|i| match p.top_lines {
                 Some(lines) => Command::Top(i, lines),
                 None => Command::Retr(i),
-            })
-            .collect();
+            }),
+        );
         cmds.extend((1..=share_of(count, p.delete)).map(Command::Dele));
         cmds.push(Command::Quit);
         let mut marked = 0;
@@ -150,10 +154,11 @@ impl Driver for Pop3Driver {
             match cmd {
                 Command::Dele(_) => marked += 1,
                 Command::Quit => s.deleted = marked,
-                _ => {
+                Command::Retr(_) | Command::Top(..) => {
                     s.retrieved += 1;
                     s.octets += r.body.map_or(0, |b| b.octets);
                 }
+                _ => {}
             }
         }
         Ok(s)

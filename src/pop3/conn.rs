@@ -16,8 +16,10 @@ use crate::transport::link::{self, LinkError};
 use crate::transport::stream::Stream;
 use crate::transport::target::Target;
 
-/// Read buffer growth step: enough for a status line; bodies stream through it.
-const READ_CHUNK: usize = 4096;
+/// Read buffer growth step: message bodies stream through it, so it is sized for the
+/// reads the kernel has ready under load rather than for a status line (fewer reads and
+/// wake-ups per message).
+const READ_CHUNK: usize = 16384;
 
 /// How to log in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +82,8 @@ impl ConnError {
             ConnError::Link(e) => e.phase(),
             ConnError::Refused { phase, .. } => *phase,
             ConnError::Protocol(Pop3Error::Reply { phase, .. }) => *phase,
-            ConnError::Protocol(Pop3Error::Unexpected) => Phase::Noop,
+            // Data after the last response awaited: the session's end.
+            ConnError::Protocol(Pop3Error::Unexpected) => Phase::Quit,
         }
     }
 }
@@ -271,7 +274,7 @@ impl Pop3Conn {
                     return Ok((phase, r));
                 }
             }
-            let phase = self.client.awaiting().unwrap_or(Phase::Noop);
+            let phase = self.client.awaiting().unwrap_or(Phase::Quit);
             self.rbuf.reserve(READ_CHUNK);
             link::read(
                 &mut self.stream,

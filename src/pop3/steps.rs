@@ -18,8 +18,6 @@ pub const STEPS: Steps = Steps(&[
     "retr",
     "top",
     "dele",
-    "noop",
-    "rset",
     "quit",
 ]);
 

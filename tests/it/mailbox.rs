@@ -449,6 +449,25 @@ print(json.dumps(out))",
         "the store was observed"
     );
     assert_eq!(leftovers(&r), Vec::<String>::new());
+
+    // POP3S, and LIST and UIDL in every session.
+    let r = pop3(
+        &[
+            "--lab", "dovecot", "--users", "1", "--fill", "2", "-n", "2", "-c", "1", "--tls",
+            "implicit", "--list", "--uidl",
+        ],
+        &json,
+        0,
+    );
+    assert_eq!(r["summary"]["completed"], 2, "{:#}", r["summary"]);
+    assert_eq!(r["counters"]["tls_connections"], 2);
+    assert_eq!(
+        (count(&r, "stls"), count(&r, "tls_handshake")),
+        (0, 2),
+        "implicit TLS: a handshake and no STLS"
+    );
+    assert_eq!((count(&r, "list"), count(&r, "uidl")), (2, 2));
+    assert_eq!(r["summary"]["retrieved"], 4);
 }
 
 /// SIGTERM in the middle of a timed run still writes the results and removes the lab.
@@ -565,10 +584,6 @@ fn bad_mailbox_input_is_one_line_and_exit_1() {
         (
             vec!["mailbox", "pop3", "--lab", "dovecot", "--delete", "120"],
             "--delete",
-        ),
-        (
-            vec!["mailbox", "pop3", "--lab", "dovecot", "--tls", "implicit"],
-            "--tls implicit",
         ),
         (
             vec!["mailbox", "pop3", "--target", "127.0.0.1:1"],

@@ -38,17 +38,13 @@ pub enum Phase {
     Top,
     /// DELE, one sample per message.
     Dele,
-    /// NOOP.
-    Noop,
-    /// RSET.
-    Rset,
     /// QUIT (the deletions are made then).
     Quit,
 }
 
 impl Phase {
     /// Every phase, in session order.
-    pub const ALL: [Phase; 15] = [
+    pub const ALL: [Phase; 13] = [
         Phase::Connect,
         Phase::Banner,
         Phase::Capa,
@@ -61,8 +57,6 @@ impl Phase {
         Phase::Retr,
         Phase::Top,
         Phase::Dele,
-        Phase::Noop,
-        Phase::Rset,
         Phase::Quit,
     ];
 
@@ -81,8 +75,6 @@ impl Phase {
             Phase::Retr => "retr",
             Phase::Top => "top",
             Phase::Dele => "dele",
-            Phase::Noop => "noop",
-            Phase::Rset => "rset",
             Phase::Quit => "quit",
         }
     }
@@ -119,10 +111,6 @@ pub enum Command {
     Top(u32, u32),
     /// DELE n.
     Dele(u32),
-    /// NOOP.
-    Noop,
-    /// RSET: undo the deletions.
-    Rset,
     /// QUIT.
     Quit,
 }
@@ -145,8 +133,6 @@ impl Command {
             Command::Retr(_) => Phase::Retr,
             Command::Top(..) => Phase::Top,
             Command::Dele(_) => Phase::Dele,
-            Command::Noop => Phase::Noop,
-            Command::Rset => Phase::Rset,
             Command::Quit => Phase::Quit,
         }
     }
@@ -182,8 +168,6 @@ impl Command {
             Command::Retr(n) => write!(out, "RETR {n}\r\n"),
             Command::Top(n, lines) => write!(out, "TOP {n} {lines}\r\n"),
             Command::Dele(n) => write!(out, "DELE {n}\r\n"),
-            Command::Noop => write!(out, "NOOP\r\n"),
-            Command::Rset => write!(out, "RSET\r\n"),
             Command::Quit => write!(out, "QUIT\r\n"),
         };
     }
@@ -380,10 +364,10 @@ mod tests {
         let mut c = Pop3Client::new();
         responses(&mut c, b"+OK\r\n");
         c.send(&Command::Retr(9));
-        c.send(&Command::Noop);
+        c.send(&Command::Dele(1));
         let got = responses(&mut c, b"-ERR There's no message 9.\r\n+OK\r\n");
         assert!(!got[0].1.ok && got[0].1.body.is_none());
-        assert_eq!(got[1].0, Phase::Noop);
+        assert_eq!(got[1].0, Phase::Dele);
     }
 
     #[test]
