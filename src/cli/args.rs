@@ -533,11 +533,11 @@ pub struct StoreArgs {
     /// Mailbox users to create [default: 100].
     #[arg(long, value_name = "N")]
     pub users: Option<String>,
-    /// Their addresses (also their login names); {n} is the user's number from 1
-    /// [default: user{n}@store.test].
+    /// Their addresses (also their login names); {num} is the user's number from 1
+    /// [default: user{num}@store.test].
     #[arg(long, value_name = "TEMPLATE")]
     pub user_template: Option<String>,
-    /// Their passwords; {n} is the user's number [default: secret{n}].
+    /// Their passwords; {num} is the user's number [default: secret{num}].
     #[arg(long, value_name = "TEMPLATE")]
     pub password_template: Option<String>,
     /// How mail is kept [default: maildir].
@@ -721,6 +721,8 @@ pub enum Pop3LoginArg {
     User,
     /// AUTH PLAIN.
     Plain,
+    /// APOP (the server's greeting must carry a timestamp; the lab's does).
+    Apop,
 }
 
 #[cfg(test)]

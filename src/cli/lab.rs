@@ -78,15 +78,15 @@ pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, Stri
     let user_template = a
         .user_template
         .clone()
-        .unwrap_or_else(|| "user{n}@store.test".into());
-    if users > 1 && !user_template.contains("{n}") {
+        .unwrap_or_else(|| "user{num}@store.test".into());
+    if users > 1 && !user_template.contains("{num}") {
         return Err(format!(
-            "--user-template {user_template:?} gives every user the same address; put {{n}} in it, e.g. user{{n}}@store.test"
+            "--user-template {user_template:?} gives every user the same address; put {{num}} in it, e.g. user{{num}}@store.test"
         ));
     }
-    if !crate::message::users::valid_address(&user_template.replace("{n}", "1")) {
+    if !crate::message::users::valid_address(&user_template.replace("{num}", "1")) {
         return Err(format!(
-            "--user-template {user_template:?} is not an address; write e.g. user{{n}}@store.test"
+            "--user-template {user_template:?} is not an address; write e.g. user{{num}}@store.test"
         ));
     }
     Ok(StoreOptions {
@@ -95,7 +95,7 @@ pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, Stri
         password_template: a
             .password_template
             .clone()
-            .unwrap_or_else(|| "secret{n}".into()),
+            .unwrap_or_else(|| "secret{num}".into()),
         mail_format: match a.mail_format {
             None | Some(MailFormatArg::Maildir) => MailFormat::Maildir,
             Some(MailFormatArg::Mdbox) => MailFormat::Mdbox,

@@ -260,6 +260,7 @@ fn pop3_plan(
     let login = match a.login {
         Pop3LoginArg::User => Pop3Login::User,
         Pop3LoginArg::Plain => Pop3Login::Plain,
+        Pop3LoginArg::Apop => Pop3Login::Apop,
     };
     let connect_timeout = units::duration(&a.connect_timeout)?;
     let command_timeout = units::duration(&a.timeout)?;

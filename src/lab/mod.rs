@@ -114,9 +114,9 @@ pub struct StoreEndpoints {
 pub struct StoreOptions {
     /// Mailbox users to create.
     pub users: u32,
-    /// Their addresses: `{n}` is the user's number from 1.
+    /// Their addresses: `{num}` is the user's number from 1.
     pub user_template: String,
-    /// Their passwords: `{n}` is the user's number from 1.
+    /// Their passwords: `{num}` is the user's number from 1.
     pub password_template: String,
     /// How mail is kept (`maildir`, `mdbox`).
     pub mail_format: MailFormat,
@@ -143,8 +143,8 @@ impl StoreOptions {
     pub fn user_list(&self) -> Vec<StoreUser> {
         (1..=self.users)
             .map(|n| StoreUser {
-                address: self.user_template.replace("{n}", &n.to_string()),
-                password: self.password_template.replace("{n}", &n.to_string()),
+                address: self.user_template.replace("{num}", &n.to_string()),
+                password: self.password_template.replace("{num}", &n.to_string()),
             })
             .collect()
     }

@@ -17,6 +17,8 @@ pub enum Pop3Login {
     User,
     /// AUTH PLAIN (SASL).
     Plain,
+    /// APOP (a digest of the greeting's timestamp and the password).
+    Apop,
 }
 
 /// A validated `mailbox pop3` run (rabid's job): sessions at a rate or a concurrency, each

@@ -74,6 +74,7 @@ impl Driver for Pop3Driver {
         let login = match p.login {
             Pop3Login::User => Login::UserPass { user, pass },
             Pop3Login::Plain => Login::Plain { user, pass },
+            Pop3Login::Apop => Login::Apop { user, pass },
         };
         let use_tls = p.tls.draw(rng);
         let opts = ConnectOptions {

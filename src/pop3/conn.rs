@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 use tokio::io::AsyncWriteExt;
 
-use super::proto::{Command, Phase, Pop3Client, Pop3Error, Response, capabilities};
+use super::proto::{Command, Phase, Pop3Client, Pop3Error, Response, apop_digest, capabilities};
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
 use crate::transport::link::{self, LinkError};
@@ -33,6 +33,14 @@ pub enum Login {
     },
     /// AUTH PLAIN with an initial response (RFC 5034).
     Plain {
+        /// The user name.
+        user: String,
+        /// The password.
+        pass: String,
+    },
+    /// APOP with a digest of the greeting's timestamp (RFC 1939 §7): the password never
+    /// crosses the wire.
+    Apop {
         /// The user name.
         user: String,
         /// The password.
@@ -138,7 +146,7 @@ impl Pop3Conn {
         {
             Box::pin(c.upgrade(cfg.clone(), target.server_name())).await?;
         }
-        c.required(Phase::Banner).await?;
+        let greeting = c.required(Phase::Banner).await?.text;
         c.capa().await?;
         if starttls && !c.tls_active {
             let Some(cfg) = tls else {
@@ -151,7 +159,7 @@ impl Pop3Conn {
             Box::pin(c.upgrade(cfg, target.server_name())).await?;
             c.capa().await?;
         }
-        c.login(login).await?;
+        c.login(login, &greeting).await?;
         Ok(c)
     }
 
@@ -208,13 +216,24 @@ impl Pop3Conn {
         Ok(())
     }
 
-    async fn login(&mut self, login: &Login) -> Result<(), ConnError> {
+    /// Logs in; `greeting` is the server's first line (APOP's timestamp is in it).
+    async fn login(&mut self, login: &Login, greeting: &str) -> Result<(), ConnError> {
         let cmds = match login {
             Login::UserPass { user, pass } => {
                 vec![Command::User(user.clone()), Command::Pass(pass.clone())]
             }
             Login::Plain { user, pass } => {
                 vec![Command::AuthPlain(crate::sasl::plain_response(user, pass))]
+            }
+            Login::Apop { user, pass } => {
+                let Some(digest) = apop_digest(greeting, pass) else {
+                    return Err(ConnError::Refused {
+                        phase: Phase::Auth,
+                        text: "no APOP: the greeting has no <timestamp>".into(),
+                    });
+                };
+                let user = user.clone();
+                vec![Command::Apop { user, digest }]
             }
         };
         // USER and PASS go one at a time: a server may refuse USER alone.
@@ -237,10 +256,10 @@ impl Pop3Conn {
     }
 
     /// Reads a response that must be `+OK`.
-    async fn required(&mut self, phase: Phase) -> Result<(), ConnError> {
+    async fn required(&mut self, phase: Phase) -> Result<Response, ConnError> {
         let (_, r) = self.response().await?;
         if r.ok {
-            Ok(())
+            Ok(r)
         } else {
             Err(ConnError::Refused {
                 phase,

@@ -63,3 +63,19 @@ fn help_has_examples() {
         "{text}"
     );
 }
+
+/// clap turns a literal `{n}` in help text into a line break; the user placeholder must
+/// survive into `--help` as written.
+#[test]
+fn help_shows_the_user_placeholder() {
+    let out = run(&["mailbox", "pop3", "--help"]);
+    // Help wraps at the terminal's width: compare with the lines joined.
+    let text = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains("[default: user{num}@store.test]") && text.contains("secret{num}"),
+        "expected the {{num}} placeholder in:\n{text}"
+    );
+}

@@ -325,44 +325,57 @@ fn refused_logins_are_counted_with_their_delay() {
     list += "user1@store.test wrong-password\n";
     std::fs::write(&users, list).expect("write users");
     let json = dir.0.join("r.json");
-    // Users 1, 2, 1-with-a-wrong-password, round-robin: 2 of 6 sessions refused.
-    let r = pop3(
-        &[
-            "--target",
-            &store.pop3,
-            "--users-file",
-            &users.to_string_lossy(),
-            "-n",
-            "6",
-            "-c",
-            "1",
-        ],
-        &json,
-        0,
-    );
-    let s = &r["summary"];
-    assert_eq!(
-        (s["completed"].as_u64(), s["errors"].as_u64()),
-        (Some(4), Some(2)),
-        "{s:#}"
-    );
-    let e = &r["errors"][0];
-    assert_eq!(
-        (e["class"].as_str(), e["phase"].as_str()),
-        (Some("rejected"), Some("auth")),
-        "{e:#}"
-    );
-    assert_eq!(e["count"], 2);
-    let total = &r["latency"]["total"];
-    let (p50, max) = (
-        total["p50_us"].as_u64().unwrap_or(0),
-        total["max_us"].as_u64().unwrap_or(0),
-    );
-    assert!(p50 < 1_000_000, "4 of 6 sessions are quick: p50 {p50} µs");
-    assert!(
-        (1_000_000..3_000_000).contains(&max),
-        "a refused session waits Dovecot's 2 s delay: max {max} µs"
-    );
+    // Users 1, 2, 1-with-a-wrong-password, round-robin: 2 of 6 sessions refused, with USER
+    // and PASS and with APOP (whose digest of the wrong password the server must refuse).
+    for login in ["user", "apop"] {
+        let r = pop3(
+            &[
+                "--target",
+                &store.pop3,
+                "--users-file",
+                &users.to_string_lossy(),
+                "-n",
+                "6",
+                "-c",
+                "1",
+                "--login",
+                login,
+            ],
+            &json,
+            0,
+        );
+        let s = &r["summary"];
+        assert_eq!(
+            (s["completed"].as_u64(), s["errors"].as_u64()),
+            (Some(4), Some(2)),
+            "--login {login}: {s:#}"
+        );
+        let e = &r["errors"][0];
+        assert_eq!(
+            (e["class"].as_str(), e["phase"].as_str()),
+            (Some("rejected"), Some("auth")),
+            "--login {login}: {e:#}"
+        );
+        assert_eq!(e["count"], 2, "--login {login}");
+        assert_eq!(
+            count(&r, "auth"),
+            4,
+            "--login {login}: one auth step per login"
+        );
+        let total = &r["latency"]["total"];
+        let (p50, max) = (
+            total["p50_us"].as_u64().unwrap_or(0),
+            total["max_us"].as_u64().unwrap_or(0),
+        );
+        assert!(
+            p50 < 1_000_000,
+            "--login {login}: 4 of 6 sessions are quick: p50 {p50} µs"
+        );
+        assert!(
+            (1_000_000..3_000_000).contains(&max),
+            "--login {login}: a refused session waits Dovecot's 2 s delay: max {max} µs"
+        );
+    }
 }
 
 /// `populate --lmtp` gives every user's folders an equal share (imaplib counts them), and

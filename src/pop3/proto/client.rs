@@ -1,5 +1,5 @@
-//! The client side of a POP3 session (RFC 1939, CAPA and PIPELINING from RFC 2449, STLS
-//! from RFC 2595, AUTH from RFC 5034) as a sans-IO state machine: commands are encoded
+//! The client side of a POP3 session (RFC 1939 with APOP, CAPA and PIPELINING from RFC
+//! 2449, STLS from RFC 2595, AUTH from RFC 5034) as a sans-IO state machine: commands are encoded
 //! into an outbox, responses are matched to them in order. Nothing here touches a socket
 //! or a clock; `pop3::conn` drives it.
 
@@ -99,6 +99,13 @@ pub enum Command {
     Pass(String),
     /// AUTH PLAIN with its initial response (already base64).
     AuthPlain(String),
+    /// APOP name digest (see [`apop_digest`]).
+    Apop {
+        /// The user name.
+        user: String,
+        /// The hex MD5 of the greeting's timestamp and the password.
+        digest: String,
+    },
     /// STAT: message count and size.
     Stat,
     /// LIST: every message's size (multi-line).
@@ -126,7 +133,9 @@ impl Command {
         match self {
             Command::Capa => Phase::Capa,
             Command::Stls => Phase::Stls,
-            Command::User(_) | Command::Pass(_) | Command::AuthPlain(_) => Phase::Auth,
+            Command::User(_) | Command::Pass(_) | Command::AuthPlain(_) | Command::Apop { .. } => {
+                Phase::Auth
+            }
             Command::Stat => Phase::Stat,
             Command::List => Phase::List,
             Command::Uidl => Phase::Uidl,
@@ -162,6 +171,7 @@ impl Command {
             Command::User(u) => write!(out, "USER {u}\r\n"),
             Command::Pass(p) => write!(out, "PASS {p}\r\n"),
             Command::AuthPlain(r) => write!(out, "AUTH PLAIN {r}\r\n"),
+            Command::Apop { user, digest } => write!(out, "APOP {user} {digest}\r\n"),
             Command::Stat => write!(out, "STAT\r\n"),
             Command::List => write!(out, "LIST\r\n"),
             Command::Uidl => write!(out, "UIDL\r\n"),
@@ -284,6 +294,27 @@ pub fn stat_count(r: &Response) -> Option<u32> {
     r.text.split_whitespace().next()?.parse().ok()
 }
 
+/// The APOP digest (RFC 1939 §7): the lower-case hex MD5 of the greeting's timestamp (its
+/// `<...>` part, brackets included) followed by the password; `None` when the greeting has
+/// no timestamp, i.e. the server does not offer APOP.
+pub fn apop_digest(greeting: &str, password: &str) -> Option<String> {
+    use md5::{Digest, Md5};
+    use std::fmt::Write as _;
+    let start = greeting.find('<')?;
+    let end = start + greeting[start..].find('>')?;
+    let mut md5 = Md5::new();
+    md5.update(&greeting.as_bytes()[start..=end]);
+    md5.update(password.as_bytes());
+    Some(
+        md5.finalize()
+            .iter()
+            .fold(String::with_capacity(32), |mut s, b| {
+                let _ = write!(s, "{b:02x}");
+                s
+            }),
+    )
+}
+
 /// The capabilities a `CAPA` response lists, upper-cased first words (`PIPELINING`,
 /// `STLS`, `USER`, `SASL`, ...).
 pub fn capabilities(r: &Response) -> Vec<String> {
@@ -368,6 +399,31 @@ mod tests {
         let got = responses(&mut c, b"-ERR There's no message 9.\r\n+OK\r\n");
         assert!(!got[0].1.ok && got[0].1.body.is_none());
         assert_eq!(got[1].0, Phase::Dele);
+    }
+
+    #[test]
+    fn the_apop_digest_is_rfc_1939s_example() {
+        // RFC 1939 §7: greeting timestamp, secret "tanstaaf", and the digest it gives.
+        let greeting = "POP3 server ready <1896.697170952@dbc.mtview.ca.us>";
+        assert_eq!(
+            apop_digest(greeting, "tanstaaf").as_deref(),
+            Some("c4c9334bac560ecc979e58001b3e22fb")
+        );
+        assert_eq!(apop_digest("Dovecot ready.", "tanstaaf"), None);
+        let mut c = Pop3Client::new();
+        c.send(&Command::Apop {
+            user: "mrose".into(),
+            digest: "c4c9334bac560ecc979e58001b3e22fb".into(),
+        });
+        assert_eq!(
+            &c.take_output()[..],
+            b"APOP mrose c4c9334bac560ecc979e58001b3e22fb\r\n"
+        );
+        assert_eq!(
+            c.awaiting(),
+            Some(Phase::Banner),
+            "the greeting is still awaited"
+        );
     }
 
     #[test]

@@ -4,5 +4,5 @@
 pub mod client;
 pub mod reply;
 
-pub use client::{Command, Phase, Pop3Client, Pop3Error, capabilities, stat_count};
+pub use client::{Command, Phase, Pop3Client, Pop3Error, apop_digest, capabilities, stat_count};
 pub use reply::{Body, Response};
