@@ -544,7 +544,7 @@ pub struct StoreArgs {
     #[arg(long, value_enum)]
     pub mail_format: Option<MailFormatArg>,
     /// Mail on a RAM disk or on disk [default: tmpfs].
-    #[arg(long, value_enum)]
+    #[arg(long, visible_alias = "store", value_enum)]
     pub storage: Option<PlacementArg>,
     /// Override a Dovecot setting (repeatable), e.g. mail_fsync=always.
     #[arg(long, value_name = "KEY=VALUE")]
@@ -560,7 +560,7 @@ pub enum MailFormatArg {
     Mdbox,
 }
 
-/// How mailboxes are filled: over LMTP, with generated messages.
+/// How mailboxes are filled: over LMTP, with generated messages or real ones.
 #[derive(Debug, Clone, Args)]
 pub struct FillArgs {
     /// Folders per user that get an equal share, INBOX included (the others are named
@@ -570,6 +570,10 @@ pub struct FillArgs {
     /// Size of each message filled in, or a range 1k-64k.
     #[arg(long, default_value = "25k", value_name = "SIZE")]
     pub fill_size: String,
+    /// Fill with the *.eml files of this directory (or one file), round-robin, instead of
+    /// generated messages. They keep their own headers; the trace header is added.
+    #[arg(long, value_name = "DIR", conflicts_with = "fill_size")]
+    pub eml: Option<PathBuf>,
     /// LMTP sessions that fill at once.
     #[arg(long, default_value = "8", value_name = "N")]
     pub fill_concurrency: String,

@@ -124,9 +124,9 @@ pub fn fill(a: &FillArgs, per_user: u64) -> Result<Fill, String> {
         senders: None,
         recipients: None,
         rcpts: "1".into(),
-        size: Some(a.fill_size.clone()),
+        size: a.eml.is_none().then(|| a.fill_size.clone()),
         body: None,
-        eml: None,
+        eml: a.eml.clone(),
         attach: None,
     };
     let (message, message_json) =

@@ -17,6 +17,8 @@ struct Store {
     imap: String,
     lmtp: String,
     users_file: String,
+    /// The certificate the lab offers, when started with `--starttls`.
+    cert: Option<String>,
 }
 
 impl Store {
@@ -52,6 +54,9 @@ impl Store {
             imap: after("IMAP on "),
             lmtp: after("LMTP on "),
             users_file: after("(for --users-file) in "),
+            cert: text
+                .contains("STARTTLS certificate ")
+                .then(|| after("STARTTLS certificate ")),
             _proc: proc,
         })
     }
@@ -67,12 +72,13 @@ impl Store {
     }
 }
 
-/// Runs a Python snippet; `HOST`, `PORT` and `USERS` ((address, password) pairs) are set.
-/// Its stdout is JSON.
+/// Runs a Python snippet; `HOST`, `PORT` and `USERS` ((address, password) pairs) are set,
+/// and `imap(user, password)` gives an imaplib session logged in. Its stdout is JSON.
 fn python(addr: &str, users: &[(String, String)], body: &str) -> serde_json::Value {
     let (host, port) = addr.rsplit_once(':').expect("host:port");
     let script = format!(
-        "import json, poplib, imaplib\nHOST = {host:?}\nPORT = {port}\nUSERS = {}\n{body}",
+        "import json, poplib, imaplib\nHOST = {host:?}\nPORT = {port}\nUSERS = {}\n\
+         def imap(u, p):\n    m = imaplib.IMAP4(HOST, PORT)\n    m.login(u, p)\n    return m\n{body}",
         serde_json::to_string(users).expect("users as JSON")
     );
     let out = Command::new("python3")
@@ -110,6 +116,35 @@ fn pop3(args: &[&str], json: &std::path::Path, code: i32) -> serde_json::Value {
     all.extend_from_slice(args);
     run_expect(&all, code);
     results(json)
+}
+
+/// Checks a run that lost sessions to one kind of error: `completed` sessions, and every
+/// failure in one error row of `class` at `phase`; returns that row.
+fn one_error_row<'a>(
+    r: &'a serde_json::Value,
+    completed: u64,
+    failed: u64,
+    class: &str,
+    phase: &str,
+    context: &str,
+) -> &'a serde_json::Value {
+    let s = &r["summary"];
+    assert_eq!(
+        (s["completed"].as_u64(), s["errors"].as_u64()),
+        (Some(completed), Some(failed)),
+        "{context}: sessions completed and failed in {s:#}"
+    );
+    let e = &r["errors"][0];
+    assert_eq!(
+        (
+            e["class"].as_str(),
+            e["phase"].as_str(),
+            e["count"].as_u64()
+        ),
+        (Some(class), Some(phase), Some(failed)),
+        "{context}: the error row {e:#}"
+    );
+    e
 }
 
 fn count(r: &serde_json::Value, step: &str) -> u64 {
@@ -344,19 +379,7 @@ fn refused_logins_are_counted_with_their_delay() {
             &json,
             0,
         );
-        let s = &r["summary"];
-        assert_eq!(
-            (s["completed"].as_u64(), s["errors"].as_u64()),
-            (Some(4), Some(2)),
-            "--login {login}: {s:#}"
-        );
-        let e = &r["errors"][0];
-        assert_eq!(
-            (e["class"].as_str(), e["phase"].as_str()),
-            (Some("rejected"), Some("auth")),
-            "--login {login}: {e:#}"
-        );
-        assert_eq!(e["count"], 2, "--login {login}");
+        one_error_row(&r, 4, 2, "rejected", "auth", &format!("--login {login}"));
         assert_eq!(
             count(&r, "auth"),
             4,
@@ -412,13 +435,55 @@ fn populate_fills_folders_and_a_lab_run_leaves_nothing() {
         &store.users(),
         "out = []
 for u, p in USERS:
-    m = imaplib.IMAP4(HOST, PORT)
-    m.login(u, p)
+    m = imap(u, p)
     out.append([int(m.select(f, readonly=True)[1][0]) for f in ('INBOX', 'f2')])
     m.logout()
 print(json.dumps(out))",
     );
     assert_eq!(counts, serde_json::json!([[2, 2], [2, 2]]));
+
+    // Real messages: two files, 2 per user; they arrive with their own subject and body,
+    // and with the trace header added.
+    let eml = dir.0.join("eml");
+    std::fs::create_dir_all(&eml).expect("eml dir");
+    for name in ["a", "b"] {
+        let text = format!(
+            "From: someone@example.test\r\nTo: x@example.test\r\nSubject: eml-{name}\r\nMessage-ID: <{name}@example.test>\r\n\r\nbody of {name}\r\n"
+        );
+        std::fs::write(eml.join(format!("{name}.eml")), text).expect("write eml");
+    }
+    let e = eml.to_string_lossy().to_string();
+    let mut with_eml = args[..args.len() - 2].to_vec();
+    with_eml[10] = "2";
+    with_eml.extend(["--eml", &e]);
+    run_expect(&with_eml, 0);
+    assert_eq!(results(&json)["summary"]["accepted"], 4);
+    let seen = python(
+        &store.imap,
+        &store.users(),
+        "out = []
+for u, p in USERS:
+    m = imap(u, p)
+    m.select('INBOX', readonly=True)
+    typ, data = m.fetch('1:*', '(BODY.PEEK[])')
+    for part in data:
+        if isinstance(part, tuple) and b'Subject: eml-' in part[1]:
+            msg = part[1]
+            subject = msg.split(b'Subject: ')[1].split(b'\\r\\n')[0].decode()
+            out.append([subject, b'X-Mailbench-Trace: ' in msg, msg.endswith(b'body of ' + subject[-1:].encode() + b'\\r\\n')])
+    m.logout()
+print(json.dumps(sorted(out)))",
+    );
+    assert_eq!(
+        seen,
+        serde_json::json!([
+            ["eml-a", true, true],
+            ["eml-a", true, true],
+            ["eml-b", true, true],
+            ["eml-b", true, true]
+        ]),
+        "each file twice, traced, body intact"
+    );
     drop(store);
 
     // 2 users × 3 messages; 4 sessions each download all 3.
@@ -618,6 +683,78 @@ fn bad_mailbox_input_is_one_line_and_exit_1() {
         );
         assert!(!err.contains("panicked"), "{}", describe(&args, &out));
     }
+}
+
+/// Without `--tls-ca` any certificate is taken (as smtp-source and rabid do); with a CA
+/// that did not sign the server's, every session fails at the handshake, counted as `tls`
+/// with its reason and exit 2; with the lab's own certificate the sessions pass.
+#[test]
+fn a_certificate_the_ca_did_not_sign_fails_at_the_handshake() {
+    let Some(store) = Store::start(&[
+        "--users",
+        "1",
+        "--fill",
+        "1",
+        "--fill-size",
+        "1k",
+        "--starttls",
+    ]) else {
+        return;
+    };
+    let dir = TempDir::new("pop3-tls");
+    let json = dir.0.join("r.json");
+    let base = [
+        "--target",
+        &store.pop3,
+        "--users-file",
+        &store.users_file,
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--tls",
+        "starttls",
+    ];
+    let r = pop3(&base, &json, 0);
+    assert_eq!(r["counters"]["tls_connections"], 3, "{:#}", r["summary"]);
+
+    let other = dir.0.join("other-ca.pem");
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=other",
+        ])
+        .arg("-keyout")
+        .arg(dir.0.join("other-ca.key"))
+        .arg("-out")
+        .arg(&other)
+        .output()
+        .expect("run openssl");
+    assert!(made.status.success(), "openssl: {made:?}");
+    let other = other.to_string_lossy().to_string();
+    let mut wrong = base.to_vec();
+    wrong.extend(["--tls-ca", &other]);
+    let r = pop3(&wrong, &json, 2);
+    let e = one_error_row(&r, 0, 3, "tls", "tls_handshake", "a CA that did not sign");
+    let reason = e["sample"].as_str().unwrap_or("");
+    assert!(
+        reason.to_lowercase().contains("certificate"),
+        "the reason names the certificate: {reason:?}"
+    );
+
+    let cert = store.cert.clone().expect("the lab names its certificate");
+    let mut trusted = base.to_vec();
+    trusted.extend(["--tls-ca", &cert]);
+    let r = pop3(&trusted, &json, 0);
+    assert_eq!(r["summary"]["completed"], 3, "{:#}", r["summary"]);
+    assert_eq!(r["counters"]["tls_connections"], 3);
 }
 
 /// A setting Dovecot refuses and a server that is not there: one line each, exit 1.
