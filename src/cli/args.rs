@@ -549,6 +549,11 @@ pub struct StoreArgs {
     /// Override a Dovecot setting (repeatable), e.g. mail_fsync=always.
     #[arg(long, value_name = "KEY=VALUE")]
     pub doveconf: Vec<String>,
+    /// Have the store count its own logins, deliveries and IMAP commands, with their
+    /// durations, and put them beside mailbench's figures (a server-side cross-check; the
+    /// store's statistics process costs it a little).
+    #[arg(long)]
+    pub server_stats: bool,
 }
 
 /// How a lab store keeps mail.

@@ -103,6 +103,7 @@ pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, Stri
         placement: placement(a.storage.unwrap_or(PlacementArg::Tmpfs)),
         starttls,
         settings: settings("--doveconf", &a.doveconf, "mail_fsync=always")?,
+        server_stats: a.server_stats,
     })
 }
 

@@ -126,6 +126,28 @@ pub struct StoreOptions {
     pub starttls: bool,
     /// The store's own settings, `key=value`, applied after the lab's.
     pub settings: Vec<(String, String)>,
+    /// Have the store keep its own statistics of logins, deliveries and commands, to be
+    /// read back after a run (see [`StoreLab::server_stats`]). Off unless asked: the
+    /// store's statistics process is work it would not otherwise do.
+    pub server_stats: bool,
+}
+
+/// One of the store's own statistics since it started: a server-side cross-check of the
+/// counts and latencies the client measured.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ServerMetric {
+    /// What was counted: `logins`, `logins_ok`, `deliveries`, `imap_<COMMAND>`.
+    pub name: String,
+    /// How many.
+    pub count: u64,
+    /// Mean duration, microseconds.
+    pub mean_us: f64,
+    /// Median duration, microseconds.
+    pub p50_us: u64,
+    /// 95th percentile duration, microseconds.
+    pub p95_us: u64,
+    /// Longest duration, microseconds.
+    pub max_us: u64,
 }
 
 /// How a store keeps mail on disk.
@@ -161,6 +183,9 @@ pub trait StoreLab: LabServer {
     fn users_file(&self) -> PathBuf;
     /// The store's effective limits that bound a capacity result (setting, value).
     fn limits(&self) -> Vec<(String, String)>;
+    /// The store's own statistics since it started, when it was asked to keep them
+    /// ([`StoreOptions::server_stats`]); empty otherwise.
+    fn server_stats(&self) -> Vec<ServerMetric>;
 }
 
 /// The MTAs a lab can run. Adding one is a file implementing [`LabServer`] and a variant.

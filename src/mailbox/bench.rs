@@ -150,8 +150,7 @@ pub async fn pop3(
         let limits: serde_json::Map<String, serde_json::Value> =
             l.limits().into_iter().map(|(k, v)| (k, v.into())).collect();
         r.extra.insert("store_limits".into(), limits.into());
-        let dirs: Vec<String> = l.dirs().iter().map(|d| d.display().to_string()).collect();
-        r.extra.insert("lab_dirs".into(), dirs.into());
+        lab_extras(l.as_ref(), &mut r);
     }
     Ok(r)
 }
@@ -167,9 +166,22 @@ pub async fn populate(
     let (lab, filled) = store(setup, Some(fill), &shutdown).await?;
     let mut r = filled.ok_or_else(|| MailboxError::Failed("nothing was filled".into()))?;
     r.command = "populate".into();
+    lab_extras(lab.as_ref(), &mut r);
+    Ok(r)
+}
+
+/// What every lab run keeps of its store: the directories it made (kept in the results so
+/// that a leftover can be traced) and, when asked for, the store's own statistics.
+fn lab_extras(lab: &dyn StoreLab, r: &mut Results) {
     let dirs: Vec<String> = lab.dirs().iter().map(|d| d.display().to_string()).collect();
     r.extra.insert("lab_dirs".into(), dirs.into());
-    Ok(r)
+    let stats = lab.server_stats();
+    if !stats.is_empty() {
+        r.extra.insert(
+            "store_stats".into(),
+            serde_json::to_value(stats).unwrap_or_default(),
+        );
+    }
 }
 
 fn tcp(addr: std::net::SocketAddr) -> Target {

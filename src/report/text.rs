@@ -160,7 +160,34 @@ pub fn render(r: &Results, steps: Steps, headline: &str) -> String {
 }
 
 /// The tool's own costs, warnings and thresholds: the end of every summary.
+/// The store's own statistics (`--server-stats`), one line: its counts beside the
+/// client's, and its own mean times.
+fn store_stats(out: &mut String, r: &Results) {
+    let Some(serde_json::Value::Array(metrics)) = r.extra.get("store_stats") else {
+        return;
+    };
+    let parts: Vec<String> = metrics
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {} (mean {:.3} ms)",
+                m["name"].as_str().unwrap_or("?"),
+                m["count"].as_u64().unwrap_or(0),
+                m["mean_us"].as_f64().unwrap_or(0.0) / 1000.0
+            )
+        })
+        .collect();
+    if !parts.is_empty() {
+        let _ = writeln!(
+            out,
+            "  store's own count since it started: {}",
+            parts.join("  ")
+        );
+    }
+}
+
 fn render_tail(r: &Results, out: &mut String) {
+    store_stats(out, r);
     let s = &r.self_report;
     let _ = writeln!(
         out,

@@ -505,6 +505,7 @@ print(json.dumps(sorted(out)))",
             "starttls",
             "--login",
             "plain",
+            "--server-stats",
         ],
         &json,
         0,
@@ -521,6 +522,29 @@ print(json.dumps(sorted(out)))",
     );
     assert_eq!(count(&r, "stls"), 4);
     assert_eq!(r["extra"]["populate"]["accepted"], 6);
+    // Dovecot's own count agrees: 6 deliveries (the fill), 4 logins, all good.
+    let own: std::collections::BTreeMap<String, u64> = r["extra"]["store_stats"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|m| {
+                    (
+                        m["name"].as_str().unwrap_or("").to_string(),
+                        m["count"].as_u64().unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        (
+            own.get("deliveries"),
+            own.get("logins"),
+            own.get("logins_ok")
+        ),
+        (Some(&6), Some(&4), Some(&4)),
+        "Dovecot's own counts: {own:?}"
+    );
     assert!(r["extra"]["store_limits"].is_object());
     assert!(
         r["extra"]["sut"]["cpu_user_s"].is_number(),
