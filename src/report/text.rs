@@ -1,6 +1,7 @@
 //! The human summary printed at the end of a run, rendered from the results document only
 //! (so it shows exactly what the file holds).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::stats::summary::Summary;
@@ -160,10 +161,17 @@ pub fn render(r: &Results, steps: Steps, headline: &str) -> String {
 }
 
 /// The tool's own costs, warnings and thresholds: the end of every summary.
-/// The store's own statistics (`--server-stats`), one line: its counts beside the
-/// client's, and its own mean times.
-fn store_stats(out: &mut String, r: &Results) {
-    let Some(serde_json::Value::Array(metrics)) = r.extra.get("store_stats") else {
+/// A lab store's lines: the effective limits that bound what it can carry, and its own
+/// statistics (`--server-stats`) beside the client's counts.
+fn store_lines(out: &mut String, extra: &BTreeMap<String, serde_json::Value>) {
+    if let Some(serde_json::Value::Object(limits)) = extra.get("store_limits") {
+        let parts: Vec<String> = limits
+            .iter()
+            .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("?")))
+            .collect();
+        let _ = writeln!(out, "  store limits {}", parts.join(", "));
+    }
+    let Some(serde_json::Value::Array(metrics)) = extra.get("store_stats") else {
         return;
     };
     let parts: Vec<String> = metrics
@@ -187,7 +195,7 @@ fn store_stats(out: &mut String, r: &Results) {
 }
 
 fn render_tail(r: &Results, out: &mut String) {
-    store_stats(out, r);
+    store_lines(out, &r.extra);
     let s = &r.self_report;
     let _ = writeln!(
         out,
@@ -417,7 +425,7 @@ pub fn render_pop3(r: &Results, steps: Steps, headline: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::sut_table;
+    use super::{store_lines, sut_table};
     use crate::stats::{IntervalPoint, RelayPoint, SutPoint};
 
     #[test]
@@ -451,5 +459,26 @@ mod tests {
         let mut out = String::new();
         sut_table(&mut out, &[IntervalPoint::default()], "MTA");
         assert_eq!(out, "");
+    }
+
+    #[test]
+    fn a_lab_store_shows_its_limits_and_its_own_counts() {
+        let extra = serde_json::json!({
+            "store_limits": {"pop3 mail_max_userip_connections": "100000"},
+            "store_stats": [
+                {"name": "logins", "count": 4, "mean_us": 52.6, "p50_us": 50, "p95_us": 60, "max_us": 61},
+                {"name": "deliveries", "count": 6, "mean_us": 1216.0, "p50_us": 900, "p95_us": 2000, "max_us": 2100}
+            ]
+        });
+        let extra = serde_json::from_value(extra).expect("a map");
+        let mut out = String::new();
+        store_lines(&mut out, &extra);
+        assert_eq!(
+            out,
+            "  store limits pop3 mail_max_userip_connections 100000\n  store's own count since it started: logins 4 (mean 0.053 ms)  deliveries 6 (mean 1.216 ms)\n"
+        );
+        let mut none = String::new();
+        store_lines(&mut none, &Default::default());
+        assert_eq!(none, "", "no lab, no store lines");
     }
 }
