@@ -709,18 +709,21 @@ fn bad_mailbox_input_is_one_line_and_exit_1() {
     }
 }
 
-/// Without `--tls-ca` any certificate is taken (as smtp-source and rabid do); with a CA
-/// that did not sign the server's, every session fails at the handshake, counted as `tls`
-/// with its reason and exit 2; with the lab's own certificate the sessions pass.
+/// Over STLS against a lab with its own certificate. Without `--tls-ca` any certificate
+/// is taken (as smtp-source and rabid do); with a CA that did not sign the server's, every
+/// session fails at the handshake, counted as `tls` with its reason and exit 2; with the
+/// lab's own certificate the sessions pass. On the same lab: TOP downloads the header and
+/// N lines of each message — the octets poplib's top() counts — and `--tls-percent` puts
+/// that share of the sessions through STLS, each counted once.
 #[test]
-fn a_certificate_the_ca_did_not_sign_fails_at_the_handshake() {
+fn stls_trust_top_octets_and_the_tls_share() {
     let Some(store) = Store::start(&[
         "--users",
-        "1",
+        "2",
         "--fill",
-        "1",
+        "3",
         "--fill-size",
-        "1k",
+        "2k",
         "--starttls",
     ]) else {
         return;
@@ -732,14 +735,12 @@ fn a_certificate_the_ca_did_not_sign_fails_at_the_handshake() {
         &store.pop3,
         "--users-file",
         &store.users_file,
-        "-n",
-        "3",
         "-c",
         "1",
-        "--tls",
-        "starttls",
     ];
-    let r = pop3(&base, &json, 0);
+    let mut stls = base.to_vec();
+    stls.extend(["-n", "3", "--tls", "starttls"]);
+    let r = pop3(&stls, &json, 0);
     assert_eq!(r["counters"]["tls_connections"], 3, "{:#}", r["summary"]);
 
     let other = dir.0.join("other-ca.pem");
@@ -763,7 +764,7 @@ fn a_certificate_the_ca_did_not_sign_fails_at_the_handshake() {
         .expect("run openssl");
     assert!(made.status.success(), "openssl: {made:?}");
     let other = other.to_string_lossy().to_string();
-    let mut wrong = base.to_vec();
+    let mut wrong = stls.clone();
     wrong.extend(["--tls-ca", &other]);
     let r = pop3(&wrong, &json, 2);
     let e = one_error_row(&r, 0, 3, "tls", "tls_handshake", "a CA that did not sign");
@@ -774,11 +775,55 @@ fn a_certificate_the_ca_did_not_sign_fails_at_the_handshake() {
     );
 
     let cert = store.cert.clone().expect("the lab names its certificate");
-    let mut trusted = base.to_vec();
+    let mut trusted = stls.clone();
     trusted.extend(["--tls-ca", &cert]);
     let r = pop3(&trusted, &json, 0);
     assert_eq!(r["summary"]["completed"], 3, "{:#}", r["summary"]);
     assert_eq!(r["counters"]["tls_connections"], 3);
+
+    let mut top = base.to_vec();
+    top.extend(["-n", "2", "--top", "2"]);
+    let r = pop3(&top, &json, 0);
+    let want = python(
+        &store.pop3,
+        &store.users(),
+        "total = 0
+for u, p in USERS:
+    c = poplib.POP3(HOST, PORT)
+    c.user(u)
+    c.pass_(p)
+    total += sum(c.top(i, 2)[2] for i in range(1, 4))
+    c.quit()
+print(total)",
+    );
+    let s = &r["summary"];
+    assert_eq!(s["retrieved"], 6, "{s:#}");
+    assert_eq!(s["bytes"], want, "TOP octets as poplib counts them");
+    assert_eq!((count(&r, "top"), count(&r, "retr")), (6, 0));
+
+    let mut share = base.to_vec();
+    share.extend([
+        "-n",
+        "40",
+        "--download",
+        "0",
+        "--tls",
+        "starttls",
+        "--tls-percent",
+        "50",
+    ]);
+    let r = pop3(&share, &json, 0);
+    assert_eq!(r["summary"]["completed"], 40, "{:#}", r["summary"]);
+    let tls = r["counters"]["tls_connections"].as_u64().unwrap_or(0);
+    assert!(
+        (1..40).contains(&tls),
+        "about half the sessions use TLS (one in 10^12 runs has none or all): {tls}"
+    );
+    assert_eq!(
+        (count(&r, "stls"), count(&r, "tls_handshake")),
+        (tls, tls),
+        "one STLS and one handshake per TLS session"
+    );
 }
 
 /// A setting Dovecot refuses and a server that is not there: one line each, exit 1.
