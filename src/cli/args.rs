@@ -497,7 +497,8 @@ pub enum LabCommand {
 /// Flags of `mailbench lab postfix`.
 #[derive(Debug, Args)]
 pub struct PostfixLabArgs {
-    /// Where the lab relays to.
+    /// Where the lab relays to; `lmtp:HOST:PORT` delivers over LMTP instead, e.g. into
+    /// the LMTP port `mailbench lab dovecot` prints.
     #[arg(long, default_value = "127.0.0.1:2525", value_name = "HOST:PORT")]
     pub relay: String,
     /// Offer STARTTLS on the entry smtpd, with a certificate made for the lab (its path is

@@ -41,7 +41,7 @@ fn settings(flag: &str, list: &[String], example: &str) -> Result<Vec<(String, S
         .collect()
 }
 
-/// The lab MTA's options from its flags; it relays to `relay`.
+/// The lab MTA's options from its flags; it relays to `relay` over SMTP.
 pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<LabOptions, String> {
     let settings = settings("--postconf", &shape.postconf, "default_process_limit=100")?;
     if shape.hops == 0 || shape.hops > 8 {
@@ -52,6 +52,7 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
         queue: placement(shape.queue),
         settings,
         relay,
+        relay_lmtp: false,
         starttls,
     })
 }
@@ -117,8 +118,13 @@ pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
 }
 
 async fn postfix(a: PostfixLabArgs) -> Result<u8, (u8, String)> {
-    let relay = parse_tcp(&a.relay, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
-    let opts = options(&a.shape, relay, a.starttls).map_err(|e| (EXIT_USAGE, e))?;
+    let (lmtp, next) = match a.relay.strip_prefix("lmtp:") {
+        Some(addr) => (true, addr),
+        None => (false, a.relay.as_str()),
+    };
+    let relay = parse_tcp(next, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
+    let mut opts = options(&a.shape, relay, a.starttls).map_err(|e| (EXIT_USAGE, e))?;
+    opts.relay_lmtp = lmtp;
     let mta = mta(MtaArg::Postfix);
     mta.check().map_err(|e| (EXIT_USAGE, e))?;
     let shutdown = Shutdown::install_saying(
@@ -132,7 +138,8 @@ async fn postfix(a: PostfixLabArgs) -> Result<u8, (u8, String)> {
     };
     let mut text = describe(lab.as_ref());
     text += &format!(
-        "relaying to {relay}; inject into {}; Ctrl-C stops and removes everything\n",
+        "relaying to {relay}{}; inject into {}; Ctrl-C stops and removes everything\n",
+        if lmtp { " over LMTP" } else { "" },
         lab.entry()
     );
     crate::report::print(&text);

@@ -33,6 +33,9 @@ pub struct LabOptions {
     pub settings: Vec<(String, String)>,
     /// Where the last instance relays to.
     pub relay: SocketAddr,
+    /// The last instance delivers to `relay` over LMTP instead of SMTP: into a mail store
+    /// lab's LMTP port (MTA → store, as a real mail system is built).
+    pub relay_lmtp: bool,
     /// Offer STARTTLS on the entry, with a certificate made for the lab. Off unless asked:
     /// a server that loads TLS in every process costs the run (Postfix's first greetings
     /// doubled, 1.6 s to 3 s for 64 sessions).

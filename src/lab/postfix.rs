@@ -103,6 +103,7 @@ impl Lab {
             ));
         }
         let d = dir.display();
+        let last_hop = hop + 1 == opts.hops.max(1);
         // Why each setting: its own queue, data directory and log in the lab directory
         // (nothing shared with the system's Postfix); mail for every domain relayed from
         // loopback to the next hop, with DNS off (the relayhost is an address); no local
@@ -150,6 +151,14 @@ maillog_file_prefixes = {d}
             // relay (the sink) on ::1.
             protocols = if relay.is_ipv4() { "ipv4" } else { "all" }
         );
+        if opts.relay_lmtp && last_hop {
+            // Into a store: the relayhost's address, over Postfix's LMTP client.
+            main_cf.push_str(&format!(
+                "default_transport = lmtp:[{}]:{}\n",
+                relay.ip(),
+                relay.port()
+            ));
+        }
         if opts.starttls && hop == 0 {
             host::write_tls_files(&dir, &inst.name)?;
             main_cf.push_str(&format!(

@@ -572,6 +572,67 @@ print(json.dumps(sorted(out)))",
     assert_eq!(r["summary"]["retrieved"], 4);
 }
 
+/// `lab postfix --relay lmtp:ADDR` delivers into the store lab over LMTP, as a real mail
+/// system is built: what Python's smtplib hands Postfix is in the mailboxes imaplib reads.
+#[test]
+fn a_postfix_lab_delivers_into_the_store_over_lmtp() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let Some(store) = Store::start(&["--users", "2"]) else {
+        return;
+    };
+    let relay = format!("lmtp:{}", store.lmtp);
+    let mut mta = Terminated(
+        mailbench()
+            .args(["lab", "postfix", "--relay", &relay])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start mailbench lab postfix"),
+    );
+    let stdout = mta.0.stdout.take().expect("stdout");
+    let entry = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.starts_with("relaying to").then(|| {
+                assert!(l.contains("over LMTP"), "{l}");
+                l.split("inject into ")
+                    .nth(1)
+                    .and_then(|r| r.split(';').next())
+                    .map(str::to_string)
+            })
+        })
+        .flatten()
+        .expect("the lab names its entry");
+    let counts = python(
+        &store.imap,
+        &store.users(),
+        &format!(
+            "import smtplib, time
+host, port = {entry:?}.rsplit(':', 1)
+s = smtplib.SMTP(host, int(port))
+for (u, _), n in zip(USERS, (3, 2)):
+    for i in range(n):
+        s.sendmail('from@example.test', [u], f'Subject: {{i}}\\r\\n\\r\\nto {{u}}\\r\\n')
+s.quit()
+deadline = time.time() + 30
+while True:
+    out = []
+    for u, p in USERS:
+        m = imap(u, p)
+        out.append(int(m.select('INBOX', readonly=True)[1][0]))
+        m.logout()
+    if out == [3, 2] or time.time() > deadline:
+        break
+    time.sleep(0.2)
+print(json.dumps(out))"
+        ),
+    );
+    assert_eq!(counts, serde_json::json!([3, 2]), "messages in each INBOX");
+    assert_eq!(mta.stop(), Some(0), "the MTA lab stops cleanly");
+}
+
 /// SIGTERM in the middle of a timed run still writes the results and removes the lab.
 #[test]
 fn sigterm_writes_the_results_and_removes_the_lab() {

@@ -23,6 +23,7 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
             queue: QueueKind::Disk,
             settings: Vec::new(),
             relay: ([127, 0, 0, 1], sink.port).into(),
+            relay_lmtp: false,
             starttls: false,
         })
         .expect("lab Postfix starts (CI runs as root)");
