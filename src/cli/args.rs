@@ -691,6 +691,13 @@ pub struct Pop3Args {
     /// QUIT).
     #[arg(long, default_value = "0", value_name = "PERCENT")]
     pub delete: String,
+    /// At most this many downloads per session, whatever the share (rabid's -c).
+    #[arg(long, value_name = "N")]
+    pub max_download: Option<String>,
+    /// Log in as a user drawn at random for each session, as rabid does, instead of the
+    /// next one in turn.
+    #[arg(long)]
+    pub random_users: bool,
     /// Download with TOP and this many body lines instead of RETR.
     #[arg(long, value_name = "LINES")]
     pub top: Option<u32>,

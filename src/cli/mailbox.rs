@@ -257,6 +257,15 @@ fn pop3_plan(
     };
     let download = share("--download", &a.download)?;
     let delete = share("--delete", &a.delete)?;
+    let max_download = match &a.max_download {
+        Some(v) => match units::count(v).map_err(|e| format!("--max-download: {e}"))? {
+            0 => {
+                return Err("--max-download must be at least 1 (use --download 0 for none)".into());
+            }
+            n => Some(u32::try_from(n).unwrap_or(u32::MAX)),
+        },
+        None => None,
+    };
     let login = match a.login {
         Pop3LoginArg::User => Pop3Login::User,
         Pop3LoginArg::Plain => Pop3Login::Plain,
@@ -276,6 +285,8 @@ fn pop3_plan(
         "download": download,
         "delete": delete,
         "top": a.top,
+        "max_download": max_download,
+        "random_users": a.random_users,
         "list": a.list,
         "uidl": a.uidl,
         "login": login,
@@ -316,6 +327,8 @@ fn pop3_plan(
         list: a.list,
         uidl: a.uidl,
         top_lines: a.top,
+        max_download,
+        random_users: a.random_users,
         config_json,
     };
     Ok((plan, setup, fill, outputs))

@@ -29,8 +29,11 @@ pub struct Pop3Plan {
     pub load: LoadPlan,
     /// The POP3 server; filled in from the lab when there is one.
     pub target: Option<Target>,
-    /// The mailbox users, used round-robin per session; filled in from the lab too.
+    /// The mailbox users, one per session in turn (or drawn at random); filled in from
+    /// the lab too.
     pub users: Arc<Vec<StoreUser>>,
+    /// Draw each session's user at random instead of in turn.
+    pub random_users: bool,
     /// How to log in.
     pub login: Pop3Login,
     /// TLS (STLS or POP3S) on a share of the sessions.
@@ -51,6 +54,8 @@ pub struct Pop3Plan {
     pub uidl: bool,
     /// Download with TOP and this many body lines instead of RETR.
     pub top_lines: Option<u32>,
+    /// At most this many downloads per session (rabid's `-c`).
+    pub max_download: Option<u32>,
     /// The configuration as recorded in the results file.
     pub config_json: serde_json::Value,
 }

@@ -69,7 +69,11 @@ impl Driver for Pop3Driver {
 
     async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Pop3Conn, ConnError> {
         let p = &self.plan;
-        let user = &p.users[(n % p.users.len() as u64) as usize];
+        let i = match p.random_users {
+            true => rng.usize(..p.users.len()),
+            false => (n % p.users.len() as u64) as usize,
+        };
+        let user = &p.users[i];
         let (user, pass) = (user.address.clone(), user.password.clone());
         let login = match p.login {
             Pop3Login::User => Login::UserPass { user, pass },
@@ -138,12 +142,11 @@ impl Driver for Pop3Driver {
             .into_iter()
             .filter_map(|(asked, c)| asked.then_some(c))
             .collect();
-        cmds.extend(
-            (1..=share_of(count, p.download)).map(|i| match p.top_lines {
-                Some(lines) => Command::Top(i, lines),
-                None => Command::Retr(i),
-            }),
-        );
+        let downloads = share_of(count, p.download).min(p.max_download.unwrap_or(u32::MAX));
+        cmds.extend((1..=downloads).map(|i| match p.top_lines {
+            Some(lines) => Command::Top(i, lines),
+            None => Command::Retr(i),
+        }));
         cmds.extend((1..=share_of(count, p.delete)).map(Command::Dele));
         cmds.push(Command::Quit);
         let mut marked = 0;

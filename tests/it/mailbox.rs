@@ -685,10 +685,23 @@ fn bad_mailbox_input_is_one_line_and_exit_1() {
     let good = dir.0.join("good.txt");
     std::fs::write(&good, "u1@x.test secret\n").expect("write");
     let gp = good.to_string_lossy().to_string();
+    // A server that is not there, with users that are fine: only the flag is wrong.
+    let remote = [
+        "mailbox",
+        "pop3",
+        "--target",
+        "127.0.0.1:1",
+        "--users-file",
+        gp.as_str(),
+    ];
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["mailbox", "pop3", "--lab", "dovecot", "--users", "0"],
             "--users",
+        ),
+        (
+            [&remote[..], &["--max-download", "0"]].concat(),
+            "--max-download",
         ),
         (
             vec![
@@ -714,32 +727,8 @@ fn bad_mailbox_input_is_one_line_and_exit_1() {
             ],
             "no password",
         ),
-        (
-            vec![
-                "mailbox",
-                "pop3",
-                "--target",
-                "127.0.0.1:1",
-                "--users-file",
-                &gp,
-                "--fill",
-                "3",
-            ],
-            "--fill",
-        ),
-        (
-            vec![
-                "mailbox",
-                "pop3",
-                "--target",
-                "127.0.0.1:1",
-                "--users-file",
-                &gp,
-                "--users",
-                "3",
-            ],
-            "--lab dovecot",
-        ),
+        ([&remote[..], &["--fill", "3"]].concat(), "--fill"),
+        ([&remote[..], &["--users", "3"]].concat(), "--lab dovecot"),
         (
             vec!["mailbox", "pop3", "--lab", "dovecot", "--per-conn", "2"],
             "--per-conn",
@@ -774,8 +763,9 @@ fn bad_mailbox_input_is_one_line_and_exit_1() {
 /// is taken (as smtp-source and rabid do); with a CA that did not sign the server's, every
 /// session fails at the handshake, counted as `tls` with its reason and exit 2; with the
 /// lab's own certificate the sessions pass. On the same lab: TOP downloads the header and
-/// N lines of each message — the octets poplib's top() counts — and `--tls-percent` puts
-/// that share of the sessions through STLS, each counted once.
+/// N lines of each message — the octets poplib's top() counts —, `--max-download` caps a
+/// session's downloads, and `--tls-percent` puts that share of the sessions through STLS,
+/// each counted once.
 #[test]
 fn stls_trust_top_octets_and_the_tls_share() {
     let Some(store) = Store::start(&[
@@ -861,6 +851,19 @@ print(total)",
     assert_eq!(s["retrieved"], 6, "{s:#}");
     assert_eq!(s["bytes"], want, "TOP octets as poplib counts them");
     assert_eq!((count(&r, "top"), count(&r, "retr")), (6, 0));
+
+    // rabid's habits: at most 2 downloads per session, users drawn at random (every
+    // mailbox holds 3, so the count is exact whoever is drawn).
+    let mut capped = base.to_vec();
+    capped.extend(["-n", "4", "--max-download", "2", "--random-users"]);
+    let r = pop3(&capped, &json, 0);
+    assert_eq!(
+        (r["summary"]["retrieved"].as_u64(), count(&r, "retr")),
+        (Some(8), 8),
+        "{:#}",
+        r["summary"]
+    );
+    assert_eq!(r["config"]["random_users"], true);
 
     let mut share = base.to_vec();
     share.extend([
