@@ -122,10 +122,9 @@ pub enum Command {
     Quit,
 }
 
-/// How many octets of a multi-line body are kept: a listing whole (bounded), a message's
-/// header part only (enough for the trace header).
-const KEEP_LISTING: usize = 1 << 20;
-const KEEP_MESSAGE: usize = 2048;
+/// How many octets of CAPA's listing are kept (the capabilities are read from it). Other
+/// bodies are counted, not kept: nothing reads them, and a message is the hot path.
+const KEEP_CAPA: usize = 64 << 10;
 
 impl Command {
     /// The phase its response is timed and classified under.
@@ -156,8 +155,7 @@ impl Command {
 
     fn keep(&self) -> usize {
         match self {
-            Command::Capa | Command::List | Command::Uidl => KEEP_LISTING,
-            Command::Retr(_) | Command::Top(..) => KEEP_MESSAGE,
+            Command::Capa => KEEP_CAPA,
             _ => 0,
         }
     }

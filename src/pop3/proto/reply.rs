@@ -1,7 +1,7 @@
 //! POP3 responses (RFC 1939) and their incremental decoder: a status line (`+OK`, `-ERR`,
 //! or a SASL continuation `+ `), and after `+OK` to a multi-line command the lines up to
-//! the terminating `.` line, dot-unstuffed. Message bodies are counted, not kept: only a
-//! bounded prefix (a listing, or a message's header) is.
+//! the terminating `.` line, dot-unstuffed. Bodies are counted, not kept: only a prefix
+//! as long as the caller asks for (CAPA's listing) is.
 
 /// Longest status line accepted (RFC 1939 §3 allows 512 octets; some servers say more).
 pub const MAX_STATUS_LINE: usize = 4096;
