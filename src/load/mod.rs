@@ -20,7 +20,9 @@ use crate::error::ErrorClass;
 use crate::run::live::{LiveExtra, Units};
 use crate::run::{Finished, Progress, Runner};
 use crate::shutdown::Shutdown;
-use crate::stats::{Metric, Recorder, Shards};
+use crate::stats::results::{Results, RunParts};
+use crate::stats::summary::Summary;
+use crate::stats::{Metric, Recorder, Shards, Steps};
 use schedule::{Pacing, Schedule};
 
 /// The shape of the load: how many units, how fast, over how many connections.
@@ -137,6 +139,36 @@ pub struct Loaded {
     pub warnings: Vec<String>,
     /// Ctrl-C or SIGTERM cut the run short.
     pub interrupted: bool,
+}
+
+impl Loaded {
+    /// The results document of a finished load run. `summary` derives the protocol's
+    /// headline numbers from the totals, the intended count, the run's length and its
+    /// active span; `steps` names the protocol's latency rows.
+    pub fn into_results(
+        self,
+        command: &'static str,
+        config: serde_json::Value,
+        steps: Steps,
+        summary: impl FnOnce(&Recorder, u64, f64, f64) -> Summary,
+    ) -> Results {
+        let f = self.finished;
+        let summary = summary(&f.total, self.intended, f.duration_s, self.active_s);
+        let mut r = Results::assemble(RunParts {
+            command,
+            run_id: self.run_id,
+            started_us: f.started_us,
+            duration_s: f.duration_s,
+            config,
+            summary,
+            steps,
+            self_report: f.self_report(self.warnings),
+            total: f.total,
+            series: f.series,
+        });
+        r.interrupted = self.interrupted;
+        r
+    }
 }
 
 /// What all workers of a run share.

@@ -15,7 +15,7 @@ use crate::load;
 use crate::pop3::steps::STEPS;
 use crate::shutdown::Shutdown;
 use crate::stats::Metric;
-use crate::stats::results::{Results, RunParts};
+use crate::stats::results::Results;
 use crate::stats::summary::{Pop3Summary, Summary, Vocabulary};
 
 use plan::Pop3Plan;
@@ -61,20 +61,12 @@ pub async fn run_pop3(mut plan: Pop3Plan, shutdown: Shutdown) -> Result<Results,
     config["users"] = plan.users.len().into();
     let plan = Arc::new(plan);
     let loaded = load::run(plan.load.clone(), Pop3Driver::new(plan.clone()), shutdown).await?;
-    let f = &loaded.finished;
-    let summary = Pop3Summary::derive(&f.total, loaded.intended, f.duration_s, loaded.active_s);
-    let mut r = Results::assemble(RunParts {
-        command: "pop3",
-        run_id: loaded.run_id,
-        started_us: f.started_us,
-        duration_s: f.duration_s,
+    Ok(loaded.into_results(
+        "pop3",
         config,
-        summary: Summary::Pop3(summary),
-        steps: STEPS,
-        self_report: f.self_report(loaded.warnings),
-        total: loaded.finished.total,
-        series: loaded.finished.series,
-    });
-    r.interrupted = loaded.interrupted;
-    Ok(r)
+        STEPS,
+        |total, intended, duration_s, active_s| {
+            Summary::Pop3(Pop3Summary::derive(total, intended, duration_s, active_s))
+        },
+    ))
 }

@@ -12,7 +12,7 @@ use crate::load::{self, Loaded};
 use crate::shutdown::Shutdown;
 use crate::smtp::steps::STEPS;
 use crate::stats::Metric;
-use crate::stats::results::{Results, RunParts};
+use crate::stats::results::Results;
 use crate::stats::summary::Vocabulary;
 use crate::stats::summary::{SendSummary, Summary};
 
@@ -66,20 +66,12 @@ pub async fn run(mut plan: SendPlan, shutdown: Shutdown) -> Result<Results, Stri
 
 /// The results document of a finished send.
 fn results(l: Loaded, config: serde_json::Value) -> Results {
-    let f = &l.finished;
-    let summary = SendSummary::derive(&f.total, l.intended, f.duration_s, l.active_s);
-    let mut r = Results::assemble(RunParts {
-        command: "send",
-        run_id: l.run_id,
-        started_us: f.started_us,
-        duration_s: f.duration_s,
+    l.into_results(
+        "send",
         config,
-        summary: Summary::Send(summary),
-        steps: STEPS,
-        self_report: f.self_report(l.warnings),
-        total: l.finished.total,
-        series: l.finished.series,
-    });
-    r.interrupted = l.interrupted;
-    r
+        STEPS,
+        |total, intended, duration_s, active_s| {
+            Summary::Send(SendSummary::derive(total, intended, duration_s, active_s))
+        },
+    )
 }

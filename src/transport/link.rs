@@ -112,20 +112,30 @@ pub async fn open<P: LinkPhase>(
         })
 }
 
-/// Runs a write (and flush) within `limit`; its failure is charged to `phase`.
-pub async fn write<P: LinkPhase>(
-    write: impl Future<Output = io::Result<()>>,
+/// Runs an IO future within `limit`; its failure (or the limit passing) is charged to
+/// `phase`.
+async fn timed<T, P: LinkPhase>(
+    io: impl Future<Output = io::Result<T>>,
     limit: Duration,
     phase: P,
-) -> Result<(), LinkError<P>> {
-    match timeout(limit, write).await {
-        Ok(Ok(())) => Ok(()),
+) -> Result<T, LinkError<P>> {
+    match timeout(limit, io).await {
+        Ok(Ok(v)) => Ok(v),
         Ok(Err(source)) => Err(LinkError::Io { phase, source }),
         Err(_) => Err(LinkError::Timeout {
             phase,
             after: limit,
         }),
     }
+}
+
+/// Runs a write (and flush) within `limit`; its failure is charged to `phase`.
+pub async fn write<P: LinkPhase>(
+    write: impl Future<Output = io::Result<()>>,
+    limit: Duration,
+    phase: P,
+) -> Result<(), LinkError<P>> {
+    timed(write, limit, phase).await
 }
 
 /// Reads what is there (at least one byte) into `buf` within `limit`; the server closing
@@ -136,20 +146,15 @@ pub async fn read<P: LinkPhase>(
     limit: Duration,
     phase: P,
 ) -> Result<(), LinkError<P>> {
-    match timeout(limit, stream.read_buf(buf)).await {
-        Ok(Ok(0)) => Err(LinkError::Io {
+    match timed(stream.read_buf(buf), limit, phase).await? {
+        0 => Err(LinkError::Io {
             phase,
             source: io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "the server closed the connection",
             ),
         }),
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(source)) => Err(LinkError::Io { phase, source }),
-        Err(_) => Err(LinkError::Timeout {
-            phase,
-            after: limit,
-        }),
+        _ => Ok(()),
     }
 }
 
