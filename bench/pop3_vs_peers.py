@@ -194,10 +194,17 @@ def table(title, rows, unit, per):
         lines.append(f"{tool:<16} {m['rate']:>13.1f} {m['cpu']:>18.3f} {m['store']:>17.3f}")
     lines.append("")
     a = med.get("mailbench")
+    mine = [r for r in rows if r["tool"] == "mailbench" and r.get(per, 0) > 0]
     for tool, b in med.items():
         if a and tool != "mailbench":
             lines.append(f"mailbench vs {tool}: rate {a['rate'] / b['rate']:.2f}x, client CPU "
                          f"{a['cpu'] / b['cpu']:.2f}x, Dovecot CPU {a['store'] / b['store']:.2f}x")
+            # The store sets the rate and drifts over a run: compare within each round too.
+            theirs = [r for r in rows if r["tool"] == tool and r.get(per, 0) > 0]
+            paired = [(m[unit] / m["wall_s"]) / (t[unit] / t["wall_s"]) for m, t in zip(mine, theirs)]
+            if len(paired) > 1:
+                lines.append(f"  rate per round: {', '.join(f'{x:.2f}x' for x in paired)}; "
+                             f"median {statistics.median(paired):.2f}x")
     return lines
 
 
