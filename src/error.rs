@@ -24,6 +24,8 @@ pub enum ErrorClass {
     Disconnect,
     /// The peer broke the protocol (malformed or unexpected reply).
     Protocol,
+    /// A response contradicted what the server said before (an IMAP state check).
+    State,
 }
 
 impl ErrorClass {
@@ -49,6 +51,7 @@ impl ErrorClass {
             ErrorClass::Closing421 => "closing_421",
             ErrorClass::Disconnect => "disconnect",
             ErrorClass::Protocol => "protocol",
+            ErrorClass::State => "state",
         }
     }
 }

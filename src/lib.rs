@@ -33,6 +33,7 @@
 
 pub mod cli;
 pub mod error;
+pub mod imap;
 pub mod lab;
 pub mod limits;
 pub mod load;

@@ -595,6 +595,10 @@ pub enum MailboxCommand {
     /// messages, and quit.
     #[command(after_help = POP3_EXAMPLES)]
     Pop3(Box<Pop3Args>),
+    /// IMAP users (imaptest's job): sessions that log in, select a mailbox and run a mix
+    /// of commands, each one timed and its responses state-checked.
+    #[command(after_help = IMAP_EXAMPLES)]
+    Imap(Box<ImapArgs>),
 }
 
 const POPULATE_EXAMPLES: &str = "\
@@ -616,6 +620,26 @@ Examples:
 
 -n counts sessions. Summary keys: sessions, completed, refused, errors, retrieved,
 deleted, sessions_per_sec, retrieved_per_sec, p50_ms, p99_ms (of whole sessions).
+Lab runs need root and Dovecot (scripts/install-deps.sh).";
+
+const IMAP_EXAMPLES: &str = "\
+Examples:
+  mailbench mailbox imap --lab dovecot
+      100 users with 10 messages of 25 KiB each; 10,000 commands of the default mix over
+      10 sessions, every response state-checked
+  mailbench mailbox imap --lab dovecot --users 100 --fill 30 -c 50 -z 60s --per-conn 20
+      imaptest's set-up: 50 clients, 100 users with 30 messages, a new login every 20
+      commands
+  mailbench mailbox imap --lab dovecot --mix fetch_body=1 --rate 500/s -z 30s
+  mailbench mailbox imap --target 10.0.0.5:143 --users-file users.txt --tls starttls
+
+-n counts commands; --per-conn is commands per session (0: one session per connection
+for the whole run). Mix commands: select, list, status, fetch (UID FLAGS RFC822.SIZE
+ENVELOPE BODYSTRUCTURE of up to --fetch-range messages), fetch_body (a whole message),
+search (UID SEARCH ALL), store (set or clear a flag), delete (+FLAGS \\Deleted), expunge,
+copy (into the same mailbox), append, noop, idle (into IDLE and out), capability.
+Summary keys: commands, completed, refused, errors, sessions, fetched, appended,
+expunged, violations, commands_per_sec, p50_ms, p99_ms.
 Lab runs need root and Dovecot (scripts/install-deps.sh).";
 
 /// Which store a mailbox workload runs against: a lab, or a server and its users.
@@ -729,6 +753,85 @@ pub struct Pop3Args {
     /// Outputs and thresholds.
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// Flags of `mailbench mailbox imap`.
+#[derive(Debug, Args)]
+pub struct ImapArgs {
+    /// The store.
+    #[command(flatten)]
+    pub server: MailboxServerArgs,
+    /// The IMAP server (when not using --lab): host[:port] (default port 143, or 993 with
+    /// --tls implicit).
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        required_unless_present = "lab",
+        requires = "users_file",
+        conflicts_with = "lab"
+    )]
+    pub target: Option<String>,
+    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
+    #[arg(long, value_name = "N")]
+    pub fill: Option<String>,
+    /// --lab: how the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+    /// How many commands, how fast (-n counts commands; default 10000), and commands per
+    /// session (--per-conn).
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// The commands and their relative weights, name=weight,... [default: imaptest-like,
+    /// see below].
+    #[arg(long, value_name = "MIX")]
+    pub mix: Option<String>,
+    /// The mailbox each session selects.
+    #[arg(long, default_value = "INBOX", value_name = "NAME")]
+    pub mailbox: String,
+    /// Most messages one `fetch` asks for.
+    #[arg(long, default_value = "10", value_name = "N")]
+    pub fetch_range: String,
+    /// Size of each appended message.
+    #[arg(long, default_value = "10k", value_name = "SIZE")]
+    pub append_size: String,
+    /// Do not check responses against the session's model and other sessions.
+    #[arg(long)]
+    pub no_state_check: bool,
+    /// Wait for the server's continuation before an APPEND's message even when it offers
+    /// LITERAL+.
+    #[arg(long)]
+    pub no_literal_plus: bool,
+    /// Log in as a user drawn at random for each session instead of the next in turn.
+    #[arg(long)]
+    pub random_users: bool,
+    /// How sessions log in.
+    #[arg(long, value_enum, default_value = "login")]
+    pub login: ImapLoginArg,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each response.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// Observe this process tree as the system under test (repeatable; the lab's own is
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// How IMAP sessions log in.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ImapLoginArg {
+    /// LOGIN.
+    Login,
+    /// AUTHENTICATE PLAIN (with SASL-IR).
+    Plain,
 }
 
 /// How POP3 sessions log in.

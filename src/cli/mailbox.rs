@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::args::{
-    FillArgs, MailboxCommand, MailboxServerArgs, MessageArgs, Pop3Args, Pop3LoginArg, PopulateArgs,
-    ShapeArgs, StoreArg,
+    FillArgs, ImapArgs, ImapLoginArg, MailboxCommand, MailboxServerArgs, MessageArgs, Pop3Args,
+    Pop3LoginArg, PopulateArgs, ShapeArgs, StoreArg, TlsArgs,
 };
 use super::finish::deliver;
 use super::lab::{store_flags_given, store_options};
@@ -15,13 +15,13 @@ use super::output;
 use super::send::{Defaults, load_plan, message_plan, tls_plan};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::lab::{Store, StoreUser};
-use crate::mailbox::bench::{Fill, MailboxError, StoreSetup};
-use crate::mailbox::plan::{Pop3Login, Pop3Plan};
+use crate::mailbox::bench::{Fill, MailboxError, StoreSetup, Workload};
+use crate::mailbox::plan::{DEFAULT_MIX, ImapLogin, ImapPlan, Mix, Pop3Login, Pop3Plan};
 use crate::pop3::steps::STEPS;
 use crate::send::SendPlan;
 use crate::send::plan::{Auth, ClientPlan};
 use crate::shutdown::Shutdown;
-use crate::transport::target::parse_target;
+use crate::transport::target::{Target, parse_target};
 use crate::transport::tls::{TlsMode, TlsPlan};
 use crate::units;
 
@@ -46,6 +46,7 @@ pub async fn mailbox(c: MailboxCommand) -> Result<u8, (u8, String)> {
     match c {
         MailboxCommand::Populate(a) => populate(*a).await,
         MailboxCommand::Pop3(a) => pop3(*a).await,
+        MailboxCommand::Imap(a) => imap(*a).await,
     }
 }
 
@@ -205,6 +206,110 @@ async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
     })
 }
 
+/// Where a mailbox workload runs, as every workload's flags say it: a lab store (filled
+/// first) or a server of one's own with its users, and TLS.
+struct Where {
+    setup: Option<StoreSetup>,
+    target: Option<Target>,
+    users: Vec<StoreUser>,
+    fill: Option<Fill>,
+    tls: TlsPlan,
+}
+
+impl Where {
+    /// `ports` are the protocol's plain and implicit-TLS defaults.
+    fn plan(
+        server: &MailboxServerArgs,
+        target: &Option<String>,
+        fill_arg: &Option<String>,
+        filling: &FillArgs,
+        tls: &TlsArgs,
+        ports: (u16, u16),
+    ) -> Result<Where, String> {
+        let tls = tls_plan(tls)?;
+        // The lab offers STARTTLS and implicit TLS together when asked for TLS.
+        let setup = store_setup(server, tls.mode != TlsMode::None)?;
+        let (target, users) = match (target, &server.users_file) {
+            (Some(t), Some(f)) => {
+                let port = if tls.mode == TlsMode::Implicit {
+                    ports.1
+                } else {
+                    ports.0
+                };
+                (Some(parse_target(t, port)?), users_file(f)?)
+            }
+            _ => (None, Vec::new()),
+        };
+        let fill = match (fill_arg, setup.is_some()) {
+            (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
+                0 => None,
+                n => Some(fill(filling, n)?),
+            },
+            (None, true) => Some(fill(filling, 10)?),
+            (Some(_), false) => {
+                return Err("--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`".into());
+            }
+            (None, false) => None,
+        };
+        Ok(Where {
+            setup,
+            target,
+            users,
+            fill,
+            tls,
+        })
+    }
+
+    /// Adds the store, its fill and TLS to a results file's configuration.
+    fn describe(&self, config: &mut serde_json::Value, server: &MailboxServerArgs) {
+        config["lab"] = server.lab.map(|_| "dovecot").into();
+        config["tls"] = serde_json::to_value(self.tls.mode).unwrap_or_default();
+        config["tls_percent"] = self.tls.percent.into();
+        config["store"] = self
+            .setup
+            .as_ref()
+            .map(|s| {
+                serde_json::json!({
+                    "users": s.options.users,
+                    "mail_format": s.options.mail_format,
+                    "storage": s.options.placement,
+                    "doveconf": server.store.doveconf,
+                })
+            })
+            .into();
+        config["fill"] = self
+            .fill
+            .as_ref()
+            .map(|f| {
+                serde_json::json!({
+                    "per_user": f.per_user,
+                    "folders": f.folders,
+                    "size": f.send.config_json["size"],
+                })
+            })
+            .into();
+    }
+}
+
+/// A mailbox client's connect and response limits.
+struct Timeouts {
+    connect: std::time::Duration,
+    command: std::time::Duration,
+}
+
+impl Timeouts {
+    fn plan(connect: &str, command: &str) -> Result<Timeouts, String> {
+        let t = Timeouts {
+            connect: units::duration(connect)?,
+            command: units::duration(command)?,
+        };
+        if t.connect.is_zero() || t.command.is_zero() {
+            return Err("--connect-timeout and --timeout must be above zero".into());
+        }
+        Ok(t)
+    }
+}
+
 /// Validates `mailbox pop3`'s flags.
 fn pop3_plan(
     a: &Pop3Args,
@@ -225,31 +330,15 @@ fn pop3_plan(
         );
     }
     let (load, load_json) = load_plan(&a.shape, &POP3_DEFAULTS, progress)?;
-    let tls = tls_plan(&a.tls)?;
-    // The lab offers STLS and POP3S together when asked for TLS.
-    let setup = store_setup(&a.server, tls.mode != TlsMode::None)?;
-    let (target, users) = match (&a.target, &a.server.users_file) {
-        (Some(t), Some(f)) => {
-            let port = if tls.mode == TlsMode::Implicit {
-                995
-            } else {
-                110
-            };
-            (Some(parse_target(t, port)?), users_file(f)?)
-        }
-        _ => (None, Vec::new()),
-    };
-    let fill = match (&a.fill, setup.is_some()) {
-        (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
-            0 => None,
-            n => Some(fill(&a.filling, n)?),
-        },
-        (None, true) => Some(fill(&a.filling, 10)?),
-        (Some(_), false) => {
-            return Err("--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`".into());
-        }
-        (None, false) => None,
-    };
+    let w = Where::plan(
+        &a.server,
+        &a.target,
+        &a.fill,
+        &a.filling,
+        &a.tls,
+        (110, 995),
+    )?;
+    let timeouts = Timeouts::plan(&a.connect_timeout, &a.timeout)?;
     let share = |flag: &str, v: &str| {
         units::percent(v)
             .map(|p| p / 100.0)
@@ -271,11 +360,6 @@ fn pop3_plan(
         Pop3LoginArg::Plain => Pop3Login::Plain,
         Pop3LoginArg::Apop => Pop3Login::Apop,
     };
-    let connect_timeout = units::duration(&a.connect_timeout)?;
-    let command_timeout = units::duration(&a.timeout)?;
-    if connect_timeout.is_zero() || command_timeout.is_zero() {
-        return Err("--connect-timeout and --timeout must be above zero".into());
-    }
     let mut config_json = serde_json::json!({
         "protocol": "pop3",
         "target": a.target,
@@ -291,20 +375,8 @@ fn pop3_plan(
         "uidl": a.uidl,
         "login": login,
         "pipelining": !a.no_pipelining,
-        "tls": tls.mode,
-        "tls_percent": tls.percent,
-        "store": setup.as_ref().map(|s| serde_json::json!({
-            "users": s.options.users,
-            "mail_format": s.options.mail_format,
-            "storage": s.options.placement,
-            "doveconf": a.server.store.doveconf,
-        })),
-        "fill": fill.as_ref().map(|f| serde_json::json!({
-            "per_user": f.per_user,
-            "folders": f.folders,
-            "size": f.send.config_json["size"],
-        })),
     });
+    w.describe(&mut config_json, &a.server);
     if let (Some(all), serde_json::Value::Object(mut m)) = (config_json.as_object_mut(), load_json)
     {
         m.remove("per_conn");
@@ -315,12 +387,12 @@ fn pop3_plan(
     }
     let plan = Pop3Plan {
         load,
-        target,
-        users: Arc::new(users),
+        target: w.target,
+        users: Arc::new(w.users),
         login,
-        tls,
-        connect_timeout,
-        command_timeout,
+        tls: w.tls,
+        connect_timeout: timeouts.connect,
+        command_timeout: timeouts.command,
         download,
         delete,
         pipelining: !a.no_pipelining,
@@ -331,13 +403,14 @@ fn pop3_plan(
         random_users: a.random_users,
         config_json,
     };
-    Ok((plan, setup, fill, outputs))
+    Ok((plan, w.setup, w.fill, outputs))
 }
 
 async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
     let (plan, setup, fill, outputs) = pop3_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
     let shutdown = Shutdown::install();
-    let results = crate::mailbox::bench::pop3(plan, setup, fill, a.sut_pid.clone(), shutdown)
+    let work = Workload::Pop3(plan);
+    let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
         .await
         .map_err(exit)?;
     deliver(results, &outputs, |r| {
@@ -348,5 +421,114 @@ async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
             r.duration_s
         );
         crate::report::text::render_pop3(r, STEPS, &headline)
+    })
+}
+
+/// `mailbox imap`'s defaults: 10,000 commands over 10 sessions (imaptest's clients=10).
+pub const IMAP_DEFAULTS: Defaults = Defaults {
+    concurrency: "10",
+    size: "10k",
+    messages: 10_000,
+    thresholds: crate::mailbox::IMAP_THRESHOLDS,
+};
+
+/// Validates `mailbox imap`'s flags.
+fn imap_plan(
+    a: &ImapArgs,
+) -> Result<
+    (
+        ImapPlan,
+        Option<StoreSetup>,
+        Option<Fill>,
+        output::OutputPlan,
+    ),
+    String,
+> {
+    let (outputs, progress) = output::plan(&a.out, None, &IMAP_DEFAULTS.thresholds)?;
+    let (load, load_json) = load_plan(&a.shape, &IMAP_DEFAULTS, progress)?;
+    let w = Where::plan(
+        &a.server,
+        &a.target,
+        &a.fill,
+        &a.filling,
+        &a.tls,
+        (143, 993),
+    )?;
+    let timeouts = Timeouts::plan(&a.connect_timeout, &a.timeout)?;
+    let mix_spec = a.mix.as_deref().unwrap_or(DEFAULT_MIX);
+    let mix = Mix::parse(mix_spec)?;
+    let fetch_range =
+        match units::count(&a.fetch_range).map_err(|e| format!("--fetch-range: {e}"))? {
+            0 => return Err("--fetch-range must be at least 1".into()),
+            n => u32::try_from(n).unwrap_or(u32::MAX),
+        };
+    let append_size = units::size(&a.append_size).map_err(|e| format!("--append-size: {e}"))?;
+    if append_size > 64 << 20 {
+        return Err("--append-size must be at most 64m".into());
+    }
+    if a.mailbox.is_empty() || a.mailbox.contains(['\r', '\n']) {
+        return Err("--mailbox must be a mailbox name on one line".into());
+    }
+    let login = match a.login {
+        ImapLoginArg::Login => ImapLogin::Login,
+        ImapLoginArg::Plain => ImapLogin::Plain,
+    };
+    let mut config_json = serde_json::json!({
+        "protocol": "imap",
+        "target": a.target,
+        "interval_s": progress.interval.as_secs_f64(),
+        "thresholds": a.out.threshold,
+        "mix": mix_spec,
+        "mailbox": a.mailbox,
+        "fetch_range": fetch_range,
+        "append_size": append_size,
+        "check_state": !a.no_state_check,
+        "literal_plus": !a.no_literal_plus,
+        "random_users": a.random_users,
+        "login": login,
+    });
+    w.describe(&mut config_json, &a.server);
+    if let (Some(all), serde_json::Value::Object(mut m)) = (config_json.as_object_mut(), load_json)
+    {
+        if let Some(n) = m.remove("messages") {
+            m.insert("commands".into(), n);
+        }
+        all.extend(m);
+    }
+    let plan = ImapPlan {
+        load,
+        target: w.target,
+        users: Arc::new(w.users),
+        random_users: a.random_users,
+        login,
+        tls: w.tls,
+        connect_timeout: timeouts.connect,
+        command_timeout: timeouts.command,
+        mix,
+        mailbox: a.mailbox.clone(),
+        fetch_range,
+        append_size,
+        check_state: !a.no_state_check,
+        literal_plus: !a.no_literal_plus,
+        config_json,
+    };
+    Ok((plan, w.setup, w.fill, outputs))
+}
+
+async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
+    let (plan, setup, fill, outputs) = imap_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    let shutdown = Shutdown::install();
+    let work = Workload::Imap(plan);
+    let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
+        .await
+        .map_err(exit)?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox imap: {} commands against {} in {:.2} s",
+            r.counters.sent,
+            r.config["target"].as_str().unwrap_or("the lab's Dovecot"),
+            r.duration_s
+        );
+        crate::report::text::render_imap(r, crate::imap::steps::STEPS, &headline)
     })
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::plan::Pop3Plan;
+use super::plan::{ImapPlan, Pop3Plan};
 use super::populate::aim;
 use crate::lab::{LabError, Store, StoreLab, StoreOptions};
 use crate::run::live::say;
@@ -96,9 +96,56 @@ fn complete(filled: &Results) -> Result<(), MailboxError> {
     )))
 }
 
-/// Runs `mailbox pop3`.
-pub async fn pop3(
-    mut plan: Pop3Plan,
+/// A mailbox workload, planned.
+pub enum Workload {
+    /// `mailbox pop3`.
+    Pop3(Pop3Plan),
+    /// `mailbox imap`.
+    Imap(ImapPlan),
+}
+
+impl Workload {
+    fn progress(&self) -> crate::run::Progress {
+        match self {
+            Workload::Pop3(p) => p.load.progress,
+            Workload::Imap(p) => p.load.progress,
+        }
+    }
+
+    /// Aims the workload at a lab store: its POP3 or IMAP port (the implicit-TLS one with
+    /// `--tls implicit`) and its users.
+    fn aim(&mut self, lab: &dyn StoreLab) {
+        let e = lab.endpoints();
+        let users = Arc::new(lab.users().to_vec());
+        let implicit = |tls: &crate::transport::tls::TlsPlan| {
+            tls.mode == crate::transport::tls::TlsMode::Implicit
+        };
+        match self {
+            Workload::Pop3(p) => {
+                let port = e.pop3s.filter(|_| implicit(&p.tls)).unwrap_or(e.pop3);
+                p.target = Some(tcp(port));
+                p.users = users;
+            }
+            Workload::Imap(p) => {
+                let port = e.imaps.filter(|_| implicit(&p.tls)).unwrap_or(e.imap);
+                p.target = Some(tcp(port));
+                p.users = users;
+            }
+        }
+    }
+
+    async fn run(self, shutdown: Shutdown) -> Result<Results, String> {
+        match self {
+            Workload::Pop3(p) => super::run_pop3(p, shutdown).await,
+            Workload::Imap(p) => super::run_imap(p, shutdown).await,
+        }
+    }
+}
+
+/// Runs a mailbox workload (`mailbox pop3`, `mailbox imap`) against a lab store when
+/// asked, filled first, with the store's processes (or `sut_pids`) watched.
+pub async fn workload(
+    mut work: Workload,
     store: Option<StoreSetup>,
     fill: Option<Fill>,
     sut_pids: Vec<u32>,
@@ -109,13 +156,7 @@ pub async fn pop3(
         Some(s) => {
             let (lab, filled) = self::store(s, fill, &shutdown).await?;
             filled.as_ref().map(complete).transpose()?;
-            let e = lab.endpoints();
-            let implicit = plan.tls.mode == crate::transport::tls::TlsMode::Implicit;
-            plan.target = Some(tcp(match (implicit, e.pop3s) {
-                (true, Some(pop3s)) => pop3s,
-                _ => e.pop3,
-            }));
-            plan.users = Arc::new(lab.users().to_vec());
+            work.aim(lab.as_ref());
             (Some(lab), filled)
         }
         None => (None, None),
@@ -129,10 +170,10 @@ pub async fn pop3(
             pids
         }),
         None,
-        plan.load.progress.interval,
+        work.progress().interval,
         start,
     );
-    let result = super::run_pop3(plan, shutdown).await;
+    let result = work.run(shutdown).await;
     let observed = sampler.finish().await;
     let mut r = result.map_err(MailboxError::Usage)?;
     observed.fill(&mut r.series);

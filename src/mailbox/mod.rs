@@ -5,6 +5,7 @@
 //! command line validated.
 
 pub mod bench;
+pub mod imap;
 pub mod plan;
 pub mod pop3;
 pub mod populate;
@@ -16,9 +17,10 @@ use crate::pop3::steps::STEPS;
 use crate::shutdown::Shutdown;
 use crate::stats::Metric;
 use crate::stats::results::Results;
-use crate::stats::summary::{Pop3Summary, Summary, Vocabulary};
+use crate::stats::summary::{ImapSummary, Pop3Summary, Summary, Vocabulary};
 
-use plan::Pop3Plan;
+use imap::ImapDriver;
+use plan::{ImapPlan, Pop3Plan};
 use pop3::Pop3Driver;
 
 /// The numeric keys of `mailbox pop3`'s summary, and its metrics: what `--threshold` may
@@ -67,6 +69,58 @@ pub async fn run_pop3(mut plan: Pop3Plan, shutdown: Shutdown) -> Result<Results,
         STEPS,
         |total, intended, duration_s, active_s| {
             Summary::Pop3(Pop3Summary::derive(total, intended, duration_s, active_s))
+        },
+    ))
+}
+
+/// The numeric keys of `mailbox imap`'s summary, and its metrics: what `--threshold` may
+/// name.
+pub const IMAP_THRESHOLDS: Vocabulary = Vocabulary {
+    keys: &[&[
+        "intended",
+        "commands",
+        "unstarted",
+        "completed",
+        "refused",
+        "errors",
+        "aborted",
+        "sessions",
+        "fetched",
+        "appended",
+        "expunged",
+        "bytes",
+        "violations",
+        "commands_per_sec",
+        "duration_s",
+        "active_s",
+        "p50_ms",
+        "p99_ms",
+        "lag_p99_ms",
+    ]],
+    steps: crate::imap::steps::STEPS,
+    metrics: |m| m != Metric::E2e,
+};
+
+/// Runs an IMAP workload to completion (or until stopped) against the plan's server and
+/// users. The error is the one line that says the server never accepted a connection.
+pub async fn run_imap(mut plan: ImapPlan, shutdown: Shutdown) -> Result<Results, String> {
+    if plan.users.is_empty() {
+        return Err("no mailbox users to log in as".into());
+    }
+    plan.load.units = crate::run::live::COMMANDS;
+    let run_id = *plan.load.run_id.get_or_insert_with(crate::run::new_run_id);
+    let mut config = plan.config_json.clone();
+    config["target"] = plan.target.as_ref().map(|t| t.to_string()).into();
+    config["users"] = plan.users.len().into();
+    let plan = Arc::new(plan);
+    let driver = ImapDriver::new(plan.clone(), run_id);
+    let loaded = load::run(plan.load.clone(), driver, shutdown).await?;
+    Ok(loaded.into_results(
+        "imap",
+        config,
+        crate::imap::steps::STEPS,
+        |total, intended, duration_s, active_s| {
+            Summary::Imap(ImapSummary::derive(total, intended, duration_s, active_s))
         },
     ))
 }

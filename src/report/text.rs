@@ -423,6 +423,69 @@ pub fn render_pop3(r: &Results, steps: Steps, headline: &str) -> String {
     out
 }
 
+/// Renders the summary of an IMAP run; `steps` name its latency rows.
+pub fn render_imap(r: &Results, steps: Steps, headline: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{headline}");
+    let _ = writeln!(out);
+    let Summary::Imap(s) = &r.summary else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "  commands   {}  completed {}  refused (NO/BAD) {}  errors {}  aborted {}",
+        s.commands, s.completed, s.refused, s.errors, s.aborted
+    );
+    if s.unstarted > 0 {
+        let _ = writeln!(
+            out,
+            "  schedule   intended {}  never started {}  (the server or -c connections could not keep up)",
+            s.intended, s.unstarted
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  messages   fetched {}  appended {}  expunged {}  {:.2} MB downloaded",
+        s.fetched,
+        s.appended,
+        s.expunged,
+        s.bytes as f64 / 1e6
+    );
+    let kinds: Vec<String> = r
+        .counters
+        .mailbox
+        .violations
+        .0
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let checked = r.config["check_state"].as_bool().unwrap_or(true);
+    let _ = match (checked, kinds.is_empty()) {
+        (false, _) => writeln!(out, "  state      not checked (--no-state-check)"),
+        (true, true) => writeln!(out, "  state      0 violations"),
+        (true, false) => writeln!(
+            out,
+            "  state      {} VIOLATIONS: {}",
+            s.violations,
+            kinds.join(", ")
+        ),
+    };
+    let _ = writeln!(out, "  rate       {:.1} commands/s", s.commands_per_sec);
+    let c = &r.counters;
+    let _ = writeln!(
+        out,
+        "  sessions   {} (TLS {}), failed to connect {}",
+        c.connections, c.tls_connections, c.connect_failures
+    );
+    let _ = writeln!(out);
+    latency_table(&mut out, r, steps);
+    let _ = writeln!(out);
+    error_table(&mut out, r);
+    sut_cost(&mut out, r, "store");
+    render_tail(r, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{store_lines, sut_table};

@@ -61,6 +61,14 @@ pub const SESSIONS: Units = Units {
     refused: "refused",
 };
 
+/// Commands (IMAP).
+pub const COMMANDS: Units = Units {
+    rate: "cmd/s",
+    started: "started",
+    done: "completed",
+    refused: "refused",
+};
+
 /// Where progress goes.
 pub enum Live {
     /// Nothing (`--quiet`).

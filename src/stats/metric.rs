@@ -3,7 +3,7 @@
 //! [`Metric::Step`]; the rest are the same for every protocol.
 
 /// Most steps a protocol may have.
-pub const MAX_STEPS: usize = 16;
+pub const MAX_STEPS: usize = 24;
 
 /// A latency-like quantity recorded in microseconds into its own HDR histogram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -65,15 +65,53 @@ pub struct RcptCounters {
     pub delivered: u64,
 }
 
-/// A mailbox workload's counts (`retrieved`, `deleted`).
+/// A mailbox workload's counts (`retrieved`, `deleted`, and IMAP's `appended` and
+/// state violations).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct MailboxCounters {
-    /// Messages downloaded (POP3 RETR or TOP).
+    /// Messages downloaded (POP3 RETR or TOP, IMAP whole bodies).
     #[serde(default)]
     pub retrieved: u64,
-    /// Messages deleted.
+    /// Messages deleted (POP3: committed at QUIT; IMAP: expunged).
     #[serde(default)]
     pub deleted: u64,
+    /// Messages appended (IMAP APPEND).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub appended: u64,
+    /// IMAP state violations, by kind.
+    #[serde(default, skip_serializing_if = "ViolationCounts::is_empty")]
+    pub violations: ViolationCounts,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// State violations by kind (see `imap::state::Violation`): a correct server shows none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ViolationCounts(pub std::collections::BTreeMap<String, u64>);
+
+impl ViolationCounts {
+    /// Counts one violation.
+    pub fn add(&mut self, v: crate::imap::state::Violation) {
+        *self.0.entry(v.name().to_string()).or_default() += 1;
+    }
+
+    /// All violations.
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    /// True when none were counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn merge(&mut self, o: &ViolationCounts) {
+        for (k, n) in &o.0 {
+            *self.0.entry(k.clone()).or_default() += n;
+        }
+    }
 }
 
 impl MailboxCounters {
@@ -96,6 +134,8 @@ impl Counters {
         self.rcpts.delivered += o.rcpts.delivered;
         self.mailbox.retrieved += o.mailbox.retrieved;
         self.mailbox.deleted += o.mailbox.deleted;
+        self.mailbox.appended += o.mailbox.appended;
+        self.mailbox.violations.merge(&o.mailbox.violations);
         self.bytes += o.bytes;
         self.bytes_out += o.bytes_out;
         self.connections += o.connections;

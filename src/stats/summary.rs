@@ -310,6 +310,81 @@ impl Pop3Summary {
     }
 }
 
+/// `mailbox imap`'s summary: commands as the units of work, what they did, and what the
+/// state checks found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImapSummary {
+    /// Open loop: commands the schedule wanted started; closed loop: `commands`.
+    pub intended: u64,
+    /// Commands started (after login and SELECT).
+    pub commands: u64,
+    /// Due and never started.
+    pub unstarted: u64,
+    /// Commands completed with OK.
+    pub completed: u64,
+    /// Commands answered NO or BAD.
+    pub refused: u64,
+    /// Commands lost to a connection failure, a refused login or a timeout.
+    pub errors: u64,
+    /// Commands cut off by the end of the run or a stop.
+    pub aborted: u64,
+    /// Sessions opened (logins).
+    pub sessions: u64,
+    /// Whole messages downloaded.
+    pub fetched: u64,
+    /// Messages appended.
+    pub appended: u64,
+    /// Messages expunged.
+    pub expunged: u64,
+    /// Octets of message content downloaded.
+    pub bytes: u64,
+    /// State violations, all kinds (by kind in the counters).
+    pub violations: u64,
+    /// Commands per second over `active_s`.
+    pub commands_per_sec: f64,
+    /// The whole run, seconds.
+    pub duration_s: f64,
+    /// From the start to the end of the last command.
+    pub active_s: f64,
+    /// Command latency (from its intended start), median, ms.
+    pub p50_ms: f64,
+    /// Command latency, 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Schedule lag, 99th percentile, ms (open loop).
+    pub lag_p99_ms: f64,
+}
+
+impl ImapSummary {
+    /// From everything recorded, what the schedule intended, and the run's times.
+    pub fn derive(total: &Recorder, intended: u64, duration_s: f64, active_s: f64) -> Self {
+        let c = &total.counters;
+        let tot = total.hist(Metric::Total);
+        let span = active_s.max(1e-9);
+        let intended = intended.max(c.sent);
+        ImapSummary {
+            intended,
+            commands: c.sent,
+            unstarted: intended - c.sent,
+            completed: c.accepted,
+            refused: c.rejected,
+            errors: c.errors,
+            aborted: c.aborted,
+            sessions: c.connections,
+            fetched: c.mailbox.retrieved,
+            appended: c.mailbox.appended,
+            expunged: c.mailbox.deleted,
+            bytes: c.bytes,
+            violations: c.mailbox.violations.total(),
+            commands_per_sec: c.sent.saturating_sub(c.aborted) as f64 / span,
+            duration_s,
+            active_s,
+            p50_ms: ms(tot, 0.5),
+            p99_ms: ms(tot, 0.99),
+            lag_p99_ms: ms(total.hist(Metric::Lag), 0.99),
+        }
+    }
+}
+
 /// One command's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -322,6 +397,8 @@ pub enum Summary {
     Relay(RelaySummary),
     /// `mailbox pop3`.
     Pop3(Pop3Summary),
+    /// `mailbox imap`.
+    Imap(ImapSummary),
 }
 
 impl Summary {
@@ -341,6 +418,7 @@ impl Summary {
             "sink" => serde_json::from_value(v).map(Summary::Sink).map_err(bad),
             "relay" => serde_json::from_value(v).map(Summary::Relay).map_err(bad),
             "pop3" => serde_json::from_value(v).map(Summary::Pop3).map_err(bad),
+            "imap" => serde_json::from_value(v).map(Summary::Imap).map_err(bad),
             "populate" => serde_json::from_value(v).map(Summary::Send).map_err(bad),
             other => Err(format!("it was written by an unknown command {other:?}")),
         }

@@ -1,0 +1,414 @@
+//! The only place where the IMAP client touches sockets: `ImapConn` drives a sans-IO
+//! [`ImapClient`] over TCP, a unix socket or TLS, applies timeouts, and times every
+//! command from its write to its tagged completion.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BytesMut};
+use tokio::io::AsyncWriteExt;
+
+use super::proto::{
+    Code, Command, Completion, Cond, Data, Event, ImapClient, ImapError, Phase, listed,
+};
+use crate::error::ErrorClass;
+use crate::transport::connect::ConnectOptions;
+use crate::transport::link::{self, LinkError};
+use crate::transport::stream::Stream;
+use crate::transport::target::Target;
+
+/// Read buffer growth step: message bodies stream through it.
+const READ_CHUNK: usize = 16384;
+
+/// How to log in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Login {
+    /// LOGIN user password.
+    Login {
+        /// The user name.
+        user: String,
+        /// The password.
+        pass: String,
+    },
+    /// AUTHENTICATE PLAIN with an initial response (RFC 4959).
+    Plain {
+        /// The user name.
+        user: String,
+        /// The password.
+        pass: String,
+    },
+}
+
+/// A failure that ends an IMAP connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    /// The link failed: connect, timeout, lost connection, TLS.
+    #[error(transparent)]
+    Link(#[from] LinkError<Phase>),
+    /// The server refused a step without which the session cannot go on (greeting,
+    /// STARTTLS, login, the first SELECT), or is not an IMAP4rev1 server.
+    #[error("{phase} refused: {text}")]
+    Refused {
+        /// Where.
+        phase: Phase,
+        /// What the server said.
+        text: String,
+    },
+    /// The server broke the protocol.
+    #[error("{phase}: {source}")]
+    Protocol {
+        /// Where.
+        phase: Phase,
+        /// How.
+        source: ImapError,
+    },
+}
+
+/// Where the link charges connecting and the TLS handshake.
+impl link::LinkPhase for Phase {
+    const CONNECT: Phase = Phase::Connect;
+    const TLS_HANDSHAKE: Phase = Phase::TlsHandshake;
+}
+
+impl ConnError {
+    /// The statistics class of this failure.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ConnError::Link(e) => e.class(),
+            ConnError::Refused { .. } => ErrorClass::Rejected,
+            ConnError::Protocol { .. } => ErrorClass::Protocol,
+        }
+    }
+
+    /// The phase where it happened.
+    pub fn phase(&self) -> Phase {
+        match self {
+            ConnError::Link(e) => e.phase(),
+            ConnError::Refused { phase, .. } | ConnError::Protocol { phase, .. } => *phase,
+        }
+    }
+}
+
+/// A completed command and the untagged data that came with it.
+#[derive(Debug)]
+pub struct Reply {
+    /// The tagged completion.
+    pub done: Completion,
+    /// Untagged data received since the previous completion.
+    pub data: Vec<Data>,
+}
+
+impl Reply {
+    /// The completion's text as the server said it (`NO text`).
+    pub fn said(&self) -> String {
+        let cond = match self.done.cond {
+            Cond::Ok => "OK",
+            Cond::No => "NO",
+            _ => "BAD",
+        };
+        format!("{cond} {}", self.done.text)
+    }
+}
+
+/// One IMAP connection with its session.
+pub struct ImapConn {
+    stream: Stream,
+    rbuf: BytesMut,
+    client: ImapClient,
+    command_timeout: Duration,
+    /// Per-phase latencies of the commands completed since the caller last cleared it.
+    pub timings: Vec<(Phase, Duration)>,
+    /// Octets written to the network since the caller last took them.
+    pub bytes_out: u64,
+    /// The server's capabilities (after login, when it said them again).
+    pub caps: Vec<String>,
+    tls_active: bool,
+    /// LOGOUT was sent.
+    ended: bool,
+}
+
+impl ImapConn {
+    /// Opens a connection and runs the set-up: greeting, capabilities, STARTTLS when
+    /// `starttls` (implicit TLS when the options say so), login. The time of each step is
+    /// left in `timings`.
+    pub async fn open(
+        target: &Target,
+        opts: &ConnectOptions,
+        starttls: bool,
+        login: &Login,
+    ) -> Result<ImapConn, ConnError> {
+        let started = Instant::now();
+        let stream = link::open(target, opts).await?;
+        let connected = Instant::now();
+        let mut c = ImapConn {
+            stream,
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            client: ImapClient::new(),
+            command_timeout: opts.command_timeout,
+            timings: Vec::with_capacity(8),
+            bytes_out: 0,
+            caps: Vec::new(),
+            tls_active: false,
+            ended: false,
+        };
+        c.timings.push((Phase::Connect, connected - started));
+        let tls = opts.tls.clone();
+        if opts.implicit_tls
+            && let Some(cfg) = &tls
+        {
+            Box::pin(c.upgrade(cfg.clone(), target.server_name())).await?;
+        }
+        c.greeting(connected).await?;
+        if starttls && !c.tls_active {
+            let Some(cfg) = tls else {
+                let why = io::Error::other("STARTTLS without a TLS configuration");
+                return Err(LinkError::Tls(why).into());
+            };
+            c.required(&Command::Starttls).await?;
+            Box::pin(c.upgrade(cfg, target.server_name())).await?;
+            c.capabilities().await?;
+        }
+        c.login(login).await?;
+        Ok(c)
+    }
+
+    /// True when TLS is active.
+    pub fn tls_active(&self) -> bool {
+        self.tls_active
+    }
+
+    /// True when the server offers `cap`.
+    pub fn offers(&self, cap: &str) -> bool {
+        listed(&self.caps, cap)
+    }
+
+    /// Sends `cmd` and reads until its completion, timing it under its phase. A NO or BAD
+    /// is a reply, not an error.
+    pub async fn run(&mut self, cmd: &Command) -> Result<Reply, ConnError> {
+        let phase = cmd.phase();
+        self.ended |= *cmd == Command::Logout;
+        self.client.send(cmd);
+        let start = Instant::now();
+        self.flush(phase).await?;
+        let mut data = Vec::new();
+        loop {
+            match self.event(phase).await? {
+                Event::Data(d) => data.push(d),
+                Event::Continue => self.flush(phase).await?,
+                Event::Done(done) => {
+                    self.timings.push((phase, start.elapsed()));
+                    return Ok(Reply { done, data });
+                }
+            }
+        }
+    }
+
+    /// IDLE until `wake` resolves (or the server ends it), then DONE: returns what the
+    /// server pushed. The time to the server's continuation is the `idle` step.
+    pub async fn idle(
+        &mut self,
+        wake: impl std::future::Future<Output = ()>,
+    ) -> Result<Vec<Data>, ConnError> {
+        let phase = Phase::Idle;
+        self.client.send(&Command::Idle);
+        let start = Instant::now();
+        self.flush(phase).await?;
+        let mut data = Vec::new();
+        loop {
+            match self.event(phase).await? {
+                Event::Data(d) => data.push(d),
+                Event::Continue => break,
+                Event::Done(d) => {
+                    return Err(ConnError::Refused {
+                        phase,
+                        text: d.text,
+                    });
+                }
+            }
+        }
+        self.timings.push((phase, start.elapsed()));
+        tokio::pin!(wake);
+        loop {
+            let read = async {
+                self.rbuf.reserve(READ_CHUNK);
+                // An idle connection waits as long as it must: no command is timed.
+                tokio::io::AsyncReadExt::read_buf(&mut self.stream, &mut self.rbuf).await
+            };
+            tokio::select! {
+                _ = &mut wake => break,
+                n = read => match n {
+                    Ok(0) => {
+                        let source = io::Error::new(io::ErrorKind::UnexpectedEof, "closed by the server");
+                        return Err(LinkError::Io { phase, source }.into());
+                    }
+                    Err(source) => return Err(LinkError::Io { phase, source }.into()),
+                    Ok(_) => while let Some(e) = self.parse_one(phase)? {
+                        if let Event::Data(d) = e {
+                            data.push(d);
+                        }
+                    },
+                }
+            }
+        }
+        self.client.done();
+        self.flush(phase).await?;
+        loop {
+            match self.event(phase).await? {
+                Event::Data(d) => data.push(d),
+                Event::Done(_) => return Ok(data),
+                Event::Continue => {}
+            }
+        }
+    }
+
+    /// Says LOGOUT and returns how long it took, or `None` when it failed or was said.
+    pub async fn logout(mut self) -> Option<Duration> {
+        if self.ended {
+            return None;
+        }
+        self.timings.clear();
+        let r = self.run(&Command::Logout).await.ok()?;
+        (r.done.cond == Cond::Ok)
+            .then(|| self.timings.iter().find(|(p, _)| *p == Phase::Logout))
+            .flatten()
+            .map(|(_, d)| *d)
+    }
+
+    async fn greeting(&mut self, connected: Instant) -> Result<(), ConnError> {
+        let greeting = loop {
+            match self.event(Phase::Banner).await? {
+                Event::Data(Data::Status { cond, code, text }) => break (cond, code, text),
+                Event::Data(_) => continue,
+                _ => {
+                    return Err(ConnError::Protocol {
+                        phase: Phase::Banner,
+                        source: ImapError::UnknownTag,
+                    });
+                }
+            }
+        };
+        self.timings.push((Phase::Banner, connected.elapsed()));
+        match greeting {
+            (Cond::Ok | Cond::Preauth, Some(Code::Capability(caps)), _) => {
+                self.caps = caps;
+                self.require_imap4()
+            }
+            (Cond::Ok | Cond::Preauth, _, _) => self.capabilities().await,
+            (_, _, text) => Err(ConnError::Refused {
+                phase: Phase::Banner,
+                text,
+            }),
+        }
+    }
+
+    /// CAPABILITY: what the server offers.
+    async fn capabilities(&mut self) -> Result<(), ConnError> {
+        let r = self.required(&Command::Capability).await?;
+        for d in r.data {
+            if let Data::Capability(caps) = d {
+                self.caps = caps;
+            }
+        }
+        self.require_imap4()
+    }
+
+    fn require_imap4(&self) -> Result<(), ConnError> {
+        if self.offers("IMAP4rev1") || self.offers("IMAP4rev2") {
+            return Ok(());
+        }
+        Err(ConnError::Refused {
+            phase: Phase::Capability,
+            text: format!(
+                "not an IMAP4rev1 server (it offers: {})",
+                self.caps.join(" ")
+            ),
+        })
+    }
+
+    async fn login(&mut self, login: &Login) -> Result<(), ConnError> {
+        let cmd = match login {
+            Login::Login { user, pass } => Command::Login {
+                user: user.clone(),
+                pass: pass.clone(),
+            },
+            Login::Plain { user, pass } => {
+                Command::AuthPlain(crate::sasl::plain_response(user, pass))
+            }
+        };
+        let r = self.required(&cmd).await?;
+        match r.done.code {
+            Some(Code::Capability(caps)) => self.caps = caps,
+            _ => self.capabilities().await?,
+        }
+        Ok(())
+    }
+
+    /// Runs a command that must succeed.
+    pub async fn required(&mut self, cmd: &Command) -> Result<Reply, ConnError> {
+        let r = self.run(cmd).await?;
+        if r.done.cond == Cond::Ok {
+            Ok(r)
+        } else {
+            Err(ConnError::Refused {
+                phase: cmd.phase(),
+                text: r.said(),
+            })
+        }
+    }
+
+    async fn flush(&mut self, phase: Phase) -> Result<(), ConnError> {
+        let out = self.client.take_output();
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.bytes_out += out.len() as u64;
+        let write = async {
+            self.stream.write_all(&out).await?;
+            self.stream.flush().await
+        };
+        Ok(link::write(write, self.command_timeout, phase).await?)
+    }
+
+    /// A complete response from what has been read, if any.
+    fn parse_one(&mut self, phase: Phase) -> Result<Option<Event>, ConnError> {
+        match self.client.feed(&self.rbuf) {
+            Ok(Some((used, e))) => {
+                self.rbuf.advance(used);
+                Ok(Some(e))
+            }
+            Ok(None) => Ok(None),
+            Err(source) => Err(ConnError::Protocol { phase, source }),
+        }
+    }
+
+    /// Reads the next response.
+    async fn event(&mut self, phase: Phase) -> Result<Event, ConnError> {
+        loop {
+            if !self.rbuf.is_empty()
+                && let Some(e) = self.parse_one(phase)?
+            {
+                return Ok(e);
+            }
+            self.rbuf.reserve(READ_CHUNK);
+            link::read(
+                &mut self.stream,
+                &mut self.rbuf,
+                self.command_timeout,
+                phase,
+            )
+            .await?;
+        }
+    }
+
+    async fn upgrade(
+        &mut self,
+        config: std::sync::Arc<rustls::ClientConfig>,
+        name: &str,
+    ) -> Result<(), ConnError> {
+        let started = Instant::now();
+        let now = link::upgrade(&mut self.stream, config, name, self.command_timeout).await?;
+        self.timings.push((Phase::TlsHandshake, now - started));
+        self.tls_active = true;
+        Ok(())
+    }
+}

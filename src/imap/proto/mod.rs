@@ -1,0 +1,12 @@
+//! The sans-IO IMAP core: where a response ends (`frame`), what it says (`response`), and
+//! the client session that tags commands and matches completions (`client`). Nothing here
+//! does IO or reads a clock; `crate::imap::conn` drives it.
+
+pub mod client;
+pub mod frame;
+pub mod response;
+
+pub use client::{
+    Command, Completion, DELETED, Event, FetchItems, FlagOp, ImapClient, ImapError, Phase, listed,
+};
+pub use response::{Code, Cond, Data, Fetch, Part};

@@ -1,0 +1,703 @@
+//! IMAP responses (RFC 9051 §7) as the workload needs them: a tagged completion, a
+//! continuation request, or untagged data. Untagged data the state checks use (EXISTS,
+//! EXPUNGE, FETCH items, SEARCH, response codes) is parsed into numbers; what they compare
+//! across sessions (ENVELOPE, BODYSTRUCTURE, message bodies) is reduced to a fingerprint,
+//! so a body is read once, in place, and never copied.
+
+use super::frame::Frame;
+
+/// A tagged completion's or a status response's condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cond {
+    /// OK.
+    Ok,
+    /// NO: the command failed.
+    No,
+    /// BAD: the command was not understood.
+    Bad,
+    /// BYE: the server is closing the connection.
+    Bye,
+    /// PREAUTH: a greeting that is already logged in.
+    Preauth,
+}
+
+/// A response code in brackets (RFC 9051 §7.1) that the workload reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Code {
+    /// `[UIDVALIDITY n]`.
+    UidValidity(u32),
+    /// `[UIDNEXT n]`.
+    UidNext(u32),
+    /// `[APPENDUID validity uid]` (RFC 4315).
+    AppendUid(u32, u32),
+    /// `[CAPABILITY ...]`.
+    Capability(Vec<String>),
+    /// Any other code.
+    Other,
+}
+
+/// The items of one FETCH response the state checks read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fetch {
+    /// The message sequence number.
+    pub seq: u32,
+    /// `UID`.
+    pub uid: Option<u32>,
+    /// `FLAGS`, as the server spelled them.
+    pub flags: Option<Vec<String>>,
+    /// `RFC822.SIZE`.
+    pub size: Option<u64>,
+    /// `ENVELOPE`: a fingerprint of the whole structure.
+    pub envelope: Option<u64>,
+    /// The Message-ID inside ENVELOPE (its last field), when not NIL.
+    pub message_id: Option<String>,
+    /// `BODYSTRUCTURE` (or `BODY`): a fingerprint.
+    pub structure: Option<u64>,
+    /// `BODY[...]`, `BINARY[...]` or `RFC822*` content: its section and size, and a
+    /// fingerprint of its ends.
+    pub body: Option<Part>,
+}
+
+/// A body part's content, measured in place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// The item's name with its section, as sent (`BODY[]`, `BODY[HEADER]`, ...).
+    pub section: String,
+    /// Octets of content (0 for NIL).
+    pub len: u64,
+    /// A fingerprint of the content's length and its first and last octets: catches a
+    /// changed or truncated body without hashing megabytes per command.
+    pub fingerprint: u64,
+}
+
+/// Untagged data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Data {
+    /// `* OK|NO|BAD|BYE|PREAUTH [code] text` (the greeting is one).
+    Status {
+        /// The condition.
+        cond: Cond,
+        /// Its response code.
+        code: Option<Code>,
+        /// The human-readable text.
+        text: String,
+    },
+    /// `* CAPABILITY ...`.
+    Capability(Vec<String>),
+    /// `* n EXISTS`.
+    Exists(u32),
+    /// `* n EXPUNGE`.
+    Expunge(u32),
+    /// `* n FETCH (...)`.
+    Fetch(Fetch),
+    /// `* SEARCH n ...`.
+    Search(Vec<u32>),
+    /// Anything else (`LIST`, `STATUS`, `FLAGS`, `RECENT`, ...): counted, not read.
+    Other,
+}
+
+/// One response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    /// `tag OK|NO|BAD [code] text`: the command with this tag is done. `tag` is the
+    /// number of a tag the client made (`a<n>`), `None` for any other.
+    Tagged {
+        /// The command's tag number.
+        tag: Option<u32>,
+        /// OK, NO or BAD.
+        cond: Cond,
+        /// Its response code.
+        code: Option<Code>,
+        /// The human-readable text.
+        text: String,
+    },
+    /// `+ ...`: the server waits for a literal or the rest of a command.
+    Continuation,
+    /// `* ...`.
+    Untagged(Data),
+}
+
+/// A response that breaks RFC 9051's grammar where the workload reads it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed IMAP response: {0}")]
+pub struct ParseError(pub &'static str);
+
+/// Parses one framed response (`frame` says where its literals are).
+pub fn parse(buf: &[u8], frame: &Frame) -> Result<Response, ParseError> {
+    let mut p = Cursor {
+        buf: &buf[..frame.len],
+        pos: 0,
+        literals: &frame.literals,
+    };
+    if p.eat(b"+") {
+        return Ok(Response::Continuation);
+    }
+    if p.eat(b"* ") {
+        return p.untagged().map(Response::Untagged);
+    }
+    let tag = p.atom();
+    if tag.is_empty() || !p.eat(b" ") {
+        return Err(ParseError(
+            "a line that is neither tagged, untagged nor '+'",
+        ));
+    }
+    let tag = tag
+        .strip_prefix(b"a")
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .and_then(|n| n.parse().ok());
+    let cond = match p.cond() {
+        Some(c @ (Cond::Ok | Cond::No | Cond::Bad)) => c,
+        _ => return Err(ParseError("a tagged response without OK, NO or BAD")),
+    };
+    let (code, text) = p.code_and_text();
+    Ok(Response::Tagged {
+        tag,
+        cond,
+        code,
+        text,
+    })
+}
+
+/// A reader over one framed response.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    literals: &'a [(usize, usize)],
+}
+
+impl<'a> Cursor<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.buf.get(self.pos).copied()
+    }
+
+    /// What is left to read.
+    fn tail(&self) -> &'a [u8] {
+        self.buf.get(self.pos..).unwrap_or(&[])
+    }
+
+    fn eat(&mut self, s: &[u8]) -> bool {
+        let ok = self
+            .tail()
+            .get(..s.len())
+            .is_some_and(|b| b.eq_ignore_ascii_case(s));
+        if ok {
+            self.pos += s.len();
+        }
+        ok
+    }
+
+    fn need(&mut self, s: &'static [u8], what: &'static str) -> Result<(), ParseError> {
+        if self.eat(s) {
+            Ok(())
+        } else {
+            Err(ParseError(what))
+        }
+    }
+
+    /// Octets up to a space, parenthesis, bracket or line end.
+    fn atom(&mut self) -> &'a [u8] {
+        let start = self.pos;
+        while let Some(b) = self.peek() {
+            if matches!(b, b' ' | b'(' | b')' | b'[' | b']' | b'\r' | b'\n') {
+                break;
+            }
+            self.pos += 1;
+        }
+        &self.buf[start..self.pos]
+    }
+
+    fn number(&mut self) -> Result<u64, ParseError> {
+        let start = self.pos;
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        std::str::from_utf8(&self.buf[start..self.pos])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or(ParseError("a number expected"))
+    }
+
+    fn number32(&mut self) -> Result<u32, ParseError> {
+        u32::try_from(self.number()?).map_err(|_| ParseError("a number above 2^32"))
+    }
+
+    fn cond(&mut self) -> Option<Cond> {
+        let c = match self.atom().to_ascii_uppercase().as_slice() {
+            b"OK" => Cond::Ok,
+            b"NO" => Cond::No,
+            b"BAD" => Cond::Bad,
+            b"BYE" => Cond::Bye,
+            b"PREAUTH" => Cond::Preauth,
+            _ => return None,
+        };
+        Some(c)
+    }
+
+    /// The rest of the line, without its CRLF.
+    fn rest(&mut self) -> &'a [u8] {
+        let start = self.pos.min(self.buf.len());
+        let end = memchr::memchr(b'\n', self.tail()).map_or(self.buf.len(), |i| start + i);
+        self.pos = end;
+        let line = &self.buf[start..end];
+        line.strip_suffix(b"\r").unwrap_or(line)
+    }
+
+    /// `[code] text` after a condition.
+    fn code_and_text(&mut self) -> (Option<Code>, String) {
+        self.eat(b" ");
+        let code = if self.eat(b"[") {
+            let name = self.atom().to_ascii_uppercase();
+            let code = match name.as_slice() {
+                b"UIDVALIDITY" if self.eat(b" ") => self.number32().ok().map(Code::UidValidity),
+                b"UIDNEXT" if self.eat(b" ") => self.number32().ok().map(Code::UidNext),
+                b"APPENDUID" if self.eat(b" ") => {
+                    let v = self.number32().ok();
+                    let u = if self.eat(b" ") {
+                        self.number32().ok()
+                    } else {
+                        None
+                    };
+                    v.zip(u).map(|(v, u)| Code::AppendUid(v, u))
+                }
+                b"CAPABILITY" => Some(Code::Capability(self.words_until(b']'))),
+                _ => None,
+            };
+            // Skip whatever is left of the code.
+            while let Some(b) = self.peek() {
+                self.pos += 1;
+                if b == b']' {
+                    break;
+                }
+            }
+            self.eat(b" ");
+            Some(code.unwrap_or(Code::Other))
+        } else {
+            None
+        };
+        (code, String::from_utf8_lossy(self.rest()).into_owned())
+    }
+
+    /// Space-separated words up to `stop` or the line end.
+    fn words_until(&mut self, stop: u8) -> Vec<String> {
+        let mut out = Vec::new();
+        loop {
+            self.eat(b" ");
+            match self.peek() {
+                Some(b) if b == stop || b == b'\r' || b == b'\n' => break,
+                None => break,
+                _ => {}
+            }
+            let w = self.atom();
+            if w.is_empty() {
+                // A bracket inside a capability: skip it rather than loop.
+                self.pos += 1;
+                continue;
+            }
+            out.push(String::from_utf8_lossy(w).into_owned());
+        }
+        out
+    }
+
+    fn untagged(&mut self) -> Result<Data, ParseError> {
+        if self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            let n = self.number32()?;
+            self.need(b" ", "a space after the number")?;
+            let what = self.atom().to_ascii_uppercase();
+            return match what.as_slice() {
+                b"EXISTS" => Ok(Data::Exists(n)),
+                b"EXPUNGE" => Ok(Data::Expunge(n)),
+                b"FETCH" => {
+                    self.need(b" ", "a space after FETCH")?;
+                    self.fetch(n).map(Data::Fetch)
+                }
+                _ => Ok(Data::Other),
+            };
+        }
+        let start = self.pos;
+        if let Some(cond) = self.cond() {
+            let (code, text) = self.code_and_text();
+            return Ok(Data::Status { cond, code, text });
+        }
+        self.pos = start;
+        let what = self.atom().to_ascii_uppercase();
+        match what.as_slice() {
+            b"CAPABILITY" => Ok(Data::Capability(self.words_until(b'\r'))),
+            b"SEARCH" => {
+                let mut found = Vec::new();
+                while self.eat(b" ") {
+                    if self.peek() == Some(b'(') {
+                        // A MODSEQ clause (RFC 7162).
+                        break;
+                    }
+                    found.push(self.number32()?);
+                }
+                Ok(Data::Search(found))
+            }
+            _ => Ok(Data::Other),
+        }
+    }
+
+    /// `(item value item value ...)` of `* n FETCH`.
+    fn fetch(&mut self, seq: u32) -> Result<Fetch, ParseError> {
+        let mut f = Fetch {
+            seq,
+            ..Fetch::default()
+        };
+        self.need(b"(", "FETCH items in parentheses")?;
+        loop {
+            self.eat(b" ");
+            if self.eat(b")") {
+                return Ok(f);
+            }
+            let key_start = self.pos;
+            let name = self.atom().to_ascii_uppercase();
+            if name.is_empty() {
+                return Err(ParseError("a FETCH item name expected"));
+            }
+            let sectioned = self.peek() == Some(b'[');
+            if sectioned {
+                self.section()?;
+            }
+            let key = &self.buf[key_start..self.pos];
+            self.need(b" ", "a space after a FETCH item name")?;
+            match name.as_slice() {
+                b"UID" => f.uid = Some(self.number32()?),
+                b"RFC822.SIZE" => f.size = Some(self.number()?),
+                b"FLAGS" => f.flags = Some(self.flags()?),
+                b"ENVELOPE" => {
+                    let (span, id) = self.envelope()?;
+                    f.envelope = Some(fnv(span));
+                    f.message_id = id;
+                }
+                b"BODYSTRUCTURE" | b"BODY" if !sectioned => {
+                    let (s, e) = self.value()?;
+                    f.structure = Some(fnv(&self.buf[s..e]));
+                }
+                b"BODY" | b"BINARY" | b"RFC822" | b"RFC822.HEADER" | b"RFC822.TEXT" => {
+                    let section = String::from_utf8_lossy(key).into_owned();
+                    let content = self.nstring()?.unwrap_or(&[]);
+                    f.body = Some(Part {
+                        section,
+                        len: content.len() as u64,
+                        fingerprint: fingerprint(content),
+                    });
+                }
+                _ => {
+                    self.value()?;
+                }
+            }
+        }
+    }
+
+    /// `[section]<origin>` after BODY or BINARY: brackets may hold spaces and lists.
+    fn section(&mut self) -> Result<(), ParseError> {
+        let mut depth = 0;
+        while let Some(b) = self.peek() {
+            self.pos += 1;
+            match b {
+                b'[' => depth += 1,
+                b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        if self.eat(b"<") {
+                            self.number()?;
+                            self.need(b">", "a '>' after a partial origin")?;
+                        }
+                        return Ok(());
+                    }
+                }
+                b'\r' | b'\n' => break,
+                _ => {}
+            }
+        }
+        Err(ParseError("an unterminated section"))
+    }
+
+    fn flags(&mut self) -> Result<Vec<String>, ParseError> {
+        self.need(b"(", "FLAGS in parentheses")?;
+        let mut out = Vec::new();
+        loop {
+            self.eat(b" ");
+            if self.eat(b")") {
+                return Ok(out);
+            }
+            let w = self.atom();
+            if w.is_empty() {
+                return Err(ParseError("a flag expected"));
+            }
+            out.push(String::from_utf8_lossy(w).into_owned());
+        }
+    }
+
+    /// ENVELOPE's list: its whole span and its Message-ID (the tenth field).
+    fn envelope(&mut self) -> Result<(&'a [u8], Option<String>), ParseError> {
+        let start = self.pos;
+        self.need(b"(", "ENVELOPE in parentheses")?;
+        let mut id = None;
+        for i in 0..10 {
+            self.eat(b" ");
+            if i == 9 {
+                id = self
+                    .nstring()?
+                    .map(|s| String::from_utf8_lossy(s).into_owned());
+            } else {
+                self.value()?;
+            }
+        }
+        self.eat(b" ");
+        self.need(b")", "ENVELOPE with ten fields")?;
+        Ok((&self.buf[start..self.pos], id))
+    }
+
+    /// NIL, a quoted string (its content, still escaped) or a literal's octets.
+    fn nstring(&mut self) -> Result<Option<&'a [u8]>, ParseError> {
+        match self.peek() {
+            Some(b'"') => {
+                let (s, e) = self.quoted()?;
+                Ok(Some(&self.buf[s + 1..e - 1]))
+            }
+            Some(b'{') => {
+                let (s, e) = self.literal()?;
+                Ok(Some(&self.buf[s..e]))
+            }
+            _ if self.eat(b"NIL") => Ok(None),
+            _ => Err(ParseError("a string or NIL expected")),
+        }
+    }
+
+    /// The span of a quoted string, quotes included.
+    fn quoted(&mut self) -> Result<(usize, usize), ParseError> {
+        let start = self.pos;
+        self.pos += 1;
+        while let Some(b) = self.peek() {
+            self.pos += 1;
+            match b {
+                b'\\' => self.pos = (self.pos + 1).min(self.buf.len()),
+                b'"' => return Ok((start, self.pos)),
+                b'\r' | b'\n' => break,
+                _ => {}
+            }
+        }
+        Err(ParseError("an unterminated quoted string"))
+    }
+
+    /// `{n}\r\n` and its n octets: the octets' span, which the framer found.
+    fn literal(&mut self) -> Result<(usize, usize), ParseError> {
+        let nl = memchr::memchr(b'\n', self.tail())
+            .ok_or(ParseError("a literal without its line end"))?;
+        let after = self.pos + nl + 1;
+        let (s, e) = *self
+            .literals
+            .iter()
+            .find(|(s, _)| *s == after)
+            .ok_or(ParseError("a '{' that does not announce a literal"))?;
+        self.pos = e;
+        Ok((s, e))
+    }
+
+    /// Skips any value: number, atom, NIL, string, literal or parenthesised list;
+    /// returns its span.
+    fn value(&mut self) -> Result<(usize, usize), ParseError> {
+        let start = self.pos;
+        match self.peek() {
+            Some(b'"') => {
+                self.quoted()?;
+            }
+            Some(b'{') => {
+                self.literal()?;
+            }
+            Some(b'(') => {
+                self.pos += 1;
+                loop {
+                    self.eat(b" ");
+                    if self.eat(b")") {
+                        break;
+                    }
+                    if matches!(self.peek(), None | Some(b'\r' | b'\n')) {
+                        return Err(ParseError("an unterminated list"));
+                    }
+                    self.value()?;
+                }
+            }
+            _ => {
+                if self.atom().is_empty() {
+                    // A bracketed part of an atom (`BODY[...]` inside a list).
+                    if self.peek() == Some(b'[') {
+                        self.section()?;
+                    } else {
+                        return Err(ParseError("a value expected"));
+                    }
+                }
+            }
+        }
+        Ok((start, self.pos))
+    }
+}
+
+/// FNV-1a over `bytes`: small, fast on the short structures it fingerprints.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A body's fingerprint: its length and its first and last 256 octets.
+fn fingerprint(content: &[u8]) -> u64 {
+    const ENDS: usize = 256;
+    let head = &content[..content.len().min(ENDS)];
+    let tail = &content[content.len().saturating_sub(ENDS)..];
+    fnv(head) ^ fnv(tail).rotate_left(17) ^ (content.len() as u64).wrapping_mul(0x9e37_79b9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::frame::Framer;
+    use super::*;
+
+    fn one(input: &[u8]) -> Response {
+        let frame = Framer::default()
+            .next(input)
+            .expect("framed")
+            .expect("complete");
+        assert_eq!(frame.len, input.len(), "one response");
+        parse(input, &frame).unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(input)))
+    }
+
+    #[test]
+    fn tagged_completions_carry_their_tag_number_and_code() {
+        assert_eq!(
+            one(b"a17 NO [TRYCREATE] Mailbox doesn't exist\r\n"),
+            Response::Tagged {
+                tag: Some(17),
+                cond: Cond::No,
+                code: Some(Code::Other),
+                text: "Mailbox doesn't exist".into(),
+            }
+        );
+        assert_eq!(
+            one(b"a3 OK [APPENDUID 1700000000 42] Append completed.\r\n"),
+            Response::Tagged {
+                tag: Some(3),
+                cond: Cond::Ok,
+                code: Some(Code::AppendUid(1_700_000_000, 42)),
+                text: "Append completed.".into(),
+            }
+        );
+        let Response::Tagged { tag, .. } = one(b"x1 BAD what\r\n") else {
+            panic!("tagged")
+        };
+        assert_eq!(tag, None, "a tag the client never made");
+    }
+
+    #[test]
+    fn the_greeting_and_capabilities_are_read() {
+        let Response::Untagged(Data::Status { cond, code, .. }) =
+            one(b"* OK [CAPABILITY IMAP4rev1 SASL-IR LITERAL+ AUTH=PLAIN] Dovecot ready.\r\n")
+        else {
+            panic!("greeting")
+        };
+        assert_eq!(cond, Cond::Ok);
+        let Some(Code::Capability(caps)) = code else {
+            panic!("capabilities in the greeting")
+        };
+        assert_eq!(caps, ["IMAP4rev1", "SASL-IR", "LITERAL+", "AUTH=PLAIN"]);
+        assert_eq!(
+            one(b"* CAPABILITY IMAP4rev1 IDLE MOVE\r\n"),
+            Response::Untagged(Data::Capability(vec![
+                "IMAP4rev1".into(),
+                "IDLE".into(),
+                "MOVE".into()
+            ]))
+        );
+    }
+
+    #[test]
+    fn counts_and_searches_are_numbers() {
+        assert_eq!(
+            one(b"* 23 EXISTS\r\n"),
+            Response::Untagged(Data::Exists(23))
+        );
+        assert_eq!(
+            one(b"* 4 EXPUNGE\r\n"),
+            Response::Untagged(Data::Expunge(4))
+        );
+        assert_eq!(
+            one(b"* SEARCH 2 3 10\r\n"),
+            Response::Untagged(Data::Search(vec![2, 3, 10]))
+        );
+        assert_eq!(
+            one(b"* SEARCH\r\n"),
+            Response::Untagged(Data::Search(vec![]))
+        );
+        assert_eq!(
+            one(b"* OK [UIDVALIDITY 1763950000] UIDs valid\r\n"),
+            Response::Untagged(Data::Status {
+                cond: Cond::Ok,
+                code: Some(Code::UidValidity(1_763_950_000)),
+                text: "UIDs valid".into()
+            })
+        );
+        assert_eq!(
+            one(b"* LIST (\\HasNoChildren) \".\" INBOX\r\n"),
+            Response::Untagged(Data::Other)
+        );
+        assert_eq!(one(b"+ idling\r\n"), Response::Continuation);
+    }
+
+    #[test]
+    fn fetch_items_are_read_and_bodies_measured_in_place() {
+        let body = "Message-ID: <m1@x>\r\n\r\nhello\r\n";
+        let input = format!(
+            "* 2 FETCH (UID 9 FLAGS (\\Seen $Junk) RFC822.SIZE {} INTERNALDATE \"24-Nov-2026 01:02:03 +0000\" BODY[] {{{}}}\r\n{body})\r\n",
+            body.len(),
+            body.len()
+        );
+        let Response::Untagged(Data::Fetch(f)) = one(input.as_bytes()) else {
+            panic!("fetch")
+        };
+        assert_eq!(f.seq, 2);
+        assert_eq!(f.uid, Some(9));
+        assert_eq!(f.flags, Some(vec!["\\Seen".into(), "$Junk".into()]));
+        assert_eq!(f.size, Some(body.len() as u64));
+        let part = f.body.expect("a body part");
+        assert_eq!(part.section, "BODY[]");
+        assert_eq!(part.len, body.len() as u64);
+        assert_eq!(part.fingerprint, fingerprint(body.as_bytes()));
+    }
+
+    #[test]
+    fn envelope_and_structure_are_fingerprinted_with_the_message_id() {
+        let input = b"* 1 FETCH (UID 1 ENVELOPE (\"Tue, 24 Nov 2026 01:02:03 +0000\" {5}\r\nhi(x) ((\"A\" NIL \"a\" \"b.example\")) NIL NIL ((NIL NIL \"u1\" \"example.test\")) NIL NIL NIL \"<abc.1@mailbench>\") BODYSTRUCTURE (\"text\" \"plain\" (\"charset\" \"us-ascii\") NIL NIL \"7bit\" 2000 25 NIL NIL NIL NIL) BODY[HEADER.FIELDS (FROM TO)]<0> \"x\")\r\n";
+        let Response::Untagged(Data::Fetch(f)) = one(input) else {
+            panic!("fetch")
+        };
+        assert_eq!(f.message_id.as_deref(), Some("<abc.1@mailbench>"));
+        assert!(f.envelope.is_some() && f.structure.is_some());
+        assert_eq!(
+            f.body.map(|b| (b.section, b.len)),
+            Some(("BODY[HEADER.FIELDS (FROM TO)]<0>".into(), 1))
+        );
+    }
+
+    #[test]
+    fn broken_responses_are_errors_not_panics() {
+        for bad in [
+            &b"* 1 FETCH UID 3\r\n"[..],
+            b"* 1 FETCH (UID x)\r\n",
+            b"* 1 FETCH (FLAGS (\\Seen)\r\n",
+            b"* 1 FETCH (ENVELOPE (NIL))\r\n",
+            b"* 1 FETCH (BODY[ \"x\")\r\n",
+            b"* 1 FETCH (BODY[] \"unterminated)\r\n",
+            b"* 99999999999 EXISTS\r\n",
+            b"a1 MAYBE\r\n",
+            b"\r\n",
+        ] {
+            let frame = Framer::default().next(bad).unwrap().unwrap();
+            assert!(
+                parse(bad, &frame).is_err(),
+                "accepted {:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+}

@@ -1,0 +1,451 @@
+//! State checking (imaptest's idea, counted instead of printed): each session keeps a
+//! model of its selected mailbox (the sequence-number → UID map that EXISTS, EXPUNGE and
+//! FETCH announce), and all sessions share what each message looked like (size, ENVELOPE,
+//! BODYSTRUCTURE, body fingerprint) by UID and by Message-ID. A response that contradicts
+//! the model or an earlier session is a violation of one of the [`Violation`] kinds. A
+//! correct server shows none, under any concurrency.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::proto::{Code, Data, Fetch, FlagOp, listed};
+
+/// A kind of state violation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Violation {
+    /// A message's UID differs from the one its sequence number had.
+    UidChanged,
+    /// UIDs do not ascend with sequence numbers, or a new message's UID is not above the
+    /// known ones.
+    UidNotAscending,
+    /// A FETCH for a sequence number no EXISTS announced.
+    SeqUnannounced,
+    /// EXPUNGE of a sequence number that does not exist.
+    ExpungeUnknown,
+    /// EXISTS announced fewer messages than there are, without EXPUNGE.
+    ExistsShrank,
+    /// A STORE's own FETCH shows flags that are not what was stored.
+    FlagsNotStored,
+    /// A message's size, ENVELOPE, BODYSTRUCTURE, body or Message-ID differs from what an
+    /// earlier response said of the same UID or Message-ID.
+    MetadataChanged,
+    /// A whole body whose length is not the message's RFC822.SIZE.
+    SizeMismatch,
+    /// `UID SEARCH ALL` disagrees with the UIDs and count the session knows.
+    SearchMismatch,
+}
+
+impl Violation {
+    /// Every kind, in the order results list them.
+    pub const ALL: [Violation; 9] = [
+        Violation::UidChanged,
+        Violation::UidNotAscending,
+        Violation::SeqUnannounced,
+        Violation::ExpungeUnknown,
+        Violation::ExistsShrank,
+        Violation::FlagsNotStored,
+        Violation::MetadataChanged,
+        Violation::SizeMismatch,
+        Violation::SearchMismatch,
+    ];
+
+    /// The stable name used in results files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Violation::UidChanged => "uid_changed",
+            Violation::UidNotAscending => "uid_not_ascending",
+            Violation::SeqUnannounced => "seq_unannounced",
+            Violation::ExpungeUnknown => "expunge_unknown",
+            Violation::ExistsShrank => "exists_shrank",
+            Violation::FlagsNotStored => "flags_not_stored",
+            Violation::MetadataChanged => "metadata_changed",
+            Violation::SizeMismatch => "size_mismatch",
+            Violation::SearchMismatch => "search_mismatch",
+        }
+    }
+}
+
+/// What a message looked like; `None` where no response said it yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Meta {
+    message_id: Option<u64>,
+    size: Option<u64>,
+    envelope: Option<u64>,
+    structure: Option<u64>,
+    body: Option<u64>,
+}
+
+impl Meta {
+    fn of(f: &Fetch) -> Meta {
+        Meta {
+            message_id: f.message_id.as_deref().map(|m| hash(m.as_bytes())),
+            size: f.size,
+            envelope: f.envelope,
+            structure: f.structure,
+            body: f
+                .body
+                .as_ref()
+                .filter(|b| b.section == "BODY[]")
+                .map(|b| b.fingerprint),
+        }
+    }
+
+    /// Merges `new` into what is known; false when they contradict.
+    fn merge(&mut self, new: &Meta) -> bool {
+        fn one(old: &mut Option<u64>, new: Option<u64>) -> bool {
+            match (*old, new) {
+                (Some(a), Some(b)) => a == b,
+                (None, b) => {
+                    *old = b;
+                    true
+                }
+                (Some(_), None) => true,
+            }
+        }
+        // Every field is merged even after a contradiction, so later ones are learnt.
+        [
+            one(&mut self.message_id, new.message_id),
+            one(&mut self.size, new.size),
+            one(&mut self.envelope, new.envelope),
+            one(&mut self.structure, new.structure),
+            one(&mut self.body, new.body),
+        ]
+        .iter()
+        .all(|ok| *ok)
+    }
+}
+
+/// Where a message lives: user, mailbox, UIDVALIDITY, UID.
+type UidKey = (u32, u32, u32, u32);
+
+/// What all sessions of a run learnt of the messages.
+#[derive(Debug, Default)]
+pub struct Shared {
+    inner: Mutex<Known>,
+}
+
+#[derive(Debug, Default)]
+struct Known {
+    by_uid: HashMap<UidKey, Meta>,
+    by_message_id: HashMap<u64, Meta>,
+}
+
+impl Shared {
+    /// Checks a FETCH's metadata against what earlier responses said of the same message.
+    fn check(&self, key: UidKey, f: &Fetch, out: &mut Vec<Violation>) {
+        let mut meta = Meta::of(f);
+        let whole = f.body.as_ref().filter(|b| b.section == "BODY[]");
+        if let (Some(size), Some(body)) = (meta.size, whole)
+            && size != body.len
+        {
+            out.push(Violation::SizeMismatch);
+        }
+        let Ok(mut known) = self.inner.lock() else {
+            return;
+        };
+        let entry = known.by_uid.entry(key).or_default();
+        if !entry.merge(&meta) {
+            out.push(Violation::MetadataChanged);
+        }
+        // The Message-ID may be known from an earlier FETCH of the same UID.
+        meta.message_id = entry.message_id;
+        let by_uid = *entry;
+        if let Some(id) = meta.message_id {
+            let msg = known.by_message_id.entry(id).or_default();
+            // A copy has its own UID but the same content: compare content only.
+            let content = Meta {
+                message_id: None,
+                ..by_uid
+            };
+            if !msg.merge(&content) {
+                out.push(Violation::MetadataChanged);
+            }
+        }
+    }
+
+    /// Messages known (for memory accounting in tests).
+    pub fn len(&self) -> usize {
+        self.inner.lock().map_or(0, |k| k.by_uid.len())
+    }
+
+    /// True when nothing is known yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One session's model of its selected mailbox.
+#[derive(Debug, Default)]
+pub struct Model {
+    /// Which user's mailbox (for the shared keys).
+    user: u32,
+    /// Which mailbox, as a number the driver gives.
+    mailbox: u32,
+    /// `[UIDVALIDITY]` of the selection.
+    validity: Option<u32>,
+    /// UID per sequence number (index seq−1); 0 while unknown.
+    uids: Vec<u32>,
+    /// Highest UID ever seen in this selection.
+    max_uid: u32,
+}
+
+impl Model {
+    /// A model for `user`'s mailbox `mailbox`, nothing selected yet.
+    pub fn new(user: u32, mailbox: u32) -> Model {
+        Model {
+            user,
+            mailbox,
+            ..Model::default()
+        }
+    }
+
+    /// Messages the server announced.
+    pub fn exists(&self) -> u32 {
+        self.uids.len() as u32
+    }
+
+    /// The UID of sequence number `seq`, when known.
+    pub fn uid(&self, seq: u32) -> Option<u32> {
+        let i = usize::try_from(seq).ok()?.checked_sub(1)?;
+        self.uids.get(i).copied().filter(|u| *u != 0)
+    }
+
+    /// A new SELECT: forget the old mailbox's map.
+    pub fn reset(&mut self) {
+        self.validity = None;
+        self.uids.clear();
+        self.max_uid = 0;
+    }
+
+    /// Applies untagged data, checking it; violations go to `out`.
+    pub fn apply(&mut self, d: &Data, shared: Option<&Shared>, out: &mut Vec<Violation>) {
+        match d {
+            Data::Exists(n) => {
+                let n = *n as usize;
+                if n < self.uids.len() {
+                    out.push(Violation::ExistsShrank);
+                    self.uids.truncate(n);
+                } else {
+                    self.uids.resize(n, 0);
+                }
+            }
+            Data::Expunge(n) => match (*n as usize).checked_sub(1) {
+                Some(i) if i < self.uids.len() => {
+                    self.uids.remove(i);
+                }
+                _ => out.push(Violation::ExpungeUnknown),
+            },
+            Data::Fetch(f) => self.fetched(f, shared, out),
+            Data::Status {
+                code: Some(Code::UidValidity(v)),
+                ..
+            } => self.validity = Some(*v),
+            _ => {}
+        }
+    }
+
+    fn fetched(&mut self, f: &Fetch, shared: Option<&Shared>, out: &mut Vec<Violation>) {
+        let Some(i) = (f.seq as usize)
+            .checked_sub(1)
+            .filter(|i| *i < self.uids.len())
+        else {
+            out.push(Violation::SeqUnannounced);
+            return;
+        };
+        let Some(uid) = f.uid else { return };
+        match self.uids[i] {
+            0 => {
+                let below = self.uids[..i].iter().rev().find(|u| **u != 0);
+                let above = self.uids[i + 1..].iter().find(|u| **u != 0);
+                if below.is_some_and(|b| *b >= uid) || above.is_some_and(|a| *a <= uid) {
+                    out.push(Violation::UidNotAscending);
+                }
+                self.uids[i] = uid;
+            }
+            known if known != uid => {
+                out.push(Violation::UidChanged);
+                self.uids[i] = uid;
+            }
+            _ => {}
+        }
+        self.max_uid = self.max_uid.max(uid);
+        if let (Some(shared), Some(v)) = (shared, self.validity) {
+            shared.check((self.user, self.mailbox, v, uid), f, out);
+        }
+    }
+
+    /// Checks a STORE's own FETCH: the flag must now be set (added) or clear (removed).
+    pub fn stored(&self, f: &Fetch, op: FlagOp, flag: &str, out: &mut Vec<Violation>) {
+        if let Some(flags) = &f.flags
+            && listed(flags, flag) != (op == FlagOp::Add)
+        {
+            out.push(Violation::FlagsNotStored);
+        }
+    }
+
+    /// Checks `UID SEARCH ALL`'s answer against the UIDs and count known.
+    pub fn searched(&self, found: &[u32], out: &mut Vec<Violation>) {
+        let agrees = found.len() == self.uids.len()
+            && found
+                .iter()
+                .zip(&self.uids)
+                .all(|(f, known)| *known == 0 || f == known);
+        if !agrees {
+            out.push(Violation::SearchMismatch);
+        }
+    }
+
+    /// Checks the UID an APPEND or COPY gave a new message in this mailbox (validity and
+    /// UID): it must be above every UID this selection saw.
+    pub fn appended(&mut self, validity: u32, uid: u32, out: &mut Vec<Violation>) {
+        if self.validity == Some(validity) {
+            if uid <= self.max_uid {
+                out.push(Violation::UidNotAscending);
+            }
+            self.max_uid = self.max_uid.max(uid);
+        }
+    }
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::proto::{Cond, Part};
+    use super::*;
+
+    fn fetch(seq: u32, uid: u32) -> Data {
+        Data::Fetch(Fetch {
+            seq,
+            uid: Some(uid),
+            ..Fetch::default()
+        })
+    }
+
+    fn selected(uids: &[u32]) -> Model {
+        let mut m = Model::new(0, 0);
+        let mut v = Vec::new();
+        m.apply(
+            &Data::Status {
+                cond: Cond::Ok,
+                code: Some(Code::UidValidity(7)),
+                text: String::new(),
+            },
+            None,
+            &mut v,
+        );
+        m.apply(&Data::Exists(uids.len() as u32), None, &mut v);
+        for (i, u) in uids.iter().enumerate() {
+            m.apply(&fetch(i as u32 + 1, *u), None, &mut v);
+        }
+        assert!(v.is_empty(), "a clean selection: {v:?}");
+        m
+    }
+
+    fn check(m: &mut Model, d: Data) -> Vec<Violation> {
+        let mut v = Vec::new();
+        m.apply(&d, None, &mut v);
+        v
+    }
+
+    #[test]
+    fn a_consistent_mailbox_has_no_violations() {
+        let mut m = selected(&[3, 5, 9]);
+        assert!(check(&mut m, Data::Expunge(2)).is_empty());
+        assert_eq!((m.uid(1), m.uid(2)), (Some(3), Some(9)));
+        assert!(check(&mut m, Data::Exists(3)).is_empty());
+        assert!(check(&mut m, fetch(3, 12)).is_empty());
+        let mut v = Vec::new();
+        m.searched(&[3, 9, 12], &mut v);
+        m.appended(7, 13, &mut v);
+        assert!(v.is_empty(), "{v:?}");
+    }
+
+    #[test]
+    fn each_contradiction_is_its_kind() {
+        let mut m = selected(&[3, 5, 9]);
+        assert_eq!(check(&mut m, fetch(2, 6)), [Violation::UidChanged]);
+        assert_eq!(check(&mut m, fetch(4, 10)), [Violation::SeqUnannounced]);
+        assert_eq!(check(&mut m, Data::Expunge(4)), [Violation::ExpungeUnknown]);
+        assert_eq!(check(&mut m, Data::Exists(2)), [Violation::ExistsShrank]);
+        let mut m = Model::new(0, 0);
+        check(&mut m, Data::Exists(3));
+        check(&mut m, fetch(1, 5));
+        assert_eq!(check(&mut m, fetch(3, 4)), [Violation::UidNotAscending]);
+        let mut v = Vec::new();
+        let m = selected(&[3, 5]);
+        m.searched(&[3, 6], &mut v);
+        m.searched(&[3], &mut v);
+        assert_eq!(v, [Violation::SearchMismatch, Violation::SearchMismatch]);
+        let mut m = selected(&[3, 5]);
+        let mut v = Vec::new();
+        m.appended(7, 5, &mut v);
+        m.appended(8, 1, &mut v);
+        assert_eq!(
+            v,
+            [Violation::UidNotAscending],
+            "another UIDVALIDITY is not compared"
+        );
+    }
+
+    #[test]
+    fn stored_flags_are_checked() {
+        let m = selected(&[1]);
+        let f = Fetch {
+            seq: 1,
+            flags: Some(vec!["\\Seen".into()]),
+            ..Fetch::default()
+        };
+        let mut v = Vec::new();
+        m.stored(&f, FlagOp::Add, "\\seen", &mut v);
+        m.stored(&f, FlagOp::Remove, "\\Flagged", &mut v);
+        assert!(v.is_empty(), "{v:?}");
+        m.stored(&f, FlagOp::Add, "\\Flagged", &mut v);
+        m.stored(&f, FlagOp::Remove, "\\Seen", &mut v);
+        assert_eq!(v, [Violation::FlagsNotStored; 2]);
+    }
+
+    #[test]
+    fn metadata_is_compared_across_sessions_by_uid_and_message_id() {
+        let shared = Shared::default();
+        let meta = |seq, uid, size, id: &str, body: Option<(u64, u64)>| {
+            Data::Fetch(Fetch {
+                seq,
+                uid: Some(uid),
+                size: Some(size),
+                message_id: (!id.is_empty()).then(|| id.to_string()),
+                body: body.map(|(len, fingerprint)| Part {
+                    section: "BODY[]".into(),
+                    len,
+                    fingerprint,
+                }),
+                ..Fetch::default()
+            })
+        };
+        let mut one = selected(&[1, 2]);
+        let mut two = selected(&[1, 2]);
+        let mut v = Vec::new();
+        one.apply(&meta(1, 1, 100, "<a@x>", None), Some(&shared), &mut v);
+        two.apply(&meta(1, 1, 100, "", Some((100, 42))), Some(&shared), &mut v);
+        // A copy: another UID, the same Message-ID and content.
+        two.apply(
+            &meta(2, 2, 100, "<a@x>", Some((100, 42))),
+            Some(&shared),
+            &mut v,
+        );
+        assert!(v.is_empty(), "{v:?}");
+        one.apply(&meta(1, 1, 101, "", None), Some(&shared), &mut v);
+        assert_eq!(v, [Violation::MetadataChanged], "size changed for a UID");
+        v.clear();
+        two.apply(&meta(2, 2, 100, "", Some((99, 42))), Some(&shared), &mut v);
+        assert_eq!(v, [Violation::SizeMismatch]);
+        v.clear();
+        one.apply(&meta(2, 2, 100, "", Some((100, 43))), Some(&shared), &mut v);
+        assert_eq!(v, [Violation::MetadataChanged], "another body for a UID");
+    }
+}

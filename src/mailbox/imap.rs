@@ -1,0 +1,389 @@
+//! IMAP as the load engine drives it (imaptest's job, measured): a session logs in as the
+//! next user and selects the mailbox; each unit of work is then one command drawn from the
+//! mix, on a sequence number the session knows exists, timed from its write to its
+//! completion, with every response checked against the session's model of the mailbox and
+//! against what other sessions saw of the same messages (`imap::state`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::plan::{ImapLogin, ImapPlan};
+use crate::error::ErrorClass;
+use crate::imap::conn::{ConnError, ImapConn, Login, Reply};
+use crate::imap::proto::{Code, Command, Cond, DELETED, Data, FetchItems, FlagOp, Phase};
+use crate::imap::state::{Model, Shared, Violation};
+use crate::imap::steps::metric;
+use crate::load::{Driver, Failure, Next};
+use crate::message::trace::Trace;
+use crate::stats::{Metric, Recorder};
+use crate::transport::connect::ConnectOptions;
+use crate::transport::tls::TlsMode;
+
+/// Flags that STORE sets and clears (system flags every server has, and a keyword).
+const FLAGS: [&str; 4] = ["\\Seen", "\\Flagged", "\\Answered", "$MailbenchLabel"];
+
+/// The IMAP driver of one run.
+pub struct ImapDriver {
+    plan: Arc<ImapPlan>,
+    /// What all sessions learnt of the messages (when checking state).
+    shared: Option<Shared>,
+    /// The run id, for appended messages' trace headers and Message-IDs.
+    run_id: u64,
+    /// The body of appended messages.
+    filler: Bytes,
+}
+
+/// An open session: the connection and its model of the selected mailbox.
+pub struct Session {
+    conn: ImapConn,
+    model: Model,
+    /// The user's index in the plan's users.
+    user: usize,
+    /// The command the unit in flight runs.
+    next: Phase,
+}
+
+/// What one command did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The command's phase.
+    pub phase: Option<Phase>,
+    /// NO or BAD, with the server's text.
+    pub refused: Option<String>,
+    /// State violations found in its responses.
+    pub violations: Vec<Violation>,
+    /// Whole messages downloaded.
+    pub fetched: u64,
+    /// Octets of message content downloaded.
+    pub octets: u64,
+    /// Messages appended.
+    pub appended: u64,
+    /// Messages expunged (EXPUNGE responses).
+    pub expunged: u64,
+}
+
+impl ImapDriver {
+    /// The driver for `plan` (its target and users set), for run `run_id`.
+    pub fn new(plan: Arc<ImapPlan>, run_id: u64) -> ImapDriver {
+        let mut filler = String::with_capacity(plan.append_size + 80);
+        while filler.len() < plan.append_size {
+            filler.push_str("The quick brown fox jumps over the lazy dog, again and again.\r\n");
+        }
+        filler.truncate(plan.append_size);
+        ImapDriver {
+            shared: plan.check_state.then(Shared::default),
+            plan,
+            run_id,
+            filler: Bytes::from(filler),
+        }
+    }
+
+    /// A message to append: headers with a unique Message-ID and the trace header, then
+    /// the filler.
+    fn message(&self, seq: u64, user: &str) -> Bytes {
+        use std::fmt::Write as _;
+        let mut m = String::with_capacity(self.filler.len() + 300);
+        let now = crate::stats::clock::unix_us();
+        let _ = write!(
+            m,
+            "From: appender@mailbench.test\r\nTo: {user}\r\nSubject: mailbench append {seq}\r\n\
+             Message-ID: <{:016x}.{seq}@mailbench.test>\r\n",
+            self.run_id
+        );
+        Trace {
+            run: self.run_id,
+            seq,
+            sent_us: now,
+        }
+        .write(&mut m);
+        m.push_str("\r\n");
+        let mut b = Vec::with_capacity(m.len() + self.filler.len());
+        b.extend_from_slice(m.as_bytes());
+        b.extend_from_slice(&self.filler);
+        Bytes::from(b)
+    }
+
+    /// The command for `phase` in the session's state; one that needs a message falls
+    /// back to APPEND in an empty mailbox.
+    fn command(&self, s: &Session, phase: Phase, seq: u64, rng: &mut fastrand::Rng) -> Command {
+        let p = &self.plan;
+        let exists = s.model.exists();
+        let needs_message = matches!(
+            phase,
+            Phase::Fetch | Phase::FetchBody | Phase::Store | Phase::Delete | Phase::Copy
+        );
+        let phase = if needs_message && exists == 0 {
+            Phase::Append
+        } else {
+            phase
+        };
+        let pick = |rng: &mut fastrand::Rng| rng.u32(1..=exists.max(1));
+        match phase {
+            Phase::Select => Command::Select {
+                mailbox: p.mailbox.clone(),
+                read_only: false,
+            },
+            Phase::List => Command::List,
+            Phase::Status => Command::Status(p.mailbox.clone()),
+            Phase::Fetch => {
+                let first = pick(rng);
+                let last = first.saturating_add(p.fetch_range - 1).min(exists);
+                Command::Fetch {
+                    first,
+                    last,
+                    items: FetchItems::Meta,
+                }
+            }
+            Phase::FetchBody => {
+                let seq = pick(rng);
+                Command::Fetch {
+                    first: seq,
+                    last: seq,
+                    items: FetchItems::Body,
+                }
+            }
+            Phase::Search => Command::SearchAll,
+            Phase::Store => Command::Store {
+                seq: pick(rng),
+                op: if rng.bool() {
+                    FlagOp::Add
+                } else {
+                    FlagOp::Remove
+                },
+                flag: FLAGS[rng.usize(..FLAGS.len())],
+            },
+            Phase::Delete => Command::Store {
+                seq: pick(rng),
+                op: FlagOp::Add,
+                flag: DELETED,
+            },
+            Phase::Expunge => Command::Expunge,
+            Phase::Copy => Command::Copy {
+                seq: pick(rng),
+                mailbox: p.mailbox.clone(),
+            },
+            Phase::Noop => Command::Noop,
+            Phase::Capability => Command::Capability,
+            Phase::Idle => Command::Idle,
+            _ => Command::Append {
+                mailbox: p.mailbox.clone(),
+                flags: "\\Seen",
+                message: self.message(seq, &p.users[s.user].address),
+                literal_plus: p.literal_plus && s.conn.offers("LITERAL+"),
+            },
+        }
+    }
+
+    /// Applies a reply's data to the model and checks what the command itself promises.
+    fn check(&self, s: &mut Session, cmd: &Command, r: &Reply, o: &mut Outcome) {
+        let shared = self.shared.as_ref();
+        let out = &mut o.violations;
+        for d in &r.data {
+            match d {
+                Data::Expunge(_) => o.expunged += 1,
+                Data::Fetch(f) => {
+                    if let Some(b) = &f.body {
+                        o.fetched += 1;
+                        o.octets += b.len;
+                    }
+                }
+                _ => {}
+            }
+            if !self.plan.check_state {
+                // The model still follows EXISTS and EXPUNGE: commands need real numbers.
+                if matches!(d, Data::Exists(_) | Data::Expunge(_)) {
+                    s.model.apply(d, None, &mut Vec::new());
+                }
+                continue;
+            }
+            s.model.apply(d, shared, out);
+            if let (Command::Store { seq, op, flag }, Data::Fetch(f)) = (cmd, d)
+                && f.seq == *seq
+            {
+                s.model.stored(f, *op, flag, out);
+            }
+        }
+        if r.done.cond != Cond::Ok || !self.plan.check_state {
+            return;
+        }
+        match (cmd, &r.done.code) {
+            (Command::SearchAll, _) if !r.data.iter().any(|d| matches!(d, Data::Expunge(_))) => {
+                let found = r.data.iter().rev().find_map(|d| match d {
+                    Data::Search(found) => Some(found.as_slice()),
+                    _ => None,
+                });
+                s.model.searched(found.unwrap_or(&[]), out);
+            }
+            (Command::Append { .. }, Some(Code::AppendUid(v, uid))) => {
+                s.model.appended(*v, *uid, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Failure for ConnError {
+    fn class(&self) -> ErrorClass {
+        ConnError::class(self)
+    }
+
+    fn step(&self) -> Metric {
+        metric(self.phase())
+    }
+
+    fn code(&self) -> u16 {
+        0
+    }
+
+    fn unreachable(&self) -> Option<String> {
+        match self {
+            ConnError::Link(e) => e.unreachable("IMAP server"),
+            _ => None,
+        }
+    }
+}
+
+impl Driver for ImapDriver {
+    type Conn = Session;
+    type Failure = ConnError;
+    type Outcome = Outcome;
+
+    async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Session, ConnError> {
+        let p = &self.plan;
+        let i = match p.random_users {
+            true => rng.usize(..p.users.len()),
+            false => (n % p.users.len() as u64) as usize,
+        };
+        let u = &p.users[i];
+        let (user, pass) = (u.address.clone(), u.password.clone());
+        let login = match p.login {
+            ImapLogin::Login => Login::Login { user, pass },
+            ImapLogin::Plain => Login::Plain { user, pass },
+        };
+        let use_tls = p.tls.draw(rng);
+        let opts = ConnectOptions {
+            connect_timeout: p.connect_timeout,
+            command_timeout: p.command_timeout,
+            source_ip: None,
+            tls: if use_tls { p.tls.config.clone() } else { None },
+            implicit_tls: p.tls.mode == TlsMode::Implicit,
+        };
+        let Some(target) = &p.target else {
+            return Err(ConnError::Refused {
+                phase: Phase::Connect,
+                text: "no IMAP server to connect to".into(),
+            });
+        };
+        let starttls = use_tls && p.tls.mode == TlsMode::Starttls;
+        let conn = ImapConn::open(target, &opts, starttls, &login).await?;
+        let mut s = Session {
+            conn,
+            model: Model::new(i as u32, 0),
+            user: i,
+            next: Phase::Noop,
+        };
+        let select = Command::Select {
+            mailbox: p.mailbox.clone(),
+            read_only: false,
+        };
+        let r = s.conn.required(&select).await?;
+        let mut ignored = Vec::new();
+        for d in &r.data {
+            s.model.apply(d, None, &mut ignored);
+        }
+        Ok(s)
+    }
+
+    fn tls(s: &Session) -> bool {
+        s.conn.tls_active()
+    }
+
+    fn idle(_s: &Session) -> bool {
+        true
+    }
+
+    fn begin(&self, s: &mut Session, _seq: u64, rng: &mut fastrand::Rng) -> Result<(), ConnError> {
+        s.next = self.plan.mix.draw(rng);
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        s: &mut Session,
+        _next: &mut (dyn FnMut() -> Next + Send),
+        rng: &mut fastrand::Rng,
+    ) -> Result<Outcome, ConnError> {
+        let seq = rng.u64(..);
+        let cmd = self.command(s, s.next, seq, rng);
+        let mut o = Outcome {
+            phase: Some(cmd.phase()),
+            ..Outcome::default()
+        };
+        if let Command::Select { .. } = cmd {
+            s.model.reset();
+        }
+        let r = if cmd == Command::Idle {
+            // A round trip into IDLE and out again: what a client pays to start waiting.
+            let data = s.conn.idle(std::future::ready(())).await?;
+            Reply {
+                done: crate::imap::proto::Completion {
+                    tag: 0,
+                    phase: Phase::Idle,
+                    cond: Cond::Ok,
+                    code: None,
+                    text: String::new(),
+                },
+                data,
+            }
+        } else {
+            s.conn.run(&cmd).await?
+        };
+        if let Command::Append { .. } = cmd
+            && r.done.cond == Cond::Ok
+        {
+            o.appended = 1;
+        }
+        self.check(s, &cmd, &r, &mut o);
+        if r.done.cond != Cond::Ok {
+            o.refused = Some(r.said());
+        }
+        Ok(o)
+    }
+
+    fn record(&self, rec: &mut Recorder, s: &mut Session, _seq: u64, o: Option<&Outcome>) -> bool {
+        for (phase, d) in s.conn.timings.drain(..) {
+            rec.record(metric(phase), d);
+        }
+        rec.counters.bytes_out += std::mem::take(&mut s.conn.bytes_out);
+        let Some(o) = o else {
+            return false;
+        };
+        let m = &mut rec.counters.mailbox;
+        m.retrieved += o.fetched;
+        m.deleted += o.expunged;
+        m.appended += o.appended;
+        rec.counters.bytes += o.octets;
+        let step = metric(o.phase.unwrap_or(Phase::Noop));
+        for v in &o.violations {
+            rec.counters.mailbox.violations.add(*v);
+            rec.error(ErrorClass::State, step, 0, || v.name().to_string());
+        }
+        match &o.refused {
+            None => {
+                rec.counters.accepted += 1;
+                false
+            }
+            Some(said) => {
+                rec.counters.rejected += 1;
+                rec.error(ErrorClass::Rejected, step, 0, || said.clone());
+                true
+            }
+        }
+    }
+
+    async fn close(&self, s: Session) -> Option<(Metric, Duration)> {
+        s.conn.logout().await.map(|d| (metric(Phase::Logout), d))
+    }
+}
