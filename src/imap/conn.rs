@@ -54,6 +54,12 @@ pub enum ConnError {
         /// What the server said.
         text: String,
     },
+    /// The server does not speak IMAP4rev1 (nor IMAP4rev2).
+    #[error("not an IMAP4rev1 server (it offers: {offers})")]
+    NotImap4 {
+        /// Its capabilities.
+        offers: String,
+    },
     /// The server broke the protocol.
     #[error("{phase}: {source}")]
     Protocol {
@@ -76,7 +82,7 @@ impl ConnError {
         match self {
             ConnError::Link(e) => e.class(),
             ConnError::Refused { .. } => ErrorClass::Rejected,
-            ConnError::Protocol { .. } => ErrorClass::Protocol,
+            ConnError::NotImap4 { .. } | ConnError::Protocol { .. } => ErrorClass::Protocol,
         }
     }
 
@@ -85,6 +91,7 @@ impl ConnError {
         match self {
             ConnError::Link(e) => e.phase(),
             ConnError::Refused { phase, .. } | ConnError::Protocol { phase, .. } => *phase,
+            ConnError::NotImap4 { .. } => Phase::Capability,
         }
     }
 }
@@ -316,12 +323,8 @@ impl ImapConn {
         if self.offers("IMAP4rev1") || self.offers("IMAP4rev2") {
             return Ok(());
         }
-        Err(ConnError::Refused {
-            phase: Phase::Capability,
-            text: format!(
-                "not an IMAP4rev1 server (it offers: {})",
-                self.caps.join(" ")
-            ),
+        Err(ConnError::NotImap4 {
+            offers: self.caps.join(" "),
         })
     }
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::proto::{Code, Data, Fetch, FlagOp, listed};
+use super::proto::{Code, Data, Fetch, FlagOp};
 
 /// A kind of state violation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,15 +78,11 @@ struct Meta {
 impl Meta {
     fn of(f: &Fetch) -> Meta {
         Meta {
-            message_id: f.message_id.as_deref().map(|m| hash(m.as_bytes())),
+            message_id: f.message_id,
             size: f.size,
             envelope: f.envelope,
             structure: f.structure,
-            body: f
-                .body
-                .as_ref()
-                .filter(|b| b.section == "BODY[]")
-                .map(|b| b.fingerprint),
+            body: f.body.as_ref().filter(|b| b.whole).map(|b| b.fingerprint),
         }
     }
 
@@ -134,7 +130,7 @@ impl Shared {
     /// Checks a FETCH's metadata against what earlier responses said of the same message.
     fn check(&self, key: UidKey, f: &Fetch, out: &mut Vec<Violation>) {
         let mut meta = Meta::of(f);
-        let whole = f.body.as_ref().filter(|b| b.section == "BODY[]");
+        let whole = f.body.as_ref().filter(|b| b.whole);
         if let (Some(size), Some(body)) = (meta.size, whole)
             && size != body.len
         {
@@ -174,6 +170,10 @@ impl Shared {
     }
 }
 
+/// Largest mailbox whose sequence-number → UID map a session keeps (400 KB): a larger
+/// one (or a hostile EXISTS) is counted, not mapped, so a session's memory stays bounded.
+pub const MAX_TRACKED: u32 = 100_000;
+
 /// One session's model of its selected mailbox.
 #[derive(Debug, Default)]
 pub struct Model {
@@ -183,7 +183,10 @@ pub struct Model {
     mailbox: u32,
     /// `[UIDVALIDITY]` of the selection.
     validity: Option<u32>,
-    /// UID per sequence number (index seq−1); 0 while unknown.
+    /// Messages announced (EXISTS, less EXPUNGEs).
+    exists: u32,
+    /// UID per sequence number (index seq−1), 0 while unknown; empty when the mailbox is
+    /// larger than [`MAX_TRACKED`].
     uids: Vec<u32>,
     /// Highest UID ever seen in this selection.
     max_uid: u32,
@@ -201,7 +204,17 @@ impl Model {
 
     /// Messages the server announced.
     pub fn exists(&self) -> u32 {
-        self.uids.len() as u32
+        self.exists
+    }
+
+    /// True while the UID map follows the mailbox (it is not larger than [`MAX_TRACKED`]).
+    pub fn mapped(&self) -> bool {
+        self.uids.len() == self.exists as usize
+    }
+
+    /// Entries in the UID map: at most [`MAX_TRACKED`].
+    pub fn tracked(&self) -> usize {
+        self.uids.len()
     }
 
     /// The UID of sequence number `seq`, when known.
@@ -213,6 +226,7 @@ impl Model {
     /// A new SELECT: forget the old mailbox's map.
     pub fn reset(&mut self) {
         self.validity = None;
+        self.exists = 0;
         self.uids.clear();
         self.max_uid = 0;
     }
@@ -221,20 +235,27 @@ impl Model {
     pub fn apply(&mut self, d: &Data, shared: Option<&Shared>, out: &mut Vec<Violation>) {
         match d {
             Data::Exists(n) => {
-                let n = *n as usize;
-                if n < self.uids.len() {
+                if *n < self.exists {
                     out.push(Violation::ExistsShrank);
-                    self.uids.truncate(n);
+                }
+                let mapped = self.mapped();
+                self.exists = *n;
+                if mapped && *n <= MAX_TRACKED {
+                    self.uids.resize(*n as usize, 0);
                 } else {
-                    self.uids.resize(n, 0);
+                    self.uids = Vec::new();
                 }
             }
-            Data::Expunge(n) => match (*n as usize).checked_sub(1) {
-                Some(i) if i < self.uids.len() => {
-                    self.uids.remove(i);
+            Data::Expunge(n) => {
+                if *n == 0 || *n > self.exists {
+                    out.push(Violation::ExpungeUnknown);
+                    return;
                 }
-                _ => out.push(Violation::ExpungeUnknown),
-            },
+                if self.mapped() {
+                    self.uids.remove(*n as usize - 1);
+                }
+                self.exists -= 1;
+            }
             Data::Fetch(f) => self.fetched(f, shared, out),
             Data::Status {
                 code: Some(Code::UidValidity(v)),
@@ -245,14 +266,19 @@ impl Model {
     }
 
     fn fetched(&mut self, f: &Fetch, shared: Option<&Shared>, out: &mut Vec<Violation>) {
-        let Some(i) = (f.seq as usize)
-            .checked_sub(1)
-            .filter(|i| *i < self.uids.len())
-        else {
+        if f.seq == 0 || f.seq > self.exists {
             out.push(Violation::SeqUnannounced);
             return;
-        };
+        }
         let Some(uid) = f.uid else { return };
+        if let (Some(shared), Some(v)) = (shared, self.validity) {
+            shared.check((self.user, self.mailbox, v, uid), f, out);
+        }
+        self.max_uid = self.max_uid.max(uid);
+        if !self.mapped() {
+            return;
+        }
+        let i = f.seq as usize - 1;
         match self.uids[i] {
             0 => {
                 let below = self.uids[..i].iter().rev().find(|u| **u != 0);
@@ -268,16 +294,12 @@ impl Model {
             }
             _ => {}
         }
-        self.max_uid = self.max_uid.max(uid);
-        if let (Some(shared), Some(v)) = (shared, self.validity) {
-            shared.check((self.user, self.mailbox, v, uid), f, out);
-        }
     }
 
     /// Checks a STORE's own FETCH: the flag must now be set (added) or clear (removed).
     pub fn stored(&self, f: &Fetch, op: FlagOp, flag: &str, out: &mut Vec<Violation>) {
-        if let Some(flags) = &f.flags
-            && listed(flags, flag) != (op == FlagOp::Add)
+        if let Some(set) = f.has_flag(flag)
+            && set != (op == FlagOp::Add)
         {
             out.push(Violation::FlagsNotStored);
         }
@@ -285,7 +307,8 @@ impl Model {
 
     /// Checks `UID SEARCH ALL`'s answer against the UIDs and count known.
     pub fn searched(&self, found: &[u32], out: &mut Vec<Violation>) {
-        let agrees = found.len() == self.uids.len()
+        let agrees = found.len() == self.exists as usize
+            && (!self.mapped() || found.len() == self.uids.len())
             && found
                 .iter()
                 .zip(&self.uids)
@@ -305,13 +328,6 @@ impl Model {
             self.max_uid = self.max_uid.max(uid);
         }
     }
-}
-
-fn hash(bytes: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut h);
-    h.finish()
 }
 
 #[cfg(test)]
@@ -394,11 +410,24 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_mailbox_is_counted_not_mapped() {
+        let mut m = selected(&[3, 5]);
+        assert!(check(&mut m, Data::Exists(u32::MAX)).is_empty());
+        assert_eq!((m.exists(), m.tracked()), (u32::MAX, 0), "no 16 GB map");
+        assert!(check(&mut m, Data::Expunge(7)).is_empty());
+        assert!(
+            check(&mut m, fetch(9, 1)).is_empty(),
+            "unmapped: not compared"
+        );
+        assert_eq!(m.exists(), u32::MAX - 1);
+    }
+
+    #[test]
     fn stored_flags_are_checked() {
         let m = selected(&[1]);
         let f = Fetch {
             seq: 1,
-            flags: Some(vec!["\\Seen".into()]),
+            flags: Some("\\Seen".into()),
             ..Fetch::default()
         };
         let mut v = Vec::new();
@@ -413,14 +442,14 @@ mod tests {
     #[test]
     fn metadata_is_compared_across_sessions_by_uid_and_message_id() {
         let shared = Shared::default();
-        let meta = |seq, uid, size, id: &str, body: Option<(u64, u64)>| {
+        let meta = |seq, uid, size, id: u64, body: Option<(u64, u64)>| {
             Data::Fetch(Fetch {
                 seq,
                 uid: Some(uid),
                 size: Some(size),
-                message_id: (!id.is_empty()).then(|| id.to_string()),
+                message_id: (id != 0).then_some(id),
                 body: body.map(|(len, fingerprint)| Part {
-                    section: "BODY[]".into(),
+                    whole: true,
                     len,
                     fingerprint,
                 }),
@@ -430,22 +459,18 @@ mod tests {
         let mut one = selected(&[1, 2]);
         let mut two = selected(&[1, 2]);
         let mut v = Vec::new();
-        one.apply(&meta(1, 1, 100, "<a@x>", None), Some(&shared), &mut v);
-        two.apply(&meta(1, 1, 100, "", Some((100, 42))), Some(&shared), &mut v);
+        one.apply(&meta(1, 1, 100, 11, None), Some(&shared), &mut v);
+        two.apply(&meta(1, 1, 100, 0, Some((100, 42))), Some(&shared), &mut v);
         // A copy: another UID, the same Message-ID and content.
-        two.apply(
-            &meta(2, 2, 100, "<a@x>", Some((100, 42))),
-            Some(&shared),
-            &mut v,
-        );
+        two.apply(&meta(2, 2, 100, 11, Some((100, 42))), Some(&shared), &mut v);
         assert!(v.is_empty(), "{v:?}");
-        one.apply(&meta(1, 1, 101, "", None), Some(&shared), &mut v);
+        one.apply(&meta(1, 1, 101, 0, None), Some(&shared), &mut v);
         assert_eq!(v, [Violation::MetadataChanged], "size changed for a UID");
         v.clear();
-        two.apply(&meta(2, 2, 100, "", Some((99, 42))), Some(&shared), &mut v);
+        two.apply(&meta(2, 2, 100, 0, Some((99, 42))), Some(&shared), &mut v);
         assert_eq!(v, [Violation::SizeMismatch]);
         v.clear();
-        one.apply(&meta(2, 2, 100, "", Some((100, 43))), Some(&shared), &mut v);
+        one.apply(&meta(2, 2, 100, 0, Some((100, 43))), Some(&shared), &mut v);
         assert_eq!(v, [Violation::MetadataChanged], "another body for a UID");
     }
 }

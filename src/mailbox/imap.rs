@@ -240,6 +240,10 @@ impl Failure for ConnError {
     fn unreachable(&self) -> Option<String> {
         match self {
             ConnError::Link(e) => e.unreachable("IMAP server"),
+            // The server, not one session: nothing will ever work against it.
+            ConnError::NotImap4 { .. } => Some(format!(
+                "the server is {self}; give the address of an IMAP server"
+            )),
             _ => None,
         }
     }
@@ -367,7 +371,7 @@ impl Driver for ImapDriver {
         rec.counters.bytes += o.octets;
         let step = metric(o.phase.unwrap_or(Phase::Noop));
         for v in &o.violations {
-            rec.counters.mailbox.violations.add(*v);
+            rec.counters.mailbox.violations.add(v.name());
             rec.error(ErrorClass::State, step, 0, || v.name().to_string());
         }
         match &o.refused {

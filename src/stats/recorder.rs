@@ -87,14 +87,19 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// State violations by kind (see `imap::state::Violation`): a correct server shows none.
+/// State violations by kind name (IMAP's state checks): a correct server shows none.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ViolationCounts(pub std::collections::BTreeMap<String, u64>);
 
 impl ViolationCounts {
-    /// Counts one violation.
-    pub fn add(&mut self, v: crate::imap::state::Violation) {
-        *self.0.entry(v.name().to_string()).or_default() += 1;
+    /// Counts one violation of the kind named `kind`.
+    pub fn add(&mut self, kind: &str) {
+        match self.0.get_mut(kind) {
+            Some(n) => *n += 1,
+            None => {
+                self.0.insert(kind.to_string(), 1);
+            }
+        }
     }
 
     /// All violations.

@@ -63,6 +63,7 @@ fn modules_import_only_the_layers_below_them() {
         ("shutdown", &["run"]),
         ("smtp", &["error", "sasl", "stats", "transport"]),
         ("pop3", &["error", "sasl", "stats", "transport"]),
+        ("imap", &["error", "sasl", "stats", "transport"]),
         ("message", &["smtp", "stats"]),
         ("lab", &["stats", "transport"]),
         ("load", &["error", "run", "shutdown", "stats"]),
@@ -111,6 +112,7 @@ fn modules_import_only_the_layers_below_them() {
             "mailbox",
             &[
                 "error",
+                "imap",
                 "lab",
                 "limits",
                 "load",
@@ -170,6 +172,9 @@ fn protocol_cores_are_sans_io() {
     let pop3 = sources(&src.join("pop3/proto"));
     assert!(pop3.len() >= 3, "the POP3 core was not found: {pop3:?}");
     files.extend(pop3);
+    let imap = sources(&src.join("imap/proto"));
+    assert!(imap.len() >= 4, "the IMAP core was not found: {imap:?}");
+    files.extend(imap);
     files.push(src.join("sasl.rs"));
     assert!(
         files.len() > 8,
@@ -186,7 +191,7 @@ fn protocol_cores_are_sans_io() {
             }
             if let Some(i) = code.find("crate::") {
                 let name = &code[i + 7..];
-                if !["sasl", "smtp::proto", "pop3::proto"]
+                if !["sasl", "smtp::proto", "pop3::proto", "imap::proto"]
                     .iter()
                     .any(|core| name.starts_with(core))
                 {

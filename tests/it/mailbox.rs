@@ -11,18 +11,18 @@ use crate::util::{
 };
 
 /// A `mailbench lab dovecot` running for one test; SIGTERM (and its cleanup) on drop.
-struct Store {
+pub(crate) struct Store {
     _proc: Terminated,
-    pop3: String,
-    imap: String,
+    pub(crate) pop3: String,
+    pub(crate) imap: String,
     lmtp: String,
-    users_file: String,
+    pub(crate) users_file: String,
     /// The certificate the lab offers, when started with `--starttls`.
     cert: Option<String>,
 }
 
 impl Store {
-    fn start(args: &[&str]) -> Option<Store> {
+    pub(crate) fn start(args: &[&str]) -> Option<Store> {
         require("dovecot")?;
         let mut child = mailbench()
             .args(["lab", "dovecot"])
@@ -62,7 +62,7 @@ impl Store {
     }
 
     /// (address, password) per line of the lab's users file.
-    fn users(&self) -> Vec<(String, String)> {
+    pub(crate) fn users(&self) -> Vec<(String, String)> {
         std::fs::read_to_string(&self.users_file)
             .expect("users file")
             .lines()
@@ -74,7 +74,7 @@ impl Store {
 
 /// Runs a Python snippet; `HOST`, `PORT` and `USERS` ((address, password) pairs) are set,
 /// and `imap(user, password)` gives an imaplib session logged in. Its stdout is JSON.
-fn python(addr: &str, users: &[(String, String)], body: &str) -> serde_json::Value {
+pub(crate) fn python(addr: &str, users: &[(String, String)], body: &str) -> serde_json::Value {
     let (host, port) = addr.rsplit_once(':').expect("host:port");
     let script = format!(
         "import json, poplib, imaplib\nHOST = {host:?}\nPORT = {port}\nUSERS = {}\n\
@@ -147,7 +147,7 @@ fn one_error_row<'a>(
     e
 }
 
-fn count(r: &serde_json::Value, step: &str) -> u64 {
+pub(crate) fn count(r: &serde_json::Value, step: &str) -> u64 {
     r["latency"][step]["count"].as_u64().unwrap_or(0)
 }
 

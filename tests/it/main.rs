@@ -1,6 +1,8 @@
 //! Integration tests against real servers, in one test binary.
 //!
 //! - `cli`:  bad input, help, exit codes (no server needed)
+//! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
+//!   violations, and a corrupting proxy caught by the state checks
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
 //! - `mailbox`: `mailbox pop3` and `populate` against `lab dovecot`, checked with Python's
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
@@ -16,6 +18,7 @@
 //!   codes, output formats, memory over many connections)
 
 mod cli;
+mod imap;
 mod layout;
 mod mailbox;
 mod relay;

@@ -43,14 +43,16 @@ pub struct Fetch {
     pub seq: u32,
     /// `UID`.
     pub uid: Option<u32>,
-    /// `FLAGS`, as the server spelled them.
-    pub flags: Option<Vec<String>>,
+    /// `FLAGS`, as the server spelled them, space-separated (one allocation, not one per
+    /// flag).
+    pub flags: Option<String>,
     /// `RFC822.SIZE`.
     pub size: Option<u64>,
     /// `ENVELOPE`: a fingerprint of the whole structure.
     pub envelope: Option<u64>,
-    /// The Message-ID inside ENVELOPE (its last field), when not NIL.
-    pub message_id: Option<String>,
+    /// A fingerprint of the Message-ID inside ENVELOPE (its last field), when not NIL: the
+    /// state checks key messages by it.
+    pub message_id: Option<u64>,
     /// `BODYSTRUCTURE` (or `BODY`): a fingerprint.
     pub structure: Option<u64>,
     /// `BODY[...]`, `BINARY[...]` or `RFC822*` content: its section and size, and a
@@ -58,11 +60,20 @@ pub struct Fetch {
     pub body: Option<Part>,
 }
 
+impl Fetch {
+    /// Whether FLAGS (when the response had it) holds `flag`, compared as IMAP does,
+    /// case-insensitively.
+    pub fn has_flag(&self, flag: &str) -> Option<bool> {
+        let flags = self.flags.as_deref()?;
+        Some(flags.split(' ').any(|f| f.eq_ignore_ascii_case(flag)))
+    }
+}
+
 /// A body part's content, measured in place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Part {
-    /// The item's name with its section, as sent (`BODY[]`, `BODY[HEADER]`, ...).
-    pub section: String,
+    /// The whole message (`BODY[]`, `BINARY[]`, `RFC822`), not a part of it.
+    pub whole: bool,
     /// Octets of content (0 for NIL).
     pub len: u64,
     /// A fingerprint of the content's length and its first and last octets: catches a
@@ -222,7 +233,7 @@ impl<'a> Cursor<'a> {
     }
 
     fn cond(&mut self) -> Option<Cond> {
-        let c = match self.atom().to_ascii_uppercase().as_slice() {
+        let c = match upper(self.atom()).as_slice() {
             b"OK" => Cond::Ok,
             b"NO" => Cond::No,
             b"BAD" => Cond::Bad,
@@ -246,7 +257,7 @@ impl<'a> Cursor<'a> {
     fn code_and_text(&mut self) -> (Option<Code>, String) {
         self.eat(b" ");
         let code = if self.eat(b"[") {
-            let name = self.atom().to_ascii_uppercase();
+            let name = upper(self.atom());
             let code = match name.as_slice() {
                 b"UIDVALIDITY" if self.eat(b" ") => self.number32().ok().map(Code::UidValidity),
                 b"UIDNEXT" if self.eat(b" ") => self.number32().ok().map(Code::UidNext),
@@ -302,7 +313,7 @@ impl<'a> Cursor<'a> {
         if self.peek().is_some_and(|b| b.is_ascii_digit()) {
             let n = self.number32()?;
             self.need(b" ", "a space after the number")?;
-            let what = self.atom().to_ascii_uppercase();
+            let what = upper(self.atom());
             return match what.as_slice() {
                 b"EXISTS" => Ok(Data::Exists(n)),
                 b"EXPUNGE" => Ok(Data::Expunge(n)),
@@ -319,7 +330,7 @@ impl<'a> Cursor<'a> {
             return Ok(Data::Status { cond, code, text });
         }
         self.pos = start;
-        let what = self.atom().to_ascii_uppercase();
+        let what = upper(self.atom());
         match what.as_slice() {
             b"CAPABILITY" => Ok(Data::Capability(self.words_until(b'\r'))),
             b"SEARCH" => {
@@ -350,8 +361,8 @@ impl<'a> Cursor<'a> {
                 return Ok(f);
             }
             let key_start = self.pos;
-            let name = self.atom().to_ascii_uppercase();
-            if name.is_empty() {
+            let name = upper(self.atom());
+            if name.len == 0 {
                 return Err(ParseError("a FETCH item name expected"));
             }
             let sectioned = self.peek() == Some(b'[');
@@ -374,10 +385,11 @@ impl<'a> Cursor<'a> {
                     f.structure = Some(fnv(&self.buf[s..e]));
                 }
                 b"BODY" | b"BINARY" | b"RFC822" | b"RFC822.HEADER" | b"RFC822.TEXT" => {
-                    let section = String::from_utf8_lossy(key).into_owned();
+                    // A partial fetch (`<origin>`) or a part is not the whole message.
+                    let whole = key.eq_ignore_ascii_case(b"RFC822") || key.ends_with(b"[]");
                     let content = self.nstring()?.unwrap_or(&[]);
                     f.body = Some(Part {
-                        section,
+                        whole,
                         len: content.len() as u64,
                         fingerprint: fingerprint(content),
                     });
@@ -413,9 +425,9 @@ impl<'a> Cursor<'a> {
         Err(ParseError("an unterminated section"))
     }
 
-    fn flags(&mut self) -> Result<Vec<String>, ParseError> {
+    fn flags(&mut self) -> Result<String, ParseError> {
         self.need(b"(", "FLAGS in parentheses")?;
-        let mut out = Vec::new();
+        let mut out = String::new();
         loop {
             self.eat(b" ");
             if self.eat(b")") {
@@ -425,21 +437,22 @@ impl<'a> Cursor<'a> {
             if w.is_empty() {
                 return Err(ParseError("a flag expected"));
             }
-            out.push(String::from_utf8_lossy(w).into_owned());
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&String::from_utf8_lossy(w));
         }
     }
 
-    /// ENVELOPE's list: its whole span and its Message-ID (the tenth field).
-    fn envelope(&mut self) -> Result<(&'a [u8], Option<String>), ParseError> {
+    /// ENVELOPE's list: its whole span and its Message-ID's fingerprint (the tenth field).
+    fn envelope(&mut self) -> Result<(&'a [u8], Option<u64>), ParseError> {
         let start = self.pos;
         self.need(b"(", "ENVELOPE in parentheses")?;
         let mut id = None;
         for i in 0..10 {
             self.eat(b" ");
             if i == 9 {
-                id = self
-                    .nstring()?
-                    .map(|s| String::from_utf8_lossy(s).into_owned());
+                id = self.nstring()?.map(fnv);
             } else {
                 self.value()?;
             }
@@ -532,6 +545,34 @@ impl<'a> Cursor<'a> {
         }
         Ok((start, self.pos))
     }
+}
+
+/// An atom upper-cased on the stack: the keywords compared against are short, so a
+/// longer atom is kept as it came (it matches none) and nothing is allocated per item.
+struct Upper {
+    buf: [u8; 24],
+    len: usize,
+}
+
+impl Upper {
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+fn upper(word: &[u8]) -> Upper {
+    let mut u = Upper {
+        buf: [0; 24],
+        len: word.len().min(24),
+    };
+    for (d, s) in u.buf.iter_mut().zip(word) {
+        *d = s.to_ascii_uppercase();
+    }
+    if word.len() > 24 {
+        // Too long for any keyword: make it match none.
+        u.buf[0] = b'#';
+    }
+    u
 }
 
 /// FNV-1a over `bytes`: small, fast on the short structures it fingerprints.
@@ -657,10 +698,14 @@ mod tests {
         };
         assert_eq!(f.seq, 2);
         assert_eq!(f.uid, Some(9));
-        assert_eq!(f.flags, Some(vec!["\\Seen".into(), "$Junk".into()]));
+        assert_eq!(f.flags.as_deref(), Some("\\Seen $Junk"));
+        assert_eq!(
+            (f.has_flag("\\seen"), f.has_flag("\\Flagged")),
+            (Some(true), Some(false))
+        );
         assert_eq!(f.size, Some(body.len() as u64));
         let part = f.body.expect("a body part");
-        assert_eq!(part.section, "BODY[]");
+        assert!(part.whole, "BODY[] is the whole message");
         assert_eq!(part.len, body.len() as u64);
         assert_eq!(part.fingerprint, fingerprint(body.as_bytes()));
     }
@@ -671,11 +716,12 @@ mod tests {
         let Response::Untagged(Data::Fetch(f)) = one(input) else {
             panic!("fetch")
         };
-        assert_eq!(f.message_id.as_deref(), Some("<abc.1@mailbench>"));
+        assert_eq!(f.message_id, Some(fnv(b"<abc.1@mailbench>")));
         assert!(f.envelope.is_some() && f.structure.is_some());
         assert_eq!(
-            f.body.map(|b| (b.section, b.len)),
-            Some(("BODY[HEADER.FIELDS (FROM TO)]<0>".into(), 1))
+            f.body.map(|b| (b.whole, b.len)),
+            Some((false, 1)),
+            "a header part is not the whole message"
         );
     }
 

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""IMAP clients side by side against the same lab Dovecot (imaptest's set-up: 100 users with
+30 messages each, 50 clients), doing the same sessions: LOGIN, SELECT INBOX, then commands
+drawn from a read-only mix on message numbers up to EXISTS, a new login every PER_SESSION
+commands. Prints each client's commands per second, its CPU microseconds per command,
+Dovecot's own CPU per command (its process tree, exited children included), and the ratios
+of mailbench to the floor.
+
+Clients: `mailbench mailbox imap` (one thread, with its state checks on every response, as
+users run it), and the floor (`examples/imap_floor.rs`: the same sessions on the same
+runtime with pre-encoded commands and responses only scanned for their tag: what the kernel
+and the runtime cost). A last row runs mailbench with its default (imaptest-like,
+state-changing) mix at the same concurrency, for the rate and CPU per command of that mix.
+
+Dovecot's imaptest is not packaged here; RESEARCH.md records what it did when built from
+source on this kind of machine: 1,611 commands/s at 46 us of its own CPU per command with
+its default profile and 50 clients against the same store. Those figures are quoted, not
+measured by this script.
+
+Usage: bench/imap_vs_floor.py [--users 100] [--per-user 30] [--size-k 10] [--commands 20000]
+       [--conns 50] [--per-session 50] [--rounds 3] [--mix MIX] [--out DIR]
+Rounds alternate the clients' order. Needs root and Dovecot (scripts/install-deps.sh).
+Loopback only; every run is bounded.
+"""
+import json, os, re, resource, statistics, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import arg, tree_cpu  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MB = os.path.join(ROOT, "target", "release", "mailbench")
+FLOOR = os.path.join(ROOT, "target", "release", "examples", "imap_floor")
+
+USERS, PER_USER, SIZE_K = arg("--users", 100), arg("--per-user", 30), arg("--size-k", 10)
+COMMANDS, CONNS, PER_SESSION = arg("--commands", 20000), arg("--conns", 50), arg("--per-session", 50)
+ROUNDS, OUT = arg("--rounds", 3), arg("--out", "")
+MIX = arg("--mix", "fetch=30,fetch_body=30,search=10,status=10,list=5,noop=10,select=5")
+
+
+def cpu_children():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+class Lab:
+    """`mailbench lab dovecot`, filled; stopped (and removed) on exit."""
+
+    def __init__(self, tmp):
+        self.log = open(os.path.join(tmp, "lab.out"), "w+")
+        self.proc = subprocess.Popen([MB, "lab", "dovecot", "--users", str(USERS), "--fill", str(PER_USER),
+                                      "--fill-size", f"{SIZE_K}k"], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline, text = time.time() + 120, ""
+        while time.time() < deadline:
+            self.log.seek(0)
+            text = self.log.read()
+            if "users and passwords" in text or self.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        port = re.search(r"IMAP on 127\.0\.0\.1:(\d+)", text)
+        users = re.search(r"\(for --users-file\) in (\S+);", text)
+        conf = re.search(r"config (\S+)", text)
+        if not (port and users and conf):
+            self.proc.terminate()
+            raise SystemExit(f"the lab did not start:\n{text}")
+        self.port, self.users = int(port.group(1)), users.group(1)
+        pidfile = os.path.join(os.path.dirname(conf.group(1)), "run", "master.pid")
+        self.master = int(open(pidfile).read().strip())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+def measure(tool, lab, cmd, parse):
+    """Runs a client to completion; its CPU and Dovecot's over the same span."""
+    before_c, before_s = cpu_children(), tree_cpu(lab.master)
+    t0 = time.time()
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    wall = time.time() - t0
+    cpu, store = cpu_children() - before_c, tree_cpu(lab.master) - before_s
+    if out.returncode != 0:
+        raise SystemExit(f"{tool} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    commands, extra = parse(out)
+    return {"tool": tool, "commands": commands, "wall_s": wall, "cpu_s": cpu, "store_cpu_s": store, **extra}
+
+
+def mailbench(lab, tmp, mix, tool="mailbench"):
+    j = os.path.join(tmp, "mb.json")
+    cmd = [MB, "mailbox", "imap", "--target", f"127.0.0.1:{lab.port}", "--users-file", lab.users,
+           "-n", str(COMMANDS), "-c", str(CONNS), "--per-conn", str(PER_SESSION), "-q", "--json", j]
+    if mix:
+        cmd += ["--mix", mix]
+
+    def parse(_out):
+        s = json.load(open(j))["summary"]
+        if s["errors"] or s["refused"] or s["violations"]:
+            raise SystemExit(f"{tool}: errors, refusals or state violations: {s}")
+        return s["completed"], {"active_s": s["active_s"], "violations": s["violations"]}
+
+    return measure(tool, lab, cmd, parse)
+
+
+def floor(lab):
+    cmd = [FLOOR, f"127.0.0.1:{lab.port}", str(CONNS), str(COMMANDS), str(PER_SESSION), lab.users, MIX]
+    return measure("floor", lab, cmd, lambda out: (int(out.stdout), {}))
+
+
+def table(rows):
+    lines = [f"{'client':<22} {'commands/s':>11} {'cpu us/cmd':>11} {'Dovecot cpu us/cmd':>19}"]
+    med = {}
+    for tool in ("mailbench", "floor", "mailbench default mix"):
+        mine = [r for r in rows if r["tool"] == tool]
+        if not mine:
+            continue
+        med[tool] = m = {
+            "rate": statistics.median(r["commands"] / r["wall_s"] for r in mine),
+            "cpu": statistics.median(r["cpu_s"] / r["commands"] * 1e6 for r in mine),
+            "store": statistics.median(r["store_cpu_s"] / r["commands"] * 1e6 for r in mine),
+        }
+        lines.append(f"{tool:<22} {m['rate']:>11.1f} {m['cpu']:>11.2f} {m['store']:>19.2f}")
+    lines.append("")
+    a, b = med.get("mailbench"), med.get("floor")
+    if a and b:
+        lines.append(f"mailbench vs floor: rate {a['rate'] / b['rate']:.2f}x, client CPU per command "
+                     f"{a['cpu'] / b['cpu']:.2f}x, Dovecot CPU per command {a['store'] / b['store']:.2f}x")
+        mine = [r for r in rows if r["tool"] == "mailbench"]
+        theirs = [r for r in rows if r["tool"] == "floor"]
+        paired = [(m["commands"] / m["wall_s"]) / (t["commands"] / t["wall_s"]) for m, t in zip(mine, theirs)]
+        cpu = [(m["cpu_s"] / m["commands"]) / (t["cpu_s"] / t["commands"]) for m, t in zip(mine, theirs)]
+        lines.append(f"  per round: rate {', '.join(f'{x:.2f}x' for x in paired)}; "
+                     f"client CPU {', '.join(f'{x:.2f}x' for x in cpu)}")
+    d = med.get("mailbench default mix")
+    if d:
+        lines.append(f"mailbench, default mix: {d['rate']:.0f} commands/s at {d['cpu']:.1f} us of its CPU per "
+                     f"command (imaptest, quoted from RESEARCH.md: 1,611 commands/s at 46 us, default "
+                     f"profile, 50 clients)")
+    return lines
+
+
+def main():
+    if not (os.path.exists(MB) and os.path.exists(FLOOR)):
+        raise SystemExit("build first: cargo build --release --bins --examples")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="mailbench-imapbench-") as tmp:
+        with Lab(tmp) as lab:
+            for r in range(ROUNDS):
+                order = [lambda: mailbench(lab, tmp, MIX), lambda: floor(lab)]
+                for f in order[::-1] if r % 2 else order:
+                    row = f()
+                    if row["commands"] != COMMANDS:
+                        raise SystemExit(f"{row['tool']} completed {row['commands']} of {COMMANDS}: {row}")
+                    rows.append(row)
+        # A fresh store: the default mix appends, copies and expunges.
+        with Lab(tmp) as lab:
+            for _ in range(ROUNDS):
+                rows.append(mailbench(lab, tmp, None, "mailbench default mix"))
+    title = (f"# IMAP: {COMMANDS} commands over {CONNS} connections, {PER_SESSION} per login; {USERS} users x "
+             f"{PER_USER} messages of {SIZE_K} KiB, lab Dovecot (maildir, tmpfs); mix {MIX}; {ROUNDS} rounds, "
+             f"medians")
+    text = "\n".join([title, ""] + table(rows))
+    print(text)
+    if OUT:
+        open(os.path.join(OUT, "imap_vs_floor.txt"), "w").write(text + "\n")
+        json.dump(rows, open(os.path.join(OUT, "imap_vs_floor.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+//! The cheapest IMAP client this design can be: the same sessions as `mailbench mailbox
+//! imap` with a read-only mix (LOGIN, SELECT, then commands drawn by weight on message
+//! numbers up to EXISTS, LOGOUT) on the same one-thread tokio runtime, but with commands
+//! pre-encoded and responses only scanned for their tag — no parsing, no state, no
+//! timing, no statistics. The IMAP benchmark runs it beside mailbench: its CPU per command
+//! is what the kernel and the runtime cost.
+//!
+//! `imap_floor HOST:PORT CONNECTIONS COMMANDS PER_SESSION USERS_FILE MIX` prints the
+//! commands completed. MIX is `name=weight,...` over fetch, fetch_body, search, status,
+//! list, noop and select (the same commands as mailbench's).
+
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memchr::memmem;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A connection: bytes read and not yet consumed, and the next tag.
+struct Conn {
+    s: TcpStream,
+    buf: Vec<u8>,
+    tag: u32,
+}
+
+impl Conn {
+    async fn fill(&mut self) {
+        let mut chunk = [0u8; 16384];
+        let n = self.s.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "server closed");
+        self.buf.extend_from_slice(&chunk[..n]);
+    }
+
+    /// Sends `tag command` and skips everything up to its tagged completion line; returns
+    /// the response bytes (for SELECT's EXISTS).
+    async fn command(&mut self, cmd: &[u8]) -> Vec<u8> {
+        self.tag += 1;
+        let tag = format!("a{} ", self.tag);
+        let mut line = Vec::with_capacity(tag.len() + cmd.len() + 2);
+        line.extend_from_slice(tag.as_bytes());
+        line.extend_from_slice(cmd);
+        line.extend_from_slice(b"\r\n");
+        self.s.write_all(&line).await.expect("write");
+        let done = format!("\r\n{tag}");
+        let mut from = 0;
+        loop {
+            let hit = if self.buf.starts_with(tag.as_bytes()) {
+                Some(0)
+            } else {
+                memmem::find(&self.buf[from..], done.as_bytes()).map(|p| from + p + 2)
+            };
+            if let Some(at) = hit
+                && let Some(end) = memmem::find(&self.buf[at..], b"\r\n")
+            {
+                let used = at + end + 2;
+                return self.buf.drain(..used).collect();
+            }
+            from = self.buf.len().saturating_sub(done.len());
+            self.fill().await;
+        }
+    }
+}
+
+/// The mix's commands, pre-encoded as far as they can be.
+#[derive(Clone, Copy)]
+enum Cmd {
+    Fetch,
+    FetchBody,
+    Search,
+    Status,
+    List,
+    Noop,
+    Select,
+}
+
+fn encode(c: Cmd, exists: u32, rng: &mut fastrand::Rng) -> Vec<u8> {
+    let pick = rng.u32(1..=exists.max(1));
+    match c {
+        Cmd::Fetch => format!(
+            "FETCH {pick}:{} (UID FLAGS RFC822.SIZE ENVELOPE BODYSTRUCTURE)",
+            (pick + 9).min(exists.max(1))
+        )
+        .into_bytes(),
+        Cmd::FetchBody => format!("FETCH {pick} (UID RFC822.SIZE BODY.PEEK[])").into_bytes(),
+        Cmd::Search => b"UID SEARCH ALL".to_vec(),
+        Cmd::Status => b"STATUS \"INBOX\" (MESSAGES UIDNEXT UNSEEN)".to_vec(),
+        Cmd::List => b"LIST \"\" \"*\"".to_vec(),
+        Cmd::Noop => b"NOOP".to_vec(),
+        Cmd::Select => b"SELECT \"INBOX\"".to_vec(),
+    }
+}
+
+fn exists(select: &[u8]) -> u32 {
+    let at = memmem::find(select, b" EXISTS\r\n").expect("SELECT says EXISTS");
+    let start = select[..at]
+        .iter()
+        .rposition(|b| *b == b' ')
+        .map_or(0, |p| p + 1);
+    std::str::from_utf8(&select[start..at])
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .expect("EXISTS count")
+}
+
+/// One session as `user`/`pass` running up to `per_session` commands, each claimed from
+/// `handed` until `commands` are handed out (as mailbench's load engine claims units);
+/// returns how many it ran.
+async fn session(
+    addr: &str,
+    user: &str,
+    pass: &str,
+    (handed, commands, per_session): (&AtomicUsize, usize, usize),
+    mix: &[(Cmd, u32)],
+    rng: &mut fastrand::Rng,
+) -> usize {
+    let s = TcpStream::connect(addr).await.expect("connect");
+    s.set_nodelay(true).expect("nodelay");
+    let mut c = Conn {
+        s,
+        buf: Vec::with_capacity(16384),
+        tag: 0,
+    };
+    while memmem::find(&c.buf, b"\r\n").is_none() {
+        c.fill().await;
+    }
+    c.buf.clear();
+    c.command(format!("LOGIN \"{user}\" \"{pass}\"").as_bytes())
+        .await;
+    let mut count = exists(&c.command(b"SELECT \"INBOX\"").await);
+    let total: u32 = mix.iter().map(|(_, w)| w).sum();
+    let mut n = 0;
+    while n < per_session && handed.fetch_add(1, Ordering::Relaxed) < commands {
+        n += 1;
+        let mut at = rng.u32(..total);
+        let cmd = mix
+            .iter()
+            .find(|(_, w)| {
+                let hit = at < *w;
+                at = at.saturating_sub(*w);
+                hit
+            })
+            .map_or(Cmd::Noop, |(c, _)| *c);
+        let reply = c.command(&encode(cmd, count, rng)).await;
+        if let Cmd::Select = cmd {
+            count = exists(&reply);
+        }
+    }
+    c.command(b"LOGOUT").await;
+    n
+}
+
+fn parse_mix(spec: &str) -> Vec<(Cmd, u32)> {
+    spec.split(',')
+        .filter_map(|part| part.split_once('='))
+        .map(|(name, w)| {
+            let c = match name.trim() {
+                "fetch" => Cmd::Fetch,
+                "fetch_body" => Cmd::FetchBody,
+                "search" => Cmd::Search,
+                "status" => Cmd::Status,
+                "list" => Cmd::List,
+                "noop" => Cmd::Noop,
+                "select" => Cmd::Select,
+                other => panic!("the floor has no {other:?}"),
+            };
+            (c, w.trim().parse().expect("a weight"))
+        })
+        .collect()
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: imap_floor HOST:PORT CONNECTIONS COMMANDS PER_SESSION USERS_FILE MIX";
+    let addr = Rc::new(args.get(1).expect(usage).clone());
+    let conns: usize = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
+    let commands: usize = args.get(3).and_then(|a| a.parse().ok()).expect(usage);
+    let per_session: usize = args.get(4).and_then(|a| a.parse().ok()).expect(usage);
+    let text = std::fs::read_to_string(args.get(5).expect(usage)).expect("users file");
+    let mix = Rc::new(parse_mix(args.get(6).expect(usage)));
+    let users: Rc<Vec<(String, String)>> = Rc::new(
+        text.lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(u, p)| (u.to_string(), p.trim().to_string()))
+            .collect(),
+    );
+    // Commands are claimed one at a time; a session ends after PER_SESSION of them.
+    let handed = Rc::new(AtomicUsize::new(0));
+    let sessions = Rc::new(AtomicUsize::new(0));
+    let local = tokio::task::LocalSet::new();
+    let total = local
+        .run_until(async {
+            let mut tasks = Vec::new();
+            for i in 0..conns {
+                let (addr, users, mix) = (addr.clone(), users.clone(), mix.clone());
+                let (handed, sessions) = (handed.clone(), sessions.clone());
+                tasks.push(tokio::task::spawn_local(async move {
+                    let mut rng = fastrand::Rng::with_seed(i as u64);
+                    let mut got = 0;
+                    while handed.load(Ordering::Relaxed) < commands {
+                        let k = sessions.fetch_add(1, Ordering::Relaxed);
+                        let (u, p) = &users[k % users.len()];
+                        let claim = (&*handed, commands, per_session);
+                        got += session(&addr, u, p, claim, &mix, &mut rng).await;
+                    }
+                    got
+                }));
+            }
+            let mut total = 0;
+            for t in tasks {
+                total += t.await.expect("session task");
+            }
+            total
+        })
+        .await;
+    println!("{total}");
+}

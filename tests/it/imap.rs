@@ -1,0 +1,325 @@
+//! `mailbench mailbox imap` against a real Dovecot: message counts checked with Python's
+//! imaplib before and after, zero state violations from a correct server in closed and
+//! open loop, and a proxy that corrupts UIDs or flags caught by the state checks.
+
+use std::process::{Command, Stdio};
+
+use crate::mailbox::{Store, count, python};
+use crate::util::{Proc, TempDir, describe, free_port, require, results, run, run_expect};
+
+/// Messages in each user's INBOX, as imaplib sees them.
+fn inbox_counts(store: &Store) -> Vec<u64> {
+    let v = python(
+        &store.imap,
+        &store.users(),
+        "out = []
+for u, p in USERS:
+    m = imap(u, p)
+    typ, data = m.select('INBOX')
+    out.append(int(data[0]))
+    m.logout()
+print(json.dumps(out))",
+    );
+    serde_json::from_value(v).expect("counts")
+}
+
+fn imap(args: &[&str], json: &std::path::Path, code: i32) -> serde_json::Value {
+    let j = json.to_string_lossy().to_string();
+    let mut all = vec!["mailbox", "imap", "-q", "--json", &j];
+    all.extend_from_slice(args);
+    run_expect(&all, code);
+    results(json)
+}
+
+fn summary(r: &serde_json::Value, key: &str) -> u64 {
+    r["summary"][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no summary {key} in {:#}", r["summary"]))
+}
+
+/// A mix that changes the mailboxes in every way it can (append, copy, delete and
+/// expunge) and reads them: what imaplib counts afterwards is what mailbench says it
+/// added and removed, and Dovecot's answers contradict nothing, closed loop and open loop.
+#[test]
+fn imap_counts_agree_with_imaplib_and_dovecot_shows_no_violations() {
+    let Some(store) = Store::start(&["--users", "4", "--fill", "5", "--fill-size", "3k"]) else {
+        return;
+    };
+    let dir = TempDir::new("imap-counts");
+    let json = dir.0.join("r.json");
+    let mix = "append=2,copy=1,delete=2,expunge=1,fetch=2,fetch_body=2,store=2,search=1,select=1,status=1,list=1,noop=1,idle=1";
+    let base = [
+        "--target",
+        &store.imap,
+        "--users-file",
+        &store.users_file,
+        "--mix",
+        mix,
+        "--append-size",
+        "2k",
+    ];
+    let shapes: [&[&str]; 2] = [
+        &["-n", "400", "-c", "4", "--per-conn", "25"],
+        &["--rate", "200/s", "-z", "2s", "-c", "4"],
+    ];
+    for shape in shapes {
+        let before: u64 = inbox_counts(&store).iter().sum();
+        let args = [&base[..], shape].concat();
+        let r = imap(&args, &json, 0);
+        let after: u64 = inbox_counts(&store).iter().sum();
+        let ctx = format!("{shape:?}: {:#}", r["summary"]);
+        assert_eq!(summary(&r, "violations"), 0, "{ctx}");
+        assert_eq!(
+            (summary(&r, "errors"), summary(&r, "refused")),
+            (0, 0),
+            "{ctx}"
+        );
+        assert_eq!(summary(&r, "completed"), summary(&r, "commands"), "{ctx}");
+        let (appended, expunged) = (summary(&r, "appended"), summary(&r, "expunged"));
+        let copied = count(&r, "copy");
+        assert!(appended > 0 && expunged > 0 && copied > 0, "{ctx}");
+        assert_eq!(
+            after,
+            before + appended + copied - expunged,
+            "{ctx}: imaplib counted {before} messages before and {after} after; mailbench \
+             appended {appended}, copied {copied} and expunged {expunged}"
+        );
+        // Each fetch_body fetches one whole message.
+        assert_eq!(summary(&r, "fetched"), count(&r, "fetch_body"), "{ctx}");
+        let steps: u64 = [
+            "select",
+            "list",
+            "status",
+            "fetch",
+            "fetch_body",
+            "search",
+            "store",
+            "delete",
+            "expunge",
+            "copy",
+            "append",
+            "noop",
+            "idle",
+        ]
+        .iter()
+        .map(|s| count(&r, s))
+        .sum();
+        // Every session's first SELECT is set-up, not a unit.
+        let sessions = summary(&r, "sessions");
+        assert_eq!(
+            steps,
+            summary(&r, "commands") + sessions,
+            "{ctx}: one timed command per unit"
+        );
+        assert_eq!(count(&r, "login"), sessions, "{ctx}");
+    }
+}
+
+/// What the rewriting proxy runs: server lines are passed on, except that in `uid` mode
+/// every other FETCH's UID is raised by 1000 and in `flags` mode `\Flagged` vanishes
+/// from FETCH responses; the client's bytes pass untouched.
+const REWRITING_PROXY: &str = r#"
+import asyncio, re, sys
+LISTEN, HOST, PORT, MODE = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+UID = re.compile(rb"^(\* \d+ FETCH \(.*?UID )(\d+)")
+seen = [0]
+
+def rewrite(line):
+    if MODE == "uid":
+        m = UID.match(line)
+        if m:
+            seen[0] += 1
+            if seen[0] % 2 == 0:
+                return m.group(1) + str(int(m.group(2)) + 1000).encode() + line[m.end():]
+    if MODE == "flags" and line.startswith(b"* ") and b" FETCH (" in line:
+        return line.replace(b"\\Flagged ", b"").replace(b" \\Flagged", b"").replace(b"\\Flagged", b"")
+    return line
+
+async def up(reader, writer):
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except Exception:
+        pass
+    writer.close()
+
+async def down(reader, writer):
+    try:
+        while line := await reader.readline():
+            writer.write(rewrite(line))
+            await writer.drain()
+    except Exception:
+        pass
+    writer.close()
+
+async def serve(creader, cwriter):
+    sreader, swriter = await asyncio.open_connection(HOST, PORT)
+    await asyncio.gather(up(creader, swriter), down(sreader, cwriter))
+
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", LISTEN, limit=1 << 24)
+    print("ready", flush=True)
+    async with server:
+        await server.serve_forever()
+
+asyncio.run(main())
+"#;
+
+fn rewriting_proxy(target: &str, mode: &str) -> (Proc, String) {
+    let (host, port) = target.rsplit_once(':').expect("host:port");
+    let listen = free_port();
+    let mut child = Command::new("python3")
+        .args(["-c", REWRITING_PROXY, &listen.to_string(), host, port, mode])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the rewriting proxy");
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line);
+    }
+    assert_eq!(line.trim(), "ready", "the rewriting proxy did not start");
+    (Proc(child), format!("127.0.0.1:{listen}"))
+}
+
+/// The state checks can fail: through a proxy that changes UIDs, the same sequence
+/// numbers come back with other UIDs (and the UIDs stop ascending); through one that hides
+/// `\Flagged`, a STORE +FLAGS (\Flagged) does not show it. Through the same proxy passing
+/// everything, there is nothing to find.
+#[test]
+fn a_corrupting_proxy_is_caught_by_the_state_checks() {
+    let Some(store) = Store::start(&["--users", "2", "--fill", "6", "--fill-size", "1k"]) else {
+        return;
+    };
+    let dir = TempDir::new("imap-corrupt");
+    let json = dir.0.join("r.json");
+    let run_through = |mode: &str, mix: &str| {
+        let (_proxy, target) = rewriting_proxy(&store.imap, mode);
+        let args = [
+            "--target",
+            &target,
+            "--users-file",
+            &store.users_file,
+            "--mix",
+            mix,
+            "--fetch-range",
+            "3",
+            "-n",
+            "60",
+            "-c",
+            "2",
+        ];
+        imap(&args, &json, 0)
+    };
+    let r = run_through("none", "fetch=1,store=1");
+    assert_eq!(summary(&r, "violations"), 0, "{:#}", r["summary"]);
+    let r = run_through("uid", "fetch=1");
+    let kinds = &r["counters"]["violations"];
+    let changed = kinds["uid_changed"].as_u64().unwrap_or(0);
+    assert!(changed > 0, "UIDs that change are caught: {kinds:#}");
+    let errors = r["errors"].as_array().expect("an error table");
+    let state: u64 = errors
+        .iter()
+        .filter(|e| e["class"] == "state" && e["phase"] == "fetch")
+        .map(|e| e["count"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(state, summary(&r, "violations"), "{errors:#?}");
+    let r = run_through("flags", "store=1");
+    let kinds = &r["counters"]["violations"];
+    assert!(
+        kinds["flags_not_stored"].as_u64().unwrap_or(0) > 0,
+        "a flag that was not stored is caught: {kinds:#}"
+    );
+    assert_eq!(
+        kinds.as_object().map(|k| k.len()),
+        Some(1),
+        "only flags: {kinds:#}"
+    );
+}
+
+/// A fake server that greets as IMAP without IMAP4rev1: one line, exit 1. (Dovecot cannot
+/// be made to drop IMAP4rev1, so this server is a few lines of Python.)
+#[test]
+fn bad_imap_input_is_one_line_and_exit_1() {
+    let dir = TempDir::new("imap-bad");
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "u1@x.test secret\n").expect("write");
+    let u = users.to_string_lossy().to_string();
+    let remote = [
+        "mailbox",
+        "imap",
+        "--target",
+        "127.0.0.1:1",
+        "--users-file",
+        &u,
+    ];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            [&remote[..], &["--mix", "fetch=1,bogus=2"]].concat(),
+            "--mix",
+        ),
+        ([&remote[..], &["--mix", "fetch=0"]].concat(), "--mix"),
+        (
+            [&remote[..], &["--fetch-range", "0"]].concat(),
+            "--fetch-range",
+        ),
+        (
+            [&remote[..], &["--append-size", "1g"]].concat(),
+            "--append-size",
+        ),
+        ([&remote[..], &["--mailbox", ""]].concat(), "--mailbox"),
+        ([&remote[..], &["--fill", "3"]].concat(), "--fill"),
+        (remote.to_vec(), "is not reachable"),
+    ];
+    for (args, needle) in cases {
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+        assert!(
+            err.contains(needle),
+            "expected {needle:?} in: {}",
+            describe(&args, &out)
+        );
+        assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
+    }
+    if require("python3").is_none() {
+        return;
+    }
+    let port = free_port();
+    let fake = Command::new("python3")
+        .args([
+            "-c",
+            "import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(8); print('ready', flush=True)
+while True:
+    c, _ = s.accept(); c.sendall(b'* OK [CAPABILITY IMAP2 AUTH=PLAIN] not quite IMAP\\r\\n'); c.close()",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the fake server");
+    let mut fake = Proc(fake);
+    let mut line = String::new();
+    if let Some(out) = fake.0.stdout.take() {
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line);
+    }
+    let target = format!("127.0.0.1:{port}");
+    let args = [
+        "mailbox",
+        "imap",
+        "-q",
+        "--target",
+        &target,
+        "--users-file",
+        &u,
+        "-n",
+        "3",
+    ];
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    assert!(err.contains("IMAP4rev1"), "{}", describe(&args, &out));
+    assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
+}
