@@ -12,20 +12,25 @@ runtime with pre-encoded commands and responses only scanned for their tag: what
 and the runtime cost). A last row runs mailbench with its default (imaptest-like,
 state-changing) mix at the same concurrency, for the rate and CPU per command of that mix.
 
+Last, IDLE_SESSIONS sessions log in, SELECT and wait in IDLE at the same time, against a
+Dovecot set up to hold them (a few imap processes with many clients each): mailbench's
+peak RSS for them (target: 10,000 under 200 MB).
+
 Dovecot's imaptest is not packaged here; RESEARCH.md records what it did when built from
 source on this kind of machine: 1,611 commands/s at 46 us of its own CPU per command with
 its default profile and 50 clients against the same store. Those figures are quoted, not
 measured by this script.
 
 Usage: bench/imap_vs_floor.py [--users 100] [--per-user 30] [--size-k 10] [--commands 20000]
-       [--conns 50] [--per-session 50] [--rounds 3] [--mix MIX] [--out DIR]
+       [--conns 50] [--per-session 50] [--rounds 3] [--mix MIX] [--idle-sessions 10000]
+       [--idle-secs 20] [--out DIR]
 Rounds alternate the clients' order. Needs root and Dovecot (scripts/install-deps.sh).
 Loopback only; every run is bounded.
 """
 import json, os, re, resource, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import arg, tree_cpu  # noqa: E402
+from benchlib import arg, scratch, tree_cpu  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
@@ -34,6 +39,12 @@ FLOOR = os.path.join(ROOT, "target", "release", "examples", "imap_floor")
 USERS, PER_USER, SIZE_K = arg("--users", 100), arg("--per-user", 30), arg("--size-k", 10)
 COMMANDS, CONNS, PER_SESSION = arg("--commands", 20000), arg("--conns", 50), arg("--per-session", 50)
 ROUNDS, OUT = arg("--rounds", 3), arg("--out", "")
+IDLE_SESSIONS, IDLE_SECS = arg("--idle-sessions", 10000), arg("--idle-secs", 20)
+# Dovecot serving thousands of IDLE sessions: imap and imap-login processes that each hold
+# many clients (one process per session would be 10,000 processes), with room for them.
+IDLE_DOVECONF = ["service/imap/client_limit=1000", "service/imap/service_count=0", "service/imap/vsz_limit=4G",
+                 "service/imap-login/service_count=0", "service/imap-login/client_limit=20000",
+                 "service/imap-login/process_min_avail=2", "service/imap-login/vsz_limit=2G"]
 MIX = arg("--mix", "fetch=30,fetch_body=30,search=10,status=10,list=5,noop=10,select=5")
 
 
@@ -45,10 +56,12 @@ def cpu_children():
 class Lab:
     """`mailbench lab dovecot`, filled; stopped (and removed) on exit."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, per_user=None, doveconf=()):
         self.log = open(os.path.join(tmp, "lab.out"), "w+")
-        self.proc = subprocess.Popen([MB, "lab", "dovecot", "--users", str(USERS), "--fill", str(PER_USER),
-                                      "--fill-size", f"{SIZE_K}k"], stdout=self.log, stderr=subprocess.STDOUT)
+        extra = [a for kv in doveconf for a in ("--doveconf", kv)]
+        self.proc = subprocess.Popen([MB, "lab", "dovecot", "--users", str(USERS), "--fill",
+                                      str(PER_USER if per_user is None else per_user),
+                                      "--fill-size", f"{SIZE_K}k"] + extra, stdout=self.log, stderr=subprocess.STDOUT)
         deadline, text = time.time() + 120, ""
         while time.time() < deadline:
             self.log.seek(0)
@@ -108,6 +121,25 @@ def floor(lab):
     return measure("floor", lab, cmd, lambda out: (int(out.stdout), {}))
 
 
+def idle_part(tmp):
+    """IDLE_SESSIONS sessions at once, each logged in, SELECTed and in IDLE for IDLE_SECS:
+    mailbench's peak RSS (from its own results) while they all wait."""
+    j = os.path.join(tmp, "idle.json")
+    with Lab(tmp, per_user=2, doveconf=IDLE_DOVECONF) as lab:
+        cmd = [MB, "mailbox", "imap", "--target", f"127.0.0.1:{lab.port}", "--users-file", lab.users,
+               "-n", str(IDLE_SESSIONS), "-c", str(IDLE_SESSIONS), "--mix", "idle=1", "--idle-for",
+               f"{IDLE_SECS}s", "-q", "--json", j]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    r = json.load(open(j))
+    s, rss = r["summary"], r["self"]["peak_rss_kib"] / 1024
+    if out.returncode != 0 or s["completed"] != IDLE_SESSIONS:
+        return [f"# IDLE: {s['completed']} of {IDLE_SESSIONS} sessions completed (exit {out.returncode}); "
+                f"errors {s['errors']}: not a valid memory figure"]
+    return [f"# IDLE: {IDLE_SESSIONS} sessions in IDLE at once for {IDLE_SECS} s each (every one logged in and "
+            f"SELECTed), all completed: mailbench peak RSS {rss:.1f} MiB "
+            f"({rss * 1024 / IDLE_SESSIONS:.1f} KiB per session); target under 200 MB"]
+
+
 def table(rows):
     lines = [f"{'client':<22} {'commands/s':>11} {'cpu us/cmd':>11} {'Dovecot cpu us/cmd':>19}"]
     med = {}
@@ -160,7 +192,8 @@ def main():
     title = (f"# IMAP: {COMMANDS} commands over {CONNS} connections, {PER_SESSION} per login; {USERS} users x "
              f"{PER_USER} messages of {SIZE_K} KiB, lab Dovecot (maildir, tmpfs); mix {MIX}; {ROUNDS} rounds, "
              f"medians")
-    text = "\n".join([title, ""] + table(rows))
+    idle = idle_part(scratch("mailbench-imapidle-")) if IDLE_SESSIONS else []
+    text = "\n".join([title, ""] + table(rows) + [""] + idle)
     print(text)
     if OUT:
         open(os.path.join(OUT, "imap_vs_floor.txt"), "w").write(text + "\n")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the side-by-side benchmarks (send, sink, relay, pop3) and keeps their output in
+# Runs the side-by-side benchmarks (send, sink, relay, pop3, imap) and keeps their output in
 # bench/runs/<date>-<host>/. Usage: bench/run.sh [--quick] [--no-postal]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +18,4 @@ python3 bench/send_vs_peers.py --reps 3 --out "$dir" "$@"
 python3 bench/sink_vs_peers.py --out "$dir" "$@"
 python3 bench/relay_vs_classic.py --out "$dir"
 python3 bench/pop3_vs_peers.py --out "$dir"
+python3 bench/imap_vs_floor.py --out "$dir"

@@ -794,6 +794,10 @@ pub struct ImapArgs {
     /// Size of each appended message.
     #[arg(long, default_value = "10k", value_name = "SIZE")]
     pub append_size: String,
+    /// How long an `idle` command stays in IDLE before DONE (what the server pushes
+    /// meanwhile is state-checked); 0 goes in and straight out.
+    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    pub idle_for: String,
     /// Do not check responses against the session's model and other sessions.
     #[arg(long)]
     pub no_state_check: bool,

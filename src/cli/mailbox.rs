@@ -469,6 +469,7 @@ fn imap_plan(
     if a.mailbox.is_empty() || a.mailbox.contains(['\r', '\n']) {
         return Err("--mailbox must be a mailbox name on one line".into());
     }
+    let idle_for = units::duration(&a.idle_for).map_err(|e| format!("--idle-for: {e}"))?;
     let login = match a.login {
         ImapLoginArg::Login => ImapLogin::Login,
         ImapLoginArg::Plain => ImapLogin::Plain,
@@ -482,6 +483,7 @@ fn imap_plan(
         "mailbox": a.mailbox,
         "fetch_range": fetch_range,
         "append_size": append_size,
+        "idle_for_s": idle_for.as_secs_f64(),
         "check_state": !a.no_state_check,
         "literal_plus": !a.no_literal_plus,
         "random_users": a.random_users,
@@ -508,6 +510,7 @@ fn imap_plan(
         mailbox: a.mailbox.clone(),
         fetch_range,
         append_size,
+        idle_for,
         check_state: !a.no_state_check,
         literal_plus: !a.no_literal_plus,
         config_json,

@@ -6,6 +6,7 @@
 //! correct server shows none, under any concurrency.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
 use super::proto::{Code, Data, Fetch, FlagOp};
@@ -122,8 +123,36 @@ pub struct Shared {
 
 #[derive(Debug, Default)]
 struct Known {
-    by_uid: HashMap<UidKey, Meta>,
-    by_message_id: HashMap<u64, Meta>,
+    by_uid: HashMap<UidKey, Meta, Quick>,
+    by_message_id: HashMap<u64, Meta, Quick>,
+}
+
+/// The maps' hasher: their keys are numbers and fingerprints, already spread, so one
+/// multiply per word does (SipHash was a tenth of the client's time per listed message).
+type Quick = BuildHasherDefault<QuickHasher>;
+
+/// See [`Quick`].
+#[derive(Debug, Default, Clone, Copy)]
+struct QuickHasher(u64);
+
+impl Hasher for QuickHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(23) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
 }
 
 impl Shared {

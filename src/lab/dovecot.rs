@@ -209,7 +209,8 @@ impl Lab {
     /// ports); LMTP saving to `user+folder@` folders, creating them, so that population can
     /// fill several; and the limits that cap a benchmark before the hardware does raised:
     /// 10 connections per user and address (every generator connection comes from
-    /// 127.0.0.1), 100 processes per service; and the per-IP authentication penalty off.
+    /// 127.0.0.1), 100 processes per service and 1,024 imap and pop3 processes (one per
+    /// session); and the per-IP authentication penalty off.
     fn dovecot_conf(&self, opts: &StoreOptions) -> String {
         let d = self.dir.display();
         let mail_location = match opts.mail_format {
@@ -246,6 +247,12 @@ default_process_limit = 5000
 default_client_limit = 20000
 lmtp_save_to_detail_mailbox = yes
 lda_mailbox_autocreate = yes
+service imap {{
+  process_limit = 20000
+}}
+service pop3 {{
+  process_limit = 20000
+}}
 protocol imap {{
   mail_max_userip_connections = 100000
 }}
@@ -403,15 +410,24 @@ impl StoreLab for Lab {
     }
 
     fn limits(&self) -> Vec<(String, String)> {
-        [
+        let mut out: Vec<(String, String)> = [
             ("imap", "mail_max_userip_connections"),
             ("pop3", "mail_max_userip_connections"),
-            ("imap", "default_process_limit"),
-            ("imap", "default_client_limit"),
         ]
         .iter()
         .map(|(p, k)| (format!("{p} {k}"), self.effective(p, k)))
-        .collect()
+        .collect();
+        // Each service's own limits, its 0 resolved to the default it stands for.
+        for service in ["imap", "imap-login", "pop3", "pop3-login"] {
+            for key in ["process_limit", "client_limit"] {
+                let mut v = self.effective("imap", &format!("service/{service}/{key}"));
+                if v == "0" {
+                    v = self.effective("imap", &format!("default_{key}"));
+                }
+                out.push((format!("service {service} {key}"), v));
+            }
+        }
+        out
     }
 
     fn server_stats(&self) -> Vec<ServerMetric> {

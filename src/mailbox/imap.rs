@@ -329,8 +329,9 @@ impl Driver for ImapDriver {
             s.model.reset();
         }
         let r = if cmd == Command::Idle {
-            // A round trip into IDLE and out again: what a client pays to start waiting.
-            let data = s.conn.idle(std::future::ready(())).await?;
+            // Into IDLE, waiting `--idle-for` (0: straight out again, what a client pays
+            // to start waiting) for what the server pushes.
+            let data = s.conn.idle(tokio::time::sleep(self.plan.idle_for)).await?;
             Reply {
                 done: crate::imap::proto::Completion {
                     tag: 0,

@@ -177,6 +177,8 @@ pub struct ImapPlan {
     pub fetch_range: u32,
     /// Size of each appended message.
     pub append_size: usize,
+    /// How long an `idle` command stays in IDLE.
+    pub idle_for: Duration,
     /// Check every response against the session's model and the other sessions.
     pub check_state: bool,
     /// Use LITERAL+ for APPEND when the server offers it.

@@ -377,12 +377,12 @@ impl<'a> Cursor<'a> {
                 b"FLAGS" => f.flags = Some(self.flags()?),
                 b"ENVELOPE" => {
                     let (span, id) = self.envelope()?;
-                    f.envelope = Some(fnv(span));
+                    f.envelope = Some(fingerprint64(span));
                     f.message_id = id;
                 }
                 b"BODYSTRUCTURE" | b"BODY" if !sectioned => {
                     let (s, e) = self.value()?;
-                    f.structure = Some(fnv(&self.buf[s..e]));
+                    f.structure = Some(fingerprint64(&self.buf[s..e]));
                 }
                 b"BODY" | b"BINARY" | b"RFC822" | b"RFC822.HEADER" | b"RFC822.TEXT" => {
                     // A partial fetch (`<origin>`) or a part is not the whole message.
@@ -452,7 +452,7 @@ impl<'a> Cursor<'a> {
         for i in 0..10 {
             self.eat(b" ");
             if i == 9 {
-                id = self.nstring()?.map(fnv);
+                id = self.nstring()?.map(fingerprint64);
             } else {
                 self.value()?;
             }
@@ -575,11 +575,23 @@ fn upper(word: &[u8]) -> Upper {
     u
 }
 
-/// FNV-1a over `bytes`: small, fast on the short structures it fingerprints.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+/// A 64-bit fingerprint of `bytes`, eight octets per step (a multiply and a shift each):
+/// ENVELOPE and BODYSTRUCTURE of every message listed go through it, so it must cost far
+/// less than reading them. Not for adversaries, only for telling versions apart.
+fn fingerprint64(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        h ^= h >> 29;
+    }
+    let mut w = [0u8; 8];
+    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    h ^ (h >> 32)
 }
 
 /// A body's fingerprint: its length and its first and last 256 octets.
@@ -587,7 +599,7 @@ fn fingerprint(content: &[u8]) -> u64 {
     const ENDS: usize = 256;
     let head = &content[..content.len().min(ENDS)];
     let tail = &content[content.len().saturating_sub(ENDS)..];
-    fnv(head) ^ fnv(tail).rotate_left(17) ^ (content.len() as u64).wrapping_mul(0x9e37_79b9)
+    fingerprint64(head) ^ fingerprint64(tail).rotate_left(17) ^ content.len() as u64
 }
 
 #[cfg(test)]
@@ -716,7 +728,7 @@ mod tests {
         let Response::Untagged(Data::Fetch(f)) = one(input) else {
             panic!("fetch")
         };
-        assert_eq!(f.message_id, Some(fnv(b"<abc.1@mailbench>")));
+        assert_eq!(f.message_id, Some(fingerprint64(b"<abc.1@mailbench>")));
         assert!(f.envelope.is_some() && f.structure.is_some());
         assert_eq!(
             f.body.map(|b| (b.whole, b.len)),
