@@ -25,7 +25,7 @@ fuzz_target!(|input: &[u8]| {
             last: 2,
             items: FetchItems::Body,
         },
-        Command::SearchAll,
+        Command::Search("ALL"),
         Command::Idle,
         Command::Logout,
     ];

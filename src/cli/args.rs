@@ -599,7 +599,39 @@ pub enum MailboxCommand {
     /// of commands, each one timed and its responses state-checked.
     #[command(after_help = IMAP_EXAMPLES)]
     Imap(Box<ImapArgs>),
+    /// Virtual users of a scenario (the Domino study's method), each on its own open-loop
+    /// schedule; with --ramp-users, added in steps until a capacity rule breaks.
+    #[command(after_help = PROFILE_EXAMPLES)]
+    Profile(Box<ProfileArgs>),
 }
+
+const PROFILE_EXAMPLES: &str = "\
+Examples:
+  mailbench mailbox profile --lab dovecot --scenario r6mail --time-scale 60 -z 60s
+      100 virtual users doing seed 001's R6Mail mix, an hour and a half of theirs per 90 s
+  mailbench mailbox profile --lab dovecot --users 2000 --scenario imaptest \\
+      --ramp-users 100:100/20s --capacity-rule 'mean(action)>1s' --capacity-rule 'errors>1%'
+      capacity: users added 100 at a time until a step's mean response passes one second
+  mailbench mailbox profile --imap 10.0.0.5:143 --lmtp 10.0.0.5:24 --users-file users.txt \\
+      --scenario my-users.toml --virtual-users 500
+
+Presets: r6mail (seed 001: per 90 min open the inbox 6 times, read 30, delete 12, receive 12
+of 50 KB, send 1 of 100 KB to 3, close the inbox 6 times), rabid (POP3 users who check and
+empty their mailbox, fed by deliveries), imaptest (modelled on imaptest's default profile).
+A scenario file:
+  period = \"90m\"
+  [[user]]
+  name = \"office\"
+  share = 3                       # relative share of the users
+  client = \"caching\"            # caching | login-per-action | pop3
+  receive_size = \"50k\"
+  send_size = \"100k\"
+  send_recipients = 3
+  actions = { open_inbox = 6, read = 30, delete = 12, receive = 12, send = 1 }
+Actions: open_inbox, close_inbox, read, delete, flag, move, search, receive (LMTP into the
+user's mailbox), send (LMTP to others and APPEND to Sent), check (a POP3 session).
+Summary keys: users, capacity_users, actions, completed, refused, errors, late,
+actions_per_min, mean_ms, p95_ms, p99_ms, sut_cpu (% of a core).";
 
 const POPULATE_EXAMPLES: &str = "\
 Examples:
@@ -820,6 +852,82 @@ pub struct ImapArgs {
     /// TLS.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Observe this process tree as the system under test (repeatable; the lab's own is
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Flags of `mailbench mailbox profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// The store.
+    #[command(flatten)]
+    pub server: MailboxServerArgs,
+    /// The IMAP server (when not using --lab): host[:port], default port 143.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        conflicts_with = "lab",
+        requires = "users_file"
+    )]
+    pub imap: Option<String>,
+    /// The POP3 server (when not using --lab), for `check`: host[:port], default port 110.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        conflicts_with = "lab",
+        requires = "users_file"
+    )]
+    pub pop3: Option<String>,
+    /// The LMTP server (when not using --lab), for `receive` and `send`: host[:port] or
+    /// unix:/path.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "lab",
+        requires = "users_file"
+    )]
+    pub lmtp: Option<String>,
+    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
+    #[arg(long, value_name = "N")]
+    pub fill: Option<String>,
+    /// --lab: how the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+    /// A preset (r6mail, rabid, imaptest) or a scenario file (TOML).
+    #[arg(long, default_value = "r6mail", value_name = "PRESET|FILE")]
+    pub scenario: String,
+    /// Virtual users at once, without --ramp-users [default: one per mailbox user].
+    #[arg(long, value_name = "N", conflicts_with = "ramp_users")]
+    pub virtual_users: Option<String>,
+    /// How long, without --ramp-users.
+    #[arg(short = 'z', long, default_value = "60s", value_name = "DURATION")]
+    pub duration: String,
+    /// START:STEP/PERIOD: START virtual users, STEP more every PERIOD, until a capacity
+    /// rule breaks or --max-users is passed.
+    #[arg(long, value_name = "START:STEP/PERIOD")]
+    pub ramp_users: Option<String>,
+    /// No ramp step above this many virtual users.
+    #[arg(long, default_value = "10000", value_name = "N")]
+    pub max_users: String,
+    /// Simulated time per real second: 60 runs an hour of each user's actions in a
+    /// minute.
+    #[arg(long, default_value = "1", value_name = "X")]
+    pub time_scale: String,
+    /// When a step breaks (repeatable; any that holds breaks it): a threshold expression
+    /// over the step's figures.
+    #[arg(long, value_name = "RULE", default_value = "mean(action)>1s")]
+    pub capacity_rule: Vec<String>,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each response.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
     /// Observe this process tree as the system under test (repeatable; the lab's own is
     /// observed automatically).
     #[arg(long, value_name = "PID")]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::args::{
     FillArgs, ImapArgs, ImapLoginArg, MailboxCommand, MailboxServerArgs, MessageArgs, Pop3Args,
-    Pop3LoginArg, PopulateArgs, ShapeArgs, StoreArg, TlsArgs,
+    Pop3LoginArg, PopulateArgs, ProfileArgs, ShapeArgs, StoreArg, TlsArgs,
 };
 use super::finish::deliver;
 use super::lab::{store_flags_given, store_options};
@@ -17,7 +17,10 @@ use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::lab::{Store, StoreUser};
 use crate::mailbox::bench::{Fill, MailboxError, StoreSetup, Workload};
 use crate::mailbox::plan::{DEFAULT_MIX, ImapLogin, ImapPlan, Mix, Pop3Login, Pop3Plan};
+use crate::mailbox::profile::scenario::Scenario;
+use crate::mailbox::profile::{Population, ProfilePlan};
 use crate::pop3::steps::STEPS;
+use crate::report::threshold::Threshold;
 use crate::send::SendPlan;
 use crate::send::plan::{Auth, ClientPlan};
 use crate::shutdown::Shutdown;
@@ -47,6 +50,7 @@ pub async fn mailbox(c: MailboxCommand) -> Result<u8, (u8, String)> {
         MailboxCommand::Populate(a) => populate(*a).await,
         MailboxCommand::Pop3(a) => pop3(*a).await,
         MailboxCommand::Imap(a) => imap(*a).await,
+        MailboxCommand::Profile(a) => profile(*a).await,
     }
 }
 
@@ -533,5 +537,169 @@ async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
             r.duration_s
         );
         crate::report::text::render_imap(r, crate::imap::steps::STEPS, &headline)
+    })
+}
+
+/// Parses `START:STEP/PERIOD` (`--ramp-users 100:50/30s`).
+fn ramp_users(spec: &str, max: u64) -> Result<Population, String> {
+    let bad = || {
+        format!(
+            "--ramp-users {spec:?}: expected START:STEP/PERIOD, e.g. 100:50/30s (100 users, 50 more every 30 s)"
+        )
+    };
+    let (start, rest) = spec.split_once(':').ok_or_else(bad)?;
+    let (step, period) = rest.split_once('/').ok_or_else(bad)?;
+    let start = units::count(start).map_err(|_| bad())?;
+    let step = units::count(step).map_err(|_| bad())?;
+    let period = units::duration(period).map_err(|_| bad())?;
+    if start == 0 || step == 0 || period.is_zero() {
+        return Err(format!(
+            "--ramp-users {spec:?}: START, STEP and PERIOD must be above zero"
+        ));
+    }
+    if start > max {
+        return Err(format!(
+            "--ramp-users starts at {start} users, above --max-users {max}"
+        ));
+    }
+    Ok(Population::Ramp {
+        start,
+        step,
+        period,
+        max,
+    })
+}
+
+/// Validates `mailbox profile`'s flags.
+fn profile_plan(
+    a: &ProfileArgs,
+) -> Result<
+    (
+        ProfilePlan,
+        Option<StoreSetup>,
+        Option<Fill>,
+        output::OutputPlan,
+    ),
+    String,
+> {
+    let (outputs, progress) = output::plan(&a.out, None, &crate::mailbox::profile::THRESHOLDS)?;
+    let scenario = Scenario::load(&a.scenario)?;
+    let setup = store_setup(&a.server, false)?;
+    let lab = setup.is_some();
+    let fill = match (&a.fill, lab) {
+        (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
+            0 => None,
+            n => Some(fill(&a.filling, n)?),
+        },
+        (None, true) => Some(fill(&a.filling, 10)?),
+        (Some(_), false) => {
+            return Err("--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`".into());
+        }
+        (None, false) => None,
+    };
+    let users = match &a.server.users_file {
+        Some(f) => users_file(f)?,
+        None => Vec::new(),
+    };
+    if !lab && a.imap.is_none() && a.pop3.is_none() {
+        return Err("give --lab dovecot, or the store's --imap (and --pop3, --lmtp as the scenario needs) with --users-file".into());
+    }
+    let target = |flag: &str, v: &Option<String>, port: u16| {
+        v.as_deref()
+            .map(|t| parse_target(t, port).map_err(|e| format!("--{flag}: {e}")))
+            .transpose()
+    };
+    let max = units::count(&a.max_users).map_err(|e| format!("--max-users: {e}"))?;
+    let population = match &a.ramp_users {
+        Some(spec) => ramp_users(spec, max)?,
+        None => {
+            let run_for = units::duration(&a.duration)?;
+            if run_for.is_zero() {
+                return Err("--duration must be above zero".into());
+            }
+            let users = match &a.virtual_users {
+                Some(v) => units::count(v).map_err(|e| format!("--virtual-users: {e}"))?,
+                None if lab => u64::from(setup.as_ref().map_or(0, |s| s.options.users)),
+                None => users.len() as u64,
+            };
+            if users == 0 {
+                return Err("--virtual-users must be at least 1".into());
+            }
+            Population::Fixed { users, run_for }
+        }
+    };
+    let time_scale: f64 = a
+        .time_scale
+        .parse()
+        .ok()
+        .filter(|x: &f64| x.is_finite() && *x > 0.0 && *x <= 1e6)
+        .ok_or_else(|| {
+            format!(
+                "--time-scale {:?}: give a number above 0, e.g. 60",
+                a.time_scale
+            )
+        })?;
+    let rules = a
+        .capacity_rule
+        .iter()
+        .map(|r| {
+            Threshold::parse(r, &crate::mailbox::profile::THRESHOLDS)
+                .map_err(|e| e.replace("--threshold", "--capacity-rule"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let timeouts = Timeouts::plan(&a.connect_timeout, &a.timeout)?;
+    let mut config_json = serde_json::json!({
+        "protocol": "imap",
+        "scenario": scenario.name,
+        "time_scale": time_scale,
+        "population": match population {
+            Population::Fixed { users, run_for } => serde_json::json!({"users": users, "duration_s": run_for.as_secs_f64()}),
+            Population::Ramp { start, step, period, max } => serde_json::json!({"ramp_start": start, "ramp_step": step, "step_s": period.as_secs_f64(), "max_users": max}),
+        },
+        "capacity_rules": a.capacity_rule,
+        "thresholds": a.out.threshold,
+        "interval_s": progress.interval.as_secs_f64(),
+    });
+    let w = Where {
+        setup,
+        target: None,
+        users: Vec::new(),
+        fill,
+        tls: TlsPlan::NONE,
+    };
+    w.describe(&mut config_json, &a.server);
+    let plan = ProfilePlan {
+        scenario,
+        population,
+        time_scale,
+        rules,
+        imap: target("imap", &a.imap, 143)?,
+        pop3: target("pop3", &a.pop3, 110)?,
+        lmtp: target("lmtp", &a.lmtp, 24)?,
+        users: Arc::new(users),
+        connect: crate::mailbox::profile::user::connect_options(timeouts.connect, timeouts.command),
+        quiet: progress.quiet,
+        config_json,
+    };
+    Ok((plan, w.setup, w.fill, outputs))
+}
+
+async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
+    let (plan, setup, fill, outputs) = profile_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    let shutdown = Shutdown::install();
+    let work = Workload::Profile(Box::new(plan));
+    let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
+        .await
+        .map_err(exit)?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox profile: scenario {} against {} in {:.2} s",
+            r.config["scenario"].as_str().unwrap_or("?"),
+            r.config["lab"]
+                .as_str()
+                .map_or("your store", |_| "the lab's Dovecot"),
+            r.duration_s
+        );
+        crate::report::text::render_profile(r, crate::mailbox::profile::STEPS, &headline)
     })
 }

@@ -13,6 +13,7 @@ pub const STEPS: Steps = Steps(&[
     "tls_handshake",
     "login",
     "select",
+    "close",
     "list",
     "status",
     "fetch",

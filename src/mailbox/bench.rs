@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use super::plan::{ImapPlan, Pop3Plan};
 use super::populate::aim;
+use super::profile::ProfilePlan;
 use crate::lab::{LabError, Store, StoreLab, StoreOptions};
 use crate::run::live::say;
-use crate::run::sampler::Sampler;
+use crate::run::sampler::{Pids, Sampler};
 use crate::send::SendPlan;
 use crate::shutdown::Shutdown;
 use crate::stats::Results;
@@ -102,6 +103,8 @@ pub enum Workload {
     Pop3(Pop3Plan),
     /// `mailbox imap`.
     Imap(ImapPlan),
+    /// `mailbox profile`.
+    Profile(Box<ProfilePlan>),
 }
 
 impl Workload {
@@ -109,6 +112,10 @@ impl Workload {
         match self {
             Workload::Pop3(p) => p.load.progress,
             Workload::Imap(p) => p.load.progress,
+            Workload::Profile(p) => crate::run::Progress {
+                interval: std::time::Duration::from_secs(1),
+                quiet: p.quiet,
+            },
         }
     }
 
@@ -131,13 +138,20 @@ impl Workload {
                 p.target = Some(tcp(port));
                 p.users = users;
             }
+            Workload::Profile(p) => {
+                p.imap = Some(tcp(e.imap));
+                p.pop3 = Some(tcp(e.pop3));
+                p.lmtp = Some(tcp(e.lmtp));
+                p.users = users;
+            }
         }
     }
 
-    async fn run(self, shutdown: Shutdown) -> Result<Results, String> {
+    async fn run(self, shutdown: Shutdown, sut: Pids) -> Result<Results, String> {
         match self {
             Workload::Pop3(p) => super::run_pop3(p, shutdown).await,
             Workload::Imap(p) => super::run_imap(p, shutdown).await,
+            Workload::Profile(p) => super::profile::run(*p, shutdown, sut).await,
         }
     }
 }
@@ -163,17 +177,13 @@ pub async fn workload(
     };
     let start = std::time::Instant::now();
     let watched = lab.clone();
-    let sampler = Sampler::start(
-        Arc::new(move || {
-            let mut pids = crate::stats::sut::descendants(&sut_pids);
-            pids.extend(watched.as_ref().map(|l| l.pids()).unwrap_or_default());
-            pids
-        }),
-        None,
-        work.progress().interval,
-        start,
-    );
-    let result = work.run(shutdown).await;
+    let pids: Pids = Arc::new(move || {
+        let mut pids = crate::stats::sut::descendants(&sut_pids);
+        pids.extend(watched.as_ref().map(|l| l.pids()).unwrap_or_default());
+        pids
+    });
+    let sampler = Sampler::start(pids.clone(), None, work.progress().interval, start);
+    let result = work.run(shutdown, pids).await;
     let observed = sampler.finish().await;
     let mut r = result.map_err(MailboxError::Usage)?;
     observed.fill(&mut r.series);

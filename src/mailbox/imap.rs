@@ -144,7 +144,7 @@ impl ImapDriver {
                     items: FetchItems::Body,
                 }
             }
-            Phase::Search => Command::SearchAll,
+            Phase::Search => Command::Search("ALL"),
             Phase::Store => Command::Store {
                 seq: pick(rng),
                 op: if rng.bool() {
@@ -209,7 +209,9 @@ impl ImapDriver {
             return;
         }
         match (cmd, &r.done.code) {
-            (Command::SearchAll, _) if !r.data.iter().any(|d| matches!(d, Data::Expunge(_))) => {
+            (Command::Search("ALL"), _)
+                if !r.data.iter().any(|d| matches!(d, Data::Expunge(_))) =>
+            {
                 let found = r.data.iter().rev().find_map(|d| match d {
                     Data::Search(found) => Some(found.as_slice()),
                     _ => None,

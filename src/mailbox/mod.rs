@@ -9,6 +9,7 @@ pub mod imap;
 pub mod plan;
 pub mod pop3;
 pub mod populate;
+pub mod profile;
 
 use std::sync::Arc;
 

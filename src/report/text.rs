@@ -486,6 +486,97 @@ pub fn render_imap(r: &Results, steps: Steps, headline: &str) -> String {
     out
 }
 
+/// Renders the summary of a profile run: the capacity and the steps it stands on; `steps`
+/// name its latency rows.
+pub fn render_profile(r: &Results, steps: Steps, headline: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{headline}");
+    let _ = writeln!(out);
+    let Summary::Profile(s) = &r.summary else {
+        return out;
+    };
+    let cap = &r.extra.get("capacity").cloned().unwrap_or_default();
+    let rules: Vec<&str> = cap["rules"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let rules = rules.join(" or ");
+    let ramp = r.config["population"]["ramp_start"].is_number();
+    let _ = match (s.capacity_users, cap["broke_at_users"].as_u64(), ramp) {
+        (Some(n), Some(b), _) => writeln!(
+            out,
+            "  capacity   {n} users: the largest step where no rule broke ({rules}); it broke at {b} users"
+        ),
+        (Some(n), None, true) => writeln!(
+            out,
+            "  capacity   at least {n} users: no rule broke ({rules}) up to the last step"
+        ),
+        (Some(n), None, false) => {
+            writeln!(out, "  capacity   {n} users held: no rule broke ({rules})")
+        }
+        (None, Some(b), _) => writeln!(
+            out,
+            "  capacity   below {b} users: the first step already broke a rule ({rules})"
+        ),
+        (None, None, _) => writeln!(out, "  capacity   no step completed"),
+    };
+    let _ = writeln!(
+        out,
+        "  actions    {}  completed {}  refused {}  errors {}  late {}  ({:.0}/min over the run)",
+        s.actions, s.completed, s.refused, s.errors, s.late, s.actions_per_min
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:>8} {:>11} {:>9} {:>9} {:>9} {:>7} {:>6} {:>10} {:>10}  verdict",
+        "users",
+        "actions/min",
+        "mean ms",
+        "p95 ms",
+        "p99 ms",
+        "errors",
+        "late",
+        "store cpu%",
+        "store MiB"
+    );
+    for st in cap["steps"].as_array().into_iter().flatten() {
+        let m = &st["summary"];
+        let f = |k: &str| m[k].as_f64().unwrap_or(0.0);
+        let broke: Vec<&str> = st["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["ok"].as_bool() == Some(true))
+            .filter_map(|r| r["expr"].as_str())
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:>8} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>6} {:>10.0} {:>10.1}  {}",
+            st["users"].as_u64().unwrap_or(0),
+            f("actions_per_min"),
+            f("mean_ms"),
+            f("p95_ms"),
+            f("p99_ms"),
+            m["errors"].as_u64().unwrap_or(0),
+            m["late"].as_u64().unwrap_or(0),
+            f("sut_cpu"),
+            st["store"]["rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
+            if broke.is_empty() {
+                "ok".to_string()
+            } else {
+                format!("BROKE {}", broke.join(", "))
+            }
+        );
+    }
+    let _ = writeln!(out);
+    latency_table(&mut out, r, steps);
+    let _ = writeln!(out);
+    error_table(&mut out, r);
+    sut_cost(&mut out, r, "store");
+    render_tail(r, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{store_lines, sut_table};

@@ -1,7 +1,7 @@
 //! `--threshold` expressions, as in k6 and SPECmail's quality-of-service rules:
 //! `p99(total)<500ms`, `mean(rcpt)<=20ms`, `errors<1%`, `msgs_per_sec>=1000`, `lost==0`.
 //!
-//! Left side: a percentile function (`p50`, `p90`, `p99`, `p999`, `max`, `mean`, `min`) of a
+//! Left side: a percentile function (`p50`, `p90`, `p95`, `p99`, `p999`, `max`, `mean`, `min`) of a
 //! latency metric the command records, or a numeric key of its results `summary`; anything
 //! else is refused when the command starts, with the list of what is valid. A `%` on the
 //! right side compares the key as a share of `sent` (`unstarted` as a share of
@@ -41,7 +41,11 @@ pub struct Threshold {
     percent: bool,
 }
 
-const FUNCS: [&str; 7] = ["p50", "p90", "p99", "p999", "max", "mean", "min"];
+const FUNCS: [&str; 8] = ["p50", "p90", "p95", "p99", "p999", "max", "mean", "min"];
+
+/// Summary keys that already are percentages (of a core): `sut_cpu>25%` compares them as
+/// they are, not as a share of `sent`.
+const PERCENT_KEYS: [&str; 1] = ["sut_cpu"];
 
 impl Threshold {
     /// Parses an expression that may name only what `v` lists; the error explains the
@@ -122,6 +126,11 @@ impl Threshold {
         })
     }
 
+    /// The expression as given.
+    pub fn expr(&self) -> &str {
+        &self.expr
+    }
+
     /// Evaluates against a results summary and its latency histograms.
     pub fn evaluate(
         &self,
@@ -134,6 +143,7 @@ impl Threshold {
                 let us = match func.as_str() {
                     "p50" => h.p50_us as f64,
                     "p90" => h.p90_us as f64,
+                    "p95" => h.p95_us as f64,
                     "p99" => h.p99_us as f64,
                     "p999" => h.p999_us as f64,
                     "max" => h.max_us as f64,
@@ -142,7 +152,7 @@ impl Threshold {
                 };
                 us / 1000.0
             }),
-            Lhs::Key(k) if self.percent => {
+            Lhs::Key(k) if self.percent && !PERCENT_KEYS.contains(&k.as_str()) => {
                 let base = if k == "unstarted" { "intended" } else { "sent" };
                 let of = num(base).unwrap_or(0.0);
                 num(k).map(|v| if of > 0.0 { v / of * 100.0 } else { 0.0 })

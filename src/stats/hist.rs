@@ -19,6 +19,9 @@ pub struct HistJson {
     pub p50_us: u64,
     /// 90th percentile.
     pub p90_us: u64,
+    /// 95th percentile (SPECmail's and many capacity rules' figure).
+    #[serde(default)]
+    pub p95_us: u64,
     /// 99th percentile.
     pub p99_us: u64,
     /// 99.9th percentile.
@@ -40,6 +43,7 @@ impl HistJson {
             mean_us: if empty { 0.0 } else { h.mean() },
             p50_us: q(0.50),
             p90_us: q(0.90),
+            p95_us: q(0.95),
             p99_us: q(0.99),
             p999_us: q(0.999),
             max_us: if empty { 0 } else { h.max() },

@@ -385,6 +385,82 @@ impl ImapSummary {
     }
 }
 
+/// `mailbox profile`'s summary: actions of virtual users, and the capacity found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileSummary {
+    /// Virtual users at the end (the last step's).
+    pub users: u64,
+    /// The largest user count that met every capacity rule (`None`: none did, or no rule
+    /// was searched for).
+    pub capacity_users: Option<u64>,
+    /// Actions started.
+    pub actions: u64,
+    /// The same, as thresholds' `%` base.
+    pub sent: u64,
+    /// Actions done.
+    pub completed: u64,
+    /// Actions the server refused (NO, BAD, -ERR, a refused delivery).
+    pub refused: u64,
+    /// Actions lost to a connection failure or a timeout.
+    pub errors: u64,
+    /// Actions that started more than 5 ms after they were due (the user's previous one
+    /// still ran).
+    pub late: u64,
+    /// Actions still running at a step's end (counted in its `action` latency at the time
+    /// they had taken); 0 for a whole run.
+    #[serde(default)]
+    pub overdue: u64,
+    /// Actions per minute.
+    pub actions_per_min: f64,
+    /// Mean response time of all actions, from their intended start, ms.
+    pub mean_ms: f64,
+    /// Its 95th percentile, ms.
+    pub p95_ms: f64,
+    /// Its 99th percentile, ms.
+    pub p99_ms: f64,
+    /// The store's CPU, % of a core (a step's; over a run, the last step's).
+    pub sut_cpu: f64,
+    /// Seconds.
+    pub duration_s: f64,
+}
+
+impl ProfileSummary {
+    /// From what a step or run recorded (`all`: the metric of every action), with its
+    /// users, capacity, length and the store's CPU.
+    pub fn derive(
+        total: &Recorder,
+        all: Metric,
+        users: u64,
+        capacity_users: Option<u64>,
+        duration_s: f64,
+        sut_cpu: f64,
+    ) -> Self {
+        let c = &total.counters;
+        let all = total.hist(all);
+        ProfileSummary {
+            users,
+            capacity_users,
+            actions: c.sent,
+            sent: c.sent,
+            completed: c.accepted,
+            refused: c.rejected,
+            errors: c.errors,
+            late: c.late_starts,
+            overdue: 0,
+            actions_per_min: c.sent as f64 / duration_s.max(1e-9) * 60.0,
+            mean_ms: if all.is_empty() {
+                0.0
+            } else {
+                all.mean() / 1000.0
+            },
+            p95_ms: ms(all, 0.95),
+            p99_ms: ms(all, 0.99),
+            sut_cpu,
+            duration_s,
+        }
+    }
+}
+
 /// One command's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -399,6 +475,8 @@ pub enum Summary {
     Pop3(Pop3Summary),
     /// `mailbox imap`.
     Imap(ImapSummary),
+    /// `mailbox profile`.
+    Profile(ProfileSummary),
 }
 
 impl Summary {
@@ -419,6 +497,7 @@ impl Summary {
             "relay" => serde_json::from_value(v).map(Summary::Relay).map_err(bad),
             "pop3" => serde_json::from_value(v).map(Summary::Pop3).map_err(bad),
             "imap" => serde_json::from_value(v).map(Summary::Imap).map_err(bad),
+            "profile" => serde_json::from_value(v).map(Summary::Profile).map_err(bad),
             "populate" => serde_json::from_value(v).map(Summary::Send).map_err(bad),
             other => Err(format!("it was written by an unknown command {other:?}")),
         }

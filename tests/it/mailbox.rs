@@ -15,7 +15,7 @@ pub(crate) struct Store {
     _proc: Terminated,
     pub(crate) pop3: String,
     pub(crate) imap: String,
-    lmtp: String,
+    pub(crate) lmtp: String,
     pub(crate) users_file: String,
     /// The certificate the lab offers, when started with `--starttls`.
     cert: Option<String>,

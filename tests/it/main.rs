@@ -6,6 +6,9 @@
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
 //! - `mailbox`: `mailbox pop3` and `populate` against `lab dovecot`, checked with Python's
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
+//! - `profile`: `mailbox profile`: a preset's action counts within Poisson's range, its
+//!   sends in the Sent folders imaplib reads, a capacity ramp against a Dovecot held to
+//!   fewer processes
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup)
@@ -21,6 +24,7 @@ mod cli;
 mod imap;
 mod layout;
 mod mailbox;
+mod profile;
 mod relay;
 mod relay_path;
 mod send;

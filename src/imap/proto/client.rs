@@ -30,6 +30,8 @@ pub enum Phase {
     Login,
     /// SELECT or EXAMINE (a mailbox opened: its counts and flags arrive).
     Select,
+    /// CLOSE (the mailbox left, its `\Deleted` messages expunged).
+    Close,
     /// LIST.
     List,
     /// STATUS.
@@ -46,7 +48,7 @@ pub enum Phase {
     Delete,
     /// EXPUNGE.
     Expunge,
-    /// COPY.
+    /// COPY (and the CREATE of a missing target).
     Copy,
     /// APPEND.
     Append,
@@ -60,7 +62,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in session order.
-    pub const ALL: [Phase; 20] = [
+    pub const ALL: [Phase; 21] = [
         Phase::Connect,
         Phase::Banner,
         Phase::Capability,
@@ -68,6 +70,7 @@ impl Phase {
         Phase::TlsHandshake,
         Phase::Login,
         Phase::Select,
+        Phase::Close,
         Phase::List,
         Phase::Status,
         Phase::Fetch,
@@ -93,6 +96,7 @@ impl Phase {
             Phase::TlsHandshake => "tls_handshake",
             Phase::Login => "login",
             Phase::Select => "select",
+            Phase::Close => "close",
             Phase::List => "list",
             Phase::Status => "status",
             Phase::Fetch => "fetch",
@@ -126,6 +130,8 @@ pub enum FetchItems {
     Flags,
     /// UID, RFC822.SIZE and the whole message, without setting `\Seen`.
     Body,
+    /// The whole message, setting `\Seen` (a user reading it).
+    Read,
 }
 
 impl FetchItems {
@@ -134,6 +140,7 @@ impl FetchItems {
             FetchItems::Meta => "(UID FLAGS RFC822.SIZE ENVELOPE BODYSTRUCTURE)",
             FetchItems::Flags => "(UID FLAGS)",
             FetchItems::Body => "(UID RFC822.SIZE BODY.PEEK[])",
+            FetchItems::Read => "(UID RFC822.SIZE FLAGS BODY[])",
         }
     }
 }
@@ -183,8 +190,8 @@ pub enum Command {
         /// What to fetch.
         items: FetchItems,
     },
-    /// `UID SEARCH ALL`: every UID of the mailbox.
-    SearchAll,
+    /// `UID SEARCH criteria` (`ALL`: every UID of the mailbox).
+    Search(&'static str),
     /// STORE seq ±FLAGS (flag); `.SILENT` for `\Deleted`.
     Store {
         /// The message.
@@ -196,6 +203,10 @@ pub enum Command {
     },
     /// EXPUNGE.
     Expunge,
+    /// CLOSE.
+    Close,
+    /// CREATE mailbox.
+    Create(String),
     /// COPY seq mailbox.
     Copy {
         /// The message.
@@ -233,11 +244,11 @@ impl Command {
             Command::List => Phase::List,
             Command::Status(_) => Phase::Status,
             Command::Fetch {
-                items: FetchItems::Body,
+                items: FetchItems::Body | FetchItems::Read,
                 ..
             } => Phase::FetchBody,
             Command::Fetch { .. } => Phase::Fetch,
-            Command::SearchAll => Phase::Search,
+            Command::Search(_) => Phase::Search,
             Command::Store {
                 flag: DELETED,
                 op: FlagOp::Add,
@@ -245,7 +256,8 @@ impl Command {
             } => Phase::Delete,
             Command::Store { .. } => Phase::Store,
             Command::Expunge => Phase::Expunge,
-            Command::Copy { .. } => Phase::Copy,
+            Command::Close => Phase::Close,
+            Command::Create(_) | Command::Copy { .. } => Phase::Copy,
             Command::Append { .. } => Phase::Append,
             Command::Noop => Phase::Noop,
             Command::Idle => Phase::Idle,
@@ -277,12 +289,14 @@ impl Command {
             Command::Fetch { first, last, items } => {
                 write!(out, "FETCH {first}:{last} {}", items.text())
             }
-            Command::SearchAll => write!(out, "UID SEARCH ALL"),
+            Command::Search(criteria) => write!(out, "UID SEARCH {criteria}"),
             Command::Store { seq, op, flag } => {
                 let sign = if *op == FlagOp::Add { '+' } else { '-' };
                 write!(out, "STORE {seq} {sign}FLAGS ({flag})")
             }
             Command::Expunge => write!(out, "EXPUNGE"),
+            Command::Close => write!(out, "CLOSE"),
+            Command::Create(m) => write!(out, "CREATE {}", Quoted(m)),
             Command::Copy { seq, mailbox } => write!(out, "COPY {seq} {}", Quoted(mailbox)),
             Command::Append {
                 mailbox,

@@ -1,0 +1,206 @@
+//! `mailbench mailbox profile` against a real Dovecot: a preset's action counts are what
+//! its rates promise (within Poisson's range), what it sent is in the Sent folders imaplib
+//! reads, and a capacity ramp finds a lower capacity on a Dovecot held to fewer processes.
+
+use crate::mailbox::{Store, count, python};
+use crate::util::{TempDir, describe, require, results, run, run_expect};
+
+fn profile(args: &[&str], json: &std::path::Path) -> serde_json::Value {
+    let j = json.to_string_lossy().to_string();
+    let mut all = vec!["mailbox", "profile", "-q", "--json", &j];
+    all.extend_from_slice(args);
+    run_expect(&all, 0);
+    results(json)
+}
+
+/// Seed 001's R6Mail user at 600x: 90 simulated minutes in 9 s, so each of 10 users should
+/// do its 67 actions (30 reads, 12 deletes, 12 receives, 6 inbox openings and closings, 1
+/// send). Counts are Poisson: each must be within four standard deviations of its mean.
+#[test]
+fn r6mail_counts_are_what_its_rates_promise() {
+    let Some(store) = Store::start(&["--users", "10", "--fill", "5", "--fill-size", "2k"]) else {
+        return;
+    };
+    let dir = TempDir::new("profile-r6mail");
+    let json = dir.0.join("r.json");
+    let args = [
+        "--imap",
+        &store.imap,
+        "--pop3",
+        &store.pop3,
+        "--lmtp",
+        &store.lmtp,
+        "--users-file",
+        &store.users_file,
+        "--scenario",
+        "r6mail",
+        "--time-scale",
+        "600",
+        "-z",
+        "9s",
+    ];
+    let r = profile(&args, &json);
+    let s = &r["summary"];
+    assert_eq!(s["errors"], 0, "{s:#}");
+    assert_eq!(s["refused"], 0, "{s:#}");
+    assert_eq!(s["completed"], s["actions"], "{s:#}");
+    // Per user per 90 minutes, times 10 users; 9 s at 600x is 90 minutes.
+    for (step, per_user) in [
+        ("action", 67.0),
+        ("read", 30.0),
+        ("delete", 12.0),
+        ("receive", 12.0),
+        ("open_inbox", 6.0),
+        ("close_inbox", 6.0),
+    ] {
+        let mean: f64 = per_user * 10.0;
+        let got = count(&r, step) as f64;
+        let sd = mean.sqrt();
+        assert!(
+            (got - mean).abs() <= 4.0 * sd,
+            "{step}: expected {mean} ± {:.0} (4 sd), got {got}",
+            4.0 * sd
+        );
+    }
+    // What was sent was saved in the senders' Sent folders: imaplib counts them.
+    let sent = python(
+        &store.imap,
+        &store.users(),
+        "n = 0
+for u, p in USERS:
+    m = imap(u, p)
+    typ, data = m.select('Sent')
+    if typ == 'OK':
+        n += int(data[0])
+    m.logout()
+print(n)",
+    );
+    assert_eq!(
+        sent.as_u64(),
+        Some(count(&r, "send")),
+        "Sent folders vs sends"
+    );
+}
+
+/// The capacity search: users added 4 at a time on caching clients (each holds an imap
+/// process) until the 95th percentile of actions passes one second. A Dovecot allowed 10
+/// imap processes makes the users beyond 10 wait for one (their backlog counts in the step
+/// where it waits); one allowed 20 carries more.
+#[test]
+fn a_ramp_finds_less_capacity_on_a_slower_store() {
+    if require("dovecot").is_none() {
+        return;
+    }
+    let dir = TempDir::new("profile-ramp");
+    let json = dir.0.join("r.json");
+    let capacity = |limit: u32| {
+        let setting = format!("service/imap/process_limit={limit}");
+        let args = [
+            "--lab",
+            "dovecot",
+            "--users",
+            "40",
+            "--fill",
+            "3",
+            "--fill-size",
+            "2k",
+            "--doveconf",
+            &setting,
+            "--scenario",
+            "imaptest",
+            "--time-scale",
+            "30",
+            "--ramp-users",
+            "4:4/2s",
+            "--max-users",
+            "36",
+            "--capacity-rule",
+            "p95(action)>1s",
+        ];
+        let r = profile(&args, &json);
+        let c = &r["extra"]["capacity"];
+        let steps = c["steps"].as_array().map_or(0, |s| s.len());
+        assert!(steps >= 2, "{limit}: {c:#}");
+        (
+            r["summary"]["capacity_users"].as_u64(),
+            c["broke_at_users"].as_u64(),
+        )
+    };
+    let (slow, slow_broke) = capacity(10);
+    let (fast, _) = capacity(20);
+    let slow = slow.expect("a capacity with 10 processes");
+    assert!(
+        (8..=16).contains(&slow),
+        "10 imap processes carry 8 to 16 users here, got {slow}"
+    );
+    assert_eq!(
+        slow_broke,
+        Some(slow + 4),
+        "the step after the capacity broke"
+    );
+    assert!(
+        fast.is_some_and(|f| f > slow),
+        "20 processes carry more than 10 ({slow}): {fast:?}"
+    );
+}
+
+#[test]
+fn bad_profile_input_is_one_line_and_exit_1() {
+    let dir = TempDir::new("profile-bad");
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "u1@x.test secret\n").expect("write");
+    let u = users.to_string_lossy().to_string();
+    let bad_toml = dir.0.join("bad.toml");
+    std::fs::write(
+        &bad_toml,
+        "period = \"1m\"\n[[user]]\nname = \"a\"\nclient = \"caching\"\nactions = { reed = 1 }\n",
+    )
+    .expect("write");
+    let b = bad_toml.to_string_lossy().to_string();
+    let remote = [
+        "mailbox",
+        "profile",
+        "--imap",
+        "127.0.0.1:1",
+        "--users-file",
+        &u,
+    ];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            [&remote[..], &["--scenario", &b]].concat(),
+            "unknown action \"reed\"",
+        ),
+        ([&remote[..], &["--scenario", "nosuch"]].concat(), "r6mail"),
+        (
+            [&remote[..], &["--ramp-users", "10:0/5s"]].concat(),
+            "--ramp-users",
+        ),
+        (
+            [&remote[..], &["--ramp-users", "ten"]].concat(),
+            "START:STEP/PERIOD",
+        ),
+        (
+            [&remote[..], &["--capacity-rule", "bogus>1"]].concat(),
+            "--capacity-rule",
+        ),
+        (
+            [&remote[..], &["--time-scale", "0"]].concat(),
+            "--time-scale",
+        ),
+        (
+            vec!["mailbox", "profile", "--users-file", &u],
+            "--lab dovecot",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+        assert!(
+            err.contains(needle),
+            "expected {needle:?} in: {}",
+            describe(&args, &out)
+        );
+        assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
+    }
+}
