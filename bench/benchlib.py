@@ -1,9 +1,13 @@
 """Helpers shared by the benchmark scripts: their command-line options, scratch directories,
-free loopback ports, waiting for a listener, and process CPU from /proc."""
+free loopback ports, waiting for a listener, process CPU from /proc, and the lab Dovecot the
+mail-store benchmarks read."""
 import atexit
 import os
+import re
+import resource
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -101,3 +105,56 @@ def tree_cpu(root):
         total += ticks.get(pid, 0)
         stack.extend(p for p, pp in parent.items() if pp == pid)
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_children():
+    """User+system CPU seconds of this script's finished children."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+class StoreLab:
+    """`mailbench lab dovecot` (the binary `mb`), filled; stopped and removed on exit. Knows
+    the port of `protocol` (IMAP, POP3), the users file and Dovecot's master pid."""
+
+    def __init__(self, mb, tmp, protocol, users, per_user, size_k, doveconf=()):
+        self.log = open(os.path.join(tmp, "lab.out"), "w+")
+        extra = [a for kv in doveconf for a in ("--doveconf", kv)]
+        self.proc = subprocess.Popen([mb, "lab", "dovecot", "--users", str(users), "--fill", str(per_user),
+                                      "--fill-size", f"{size_k}k"] + extra, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline, text = time.time() + 120, ""
+        while time.time() < deadline:
+            self.log.seek(0)
+            text = self.log.read()
+            if "users and passwords" in text or self.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        port = re.search(protocol + r" on 127\.0\.0\.1:(\d+)", text)
+        users_file = re.search(r"\(for --users-file\) in (\S+);", text)
+        conf = re.search(r"config (\S+)", text)
+        if not (port and users_file and conf):
+            self.proc.terminate()
+            raise SystemExit(f"the lab did not start:\n{text}")
+        self.port, self.users = int(port.group(1)), users_file.group(1)
+        pidfile = os.path.join(os.path.dirname(conf.group(1)), "run", "master.pid")
+        self.master = int(open(pidfile).read().strip())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+def measure_client(tool, lab, cmd, parse):
+    """Runs a client to completion: its parsed counts, wall time, its CPU and the lab
+    store's (its process tree, exited children included) over the same span."""
+    before_c, before_s = cpu_children(), tree_cpu(lab.master)
+    t0 = time.time()
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    wall = time.time() - t0
+    cpu, store = cpu_children() - before_c, tree_cpu(lab.master) - before_s
+    if out.returncode != 0:
+        raise SystemExit(f"{tool} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return {"tool": tool, "wall_s": wall, "cpu_s": cpu, "store_cpu_s": store, **parse(out)}

@@ -27,10 +27,10 @@ Usage: bench/imap_vs_floor.py [--users 100] [--per-user 30] [--size-k 10] [--com
 Rounds alternate the clients' order. Needs root and Dovecot (scripts/install-deps.sh).
 Loopback only; every run is bounded.
 """
-import json, os, re, resource, statistics, subprocess, sys, tempfile, time
+import json, os, statistics, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import arg, scratch, tree_cpu  # noqa: E402
+from benchlib import StoreLab, arg, measure_client, scratch  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
@@ -48,56 +48,16 @@ IDLE_DOVECONF = ["service/imap/client_limit=1000", "service/imap/service_count=0
 MIX = arg("--mix", "fetch=30,fetch_body=30,search=10,status=10,list=5,noop=10,select=5")
 
 
-def cpu_children():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-class Lab:
-    """`mailbench lab dovecot`, filled; stopped (and removed) on exit."""
-
-    def __init__(self, tmp, per_user=None, doveconf=()):
-        self.log = open(os.path.join(tmp, "lab.out"), "w+")
-        extra = [a for kv in doveconf for a in ("--doveconf", kv)]
-        self.proc = subprocess.Popen([MB, "lab", "dovecot", "--users", str(USERS), "--fill",
-                                      str(PER_USER if per_user is None else per_user),
-                                      "--fill-size", f"{SIZE_K}k"] + extra, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline, text = time.time() + 120, ""
-        while time.time() < deadline:
-            self.log.seek(0)
-            text = self.log.read()
-            if "users and passwords" in text or self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        port = re.search(r"IMAP on 127\.0\.0\.1:(\d+)", text)
-        users = re.search(r"\(for --users-file\) in (\S+);", text)
-        conf = re.search(r"config (\S+)", text)
-        if not (port and users and conf):
-            self.proc.terminate()
-            raise SystemExit(f"the lab did not start:\n{text}")
-        self.port, self.users = int(port.group(1)), users.group(1)
-        pidfile = os.path.join(os.path.dirname(conf.group(1)), "run", "master.pid")
-        self.master = int(open(pidfile).read().strip())
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_):
-        self.proc.terminate()
-        self.proc.wait(timeout=60)
+def Lab(tmp, per_user=None, doveconf=()):
+    return StoreLab(MB, tmp, "IMAP", USERS, PER_USER if per_user is None else per_user, SIZE_K, doveconf)
 
 
 def measure(tool, lab, cmd, parse):
-    """Runs a client to completion; its CPU and Dovecot's over the same span."""
-    before_c, before_s = cpu_children(), tree_cpu(lab.master)
-    t0 = time.time()
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    wall = time.time() - t0
-    cpu, store = cpu_children() - before_c, tree_cpu(lab.master) - before_s
-    if out.returncode != 0:
-        raise SystemExit(f"{tool} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
-    commands, extra = parse(out)
-    return {"tool": tool, "commands": commands, "wall_s": wall, "cpu_s": cpu, "store_cpu_s": store, **extra}
+    """A client's run; `parse` gives (commands, more fields) from its output."""
+    def fields(out):
+        commands, extra = parse(out)
+        return {"commands": commands, **extra}
+    return measure_client(tool, lab, cmd, fields)
 
 
 def mailbench(lab, tmp, mix, tool="mailbench"):

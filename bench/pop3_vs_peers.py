@@ -25,10 +25,10 @@ Usage: bench/pop3_vs_peers.py [--users 100] [--per-user 10] [--size-k 25] [--ses
 Rounds alternate the clients' order. Needs root and Dovecot (scripts/install-deps.sh).
 Loopback only; every run is bounded.
 """
-import json, os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
+import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import arg, tree_cpu  # noqa: E402
+from benchlib import StoreLab, arg, cpu_children, measure_client, tree_cpu  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
@@ -66,55 +66,13 @@ if __name__ == "__main__":
 """
 
 
-def cpu_children():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-class Lab:
-    """`mailbench lab dovecot`, filled; stopped (and removed) on exit."""
-
-    def __init__(self, tmp):
-        self.log = open(os.path.join(tmp, "lab.out"), "w+")
-        self.proc = subprocess.Popen([MB, "lab", "dovecot", "--users", str(USERS), "--fill", str(PER_USER),
-                                      "--fill-size", f"{SIZE_K}k"], stdout=self.log, stderr=subprocess.STDOUT)
-        deadline, text = time.time() + 120, ""
-        while time.time() < deadline:
-            self.log.seek(0)
-            text = self.log.read()
-            if "users and passwords" in text or self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        port = re.search(r"POP3 on 127\.0\.0\.1:(\d+)", text)
-        users = re.search(r"\(for --users-file\) in (\S+);", text)
-        conf = re.search(r"config (\S+)", text)
-        if not (port and users and conf):
-            self.proc.terminate()
-            raise SystemExit(f"the lab did not start:\n{text}")
-        self.port, self.users = int(port.group(1)), users.group(1)
-        pidfile = os.path.join(os.path.dirname(conf.group(1)), "run", "master.pid")
-        self.master = int(open(pidfile).read().strip())
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_):
-        self.proc.terminate()
-        self.proc.wait(timeout=60)
-
-
 def measure(tool, lab, cmd, parse):
-    """Runs a client to completion; its CPU and Dovecot's over the same span."""
-    before_c, before_s = cpu_children(), tree_cpu(lab.master)
-    t0 = time.time()
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    wall = time.time() - t0
-    cpu, store = cpu_children() - before_c, tree_cpu(lab.master) - before_s
-    if out.returncode != 0:
-        raise SystemExit(f"{tool} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
-    sessions, retrieved = parse(out)
-    return {"tool": tool, "sessions": sessions, "retrieved": retrieved, "wall_s": wall, "cpu_s": cpu,
-            "store_cpu_s": store}
+    """A client's run; `parse` gives (sessions, retrieved) from its output."""
+    return measure_client(tool, lab, cmd, lambda out: dict(zip(("sessions", "retrieved"), parse(out))))
+
+
+def Lab(tmp):
+    return StoreLab(MB, tmp, "POP3", USERS, PER_USER, SIZE_K)
 
 
 def mailbench(lab, tmp, sessions, delete):

@@ -16,7 +16,7 @@ use super::send::{Defaults, load_plan, message_plan, tls_plan};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::lab::{Store, StoreUser};
 use crate::mailbox::bench::{Fill, MailboxError, StoreSetup, Workload};
-use crate::mailbox::plan::{DEFAULT_MIX, ImapLogin, ImapPlan, Mix, Pop3Login, Pop3Plan};
+use crate::mailbox::plan::{DEFAULT_MIX, ImapLogin, ImapPlan, Mix, Pop3Login, Pop3Plan, Sessions};
 use crate::mailbox::profile::scenario::Scenario;
 use crate::mailbox::profile::{Population, ProfilePlan};
 use crate::pop3::steps::STEPS;
@@ -244,17 +244,7 @@ impl Where {
             }
             _ => (None, Vec::new()),
         };
-        let fill = match (fill_arg, setup.is_some()) {
-            (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
-                0 => None,
-                n => Some(fill(filling, n)?),
-            },
-            (None, true) => Some(fill(filling, 10)?),
-            (Some(_), false) => {
-                return Err("--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`".into());
-            }
-            (None, false) => None,
-        };
+        let fill = lab_fill(fill_arg, filling, setup.is_some())?;
         Ok(Where {
             setup,
             target,
@@ -262,6 +252,18 @@ impl Where {
             fill,
             tls,
         })
+    }
+
+    /// The sessions' part of a plan (the lab fills in its server and users later).
+    fn sessions(&mut self, random_users: bool, t: &Timeouts) -> Sessions {
+        Sessions {
+            target: self.target.take(),
+            users: Arc::new(std::mem::take(&mut self.users)),
+            random_users,
+            tls: self.tls.clone(),
+            connect_timeout: t.connect,
+            command_timeout: t.command,
+        }
     }
 
     /// Adds the store, its fill and TLS to a results file's configuration.
@@ -292,6 +294,23 @@ impl Where {
                 })
             })
             .into();
+    }
+}
+
+/// How a lab store is filled before a workload: `--fill N` messages per user (10 when not
+/// given, none with 0); `--fill` without a lab is refused.
+fn lab_fill(n: &Option<String>, filling: &FillArgs, lab: bool) -> Result<Option<Fill>, String> {
+    match (n, lab) {
+        (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
+            0 => Ok(None),
+            n => Ok(Some(fill(filling, n)?)),
+        },
+        (None, true) => Ok(Some(fill(filling, 10)?)),
+        (Some(_), false) => Err(
+            "--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`"
+                .into(),
+        ),
+        (None, false) => Ok(None),
     }
 }
 
@@ -334,7 +353,7 @@ fn pop3_plan(
         );
     }
     let (load, load_json) = load_plan(&a.shape, &POP3_DEFAULTS, progress)?;
-    let w = Where::plan(
+    let mut w = Where::plan(
         &a.server,
         &a.target,
         &a.fill,
@@ -391,12 +410,8 @@ fn pop3_plan(
     }
     let plan = Pop3Plan {
         load,
-        target: w.target,
-        users: Arc::new(w.users),
+        sessions: w.sessions(a.random_users, &timeouts),
         login,
-        tls: w.tls,
-        connect_timeout: timeouts.connect,
-        command_timeout: timeouts.command,
         download,
         delete,
         pipelining: !a.no_pipelining,
@@ -404,7 +419,6 @@ fn pop3_plan(
         uidl: a.uidl,
         top_lines: a.top,
         max_download,
-        random_users: a.random_users,
         config_json,
     };
     Ok((plan, w.setup, w.fill, outputs))
@@ -450,7 +464,7 @@ fn imap_plan(
 > {
     let (outputs, progress) = output::plan(&a.out, None, &IMAP_DEFAULTS.thresholds)?;
     let (load, load_json) = load_plan(&a.shape, &IMAP_DEFAULTS, progress)?;
-    let w = Where::plan(
+    let mut w = Where::plan(
         &a.server,
         &a.target,
         &a.fill,
@@ -503,13 +517,8 @@ fn imap_plan(
     }
     let plan = ImapPlan {
         load,
-        target: w.target,
-        users: Arc::new(w.users),
-        random_users: a.random_users,
+        sessions: w.sessions(a.random_users, &timeouts),
         login,
-        tls: w.tls,
-        connect_timeout: timeouts.connect,
-        command_timeout: timeouts.command,
         mix,
         mailbox: a.mailbox.clone(),
         fetch_range,
@@ -586,17 +595,7 @@ fn profile_plan(
     let scenario = Scenario::load(&a.scenario)?;
     let setup = store_setup(&a.server, false)?;
     let lab = setup.is_some();
-    let fill = match (&a.fill, lab) {
-        (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
-            0 => None,
-            n => Some(fill(&a.filling, n)?),
-        },
-        (None, true) => Some(fill(&a.filling, 10)?),
-        (Some(_), false) => {
-            return Err("--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`".into());
-        }
-        (None, false) => None,
-    };
+    let fill = lab_fill(&a.fill, &a.filling, lab)?;
     let users = match &a.server.users_file {
         Some(f) => users_file(f)?,
         None => Vec::new(),

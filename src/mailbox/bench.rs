@@ -129,14 +129,16 @@ impl Workload {
         };
         match self {
             Workload::Pop3(p) => {
-                let port = e.pop3s.filter(|_| implicit(&p.tls)).unwrap_or(e.pop3);
-                p.target = Some(tcp(port));
-                p.users = users;
+                let s = &mut p.sessions;
+                let port = e.pop3s.filter(|_| implicit(&s.tls)).unwrap_or(e.pop3);
+                s.target = Some(tcp(port));
+                s.users = users;
             }
             Workload::Imap(p) => {
-                let port = e.imaps.filter(|_| implicit(&p.tls)).unwrap_or(e.imap);
-                p.target = Some(tcp(port));
-                p.users = users;
+                let s = &mut p.sessions;
+                let port = e.imaps.filter(|_| implicit(&s.tls)).unwrap_or(e.imap);
+                s.target = Some(tcp(port));
+                s.users = users;
             }
             Workload::Profile(p) => {
                 p.imap = Some(tcp(e.imap));

@@ -18,8 +18,6 @@ use crate::imap::steps::metric;
 use crate::load::{Driver, Failure, Next};
 use crate::message::trace::Trace;
 use crate::stats::{Metric, Recorder};
-use crate::transport::connect::ConnectOptions;
-use crate::transport::tls::TlsMode;
 
 /// Flags that STORE sets and clears (system flags every server has, and a keyword).
 const FLAGS: [&str; 4] = ["\\Seen", "\\Flagged", "\\Answered", "$MailbenchLabel"];
@@ -170,7 +168,7 @@ impl ImapDriver {
             _ => Command::Append {
                 mailbox: p.mailbox.clone(),
                 flags: "\\Seen",
-                message: self.message(seq, &p.users[s.user].address),
+                message: self.message(seq, &p.sessions.users[s.user].address),
                 literal_plus: p.literal_plus && s.conn.offers("LITERAL+"),
             },
         }
@@ -258,32 +256,19 @@ impl Driver for ImapDriver {
 
     async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Session, ConnError> {
         let p = &self.plan;
-        let i = match p.random_users {
-            true => rng.usize(..p.users.len()),
-            false => (n % p.users.len() as u64) as usize,
-        };
-        let u = &p.users[i];
-        let (user, pass) = (u.address.clone(), u.password.clone());
-        let login = match p.login {
-            ImapLogin::Login => Login::Login { user, pass },
-            ImapLogin::Plain => Login::Plain { user, pass },
-        };
-        let use_tls = p.tls.draw(rng);
-        let opts = ConnectOptions {
-            connect_timeout: p.connect_timeout,
-            command_timeout: p.command_timeout,
-            source_ip: None,
-            tls: if use_tls { p.tls.config.clone() } else { None },
-            implicit_tls: p.tls.mode == TlsMode::Implicit,
-        };
-        let Some(target) = &p.target else {
+        let Some(start) = p.sessions.start(n, rng) else {
             return Err(ConnError::Refused {
                 phase: Phase::Connect,
                 text: "no IMAP server to connect to".into(),
             });
         };
-        let starttls = use_tls && p.tls.mode == TlsMode::Starttls;
-        let conn = ImapConn::open(target, &opts, starttls, &login).await?;
+        let (user, pass) = (start.user.address.clone(), start.user.password.clone());
+        let login = match p.login {
+            ImapLogin::Login => Login::Login { user, pass },
+            ImapLogin::Plain => Login::Plain { user, pass },
+        };
+        let i = start.index;
+        let conn = ImapConn::open(start.target, &start.opts, start.starttls, &login).await?;
         let mut s = Session {
             conn,
             model: Model::new(i as u32, 0),

@@ -53,15 +53,15 @@ pub const POP3_THRESHOLDS: Vocabulary = Vocabulary {
 /// Runs a POP3 workload to completion (or until stopped) against the plan's server and
 /// users. The error is the one line that says the server never accepted a connection.
 pub async fn run_pop3(mut plan: Pop3Plan, shutdown: Shutdown) -> Result<Results, String> {
-    if plan.users.is_empty() {
+    if plan.sessions.users.is_empty() {
         return Err("no mailbox users to log in as".into());
     }
     // A POP3 session holds its mailbox until QUIT: one session per connection.
     plan.load.per_conn = (1, 1);
     plan.load.units = crate::run::live::SESSIONS;
     let mut config = plan.config_json.clone();
-    config["target"] = plan.target.as_ref().map(|t| t.to_string()).into();
-    config["users"] = plan.users.len().into();
+    config["target"] = plan.sessions.target.as_ref().map(|t| t.to_string()).into();
+    config["users"] = plan.sessions.users.len().into();
     let plan = Arc::new(plan);
     let loaded = load::run(plan.load.clone(), Pop3Driver::new(plan.clone()), shutdown).await?;
     Ok(loaded.into_results(
@@ -105,14 +105,14 @@ pub const IMAP_THRESHOLDS: Vocabulary = Vocabulary {
 /// Runs an IMAP workload to completion (or until stopped) against the plan's server and
 /// users. The error is the one line that says the server never accepted a connection.
 pub async fn run_imap(mut plan: ImapPlan, shutdown: Shutdown) -> Result<Results, String> {
-    if plan.users.is_empty() {
+    if plan.sessions.users.is_empty() {
         return Err("no mailbox users to log in as".into());
     }
     plan.load.units = crate::run::live::COMMANDS;
     let run_id = *plan.load.run_id.get_or_insert_with(crate::run::new_run_id);
     let mut config = plan.config_json.clone();
-    config["target"] = plan.target.as_ref().map(|t| t.to_string()).into();
-    config["users"] = plan.users.len().into();
+    config["target"] = plan.sessions.target.as_ref().map(|t| t.to_string()).into();
+    config["users"] = plan.sessions.users.len().into();
     let plan = Arc::new(plan);
     let driver = ImapDriver::new(plan.clone(), run_id);
     let loaded = load::run(plan.load.clone(), driver, shutdown).await?;

@@ -7,8 +7,9 @@ use std::time::Duration;
 use crate::imap::proto::Phase;
 use crate::lab::StoreUser;
 use crate::load::LoadPlan;
+use crate::transport::connect::ConnectOptions;
 use crate::transport::target::Target;
-use crate::transport::tls::TlsPlan;
+use crate::transport::tls::{TlsMode, TlsPlan};
 
 /// How a POP3 session logs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -22,27 +23,81 @@ pub enum Pop3Login {
     Apop,
 }
 
-/// A validated `mailbox pop3` run (rabid's job): sessions at a rate or a concurrency, each
-/// logging in as the next user, downloading a share of the messages and deleting a share.
+/// Whose sessions, against which server, and how they connect: what the session workloads
+/// (POP3, IMAP) share.
 #[derive(Debug, Clone)]
-pub struct Pop3Plan {
-    /// How many sessions, how fast. A session is a unit of work: one per connection.
-    pub load: LoadPlan,
-    /// The POP3 server; filled in from the lab when there is one.
+pub struct Sessions {
+    /// The server; filled in from the lab when there is one.
     pub target: Option<Target>,
     /// The mailbox users, one per session in turn (or drawn at random); filled in from
     /// the lab too.
     pub users: Arc<Vec<StoreUser>>,
     /// Draw each session's user at random instead of in turn.
     pub random_users: bool,
-    /// How to log in.
-    pub login: Pop3Login,
-    /// TLS (STLS or POP3S) on a share of the sessions.
+    /// TLS on a share of the sessions.
     pub tls: TlsPlan,
     /// TCP connect limit.
     pub connect_timeout: Duration,
     /// Response limit.
     pub command_timeout: Duration,
+}
+
+/// How one session starts.
+pub struct SessionStart<'a> {
+    /// Its user's index in `users`.
+    pub index: usize,
+    /// Its user.
+    pub user: &'a StoreUser,
+    /// The server.
+    pub target: &'a Target,
+    /// Connection options, with TLS when this session drew it.
+    pub opts: ConnectOptions,
+    /// Upgrade with STARTTLS (or STLS) after the greeting.
+    pub starttls: bool,
+}
+
+impl Sessions {
+    /// The `n`-th session's start: its user (in turn or at random), and TLS drawn by its
+    /// share; `None` without a server.
+    pub fn start(&self, n: u64, rng: &mut fastrand::Rng) -> Option<SessionStart<'_>> {
+        let target = self.target.as_ref()?;
+        let count = self.users.len().max(1);
+        let index = match self.random_users {
+            true => rng.usize(..count),
+            false => (n % count as u64) as usize,
+        };
+        let user = self.users.get(index)?;
+        let use_tls = self.tls.draw(rng);
+        Some(SessionStart {
+            index,
+            user,
+            target,
+            opts: ConnectOptions {
+                connect_timeout: self.connect_timeout,
+                command_timeout: self.command_timeout,
+                source_ip: None,
+                tls: if use_tls {
+                    self.tls.config.clone()
+                } else {
+                    None
+                },
+                implicit_tls: self.tls.mode == TlsMode::Implicit,
+            },
+            starttls: use_tls && self.tls.mode == TlsMode::Starttls,
+        })
+    }
+}
+
+/// A validated `mailbox pop3` run (rabid's job): sessions at a rate or a concurrency, each
+/// logging in as the next user, downloading a share of the messages and deleting a share.
+#[derive(Debug, Clone)]
+pub struct Pop3Plan {
+    /// How many sessions, how fast. A session is a unit of work: one per connection.
+    pub load: LoadPlan,
+    /// Whose sessions, against which server (STLS or POP3S on a share).
+    pub sessions: Sessions,
+    /// How to log in.
+    pub login: Pop3Login,
     /// Share of a mailbox's messages each session downloads, 0–1.
     pub download: f64,
     /// Share of a mailbox's messages each session deletes, 0–1 (the first ones).
@@ -155,20 +210,10 @@ impl Mix {
 pub struct ImapPlan {
     /// How many commands, how fast, and how many per session (`per_conn`).
     pub load: LoadPlan,
-    /// The IMAP server; filled in from the lab when there is one.
-    pub target: Option<Target>,
-    /// The mailbox users, one per session in turn (or drawn at random).
-    pub users: Arc<Vec<StoreUser>>,
-    /// Draw each session's user at random instead of in turn.
-    pub random_users: bool,
+    /// Whose sessions, against which server (STARTTLS or IMAPS on a share).
+    pub sessions: Sessions,
     /// How to log in.
     pub login: ImapLogin,
-    /// TLS (STARTTLS or IMAPS) on a share of the sessions.
-    pub tls: TlsPlan,
-    /// TCP connect limit.
-    pub connect_timeout: Duration,
-    /// Response limit.
-    pub command_timeout: Duration,
     /// The commands and their weights.
     pub mix: Mix,
     /// The mailbox each session selects.

@@ -13,8 +13,6 @@ use crate::pop3::conn::{ConnError, Login, Pop3Conn};
 use crate::pop3::proto::{Command, Phase, stat_count};
 use crate::pop3::steps::metric;
 use crate::stats::{Metric, Recorder};
-use crate::transport::connect::ConnectOptions;
-use crate::transport::tls::TlsMode;
 
 /// The POP3 driver of one run.
 pub struct Pop3Driver {
@@ -69,33 +67,19 @@ impl Driver for Pop3Driver {
 
     async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Pop3Conn, ConnError> {
         let p = &self.plan;
-        let i = match p.random_users {
-            true => rng.usize(..p.users.len()),
-            false => (n % p.users.len() as u64) as usize,
-        };
-        let user = &p.users[i];
-        let (user, pass) = (user.address.clone(), user.password.clone());
-        let login = match p.login {
-            Pop3Login::User => Login::UserPass { user, pass },
-            Pop3Login::Plain => Login::Plain { user, pass },
-            Pop3Login::Apop => Login::Apop { user, pass },
-        };
-        let use_tls = p.tls.draw(rng);
-        let opts = ConnectOptions {
-            connect_timeout: p.connect_timeout,
-            command_timeout: p.command_timeout,
-            source_ip: None,
-            tls: if use_tls { p.tls.config.clone() } else { None },
-            implicit_tls: p.tls.mode == TlsMode::Implicit,
-        };
-        let Some(target) = &p.target else {
+        let Some(start) = p.sessions.start(n, rng) else {
             return Err(ConnError::Refused {
                 phase: Phase::Connect,
                 text: "no POP3 server to connect to".into(),
             });
         };
-        let starttls = use_tls && p.tls.mode == TlsMode::Starttls;
-        let mut conn = Pop3Conn::open(target, &opts, starttls, &login).await?;
+        let (user, pass) = (start.user.address.clone(), start.user.password.clone());
+        let login = match p.login {
+            Pop3Login::User => Login::UserPass { user, pass },
+            Pop3Login::Plain => Login::Plain { user, pass },
+            Pop3Login::Apop => Login::Apop { user, pass },
+        };
+        let mut conn = Pop3Conn::open(start.target, &start.opts, start.starttls, &login).await?;
         conn.pipelining &= p.pipelining;
         Ok(conn)
     }

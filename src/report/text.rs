@@ -376,14 +376,37 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     out
 }
 
-/// Renders the summary of a POP3 run; `steps` name its latency rows.
-pub fn render_pop3(r: &Results, steps: Steps, headline: &str) -> String {
+/// A mail-store workload's report: the headline, the workload's own lines, then the
+/// latency and error tables, the store's cost and the tail every command shares.
+fn store_report(
+    r: &Results,
+    steps: Steps,
+    headline: &str,
+    body: impl FnOnce(&mut String),
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{headline}");
     let _ = writeln!(out);
-    let Summary::Pop3(s) = &r.summary else {
-        return out;
-    };
+    body(&mut out);
+    let _ = writeln!(out);
+    latency_table(&mut out, r, steps);
+    let _ = writeln!(out);
+    error_table(&mut out, r);
+    sut_cost(&mut out, r, "store");
+    render_tail(r, &mut out);
+    out
+}
+
+/// Renders the summary of a POP3 run; `steps` name its latency rows.
+pub fn render_pop3(r: &Results, steps: Steps, headline: &str) -> String {
+    store_report(r, steps, headline, |out| {
+        if let Summary::Pop3(s) = &r.summary {
+            pop3_lines(out, r, s);
+        }
+    })
+}
+
+fn pop3_lines(out: &mut String, r: &Results, s: &crate::stats::summary::Pop3Summary) {
     let _ = writeln!(
         out,
         "  sessions   {}  completed {}  refused (-ERR) {}  errors {}  aborted {}",
@@ -414,23 +437,18 @@ pub fn render_pop3(r: &Results, steps: Steps, headline: &str) -> String {
         "  connections {} (TLS {}), failed to connect {}",
         c.connections, c.tls_connections, c.connect_failures
     );
-    let _ = writeln!(out);
-    latency_table(&mut out, r, steps);
-    let _ = writeln!(out);
-    error_table(&mut out, r);
-    sut_cost(&mut out, r, "store");
-    render_tail(r, &mut out);
-    out
 }
 
 /// Renders the summary of an IMAP run; `steps` name its latency rows.
 pub fn render_imap(r: &Results, steps: Steps, headline: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{headline}");
-    let _ = writeln!(out);
-    let Summary::Imap(s) = &r.summary else {
-        return out;
-    };
+    store_report(r, steps, headline, |out| {
+        if let Summary::Imap(s) = &r.summary {
+            imap_lines(out, r, s);
+        }
+    })
+}
+
+fn imap_lines(out: &mut String, r: &Results, s: &crate::stats::summary::ImapSummary) {
     let _ = writeln!(
         out,
         "  commands   {}  completed {}  refused (NO/BAD) {}  errors {}  aborted {}",
@@ -477,24 +495,19 @@ pub fn render_imap(r: &Results, steps: Steps, headline: &str) -> String {
         "  sessions   {} (TLS {}), failed to connect {}",
         c.connections, c.tls_connections, c.connect_failures
     );
-    let _ = writeln!(out);
-    latency_table(&mut out, r, steps);
-    let _ = writeln!(out);
-    error_table(&mut out, r);
-    sut_cost(&mut out, r, "store");
-    render_tail(r, &mut out);
-    out
 }
 
 /// Renders the summary of a profile run: the capacity and the steps it stands on; `steps`
 /// name its latency rows.
 pub fn render_profile(r: &Results, steps: Steps, headline: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{headline}");
-    let _ = writeln!(out);
-    let Summary::Profile(s) = &r.summary else {
-        return out;
-    };
+    store_report(r, steps, headline, |out| {
+        if let Summary::Profile(s) = &r.summary {
+            profile_lines(out, r, s);
+        }
+    })
+}
+
+fn profile_lines(out: &mut String, r: &Results, s: &crate::stats::summary::ProfileSummary) {
     let cap = &r.extra.get("capacity").cloned().unwrap_or_default();
     let rules: Vec<&str> = cap["rules"]
         .as_array()
@@ -568,13 +581,6 @@ pub fn render_profile(r: &Results, steps: Steps, headline: &str) -> String {
             }
         );
     }
-    let _ = writeln!(out);
-    latency_table(&mut out, r, steps);
-    let _ = writeln!(out);
-    error_table(&mut out, r);
-    sut_cost(&mut out, r, "store");
-    render_tail(r, &mut out);
-    out
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 
 use crate::mailbox::{Store, count, python};
-use crate::util::{Proc, TempDir, describe, free_port, require, results, run, run_expect};
+use crate::util::{Proc, TempDir, free_port, refused_in_one_line, require, results, run_expect};
 
 /// Messages in each user's INBOX, as imaplib sees them.
 fn inbox_counts(store: &Store) -> Vec<u64> {
@@ -273,15 +273,7 @@ fn bad_imap_input_is_one_line_and_exit_1() {
         (remote.to_vec(), "is not reachable"),
     ];
     for (args, needle) in cases {
-        let out = run(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
-        assert!(
-            err.contains(needle),
-            "expected {needle:?} in: {}",
-            describe(&args, &out)
-        );
-        assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
+        refused_in_one_line(&args, needle);
     }
     if require("python3").is_none() {
         return;
@@ -317,9 +309,5 @@ while True:
         "-n",
         "3",
     ];
-    let out = run(&args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
-    assert!(err.contains("IMAP4rev1"), "{}", describe(&args, &out));
-    assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
+    refused_in_one_line(&args, "IMAP4rev1");
 }

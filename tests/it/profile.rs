@@ -3,7 +3,7 @@
 //! reads, and a capacity ramp finds a lower capacity on a Dovecot held to fewer processes.
 
 use crate::mailbox::{Store, count, python};
-use crate::util::{TempDir, describe, require, results, run, run_expect};
+use crate::util::{TempDir, refused_in_one_line, require, results, run_expect};
 
 fn profile(args: &[&str], json: &std::path::Path) -> serde_json::Value {
     let j = json.to_string_lossy().to_string();
@@ -193,14 +193,6 @@ fn bad_profile_input_is_one_line_and_exit_1() {
         ),
     ];
     for (args, needle) in cases {
-        let out = run(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
-        assert!(
-            err.contains(needle),
-            "expected {needle:?} in: {}",
-            describe(&args, &out)
-        );
-        assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
+        refused_in_one_line(&args, needle);
     }
 }

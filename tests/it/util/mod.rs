@@ -173,6 +173,20 @@ pub fn run_expect(args: &[&str], code: i32) -> Output {
     out
 }
 
+/// Runs mailbench with `args` and checks that it refused them the way bad input must be:
+/// exit 1, one line on stderr, naming `needle`.
+pub fn refused_in_one_line(args: &[&str], needle: &str) {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(args, &out));
+    assert!(
+        err.contains(needle),
+        "expected {needle:?} in: {}",
+        describe(args, &out)
+    );
+    assert_eq!(err.lines().count(), 1, "{}", describe(args, &out));
+}
+
 /// Reads a results file.
 pub fn results(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).expect("results file written");
