@@ -603,7 +603,26 @@ pub enum MailboxCommand {
     /// schedule; with --ramp-users, added in steps until a capacity rule breaks.
     #[command(after_help = PROFILE_EXAMPLES)]
     Profile(Box<ProfileArgs>),
+    /// SMTP in, IMAP out: messages injected into an MTA that delivers into the store, each
+    /// timed until it is visible over IMAP (IDLE), with the relay benchmark's figures.
+    #[command(after_help = ARRIVAL_EXAMPLES)]
+    Arrival(Box<ArrivalArgs>),
 }
+
+const ARRIVAL_EXAMPLES: &str = "\
+Examples:
+  mailbench mailbox arrival --lab dovecot
+      1,000 messages of 10 KiB into a lab Postfix that delivers over LMTP into a lab
+      Dovecot; 100 users watched in IDLE; end to end = the MTA's acceptance to visibility
+  mailbench mailbox arrival --lab dovecot --mta lmtp --rate 200/s -z 30s
+      straight into the store's LMTP: the store's own share of the time
+  mailbench mailbox arrival --smtp 10.0.0.5:25 --imap 10.0.0.6:143 --users-file users.txt \\
+      --threshold 'p95(e2e)<60s'
+      SPECmail's delivery-time rule against a system of one's own
+
+Summary keys as relay's (delivered, lost, duplicates, drain_mpm, e2e_p50_ms, ...); e2e is
+also a latency row (p95(e2e) for SPECmail's rule). Lab runs need root, Postfix and
+Dovecot (scripts/install-deps.sh).";
 
 const PROFILE_EXAMPLES: &str = "\
 Examples:
@@ -935,6 +954,56 @@ pub struct ProfileArgs {
     /// Outputs and thresholds.
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// Flags of `mailbench mailbox arrival`.
+#[derive(Debug, Args)]
+pub struct ArrivalArgs {
+    /// The store.
+    #[command(flatten)]
+    pub server: MailboxServerArgs,
+    /// With --lab dovecot: inject into a lab Postfix that delivers over LMTP (postfix), or
+    /// straight into the store's LMTP (lmtp).
+    #[arg(long, value_enum, default_value = "postfix")]
+    pub mta: ArrivalMtaArg,
+    /// The lab Postfix's own settings, key=value (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub postconf: Vec<String>,
+    /// An MTA of one's own that delivers into the store (when not using --lab):
+    /// host[:port], default port 25.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "lab", requires_all = ["imap", "users_file"])]
+    pub smtp: Option<String>,
+    /// The store's IMAP server (when not using --lab): host[:port], default port 143.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "lab")]
+    pub imap: Option<String>,
+    /// Users watched in IDLE (and mailed, round-robin) [default: all, at most 100].
+    #[arg(long, value_name = "N")]
+    pub watchers: Option<String>,
+    /// How many messages, how fast (-n counts messages; default 1000).
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Message size, or a range 1k-64k.
+    #[arg(long, default_value = "10k", value_name = "SIZE")]
+    pub size: String,
+    /// Longest wait for the last arrivals after the injection.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub drain_timeout: String,
+    /// Observe this process tree as the system under test (repeatable; the labs' are
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// How `mailbox arrival` gets mail into a lab store.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ArrivalMtaArg {
+    /// A lab Postfix delivering over LMTP.
+    Postfix,
+    /// The store's LMTP directly.
+    Lmtp,
 }
 
 /// How IMAP sessions log in.

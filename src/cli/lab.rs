@@ -30,7 +30,11 @@ fn placement(p: PlacementArg) -> QueueKind {
 }
 
 /// `key=value` overrides of a server's own settings, as `flag` gave them.
-fn settings(flag: &str, list: &[String], example: &str) -> Result<Vec<(String, String)>, String> {
+pub fn settings(
+    flag: &str,
+    list: &[String],
+    example: &str,
+) -> Result<Vec<(String, String)>, String> {
     list.iter()
         .map(|kv| {
             kv.split_once('=')

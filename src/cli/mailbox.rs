@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::args::{
-    FillArgs, ImapArgs, ImapLoginArg, MailboxCommand, MailboxServerArgs, MessageArgs, Pop3Args,
-    Pop3LoginArg, PopulateArgs, ProfileArgs, ShapeArgs, StoreArg, TlsArgs,
+    ArrivalArgs, ArrivalMtaArg, FillArgs, ImapArgs, ImapLoginArg, MailboxCommand,
+    MailboxServerArgs, MessageArgs, Pop3Args, Pop3LoginArg, PopulateArgs, ProfileArgs, ShapeArgs,
+    StoreArg, TlsArgs,
 };
 use super::finish::deliver;
 use super::lab::{store_flags_given, store_options};
@@ -15,6 +16,7 @@ use super::output;
 use super::send::{Defaults, load_plan, message_plan, tls_plan};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::lab::{Store, StoreUser};
+use crate::mailbox::arrival::{ArrivalPlan, Path as ArrivalPath};
 use crate::mailbox::bench::{Fill, MailboxError, StoreSetup, Workload};
 use crate::mailbox::plan::{DEFAULT_MIX, ImapLogin, ImapPlan, Mix, Pop3Login, Pop3Plan, Sessions};
 use crate::mailbox::profile::scenario::Scenario;
@@ -51,6 +53,7 @@ pub async fn mailbox(c: MailboxCommand) -> Result<u8, (u8, String)> {
         MailboxCommand::Pop3(a) => pop3(*a).await,
         MailboxCommand::Imap(a) => imap(*a).await,
         MailboxCommand::Profile(a) => profile(*a).await,
+        MailboxCommand::Arrival(a) => arrival(*a).await,
     }
 }
 
@@ -700,5 +703,128 @@ async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
             r.duration_s
         );
         crate::report::text::render_profile(r, crate::mailbox::profile::STEPS, &headline)
+    })
+}
+
+/// `mailbox arrival`'s defaults: 1,000 messages of 10 KiB over 4 connections.
+pub const ARRIVAL_DEFAULTS: Defaults = Defaults {
+    concurrency: "4",
+    size: "10k",
+    messages: 1000,
+    thresholds: crate::relay::THRESHOLDS,
+};
+
+/// Validates `mailbox arrival`'s flags.
+fn arrival_plan(
+    a: &ArrivalArgs,
+) -> Result<(ArrivalPlan, Option<StoreSetup>, output::OutputPlan), String> {
+    let (outputs, progress) = output::plan(&a.out, None, &ARRIVAL_DEFAULTS.thresholds)?;
+    let setup = store_setup(&a.server, false)?;
+    let lab = setup.is_some();
+    if !lab && (a.smtp.is_none() || a.imap.is_none()) {
+        return Err("give --lab dovecot, or --smtp (an MTA that delivers into the store), --imap and --users-file".into());
+    }
+    let users = match &a.server.users_file {
+        Some(f) => users_file(f)?,
+        None => Vec::new(),
+    };
+    let store_users = match &setup {
+        Some(s) => s.options.users as usize,
+        None => users.len(),
+    };
+    let watchers = match &a.watchers {
+        Some(n) => units::count(n).map_err(|e| format!("--watchers: {e}"))? as usize,
+        None => store_users.min(100),
+    };
+    if watchers == 0 || watchers > store_users {
+        return Err(format!(
+            "--watchers must be between 1 and the number of users ({store_users})"
+        ));
+    }
+    let (load, load_json) = load_plan(&a.shape, &ARRIVAL_DEFAULTS, progress)?;
+    let message = MessageArgs {
+        from: "sender@mailbench.test".into(),
+        to: "user@store.test".into(),
+        senders: None,
+        recipients: None,
+        rcpts: "1".into(),
+        size: Some(a.size.clone()),
+        body: None,
+        eml: None,
+        attach: None,
+    };
+    let (message, message_json) = message_plan(&message, &ARRIVAL_DEFAULTS)?;
+    let drain_timeout = units::duration(&a.drain_timeout)?;
+    let path = match (lab, a.mta) {
+        (true, ArrivalMtaArg::Postfix) => ArrivalPath::Postfix,
+        (true, ArrivalMtaArg::Lmtp) => ArrivalPath::Lmtp,
+        (false, _) => ArrivalPath::Smtp,
+    };
+    let postconf = super::lab::settings("--postconf", &a.postconf, "default_process_limit=100")?;
+    let target = |flag: &str, v: &Option<String>, port: u16| {
+        v.as_deref()
+            .map(|t| parse_target(t, port).map_err(|e| format!("--{flag}: {e}")))
+            .transpose()
+    };
+    let client = ClientPlan {
+        targets: Vec::new(),
+        lmtp: false,
+        source_ips: Vec::new(),
+        connect_timeout: std::time::Duration::from_secs(10),
+        command_timeout: std::time::Duration::from_secs(60),
+        tls: TlsPlan::NONE,
+        auth: Auth::None,
+        pipelining: true,
+        chunking: false,
+        helo: "mailbench.test".into(),
+    };
+    let mut config_json = serde_json::json!({
+        "protocol": "smtp",
+        "path": path,
+        "target": a.smtp,
+        "imap": a.imap,
+        "lab": a.server.lab.map(|_| "dovecot"),
+        "watchers": watchers,
+        "drain_timeout_s": drain_timeout.as_secs_f64(),
+        "interval_s": progress.interval.as_secs_f64(),
+        "thresholds": a.out.threshold,
+    });
+    for part in [load_json, message_json] {
+        if let (Some(all), serde_json::Value::Object(m)) = (config_json.as_object_mut(), part) {
+            all.extend(m);
+        }
+    }
+    let plan = ArrivalPlan {
+        send: SendPlan {
+            load,
+            client,
+            message,
+            accept_log: None,
+            config_json: config_json.clone(),
+        },
+        path,
+        postconf,
+        smtp: target("smtp", &a.smtp, 25)?,
+        imap: target("imap", &a.imap, 143)?,
+        users,
+        watchers,
+        drain_timeout,
+        sut_pids: a.sut_pid.clone(),
+    };
+    Ok((plan, setup, outputs))
+}
+
+async fn arrival(a: ArrivalArgs) -> Result<u8, (u8, String)> {
+    let (plan, setup, outputs) = arrival_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    let shutdown = Shutdown::install();
+    let results = crate::mailbox::arrival::run(plan, setup, shutdown)
+        .await
+        .map_err(exit)?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox arrival: {} messages over SMTP, each timed until IMAP shows it ({} watched mailboxes)",
+            r.counters.sent, r.config["watchers"]
+        );
+        crate::report::text::render_relay(r, crate::smtp::steps::STEPS, &headline)
     })
 }

@@ -210,11 +210,13 @@ impl ImapConn {
         }
     }
 
-    /// IDLE until `wake` resolves (or the server ends it), then DONE: returns what the
-    /// server pushed. The time to the server's continuation is the `idle` step.
+    /// IDLE until `wake` resolves or the server pushes data that `enough` accepts, then
+    /// DONE: returns what the server pushed. The time to the server's continuation is the
+    /// `idle` step.
     pub async fn idle(
         &mut self,
         wake: impl std::future::Future<Output = ()>,
+        enough: impl Fn(&Data) -> bool,
     ) -> Result<Vec<Data>, ConnError> {
         let phase = Phase::Idle;
         self.client.send(&Command::Idle);
@@ -236,6 +238,15 @@ impl ImapConn {
         self.timings.push((phase, start.elapsed()));
         tokio::pin!(wake);
         loop {
+            // What has arrived (some may have come with the continuation) may be enough.
+            while let Some(e) = self.parse_one(phase)? {
+                if let Event::Data(d) = e {
+                    data.push(d);
+                }
+            }
+            if data.iter().any(&enough) {
+                break;
+            }
             let read = async {
                 self.rbuf.reserve(READ_CHUNK);
                 // An idle connection waits as long as it must: no command is timed.
@@ -249,11 +260,7 @@ impl ImapConn {
                         return Err(LinkError::Io { phase, source }.into());
                     }
                     Err(source) => return Err(LinkError::Io { phase, source }.into()),
-                    Ok(_) => while let Some(e) = self.parse_one(phase)? {
-                        if let Event::Data(d) = e {
-                            data.push(d);
-                        }
-                    },
+                    Ok(_) => {}
                 }
             }
         }

@@ -479,6 +479,7 @@ mod tests {
                 message_id: (id != 0).then_some(id),
                 body: body.map(|(len, fingerprint)| Part {
                     whole: true,
+                    kept: Vec::new(),
                     len,
                     fingerprint,
                 }),

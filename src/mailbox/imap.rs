@@ -318,7 +318,8 @@ impl Driver for ImapDriver {
         let r = if cmd == Command::Idle {
             // Into IDLE, waiting `--idle-for` (0: straight out again, what a client pays
             // to start waiting) for what the server pushes.
-            let data = s.conn.idle(tokio::time::sleep(self.plan.idle_for)).await?;
+            let wake = tokio::time::sleep(self.plan.idle_for);
+            let data = s.conn.idle(wake, |_| false).await?;
             Reply {
                 done: crate::imap::proto::Completion {
                     tag: 0,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::RelayError;
-use super::run::{RelayRun, run};
+use super::run::{Receiver, RelayRun, run};
 use super::verdict::{StepRules, judge};
 use crate::lab::{LabError, LabOptions, Mta, MtaLab};
 use crate::load::schedule::{Arrivals, Pacing};
@@ -234,9 +234,12 @@ async fn run_once(
         accepts,
         delivery: Arc::new(Delivery::tracking(run_id)),
         send,
-        sink,
-        listeners,
+        receiver: Receiver::Sink {
+            plan: Box::new(sink),
+            listeners,
+        },
         drain_timeout,
+        settle: Duration::from_secs(1),
         sut_pids,
         queue_cmd: plan.queue_cmd.clone(),
     };

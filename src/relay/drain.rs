@@ -34,20 +34,31 @@ impl QueueProbe<'_> {
     }
 }
 
+/// How long the drain may last, and how long arrivals may pause.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    /// The longest drain.
+    pub(super) timeout: Duration,
+    /// How long arrivals may pause, the MTA's queue empty, before the rest is taken as
+    /// not coming.
+    pub(super) settle: Duration,
+}
+
 /// Waits until every expected recipient arrived and the MTA holds nothing more, the
-/// MTA's queue is empty with nothing arriving (the rest was refused or bounced, it will
-/// not come), the timeout passes, or a second signal. True when drained. Only atomics are
+/// MTA's queue is empty with nothing arriving for `settle` (the rest was refused or
+/// bounced, it will not come), the timeout passes, or a second signal. True when drained. Only atomics are
 /// polled while mail flows; the queue is looked at when arrivals pause or are complete,
 /// because reading it costs CPU the MTA needs.
 pub(super) async fn drain(
     delivery: &Delivery,
     expected: u64,
     queue: &QueueProbe<'_>,
-    timeout: Duration,
+    limits: Limits,
     progress: Progress,
     start: Instant,
     shutdown: &Shutdown,
 ) -> bool {
+    let Limits { timeout, settle } = limits;
     let interval = progress.interval;
     let deadline = Instant::now() + timeout;
     let live = Live::new(progress.quiet);
@@ -58,7 +69,7 @@ pub(super) async fn drain(
         let now = Instant::now();
         let idle_ms = (start.elapsed().as_millis() as u64)
             .saturating_sub(delivery.last_any_ms.load(Ordering::Relaxed));
-        if (got >= expected || idle_ms >= 1000) && now >= next_probe {
+        if (got >= expected || idle_ms >= settle.as_millis() as u64) && now >= next_probe {
             next_probe = now + Duration::from_millis(250);
             match queue.held().await {
                 Some(0) => break true,

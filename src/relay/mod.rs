@@ -13,7 +13,7 @@
 mod bench;
 mod combine;
 mod drain;
-mod run;
+pub mod run;
 pub mod verdict;
 
 pub use bench::{FindMaxPlan, RelayPlan, bench};

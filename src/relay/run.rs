@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::RelayError;
 use super::combine::{CombineInputs, combine};
-use super::drain::{QueueProbe, drain};
+use super::drain::{Limits, QueueProbe, drain};
 use crate::lab::MtaLab;
 use crate::run::live::LiveExtra;
 use crate::run::sampler::{Pids, Sampler};
@@ -25,12 +25,14 @@ use crate::transport::listen::Listener;
 pub struct RelayRun {
     /// The generator's plan (targets the MTA).
     pub send: SendPlan,
-    /// The sink's plan.
-    pub sink: SinkPlan,
-    /// The sink's bound listeners.
-    pub listeners: Vec<Listener>,
+    /// What receives the relayed mail.
+    pub receiver: Receiver,
     /// Longest wait for deliveries after injection.
     pub drain_timeout: Duration,
+    /// How long arrivals may pause, with the MTA's queue empty, before the rest is taken
+    /// as not coming: a sink sees a message when the MTA hands it over (1 s), a store
+    /// watched over IMAP some time later.
+    pub settle: Duration,
     /// Processes of the system under test (lab, or `--sut-pid` trees).
     pub sut_pids: Pids,
     /// Accept times per sequence number (filled by the generator).
@@ -39,6 +41,30 @@ pub struct RelayRun {
     pub delivery: Arc<Delivery>,
     /// A shell command whose first number is sampled per interval (e.g. a queue count).
     pub queue_cmd: Option<String>,
+}
+
+/// A receiver's own run: given the run's delivery record (to confirm each arrival in),
+/// the stop it waits for and the run's time zero, it returns its results once stopped.
+pub type ReceiverRun = Box<
+    dyn FnOnce(
+            Arc<Delivery>,
+            Shutdown,
+            Instant,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Results> + Send>>
+        + Send,
+>;
+
+/// What receives the relayed mail and confirms each arrival.
+pub enum Receiver {
+    /// mailbench's embedded sink, on its bound listeners.
+    Sink {
+        /// The sink's plan.
+        plan: Box<SinkPlan>,
+        /// Its bound listeners.
+        listeners: Vec<Listener>,
+    },
+    /// Something else: a mail store the MTA delivers into, watched over IMAP.
+    Other(ReceiverRun),
 }
 
 /// Runs one relay run; `lab` (if any) is only read, for its log and queue.
@@ -54,13 +80,16 @@ pub async fn run(
     let logged_before = lab.map_or(0, |l| l.delivered_logged());
     let delivery = r.delivery.clone();
     let sink_stop = Shutdown::default();
-    let sink_task = tokio::spawn(sink::run(
-        r.sink,
-        r.listeners,
-        sink_stop.clone(),
-        delivery.clone(),
-        start,
-    ));
+    let sink_task = match r.receiver {
+        Receiver::Sink { plan, listeners } => tokio::spawn(sink::run(
+            *plan,
+            listeners,
+            sink_stop.clone(),
+            delivery.clone(),
+            start,
+        )),
+        Receiver::Other(run) => tokio::spawn(run(delivery.clone(), sink_stop.clone(), start)),
+    };
     let sampler = Sampler::start(
         r.sut_pids.clone(),
         r.queue_cmd.clone(),
@@ -95,7 +124,10 @@ pub async fn run(
         &delivery,
         expected,
         &queue,
-        r.drain_timeout,
+        Limits {
+            timeout: r.drain_timeout,
+            settle: r.settle,
+        },
         progress,
         start,
         &shutdown,

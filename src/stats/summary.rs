@@ -494,7 +494,7 @@ impl Summary {
         match command {
             "send" => serde_json::from_value(v).map(Summary::Send).map_err(bad),
             "sink" => serde_json::from_value(v).map(Summary::Sink).map_err(bad),
-            "relay" => serde_json::from_value(v).map(Summary::Relay).map_err(bad),
+            "relay" | "arrival" => serde_json::from_value(v).map(Summary::Relay).map_err(bad),
             "pop3" => serde_json::from_value(v).map(Summary::Pop3).map_err(bad),
             "imap" => serde_json::from_value(v).map(Summary::Imap).map_err(bad),
             "profile" => serde_json::from_value(v).map(Summary::Profile).map_err(bad),

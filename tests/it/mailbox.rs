@@ -72,6 +72,35 @@ impl Store {
     }
 }
 
+/// A `mailbench lab postfix` that delivers into `store` over LMTP, and its entry
+/// (host:port); stopped on drop.
+pub(crate) fn postfix_into(store: &Store) -> (Terminated, String) {
+    let relay = format!("lmtp:{}", store.lmtp);
+    let mut mta = Terminated(
+        mailbench()
+            .args(["lab", "postfix", "--relay", &relay])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start mailbench lab postfix"),
+    );
+    let stdout = mta.0.stdout.take().expect("stdout");
+    let entry = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.starts_with("relaying to").then(|| {
+                assert!(l.contains("over LMTP"), "{l}");
+                l.split("inject into ")
+                    .nth(1)
+                    .and_then(|r| r.split(';').next())
+                    .map(str::to_string)
+            })
+        })
+        .flatten()
+        .expect("the lab names its entry");
+    (mta, entry)
+}
+
 /// Runs a Python snippet; `HOST`, `PORT` and `USERS` ((address, password) pairs) are set,
 /// and `imap(user, password)` gives an imaplib session logged in. Its stdout is JSON.
 pub(crate) fn python(addr: &str, users: &[(String, String)], body: &str) -> serde_json::Value {
@@ -592,29 +621,7 @@ fn a_postfix_lab_delivers_into_the_store_over_lmtp() {
     let Some(store) = Store::start(&["--users", "2"]) else {
         return;
     };
-    let relay = format!("lmtp:{}", store.lmtp);
-    let mut mta = Terminated(
-        mailbench()
-            .args(["lab", "postfix", "--relay", &relay])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start mailbench lab postfix"),
-    );
-    let stdout = mta.0.stdout.take().expect("stdout");
-    let entry = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.starts_with("relaying to").then(|| {
-                assert!(l.contains("over LMTP"), "{l}");
-                l.split("inject into ")
-                    .nth(1)
-                    .and_then(|r| r.split(';').next())
-                    .map(str::to_string)
-            })
-        })
-        .flatten()
-        .expect("the lab names its entry");
+    let (mut mta, entry) = postfix_into(&store);
     let counts = python(
         &store.imap,
         &store.users(),

@@ -1,5 +1,7 @@
 //! Integration tests against real servers, in one test binary.
 //!
+//! - `arrival`: `mailbox arrival`: every message through Postfix (or LMTP) into Dovecot seen
+//!   once over IMAP IDLE, imaplib's counts, a known IMAP delay in end to end
 //! - `cli`:  bad input, help, exit codes (no server needed)
 //! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
 //!   violations, and a corrupting proxy caught by the state checks
@@ -20,6 +22,7 @@
 //!   figure out (latency per phase and in total, loss, refusals, sizes, warnings, exit
 //!   codes, output formats, memory over many connections)
 
+mod arrival;
 mod cli;
 mod imap;
 mod layout;

@@ -190,6 +190,14 @@ pub enum Command {
         /// What to fetch.
         items: FetchItems,
     },
+    /// `UID FETCH first:* (UID BODY.PEEK[HEADER.FIELDS (field)])`: one header of every
+    /// message from a UID on (what arrived since).
+    FetchHeader {
+        /// The first UID.
+        first_uid: u32,
+        /// The header field's name.
+        field: &'static str,
+    },
     /// `UID SEARCH criteria` (`ALL`: every UID of the mailbox).
     Search(&'static str),
     /// STORE seq ±FLAGS (flag); `.SILENT` for `\Deleted`.
@@ -247,7 +255,7 @@ impl Command {
                 items: FetchItems::Body | FetchItems::Read,
                 ..
             } => Phase::FetchBody,
-            Command::Fetch { .. } => Phase::Fetch,
+            Command::Fetch { .. } | Command::FetchHeader { .. } => Phase::Fetch,
             Command::Search(_) => Phase::Search,
             Command::Store {
                 flag: DELETED,
@@ -289,6 +297,10 @@ impl Command {
             Command::Fetch { first, last, items } => {
                 write!(out, "FETCH {first}:{last} {}", items.text())
             }
+            Command::FetchHeader { first_uid, field } => write!(
+                out,
+                "UID FETCH {first_uid}:* (UID BODY.PEEK[HEADER.FIELDS ({field})])"
+            ),
             Command::Search(criteria) => write!(out, "UID SEARCH {criteria}"),
             Command::Store { seq, op, flag } => {
                 let sign = if *op == FlagOp::Add { '+' } else { '-' };

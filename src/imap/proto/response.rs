@@ -79,7 +79,13 @@ pub struct Part {
     /// A fingerprint of the content's length and its first and last octets: catches a
     /// changed or truncated body without hashing megabytes per command.
     pub fingerprint: u64,
+    /// The content itself when it is a part of at most [`KEEP_PART`] octets (header fields
+    /// asked for by name); empty otherwise — a whole message is measured, not kept.
+    pub kept: Vec<u8>,
 }
+
+/// Largest part kept whole in [`Part::kept`].
+pub const KEEP_PART: usize = 1024;
 
 /// Untagged data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -388,10 +394,15 @@ impl<'a> Cursor<'a> {
                     // A partial fetch (`<origin>`) or a part is not the whole message.
                     let whole = key.eq_ignore_ascii_case(b"RFC822") || key.ends_with(b"[]");
                     let content = self.nstring()?.unwrap_or(&[]);
+                    let kept = match whole || content.len() > KEEP_PART {
+                        true => Vec::new(),
+                        false => content.to_vec(),
+                    };
                     f.body = Some(Part {
                         whole,
                         len: content.len() as u64,
                         fingerprint: fingerprint(content),
+                        kept,
                     });
                 }
                 _ => {
@@ -731,8 +742,8 @@ mod tests {
         assert_eq!(f.message_id, Some(fingerprint64(b"<abc.1@mailbench>")));
         assert!(f.envelope.is_some() && f.structure.is_some());
         assert_eq!(
-            f.body.map(|b| (b.whole, b.len)),
-            Some((false, 1)),
+            f.body.map(|b| (b.whole, b.len, b.kept)),
+            Some((false, 1, b"x".to_vec())),
             "a header part is not the whole message"
         );
     }
