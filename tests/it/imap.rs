@@ -115,6 +115,54 @@ fn imap_counts_agree_with_imaplib_and_dovecot_shows_no_violations() {
     }
 }
 
+/// Dovecot's own count of the commands it finished (`--server-stats`) is mailbench's: each
+/// command of the mix, plus every session's login, SELECT and LOGOUT.
+#[test]
+fn dovecot_counts_the_commands_mailbench_counts() {
+    if require("dovecot").is_none() {
+        return;
+    }
+    let dir = TempDir::new("imap-server-stats");
+    let json = dir.0.join("r.json");
+    let args = [
+        "--lab",
+        "dovecot",
+        "--users",
+        "5",
+        "--fill",
+        "4",
+        "--server-stats",
+        "--mix",
+        "fetch=2,fetch_body=2,store=1,noop=1,search=1",
+        "-n",
+        "300",
+        "-c",
+        "5",
+        "--per-conn",
+        "30",
+    ];
+    let r = imap(&args, &json, 0);
+    let own: std::collections::BTreeMap<String, u64> = r["extra"]["store_stats"]
+        .as_array()
+        .expect("the store's own statistics")
+        .iter()
+        .filter_map(|m| Some((m["name"].as_str()?.to_string(), m["count"].as_u64()?)))
+        .collect();
+    let sessions = summary(&r, "sessions");
+    for (cmd, ours) in [
+        ("imap_FETCH", count(&r, "fetch") + count(&r, "fetch_body")),
+        ("imap_STORE", count(&r, "store")),
+        ("imap_NOOP", count(&r, "noop")),
+        ("imap_UID_SEARCH", count(&r, "search")),
+        ("imap_SELECT", sessions),
+        ("imap_LOGOUT", sessions),
+        // Logins are imap-login's: the authentication count.
+        ("logins_ok", sessions),
+    ] {
+        assert_eq!(own.get(cmd), Some(&ours), "{cmd}: Dovecot's count {own:?}");
+    }
+}
+
 /// What the rewriting proxy runs: server lines are passed on, except that in `uid` mode
 /// every other FETCH's UID is raised by 1000 and in `flags` mode `\Flagged` vanishes
 /// from FETCH responses; the client's bytes pass untouched.
