@@ -718,11 +718,26 @@ pub struct PopulateArgs {
     #[arg(
         long,
         value_name = "ADDR",
-        required_unless_present = "lab",
+        required_unless_present_any = ["lab", "imap"],
+        requires = "users_file",
+        conflicts_with_all = ["lab", "imap"]
+    )]
+    pub lmtp: Option<String>,
+    /// The IMAP server to APPEND to (when not using --lab): host[:port], default port 143.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
         requires = "users_file",
         conflicts_with = "lab"
     )]
-    pub lmtp: Option<String>,
+    pub imap: Option<String>,
+    /// How messages get in: LMTP deliveries (fast), or IMAP APPEND (with flags).
+    #[arg(long, value_enum, default_value = "lmtp")]
+    pub via: ViaArg,
+    /// With --via imap: flags and the share of messages that get each, e.g.
+    /// '\Seen=50,\Flagged=10' (\Seen, \Flagged, \Answered, \Draft).
+    #[arg(long, value_name = "FLAG=PERCENT,...")]
+    pub flags: Option<String>,
     /// Messages per user.
     #[arg(long, default_value = "10", value_name = "N")]
     pub per_user: String,
@@ -732,6 +747,15 @@ pub struct PopulateArgs {
     /// Outputs and thresholds.
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// How `populate` puts messages into the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ViaArg {
+    /// LMTP deliveries.
+    Lmtp,
+    /// IMAP APPEND.
+    Imap,
 }
 
 /// Flags of `mailbench mailbox pop3`.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::args::{
     ArrivalArgs, ArrivalMtaArg, FillArgs, ImapArgs, ImapLoginArg, MailboxCommand,
     MailboxServerArgs, MessageArgs, Pop3Args, Pop3LoginArg, PopulateArgs, ProfileArgs, ShapeArgs,
-    StoreArg, TlsArgs,
+    StoreArg, TlsArgs, ViaArg,
 };
 use super::finish::deliver;
 use super::lab::{store_flags_given, store_options};
@@ -176,6 +176,14 @@ async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
     let per_user = units::count(&a.per_user).map_err(|e| usage(format!("--per-user: {e}")))?;
     if per_user == 0 {
         return Err(usage("--per-user must be at least 1".into()));
+    }
+    if a.via == ViaArg::Imap || a.imap.is_some() {
+        return populate_imap(&a, setup, per_user).await;
+    }
+    if a.flags.is_some() {
+        return Err(usage(
+            "--flags are set over IMAP: give --via imap (LMTP delivers without flags)".into(),
+        ));
     }
     let (outputs, progress) =
         output::plan(&a.out, None, &crate::send::THRESHOLDS).map_err(usage)?;
@@ -826,5 +834,83 @@ async fn arrival(a: ArrivalArgs) -> Result<u8, (u8, String)> {
             r.counters.sent, r.config["watchers"]
         );
         crate::report::text::render_relay(r, crate::smtp::steps::STEPS, &headline)
+    })
+}
+
+/// `populate --via imap`: APPEND with flags, into the lab or a store of one's own.
+async fn populate_imap(
+    a: &PopulateArgs,
+    setup: Option<StoreSetup>,
+    per_user: u64,
+) -> Result<u8, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    if a.filling.eml.is_some() {
+        return Err(usage(
+            "--eml fills over LMTP only; drop --via imap, or use generated messages".into(),
+        ));
+    }
+    let (outputs, _) =
+        output::plan(&a.out, None, &crate::mailbox::IMAP_THRESHOLDS).map_err(usage)?;
+    let flags = match &a.flags {
+        Some(spec) => crate::mailbox::append::parse_flags(spec).map_err(usage)?,
+        None => Vec::new(),
+    };
+    let folders = units::count(&a.filling.folders).map_err(|e| usage(format!("--folders: {e}")))?;
+    if folders == 0 || folders > 100 {
+        return Err(usage("--folders must be between 1 and 100".into()));
+    }
+    let size =
+        units::size_range(&a.filling.fill_size).map_err(|e| usage(format!("--fill-size: {e}")))?;
+    let concurrency = units::count(&a.filling.fill_concurrency)
+        .map_err(|e| usage(format!("--fill-concurrency: {e}")))?;
+    if concurrency == 0 {
+        return Err(usage("--fill-concurrency must be at least 1".into()));
+    }
+    let (imap, users) = match (&setup, &a.imap, &a.server.users_file) {
+        (Some(_), _, _) => (None, Vec::new()),
+        (None, Some(t), Some(f)) => (
+            Some(parse_target(t, 143).map_err(|e| usage(format!("--imap: {e}")))?),
+            users_file(f).map_err(usage)?,
+        ),
+        _ => {
+            return Err(usage(
+                "give --lab dovecot, or --imap HOST:PORT and --users-file FILE".into(),
+            ));
+        }
+    };
+    let plan = crate::mailbox::append::AppendPlan {
+        imap,
+        users,
+        per_user,
+        folders: folders as u32,
+        size,
+        flags: flags.clone(),
+        concurrency: concurrency as usize,
+        connect: crate::mailbox::profile::user::connect_options(
+            std::time::Duration::from_secs(10),
+            std::time::Duration::from_secs(60),
+        ),
+        config_json: serde_json::json!({
+            "protocol": "imap",
+            "via": "append",
+            "per_user": per_user,
+            "folders": folders,
+            "size": a.filling.fill_size,
+            "flags": flags.iter().map(|(f, s)| serde_json::json!({"flag": f, "share": s})).collect::<Vec<_>>(),
+            "fill_concurrency": concurrency,
+            "lab": a.server.lab.map(|_| "dovecot"),
+            "thresholds": a.out.threshold,
+        }),
+    };
+    let shutdown = Shutdown::install();
+    let results = crate::mailbox::bench::append(plan, setup, shutdown)
+        .await
+        .map_err(exit)?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox populate: {} messages over IMAP APPEND in {:.2} s",
+            r.counters.sent, r.duration_s
+        );
+        crate::report::text::render_imap(r, crate::imap::steps::STEPS, &headline)
     })
 }

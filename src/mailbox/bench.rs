@@ -223,6 +223,32 @@ pub async fn populate(
     Ok(r)
 }
 
+/// Runs `mailbox populate --via imap`: APPEND into a lab store (started, and removed when
+/// this returns) or into the plan's own.
+pub async fn append(
+    mut plan: super::append::AppendPlan,
+    setup: Option<StoreSetup>,
+    shutdown: Shutdown,
+) -> Result<Results, MailboxError> {
+    crate::limits::raise_nofile();
+    let lab = match setup {
+        Some(s) => {
+            let (lab, _) = store(s, None, &shutdown).await?;
+            plan.imap = Some(tcp(lab.endpoints().imap));
+            plan.users = lab.users().to_vec();
+            Some(lab)
+        }
+        None => None,
+    };
+    let mut r = super::append::fill(plan, shutdown)
+        .await
+        .map_err(MailboxError::Usage)?;
+    if let Some(l) = &lab {
+        lab_extras(l.as_ref(), &mut r);
+    }
+    Ok(r)
+}
+
 /// What every lab run keeps of its store: the directories it made (kept in the results so
 /// that a leftover can be traced) and, when asked for, the store's own statistics.
 fn lab_extras(lab: &dyn StoreLab, r: &mut Results) {

@@ -4,6 +4,7 @@
 //! fills it, runs the workload and watches the store's processes. `plan` holds what the
 //! command line validated.
 
+pub mod append;
 pub mod arrival;
 pub mod bench;
 pub mod imap;

@@ -359,3 +359,62 @@ while True:
     ];
     refused_in_one_line(&args, "IMAP4rev1");
 }
+
+/// `populate --via imap`: APPEND with flags into a store of one's own; imaplib finds every
+/// message in its folder, `\Seen` on all of them (100 %) and `\Flagged` on none (0 %).
+#[test]
+fn append_population_fills_folders_with_flags() {
+    let Some(store) = Store::start(&["--users", "3", "--fill", "0"]) else {
+        return;
+    };
+    let dir = TempDir::new("imap-append");
+    let json = dir.0.join("r.json");
+    let j = json.to_string_lossy().to_string();
+    let args = [
+        "mailbox",
+        "populate",
+        "-q",
+        "--json",
+        &j,
+        "--via",
+        "imap",
+        "--imap",
+        &store.imap,
+        "--users-file",
+        &store.users_file,
+        "--per-user",
+        "6",
+        "--folders",
+        "2",
+        "--fill-size",
+        "1k-4k",
+        "--flags",
+        "\\Seen=100,\\Flagged=0",
+    ];
+    run_expect(&args, 0);
+    let r = results(&json);
+    assert_eq!(summary(&r, "appended"), 18, "{:#}", r["summary"]);
+    assert_eq!(count(&r, "append"), 18);
+    let seen = python(
+        &store.imap,
+        &store.users(),
+        "out = []
+for u, p in USERS:
+    m = imap(u, p)
+    row = []
+    for box in ('INBOX', 'f2'):
+        n = int(m.select(box, readonly=True)[1][0])
+        seen = len(m.search(None, 'SEEN')[1][0].split())
+        flagged = len(m.search(None, 'FLAGGED')[1][0].split())
+        row.append([n, seen, flagged])
+    out.append(row)
+    m.logout()
+print(json.dumps(out))",
+    );
+    let want = serde_json::json!([
+        [[3, 3, 0], [3, 3, 0]],
+        [[3, 3, 0], [3, 3, 0]],
+        [[3, 3, 0], [3, 3, 0]]
+    ]);
+    assert_eq!(seen, want, "[messages, seen, flagged] per folder per user");
+}
