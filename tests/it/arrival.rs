@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use crate::mailbox::{Store, postfix_into, python};
+use crate::imap::inbox_counts;
+use crate::mailbox::{Store, postfix_into};
 use crate::util::{TempDir, delay_proxy, refused_in_one_line, require, results, run_expect};
 
 fn arrival(args: &[&str], json: &std::path::Path) -> serde_json::Value {
@@ -95,19 +96,9 @@ fn a_known_imap_delay_shows_in_end_to_end() {
     all_arrived(&r, 40, "through the delaying proxy");
     let min = r["latency"]["e2e"]["min_us"].as_u64().unwrap_or(0);
     assert!(min >= 900_000, "three 300 ms waits at least, got {min} µs");
-    let counts = python(
-        &store.imap,
-        &store.users(),
-        "out = []
-for u, p in USERS:
-    m = imap(u, p)
-    out.append(int(m.select('INBOX', readonly=True)[1][0]))
-    m.logout()
-print(json.dumps(out))",
-    );
     assert_eq!(
-        counts,
-        serde_json::json!([10, 10, 10, 10]),
+        inbox_counts(&store),
+        [10, 10, 10, 10],
         "round-robin over 4 users"
     );
 }

@@ -8,7 +8,7 @@ use crate::mailbox::{Store, count, python};
 use crate::util::{Proc, TempDir, free_port, refused_in_one_line, require, results, run_expect};
 
 /// Messages in each user's INBOX, as imaplib sees them.
-fn inbox_counts(store: &Store) -> Vec<u64> {
+pub(crate) fn inbox_counts(store: &Store) -> Vec<u64> {
     let v = python(
         &store.imap,
         &store.users(),
