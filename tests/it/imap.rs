@@ -418,3 +418,96 @@ print(json.dumps(out))",
     ]);
     assert_eq!(seen, want, "[messages, seen, flagged] per folder per user");
 }
+
+/// STARTTLS against a lab with its own certificate: through, counted as TLS sessions; with
+/// a CA that did not sign it, every session fails at the handshake (exit 2, the reason
+/// named); and a user whose password is wrong fails at login, counted, while the others
+/// go on.
+#[test]
+fn starttls_trust_and_a_refused_login() {
+    let Some(store) = Store::start(&["--users", "2", "--fill", "3", "--starttls"]) else {
+        return;
+    };
+    let dir = TempDir::new("imap-tls");
+    let json = dir.0.join("r.json");
+    let base = [
+        "--target",
+        &store.imap,
+        "--users-file",
+        &store.users_file,
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--per-conn",
+        "5",
+        "--tls",
+        "starttls",
+    ];
+    let cert = store.cert.clone().expect("the lab names its certificate");
+    let trusted = [&base[..], &["--tls-ca", &cert]].concat();
+    let r = imap(&trusted, &json, 0);
+    assert_eq!(summary(&r, "completed"), 20, "{:#}", r["summary"]);
+    assert_eq!(
+        r["counters"]["tls_connections"],
+        r["counters"]["connections"]
+    );
+    assert_eq!(count(&r, "starttls"), summary(&r, "sessions"));
+    let stranger = crate::util::stranger_ca(&dir.0);
+    let wrong = [&base[..], &["--tls-ca", &stranger]].concat();
+    let r = imap(&wrong, &json, 2);
+    let e = &r["errors"][0];
+    assert_eq!(
+        (e["class"].as_str(), e["phase"].as_str()),
+        (Some("tls"), Some("tls_handshake")),
+        "{e:#}"
+    );
+    assert!(
+        e["sample"]
+            .as_str()
+            .unwrap_or("")
+            .to_lowercase()
+            .contains("certificate"),
+        "{e:#}"
+    );
+    // The second user's password is wrong: its sessions are refused at login.
+    let users = store.users();
+    let bad = dir.0.join("users.txt");
+    let text = format!("{} {}\n{} wrong\n", users[0].0, users[0].1, users[1].0);
+    std::fs::write(&bad, text).expect("write");
+    let bad = bad.to_string_lossy().to_string();
+    let args = [
+        "--target",
+        &store.imap,
+        "--users-file",
+        &bad,
+        "-n",
+        "40",
+        "-c",
+        "2",
+        "--per-conn",
+        "5",
+        "--mix",
+        "noop=1",
+    ];
+    let r = imap(&args, &json, 0);
+    let refused: u64 = r["errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["class"] == "rejected" && e["phase"] == "login")
+        .map(|e| e["count"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(refused > 0, "refused logins counted: {:#}", r["errors"]);
+    assert_eq!(
+        summary(&r, "errors"),
+        refused,
+        "every error is a refused login"
+    );
+    assert_eq!(
+        summary(&r, "completed") + refused,
+        summary(&r, "commands"),
+        "{:#}",
+        r["summary"]
+    );
+}

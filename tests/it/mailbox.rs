@@ -18,7 +18,7 @@ pub(crate) struct Store {
     pub(crate) lmtp: String,
     pub(crate) users_file: String,
     /// The certificate the lab offers, when started with `--starttls`.
-    cert: Option<String>,
+    pub(crate) cert: Option<String>,
 }
 
 impl Store {
@@ -811,27 +811,7 @@ fn stls_trust_top_octets_and_the_tls_share() {
     let r = pop3(&stls, &json, 0);
     assert_eq!(r["counters"]["tls_connections"], 3, "{:#}", r["summary"]);
 
-    let other = dir.0.join("other-ca.pem");
-    let made = std::process::Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=other",
-        ])
-        .arg("-keyout")
-        .arg(dir.0.join("other-ca.key"))
-        .arg("-out")
-        .arg(&other)
-        .output()
-        .expect("run openssl");
-    assert!(made.status.success(), "openssl: {made:?}");
-    let other = other.to_string_lossy().to_string();
+    let other = crate::util::stranger_ca(&dir.0);
     let mut wrong = stls.clone();
     wrong.extend(["--tls-ca", &other]);
     let r = pop3(&wrong, &json, 2);

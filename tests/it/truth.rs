@@ -265,22 +265,10 @@ fn issue_9_13_14_an_idle_run_raises_no_warning_and_a_late_one_does() {
 #[test]
 fn issue_9_16_a_run_where_everything_failed_exits_2_and_says_why() {
     let dir = TempDir::new("truth-tls");
-    let (ca, key) = (dir.0.join("ca.pem"), dir.0.join("ca.key"));
-    let made = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-        ])
-        .args(["-subj", "/CN=not-the-sink"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&ca)
-        .output()
-        .expect("openssl");
-    assert!(made.status.success(), "{made:?}");
+    let ca = crate::util::stranger_ca(&dir.0);
     let sink = Sink::start(&[]);
     let target = sink.target();
-    let ca_s = ca.to_string_lossy().to_string();
+    let ca_s = ca.clone();
     let args = [
         "send", &target, "-n", "10", "-c", "2", "--tls", "starttls", "--tls-ca", &ca_s,
     ];

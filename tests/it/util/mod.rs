@@ -173,6 +173,25 @@ pub fn run_expect(args: &[&str], code: i32) -> Output {
     out
 }
 
+/// A self-signed CA of a stranger (one that signed no lab's certificate), made with
+/// openssl in `dir`; its PEM path.
+pub fn stranger_ca(dir: &Path) -> String {
+    let (ca, key) = (dir.join("stranger-ca.pem"), dir.join("stranger-ca.key"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=stranger"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&ca)
+        .output()
+        .expect("run openssl");
+    assert!(made.status.success(), "openssl: {made:?}");
+    ca.to_string_lossy().to_string()
+}
+
 /// Runs mailbench with `args` and checks that it refused them the way bad input must be:
 /// exit 1, one line on stderr, naming `needle`.
 pub fn refused_in_one_line(args: &[&str], needle: &str) {
