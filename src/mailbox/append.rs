@@ -191,6 +191,9 @@ async fn user(
         let began = Instant::now();
         let r = conn.run(&cmd).await?;
         rec.record(crate::stats::Metric::Total, began.elapsed());
+        for (p, d) in conn.timings.drain(..) {
+            rec.record(metric(p), d);
+        }
         rec.counters.sent += 1;
         if r.done.cond == Cond::Ok {
             rec.counters.accepted += 1;

@@ -71,9 +71,24 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
     };
     let mut session: Option<Session> = None;
     while let Some(due) = draw_ahead(&mut rng) {
-        tokio::select! {
-            _ = tokio::time::sleep_until(due.into()) => {}
-            _ = ctx.stop.cancelled() => break,
+        let wait = async {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due.into()) => {}
+                _ = ctx.stop.cancelled() => {}
+            }
+        };
+        match session
+            .as_mut()
+            .filter(|s| s.selected && due > Instant::now())
+        {
+            // A caching client waits in IDLE, taking what the server pushes; ending it
+            // (DONE) is part of the next action, as for a real client.
+            Some(s) => {
+                if wait_in_idle(s, wait).await.is_err() {
+                    session = None;
+                }
+            }
+            None => wait.await,
         }
         if ctx.stop.is_cancelled() {
             break;
@@ -103,6 +118,11 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
         .await;
         if let Ok(mut q) = schedule.lock() {
             q.pop_front();
+        }
+        // A profile times actions, not commands: the session's own per-command times
+        // are dropped (kept, they would grow for as long as a caching session lives).
+        if let Some(s) = session.as_mut() {
+            s.conn.timings.clear();
         }
         let now = Instant::now();
         {
@@ -135,6 +155,20 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
     if let Some(s) = session {
         s.conn.logout().await;
     }
+}
+
+/// IDLE until `wait` ends; what the server pushes (EXISTS of deliveries) updates the
+/// session's model.
+async fn wait_in_idle(
+    s: &mut Session,
+    wait: impl std::future::Future<Output = ()>,
+) -> Result<(), ImapError> {
+    let pushed = s.conn.idle(wait, |_| false).await?;
+    let mut ignored = Vec::new();
+    for d in &pushed {
+        s.model.apply(d, None, &mut ignored);
+    }
+    Ok(())
 }
 
 /// Does one action; login times (of the sessions it opened) go to `logins`.
