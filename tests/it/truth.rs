@@ -240,7 +240,13 @@ fn issue_9_13_14_an_idle_run_raises_no_warning_and_a_late_one_does() {
         "{:#}",
         r["self"]
     );
-    assert_eq!(r["counters"]["late_starts"], 0);
+    // A shared machine may stall a send or two past 20 ms; the warning starts above 1 %,
+    // and an idle run stays under it.
+    let late = r["counters"]["late_starts"].as_u64().expect("late");
+    assert!(
+        late * 100 <= 200,
+        "expected at most 2 of 200 late, got {late}"
+    );
     assert!(
         r["self"]["cpu_peak_pct"].as_f64() < Some(50.0),
         "{:#}",
