@@ -688,7 +688,8 @@ Examples:
 for the whole run). Mix commands: select, list, status, fetch (UID FLAGS RFC822.SIZE
 ENVELOPE BODYSTRUCTURE of up to --fetch-range messages), fetch_body (a whole message),
 search (UID SEARCH ALL), store (set or clear a flag), delete (+FLAGS \\Deleted), expunge,
-copy (into the same mailbox), append, noop, idle (into IDLE and out), capability.
+copy (into the same mailbox), move (into Archive), append, noop, idle (into IDLE and out),
+capability.
 Summary keys: commands, completed, refused, errors, sessions, fetched, appended,
 expunged, violations, commands_per_sec, p50_ms, p99_ms.
 Lab runs need root and Dovecot (scripts/install-deps.sh).";
@@ -935,6 +936,14 @@ pub struct ProfileArgs {
         requires = "users_file"
     )]
     pub lmtp: Option<String>,
+    /// An MTA the users' `send` actions go through (SMTP): host[:port], default port 25.
+    /// Without it (and without --mta), sends are delivered over the store's LMTP.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "mta")]
+    pub smtp: Option<String>,
+    /// With --lab dovecot: the users' sends go through a lab MTA that delivers into the
+    /// store over LMTP.
+    #[arg(long, value_enum, value_name = "MTA", requires = "lab")]
+    pub mta: Option<MtaArg>,
     /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
     #[arg(long, value_name = "N")]
     pub fill: Option<String>,

@@ -667,6 +667,7 @@ fn profile_plan(
             Population::Ramp { start, step, period, max } => serde_json::json!({"ramp_start": start, "ramp_step": step, "step_s": period.as_secs_f64(), "max_users": max}),
         },
         "capacity_rules": a.capacity_rule,
+        "send_via": if a.mta.is_some() { "lab postfix" } else if a.smtp.is_some() { "smtp" } else { "lmtp" },
         "thresholds": a.out.threshold,
         "interval_s": progress.interval.as_secs_f64(),
     });
@@ -686,6 +687,8 @@ fn profile_plan(
         imap: target("imap", &a.imap, 143)?,
         pop3: target("pop3", &a.pop3, 110)?,
         lmtp: target("lmtp", &a.lmtp, 24)?,
+        smtp: target("smtp", &a.smtp, 25)?,
+        lab_mta: a.mta.is_some(),
         users: Arc::new(users),
         connect: crate::mailbox::profile::user::connect_options(timeouts.connect, timeouts.command),
         quiet: progress.quiet,

@@ -23,6 +23,8 @@ pub const STEPS: Steps = Steps(&[
     "delete",
     "expunge",
     "copy",
+    "create",
+    "move",
     "append",
     "noop",
     "idle",

@@ -171,7 +171,8 @@ pub async fn run(
     Ok(results)
 }
 
-async fn start_mta(opts: LabOptions) -> Result<Arc<dyn MtaLab>, MailboxError> {
+/// Starts a lab Postfix (off the runtime); a setting it refuses is the user's input.
+pub async fn start_mta(opts: LabOptions) -> Result<Arc<dyn MtaLab>, MailboxError> {
     Mta::Postfix.check().map_err(MailboxError::Usage)?;
     match tokio::task::spawn_blocking(move || Mta::Postfix.start(&opts)).await {
         Ok(Ok(lab)) => Ok(Arc::from(lab)),

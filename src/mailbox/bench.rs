@@ -177,11 +177,29 @@ pub async fn workload(
         }
         None => (None, None),
     };
+    // A profile's users may send through a lab Postfix that delivers into the store.
+    let mta = match (&mut work, &lab) {
+        (Workload::Profile(p), Some(l)) if p.lab_mta => {
+            let opts = crate::lab::LabOptions {
+                hops: 1,
+                queue: crate::lab::QueueKind::Tmpfs,
+                settings: vec![("default_process_limit".into(), "100".into())],
+                relay: l.endpoints().lmtp,
+                relay_lmtp: true,
+                starttls: false,
+            };
+            let m = super::arrival::start_mta(opts).await?;
+            p.smtp = Some(tcp(m.entry()));
+            Some(m)
+        }
+        _ => None,
+    };
     let start = std::time::Instant::now();
-    let watched = lab.clone();
+    let (watched, watched_mta) = (lab.clone(), mta.clone());
     let pids: Pids = Arc::new(move || {
         let mut pids = crate::stats::sut::descendants(&sut_pids);
         pids.extend(watched.as_ref().map(|l| l.pids()).unwrap_or_default());
+        pids.extend(watched_mta.as_ref().map(|l| l.pids()).unwrap_or_default());
         pids
     });
     let sampler = Sampler::start(pids.clone(), None, work.progress().interval, start);

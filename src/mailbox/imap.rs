@@ -22,6 +22,9 @@ use crate::stats::{Metric, Recorder};
 /// Flags that STORE sets and clears (system flags every server has, and a keyword).
 const FLAGS: [&str; 4] = ["\\Seen", "\\Flagged", "\\Answered", "$MailbenchLabel"];
 
+/// Where `move` puts messages (created when the server says it is missing).
+const MOVE_TO: &str = "Archive";
+
 /// The IMAP driver of one run.
 pub struct ImapDriver {
     plan: Arc<ImapPlan>,
@@ -110,7 +113,12 @@ impl ImapDriver {
         let exists = s.model.exists();
         let needs_message = matches!(
             phase,
-            Phase::Fetch | Phase::FetchBody | Phase::Store | Phase::Delete | Phase::Copy
+            Phase::Fetch
+                | Phase::FetchBody
+                | Phase::Store
+                | Phase::Delete
+                | Phase::Copy
+                | Phase::Move
         );
         let phase = if needs_message && exists == 0 {
             Phase::Append
@@ -158,6 +166,10 @@ impl ImapDriver {
                 flag: DELETED,
             },
             Phase::Expunge => Command::Expunge,
+            Phase::Move => Command::Move {
+                seq: pick(rng),
+                mailbox: MOVE_TO.into(),
+            },
             Phase::Copy => Command::Copy {
                 seq: pick(rng),
                 mailbox: p.mailbox.clone(),
@@ -331,7 +343,15 @@ impl Driver for ImapDriver {
                 data,
             }
         } else {
-            s.conn.run(&cmd).await?
+            let r = s.conn.run(&cmd).await?;
+            match (&cmd, r.done.cond) {
+                // The folder is missing the first time ([TRYCREATE]): create it, again.
+                (Command::Move { .. }, Cond::No) => {
+                    s.conn.run(&Command::Create(MOVE_TO.into())).await?;
+                    s.conn.run(&cmd).await?
+                }
+                _ => r,
+            }
         };
         if let Command::Append { .. } = cmd
             && r.done.cond == Cond::Ok

@@ -135,7 +135,7 @@ pub struct Mix {
 }
 
 /// The commands a mix may name.
-pub const MIX_COMMANDS: [Phase; 14] = [
+pub const MIX_COMMANDS: [Phase; 15] = [
     Phase::Select,
     Phase::List,
     Phase::Status,
@@ -146,6 +146,7 @@ pub const MIX_COMMANDS: [Phase; 14] = [
     Phase::Delete,
     Phase::Expunge,
     Phase::Copy,
+    Phase::Move,
     Phase::Append,
     Phase::Noop,
     Phase::Idle,

@@ -3,6 +3,7 @@
 //! reads, and a capacity ramp finds a lower capacity on a Dovecot held to fewer processes.
 
 use crate::mailbox::{Store, count, python};
+use crate::sink::Sink;
 use crate::util::{TempDir, refused_in_one_line, require, results, run_expect};
 
 fn profile(args: &[&str], json: &std::path::Path) -> serde_json::Value {
@@ -80,6 +81,105 @@ print(n)",
         Some(count(&r, "send")),
         "Sent folders vs sends"
     );
+}
+
+/// Users who only send, through the MTA they are given: the sink counts every message and
+/// recipient the profile says it sent, and each sent message is saved in the sender's Sent
+/// folder. Through a lab Postfix (`--mta postfix`) the same sends are accepted.
+#[test]
+fn sends_go_through_the_mta_given() {
+    let Some(store) = Store::start(&["--users", "5", "--fill", "1", "--fill-size", "1k"]) else {
+        return;
+    };
+    let dir = TempDir::new("profile-send");
+    let scenario = dir.0.join("send.toml");
+    std::fs::write(
+        &scenario,
+        "period = \"1s\"
+[[user]]
+name = \"sender\"
+client = \"caching\"
+send_size = \"3k\"
+send_recipients = 2
+actions = { send = 2 }
+",
+    )
+    .expect("write the scenario");
+    let sink_json = dir.0.join("sink.json");
+    let sink = Sink::start(&["--json", &sink_json.to_string_lossy()]);
+    let json = dir.0.join("r.json");
+    let scenario = scenario.to_string_lossy().to_string();
+    let smtp = sink.target();
+    let args = [
+        "--imap",
+        &store.imap,
+        "--pop3",
+        &store.pop3,
+        "--lmtp",
+        &store.lmtp,
+        "--smtp",
+        &smtp,
+        "--users-file",
+        &store.users_file,
+        "--scenario",
+        &scenario,
+        "-z",
+        "3s",
+    ];
+    let r = profile(&args, &json);
+    let sends = count(&r, "send");
+    assert!(sends > 5, "5 users at 2/s for 3 s: {:#}", r["summary"]);
+    assert_eq!(r["summary"]["errors"], 0, "{:#}", r["summary"]);
+    assert_eq!(r["config"]["send_via"], "smtp");
+    let (code, out) = sink.stop();
+    assert_eq!(code, Some(0), "{out}");
+    let s = results(&sink_json);
+    assert_eq!(
+        s["summary"]["messages"].as_u64(),
+        Some(sends),
+        "sink vs sends"
+    );
+    assert_eq!(
+        s["summary"]["recipients"].as_u64(),
+        Some(2 * sends),
+        "sink recipients vs 2 per send"
+    );
+    let sent = python(
+        &store.imap,
+        &store.users(),
+        "n = 0
+for u, p in USERS:
+    m = imap(u, p)
+    typ, data = m.select('Sent')
+    if typ == 'OK':
+        n += int(data[0])
+    m.logout()
+print(n)",
+    );
+    assert_eq!(sent.as_u64(), Some(sends), "Sent folders vs sends");
+
+    if require("postfix").is_none() {
+        return;
+    }
+    let lab = [
+        "--lab",
+        "dovecot",
+        "--users",
+        "5",
+        "--fill",
+        "1",
+        "--mta",
+        "postfix",
+        "--scenario",
+        &scenario,
+        "-z",
+        "2s",
+    ];
+    let r = profile(&lab, &json);
+    assert!(count(&r, "send") > 3, "{:#}", r["summary"]);
+    assert_eq!(r["summary"]["errors"], 0, "{:#}", r["summary"]);
+    assert_eq!(r["summary"]["refused"], 0, "{:#}", r["summary"]);
+    assert_eq!(r["config"]["send_via"], "lab postfix");
 }
 
 /// The capacity search: users added 4 at a time on caching clients (each holds an imap

@@ -48,8 +48,12 @@ pub enum Phase {
     Delete,
     /// EXPUNGE.
     Expunge,
-    /// COPY (and the CREATE of a missing target).
+    /// COPY.
     Copy,
+    /// CREATE (a missing target of COPY, MOVE or APPEND).
+    Create,
+    /// MOVE (RFC 6851).
+    Move,
     /// APPEND.
     Append,
     /// NOOP (a poll for changes).
@@ -62,7 +66,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in session order.
-    pub const ALL: [Phase; 21] = [
+    pub const ALL: [Phase; 23] = [
         Phase::Connect,
         Phase::Banner,
         Phase::Capability,
@@ -80,6 +84,8 @@ impl Phase {
         Phase::Delete,
         Phase::Expunge,
         Phase::Copy,
+        Phase::Create,
+        Phase::Move,
         Phase::Append,
         Phase::Noop,
         Phase::Idle,
@@ -106,6 +112,8 @@ impl Phase {
             Phase::Delete => "delete",
             Phase::Expunge => "expunge",
             Phase::Copy => "copy",
+            Phase::Create => "create",
+            Phase::Move => "move",
             Phase::Append => "append",
             Phase::Noop => "noop",
             Phase::Idle => "idle",
@@ -222,6 +230,13 @@ pub enum Command {
         /// Where to.
         mailbox: String,
     },
+    /// MOVE seq mailbox (RFC 6851).
+    Move {
+        /// The message.
+        seq: u32,
+        /// Where to.
+        mailbox: String,
+    },
     /// APPEND mailbox (flags) literal.
     Append {
         /// Where to.
@@ -265,7 +280,9 @@ impl Command {
             Command::Store { .. } => Phase::Store,
             Command::Expunge => Phase::Expunge,
             Command::Close => Phase::Close,
-            Command::Create(_) | Command::Copy { .. } => Phase::Copy,
+            Command::Copy { .. } => Phase::Copy,
+            Command::Create(_) => Phase::Create,
+            Command::Move { .. } => Phase::Move,
             Command::Append { .. } => Phase::Append,
             Command::Noop => Phase::Noop,
             Command::Idle => Phase::Idle,
@@ -310,6 +327,7 @@ impl Command {
             Command::Close => write!(out, "CLOSE"),
             Command::Create(m) => write!(out, "CREATE {}", Quoted(m)),
             Command::Copy { seq, mailbox } => write!(out, "COPY {seq} {}", Quoted(mailbox)),
+            Command::Move { seq, mailbox } => write!(out, "MOVE {seq} {}", Quoted(mailbox)),
             Command::Append {
                 mailbox,
                 flags,

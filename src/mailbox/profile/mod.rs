@@ -119,6 +119,11 @@ pub struct ProfilePlan {
     pub pop3: Option<Target>,
     /// See `imap`.
     pub lmtp: Option<Target>,
+    /// The MTA users send through (SMTP); without one, sends are delivered over the
+    /// store's LMTP. With `lab_mta`, the lab Postfix's entry is filled in.
+    pub smtp: Option<Target>,
+    /// Start a lab Postfix that delivers into the lab store, for the users' sends.
+    pub lab_mta: bool,
     /// Whose mailboxes: virtual user n is mailbox user n modulo their count.
     pub users: Arc<Vec<StoreUser>>,
     /// Connect and response limits.
@@ -140,6 +145,7 @@ pub struct Ctx {
     imap: Target,
     pop3: Target,
     lmtp: Target,
+    smtp: Option<Target>,
     connect: ConnectOptions,
     shards: Shards,
     shards_n: usize,
@@ -209,6 +215,7 @@ pub async fn run(
         imap: plan.imap.clone().ok_or_else(|| missing("imap"))?,
         pop3: plan.pop3.clone().ok_or_else(|| missing("pop3"))?,
         lmtp: plan.lmtp.clone().ok_or_else(|| missing("lmtp"))?,
+        smtp: plan.smtp.clone(),
         connect: plan.connect.clone(),
         shards: Shards::new(shards_n),
         shards_n,

@@ -12,7 +12,7 @@ use super::scenario::{Action, Client, UserType};
 use super::{Ctx, metric};
 use crate::error::ErrorClass;
 use crate::imap::conn::{ConnError as ImapError, ImapConn, Login, Reply};
-use crate::imap::proto::{Command, Cond, DELETED, Data, FetchItems, FlagOp};
+use crate::imap::proto::{Command, Cond, DELETED, FetchItems, FlagOp};
 use crate::imap::state::Model;
 use crate::lab::StoreUser;
 use crate::pop3::conn::{Login as Pop3Login, Pop3Conn};
@@ -190,7 +190,8 @@ async fn act(
         }
         Action::Check => return check(ctx, user).await,
         Action::Send if t.client == Client::Pop3 => {
-            return deliver(ctx, n, others(ctx, n, t.send_recipients, rng), t.send_size).await;
+            let to = others(ctx, n, t.send_recipients, rng);
+            return deliver_message(ctx, to, ctx.message(n, t.send_size), Via::Submit).await;
         }
         _ => {}
     }
@@ -347,6 +348,13 @@ async fn imap_action(
             };
             ok!(step(s, &cmd).await);
         }
+        Action::Move if s.conn.offers("MOVE") => {
+            let mv = Command::Move {
+                seq,
+                mailbox: "Archive".into(),
+            };
+            ok!(into_folder(s, "Archive", mv).await);
+        }
         Action::Move => {
             ok!(into_folder(
                 s,
@@ -372,7 +380,7 @@ async fn imap_action(
             let to = others(ctx, n, t.send_recipients, rng);
             let message = ctx.message(n, t.send_size);
             if let o @ (Outcome::Refused(_) | Outcome::Failed(..)) =
-                deliver_message(ctx, to, message.clone()).await
+                deliver_message(ctx, to, message.clone(), Via::Submit).await
             {
                 return Ok(o);
             }
@@ -396,17 +404,15 @@ async fn into_folder(
     folder: &str,
     cmd: Command,
 ) -> Result<Result<(), Outcome>, ImapError> {
-    let r = s.conn.run(&cmd).await?;
-    if r.done.cond == Cond::Ok {
-        return Ok(Ok(()));
+    let mut r = s.conn.run(&cmd).await?;
+    if r.done.cond != Cond::Ok {
+        // Missing, most likely ([TRYCREATE]); if CREATE fails too, the retry says why.
+        s.conn.run(&Command::Create(folder.into())).await?;
+        r = s.conn.run(&cmd).await?;
     }
-    // Missing, most likely ([TRYCREATE]); if CREATE fails too, the retry says why.
-    s.conn.run(&Command::Create(folder.into())).await?;
-    let r = s.conn.run(&cmd).await?;
+    // MOVE expunges from the selected mailbox; COPY or APPEND into it adds.
     for d in &r.data {
-        if let Data::Exists(_) | Data::Expunge(_) = d {
-            s.model.apply(d, None, &mut Vec::new());
-        }
+        s.model.apply(d, None, &mut Vec::new());
     }
     if r.done.cond == Cond::Ok {
         Ok(Ok(()))
@@ -435,13 +441,26 @@ fn others(ctx: &Ctx, n: u64, k: u32, rng: &mut fastrand::Rng) -> Vec<String> {
 }
 
 async fn deliver(ctx: &Ctx, n: u64, to: Vec<String>, size: usize) -> Outcome {
-    deliver_message(ctx, to, ctx.message(n, size)).await
+    deliver_message(ctx, to, ctx.message(n, size), Via::Lmtp).await
 }
 
-/// One LMTP transaction into the store: the message for `to`.
-async fn deliver_message(ctx: &Ctx, to: Vec<String>, message: Bytes) -> Outcome {
+/// How a message gets to the store.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// The store's LMTP (a delivery).
+    Lmtp,
+    /// The MTA's SMTP when there is one (a user sending), else the store's LMTP.
+    Submit,
+}
+
+/// One LMTP or SMTP transaction: the message for `to`.
+async fn deliver_message(ctx: &Ctx, to: Vec<String>, message: Bytes, via: Via) -> Outcome {
+    let (target, lmtp) = match (via, &ctx.smtp) {
+        (Via::Submit, Some(mta)) => (mta, false),
+        _ => (&ctx.lmtp, true),
+    };
     let cfg = ClientConfig {
-        lmtp: true,
+        lmtp,
         helo_name: "mailbench.test".into(),
         pipelining: true,
         chunking: false,
@@ -449,7 +468,7 @@ async fn deliver_message(ctx: &Ctx, to: Vec<String>, message: Bytes) -> Outcome 
         auth: None,
     };
     let result = async {
-        let mut c = ClientConn::open(&ctx.lmtp, &ctx.connect, cfg).await?;
+        let mut c = ClientConn::open(target, &ctx.connect, cfg).await?;
         let txn = Transaction {
             mail_from: "profile@mailbench.test".into(),
             rcpts: to,
@@ -466,7 +485,7 @@ async fn deliver_message(ctx: &Ctx, to: Vec<String>, message: Bytes) -> Outcome 
     .await;
     match result {
         Ok(o) if o.accepted => Outcome::Ok,
-        Ok(o) => Outcome::Refused(format!("LMTP refused the delivery: {o:?}")),
+        Ok(o) => Outcome::Refused(format!("the delivery was refused: {o:?}")),
         Err(e) => Outcome::Failed(e.class(), e.to_string()),
     }
 }
