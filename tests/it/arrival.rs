@@ -5,15 +5,11 @@
 use std::time::Duration;
 
 use crate::imap::inbox_counts;
-use crate::mailbox::{Store, postfix_into};
-use crate::util::{TempDir, delay_proxy, refused_in_one_line, require, results, run_expect};
+use crate::mailbox::{Store, postfix_into, run_json};
+use crate::util::{TempDir, delay_proxy, refused_in_one_line, require};
 
 fn arrival(args: &[&str], json: &std::path::Path) -> serde_json::Value {
-    let j = json.to_string_lossy().to_string();
-    let mut all = vec!["mailbox", "arrival", "-q", "--json", &j];
-    all.extend_from_slice(args);
-    run_expect(&all, 0);
-    results(json)
+    run_json("arrival", args, json, 0)
 }
 
 /// Checks a run where every accepted message arrived once, and returns its summary.

@@ -4,7 +4,7 @@
 
 use std::process::{Command, Stdio};
 
-use crate::mailbox::{Store, count, python};
+use crate::mailbox::{Store, count, python, run_json};
 use crate::util::{Proc, TempDir, free_port, refused_in_one_line, require, results, run_expect};
 
 /// Messages in each user's INBOX, as imaplib sees them.
@@ -24,11 +24,7 @@ print(json.dumps(out))",
 }
 
 fn imap(args: &[&str], json: &std::path::Path, code: i32) -> serde_json::Value {
-    let j = json.to_string_lossy().to_string();
-    let mut all = vec!["mailbox", "imap", "-q", "--json", &j];
-    all.extend_from_slice(args);
-    run_expect(&all, code);
-    results(json)
+    run_json("imap", args, json, code)
 }
 
 fn summary(r: &serde_json::Value, key: &str) -> u64 {

@@ -139,12 +139,22 @@ print(json.dumps(out))",
     serde_json::from_value(v).expect("lists of sizes")
 }
 
-fn pop3(args: &[&str], json: &std::path::Path, code: i32) -> serde_json::Value {
+/// `mailbench mailbox CMD -q --json JSON ARGS`, expecting exit `code`: its results.
+pub(crate) fn run_json(
+    cmd: &str,
+    args: &[&str],
+    json: &std::path::Path,
+    code: i32,
+) -> serde_json::Value {
     let j = json.to_string_lossy().to_string();
-    let mut all = vec!["mailbox", "pop3", "-q", "--json", &j];
+    let mut all = vec!["mailbox", cmd, "-q", "--json", &j];
     all.extend_from_slice(args);
     run_expect(&all, code);
     results(json)
+}
+
+fn pop3(args: &[&str], json: &std::path::Path, code: i32) -> serde_json::Value {
+    run_json("pop3", args, json, code)
 }
 
 /// Checks a run that lost sessions to one kind of error: `completed` sessions, and every

@@ -2,16 +2,29 @@
 //! its rates promise (within Poisson's range), what it sent is in the Sent folders imaplib
 //! reads, and a capacity ramp finds a lower capacity on a Dovecot held to fewer processes.
 
-use crate::mailbox::{Store, count, python};
+use crate::mailbox::{Store, count, python, run_json};
 use crate::sink::Sink;
-use crate::util::{TempDir, refused_in_one_line, require, results, run_expect};
+use crate::util::{TempDir, refused_in_one_line, require, results};
 
 fn profile(args: &[&str], json: &std::path::Path) -> serde_json::Value {
-    let j = json.to_string_lossy().to_string();
-    let mut all = vec!["mailbox", "profile", "-q", "--json", &j];
-    all.extend_from_slice(args);
-    run_expect(&all, 0);
-    results(json)
+    run_json("profile", args, json, 0)
+}
+
+/// Messages in all users' Sent folders, as imaplib counts them.
+fn sent_folders(store: &Store) -> Option<u64> {
+    let n = python(
+        &store.imap,
+        &store.users(),
+        "n = 0
+for u, p in USERS:
+    m = imap(u, p)
+    typ, data = m.select('Sent')
+    if typ == 'OK':
+        n += int(data[0])
+    m.logout()
+print(n)",
+    );
+    n.as_u64()
 }
 
 /// Seed 001's R6Mail user at 600x: 90 simulated minutes in 9 s, so each of 10 users should
@@ -64,31 +77,17 @@ fn r6mail_counts_are_what_its_rates_promise() {
         );
     }
     // What was sent was saved in the senders' Sent folders: imaplib counts them.
-    let sent = python(
-        &store.imap,
-        &store.users(),
-        "n = 0
-for u, p in USERS:
-    m = imap(u, p)
-    typ, data = m.select('Sent')
-    if typ == 'OK':
-        n += int(data[0])
-    m.logout()
-print(n)",
-    );
-    assert_eq!(
-        sent.as_u64(),
-        Some(count(&r, "send")),
-        "Sent folders vs sends"
-    );
+    let sent = sent_folders(&store);
+    assert_eq!(sent, Some(count(&r, "send")), "Sent folders vs sends");
 }
 
-/// Users who only send, through the MTA they are given: the sink counts every message and
-/// recipient the profile says it sent, and each sent message is saved in the sender's Sent
-/// folder. Through a lab Postfix (`--mta postfix`) the same sends are accepted.
+/// Users who send and archive: the sink (their MTA) counts every message and recipient
+/// the profile says it sent, each sent message is saved in the sender's Sent folder, and
+/// each move took one message from INBOX to Archive. Through a lab Postfix (`--mta
+/// postfix`) the same sends are accepted.
 #[test]
-fn sends_go_through_the_mta_given() {
-    let Some(store) = Store::start(&["--users", "5", "--fill", "1", "--fill-size", "1k"]) else {
+fn sends_go_through_the_mta_given_and_moves_land_in_archive() {
+    let Some(store) = Store::start(&["--users", "5", "--fill", "20", "--fill-size", "1k"]) else {
         return;
     };
     let dir = TempDir::new("profile-send");
@@ -101,7 +100,7 @@ name = \"sender\"
 client = \"caching\"
 send_size = \"3k\"
 send_recipients = 2
-actions = { send = 2 }
+actions = { send = 2, move = 1 }
 ",
     )
     .expect("write the scenario");
@@ -144,19 +143,28 @@ actions = { send = 2 }
         Some(2 * sends),
         "sink recipients vs 2 per send"
     );
-    let sent = python(
+    let sent = sent_folders(&store);
+    assert_eq!(sent, Some(sends), "Sent folders vs sends");
+    let moves = count(&r, "move");
+    assert!(moves > 2, "5 users at 1/s for 3 s: {:#}", r["summary"]);
+    let folders = python(
         &store.imap,
         &store.users(),
-        "n = 0
+        "n = [0, 0]
 for u, p in USERS:
     m = imap(u, p)
-    typ, data = m.select('Sent')
-    if typ == 'OK':
-        n += int(data[0])
+    for i, f in enumerate(['INBOX', 'Archive']):
+        typ, data = m.select(f)
+        if typ == 'OK':
+            n[i] += int(data[0])
     m.logout()
-print(n)",
+print(json.dumps(n))",
     );
-    assert_eq!(sent.as_u64(), Some(sends), "Sent folders vs sends");
+    assert_eq!(
+        folders,
+        serde_json::json!([100 - moves, moves]),
+        "[INBOX, Archive] after {moves} moves from 5 x 20"
+    );
 
     if require("postfix").is_none() {
         return;

@@ -20,7 +20,8 @@ pub enum Action {
     Delete,
     /// Set or clear `\Flagged` on a message.
     Flag,
-    /// Move a message to the Archive folder (COPY, `\Deleted`, EXPUNGE).
+    /// Move a message to the Archive folder (MOVE where offered, else COPY, `\Deleted`,
+    /// EXPUNGE).
     Move,
     /// UID SEARCH UNSEEN.
     Search,

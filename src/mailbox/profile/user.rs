@@ -259,6 +259,9 @@ async fn step(s: &mut Session, cmd: &Command) -> Result<Result<Reply, Outcome>, 
     }
 }
 
+/// Where `move` puts messages (created when the server says it is missing).
+const ARCHIVE: &str = "Archive";
+
 /// `?` for a step: a refusal ends the action with it.
 macro_rules! ok {
     ($e:expr) => {
@@ -267,6 +270,19 @@ macro_rules! ok {
             Err(refused) => return Ok(refused),
         }
     };
+}
+
+/// Marks message `seq` `\Deleted` and expunges it, as a client's delete does.
+async fn delete(s: &mut Session, seq: u32) -> Result<Result<(), Outcome>, ImapError> {
+    let flag = Command::Store {
+        seq,
+        op: FlagOp::Add,
+        flag: DELETED,
+    };
+    if let Err(refused) = step(s, &flag).await? {
+        return Ok(Err(refused));
+    }
+    Ok(step(s, &Command::Expunge).await?.map(|_| ()))
 }
 
 async fn select(s: &mut Session) -> Result<Result<(), Outcome>, ImapError> {
@@ -326,15 +342,7 @@ async fn imap_action(
             };
             ok!(step(s, &cmd).await);
         }
-        Action::Delete => {
-            let del = Command::Store {
-                seq,
-                op: FlagOp::Add,
-                flag: DELETED,
-            };
-            ok!(step(s, &del).await);
-            ok!(step(s, &Command::Expunge).await);
-        }
+        Action::Delete => ok!(delete(s, seq).await),
         Action::Flag => {
             let op = if rng.bool() {
                 FlagOp::Add
@@ -349,29 +357,13 @@ async fn imap_action(
             ok!(step(s, &cmd).await);
         }
         Action::Move if s.conn.offers("MOVE") => {
-            let mv = Command::Move {
-                seq,
-                mailbox: "Archive".into(),
-            };
-            ok!(into_folder(s, "Archive", mv).await);
+            let mailbox = ARCHIVE.into();
+            ok!(into_folder(s, ARCHIVE, Command::Move { seq, mailbox }).await);
         }
         Action::Move => {
-            ok!(into_folder(
-                s,
-                "Archive",
-                Command::Copy {
-                    seq,
-                    mailbox: "Archive".into(),
-                }
-            )
-            .await);
-            let del = Command::Store {
-                seq,
-                op: FlagOp::Add,
-                flag: DELETED,
-            };
-            ok!(step(s, &del).await);
-            ok!(step(s, &Command::Expunge).await);
+            let mailbox = ARCHIVE.into();
+            ok!(into_folder(s, ARCHIVE, Command::Copy { seq, mailbox }).await);
+            ok!(delete(s, seq).await);
         }
         Action::Search => {
             ok!(step(s, &Command::Search("UNSEEN")).await);
