@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what mailbench's tests and benchmarks need, from Debian packages, without
 # prompts. Idempotent: does nothing when everything is present. Never configures or starts
-# the system's own Postfix or Dovecot (the labs run private instances).
+# the system's own Postfix or Dovecot (the labs run private instances). --with-browser adds
+# Debian's headless Chromium for the report tests.
 set -euo pipefail
 
 need=()
@@ -15,6 +16,10 @@ perl -MNet::SSLeay -e1 >/dev/null 2>&1 || need+=(libnet-ssleay-perl)
 for part in imap pop3 lmtp; do
   [ -x /usr/lib/dovecot/$part ] || need+=(dovecot-${part}d)
 done
+# The report tests open pages in a real headless browser; the quickstart does not need it.
+if [ "${1:-}" = "--with-browser" ]; then
+  command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
+fi
 # openssl makes a stranger's CA for the TLS-failure test; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The test command: installs the real peers the tests use, then runs formatting, lints,
 # docs, a bounded fuzzing pass over the wire parsers, and every test (unit, then
-# integration against real servers: smtp-sink, swaks, smtp-source, Postfix).
+# integration against real servers: smtp-sink, swaks, smtp-source, Postfix, Dovecot, and
+# report pages in headless Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
+./scripts/install-deps.sh --with-browser
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items --quiet

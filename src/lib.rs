@@ -28,7 +28,8 @@
 //!   drain, the combined results, the capacity search's verdict.
 //! - `mailbox`: mail-store workloads — filling mailboxes over LMTP (with `send`), POP3
 //!   sessions (a driver for `load`), on a lab store when asked.
-//! - `report`: the output stage — text summary, CSV, thresholds — from results only.
+//! - `report`: the output stage — text summary, CSV, thresholds, the HTML report, the
+//!   comparison of runs with its noise test, rounds kept as one — from results only.
 //! - `cli`: flags (`args`), validation into plans, and the end of every command (`finish`).
 
 pub mod cli;

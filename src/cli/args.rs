@@ -41,7 +41,33 @@ pub enum Command {
     /// SMTP/LMTP receiver that discards (or stores) mail, with fault injection.
     #[command(after_help = SINK_EXAMPLES)]
     Sink(SinkArgs),
+    /// One self-contained HTML page (charts and tables, opens offline) from results files;
+    /// several files overlay on the same charts.
+    #[command(after_help = REPORT_EXAMPLES)]
+    Report(ReportArgs),
+    /// The same figures of several runs side by side: change against the first in %, and
+    /// whether it stands out from the noise of repeated rounds.
+    #[command(after_help = COMPARE_EXAMPLES)]
+    Compare(CompareArgs),
 }
+
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  mailbench report relay.json -o relay.html
+  mailbench report tmpfs.json disk.json --label tmpfs --label disk -o queue.html
+      both runs on the same charts, one colour per run";
+
+const COMPARE_EXAMPLES: &str = "\
+Examples:
+  mailbench compare before.json after.json
+  mailbench compare --baseline a1.json a2.json a3.json a4.json --candidate b1.json b2.json b3.json b4.json
+  mailbench compare old.json new.json --format md --fail-if-slower 5
+
+Verdicts: faster/slower (rates and times), better/worse (failures and resources), 'within
+noise' when a Mann-Whitney U test over the rounds gives p >= 0.05, 'too few rounds' with
+fewer than 4 values per side, 'single runs' with one each (the primary rate of two single
+runs is tested on 10 batch means of its per-interval series instead). Exit 3 with
+--fail-if-slower when a candidate's primary rate is slower by more than the given %.";
 
 const RELAY_EXAMPLES: &str = "\
 Examples:
@@ -147,6 +173,10 @@ pub struct LoadArgs {
     /// Write Postal's per-minute CSV here.
     #[arg(long, value_name = "FILE")]
     pub postal_csv: Option<PathBuf>,
+    /// Run the whole benchmark this many times (relay: on a fresh lab each round) and keep
+    /// every round in one results file, with the median and spread in the summary.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub rounds: u32,
 }
 
 /// The load's shape: how many units, how fast, over how many connections (every load
@@ -269,6 +299,50 @@ pub struct ClientArgs {
     /// Name to send with EHLO.
     #[arg(long, default_value = "mailbench.test", value_name = "NAME")]
     pub helo: String,
+}
+
+/// Flags of `mailbench report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results files (`--json` of any command).
+    #[arg(required = true, value_name = "RUN.json")]
+    pub files: Vec<PathBuf>,
+    /// Write the page here.
+    #[arg(short, long, default_value = "report.html", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Name of each run on the charts, in the order of the files (default: file names).
+    #[arg(long, value_name = "NAME")]
+    pub label: Vec<String>,
+}
+
+/// Flags of `mailbench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Results files, each its own side; the first is the baseline.
+    #[arg(value_name = "RUN.json", conflicts_with_all = ["baseline", "candidate"])]
+    pub files: Vec<PathBuf>,
+    /// The baseline's runs (one value per file or per round).
+    #[arg(long, num_args = 1.., value_name = "RUN.json", requires = "candidate")]
+    pub baseline: Vec<PathBuf>,
+    /// The candidate's runs.
+    #[arg(long, num_args = 1.., value_name = "RUN.json", requires = "baseline")]
+    pub candidate: Vec<PathBuf>,
+    /// Name of each side, in order (default: file names, or baseline and candidate).
+    #[arg(long, value_name = "NAME")]
+    pub label: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: crate::report::compare::render::Format,
+    /// Also write the comparison to this file (in --format).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit 3 when a candidate's primary rate is slower than the baseline's by more than
+    /// this many percent (and not within the noise).
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
+    /// Compare even when the workloads differ (the differing keys are printed).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Flags of `mailbench sink`.
@@ -398,6 +472,9 @@ pub struct OutputArgs {
     /// key the command does not report is refused, with the list of valid ones).
     #[arg(long, value_name = "EXPR")]
     pub threshold: Vec<String>,
+    /// Write the HTML report (as `mailbench report`) here at the end of the run.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 }
 
 /// Which lab MTA.

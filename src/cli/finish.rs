@@ -10,13 +10,15 @@ use crate::smtp::steps::STEPS;
 use crate::stats::Results;
 use crate::stats::summary::Summary;
 
-/// Runs `send` and reports. Errors carry their exit code.
-pub async fn send(plan: SendPlan, outputs: OutputPlan) -> Result<u8, (u8, String)> {
+/// Runs `send` (`rounds` times) and reports. Errors carry their exit code.
+pub async fn send(plan: SendPlan, outputs: OutputPlan, rounds: u32) -> Result<u8, (u8, String)> {
     crate::limits::raise_nofile();
     let shutdown = Shutdown::install();
-    let results = send::run(plan, shutdown)
-        .await
-        .map_err(|e| (EXIT_USAGE, e))?;
+    let results = in_rounds(rounds, &shutdown, |_| {
+        let (plan, shutdown) = (plan.clone(), shutdown.clone());
+        async move { send::run(plan, shutdown).await.map_err(|e| (EXIT_USAGE, e)) }
+    })
+    .await?;
     deliver(results, &outputs, |r| {
         let headline = format!(
             "mailbench send: {} messages to {} in {:.2} s",
@@ -59,6 +61,33 @@ pub async fn sink(plan: SinkPlan, outputs: OutputPlan) -> Result<u8, (u8, String
     })
 }
 
+/// Runs a benchmark `rounds` times, one after another, until a signal stops it, and keeps
+/// the rounds as one results document (`report::rounds`); one round is the run itself.
+pub async fn in_rounds<F, Fut>(
+    rounds: u32,
+    shutdown: &Shutdown,
+    mut run: F,
+) -> Result<Results, (u8, String)>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<Results, (u8, String)>>,
+{
+    let mut done = Vec::new();
+    for round in 1..=rounds {
+        if rounds > 1 {
+            crate::run::live::say(&format!("mailbench: round {round} of {rounds}"));
+        }
+        done.push(run(round).await?);
+        if shutdown.stop.is_cancelled() {
+            break;
+        }
+    }
+    if done.len() == 1 {
+        return done.pop().ok_or((EXIT_FAILED, "no round ran".into()));
+    }
+    crate::report::rounds::combine(done).ok_or((EXIT_FAILED, "no round ran".into()))
+}
+
 /// The common end of every command: checks the thresholds, writes the result files,
 /// prints the summary `render` makes, names the results file, and picks the exit code.
 pub fn deliver(
@@ -68,7 +97,7 @@ pub fn deliver(
 ) -> Result<u8, (u8, String)> {
     threshold::check(&mut r, &outputs.thresholds);
     write_outputs(&r, &outputs.files)?;
-    crate::report::print(&render(&r));
+    crate::report::print(&(render(&r) + &crate::report::rounds::text(&r)));
     if let Some(p) = &outputs.files.json {
         crate::report::print(&format!("  results    {}\n", p.display()));
     }
@@ -97,6 +126,9 @@ fn write_outputs(r: &Results, outputs: &crate::report::Outputs) -> Result<(), (u
             p,
             csv::postal_csv(&r.series, r.started_at_us, csv::local_hh_mm),
         )?;
+    }
+    if let Some(p) = &outputs.report {
+        crate::report::html::write(&[(r.command.clone(), r)], p).map_err(|e| (EXIT_FAILED, e))?;
     }
     Ok(())
 }

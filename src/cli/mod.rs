@@ -1,6 +1,7 @@
 //! The thin command line: parse flags (`args`), validate them into a plan (`send`, `sink`,
 //! `relay`, `lab`, `mailbox`, with the output flags in `output`), run the engine, then check
-//! thresholds, write outputs and choose the exit code (`finish`).
+//! thresholds, write outputs and choose the exit code (`finish`); `report` reads finished
+//! runs back for `mailbench report` and `compare`.
 
 pub mod args;
 pub mod finish;
@@ -8,6 +9,7 @@ pub mod lab;
 pub mod mailbox;
 pub mod output;
 pub mod relay;
+pub mod report;
 pub mod send;
 pub mod sink;
 
@@ -34,7 +36,7 @@ pub fn run(cli: Cli) -> ExitCode {
             .and_then(|(plan, outputs)| {
                 runtime()
                     .map_err(|e| (EXIT_FAILED, e))?
-                    .block_on(finish::send(plan, outputs))
+                    .block_on(finish::send(plan, outputs, a.load.rounds))
             }),
         Command::Relay(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
@@ -45,6 +47,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Mailbox(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(mailbox::mailbox(a))),
+        Command::Report(a) => report::report(&a),
+        Command::Compare(a) => report::compare(&a),
         Command::Sink(a) => {
             sink::plan(&a)
                 .map_err(|e| (EXIT_USAGE, e))

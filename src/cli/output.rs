@@ -36,6 +36,7 @@ pub fn plan(
         json: o.json.clone(),
         csv: o.csv.clone(),
         postal_csv,
+        report: o.report.clone(),
     };
     Ok((
         OutputPlan { files, thresholds },

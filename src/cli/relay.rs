@@ -106,12 +106,19 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
 pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     let (plan, outputs) = plan(&a).map_err(|e| (EXIT_USAGE, e))?;
     let shutdown = Shutdown::install();
-    let results = crate::relay::bench(plan, shutdown)
-        .await
-        .map_err(|e| match e {
-            RelayError::Usage(e) => (EXIT_USAGE, e),
-            RelayError::Failed(e) => (EXIT_FAILED, e),
-        })?;
+    // Each round is a whole benchmark: with --lab, on a fresh lab.
+    let results = super::finish::in_rounds(a.load.rounds, &shutdown, |_| {
+        let (plan, shutdown) = (plan.clone(), shutdown.clone());
+        async move {
+            crate::relay::bench(plan, shutdown)
+                .await
+                .map_err(|e| match e {
+                    RelayError::Usage(e) => (EXIT_USAGE, e),
+                    RelayError::Failed(e) => (EXIT_FAILED, e),
+                })
+        }
+    })
+    .await?;
     deliver(results, &outputs, |r| {
         let headline = format!(
             "mailbench relay: {} messages through {} to the sink at {}",

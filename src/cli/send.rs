@@ -51,6 +51,12 @@ pub fn plan(
     defaults: &Defaults,
 ) -> Result<(SendPlan, OutputPlan), String> {
     let (outputs, progress) = output::plan(&a.out, a.postal_csv.clone(), &defaults.thresholds)?;
+    if !(1..=1000).contains(&a.rounds) {
+        return Err(format!(
+            "--rounds {}: give how many times to run the benchmark, 1 to 1000",
+            a.rounds
+        ));
+    }
     let (load, load_json) = load_plan(&a.shape, defaults, progress)?;
     let (message, message_json) = message_plan(&a.message, defaults)?;
     let (client, client_json) = client_plan(targets, &a.client, &message)?;

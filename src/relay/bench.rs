@@ -28,6 +28,7 @@ use crate::transport::listen::{Listen, bind, local_addrs};
 use crate::transport::target::Target;
 
 /// A validated relay benchmark.
+#[derive(Clone)]
 pub struct RelayPlan {
     /// The generator's plan. Its targets are the MTA given with `--target`; with a lab they
     /// are empty and filled in when the lab has started.

@@ -1,9 +1,19 @@
-//! CSV outputs of the time series: mailbench's own per-interval columns, and Postal's
-//! per-minute format `time,messages,data(K),errors,connections,SSL connections`.
+//! CSV outputs of the time series (mailbench's own per-interval columns, and Postal's
+//! per-minute format `time,messages,data(K),errors,connections,SSL connections`), and the
+//! field quoting the other CSV writers share.
 
 use std::fmt::Write as _;
 
 use crate::stats::IntervalPoint;
+
+/// One CSV field: quoted (with quotes doubled) when it holds a comma, quote or line break.
+pub fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
 
 /// Per-interval CSV, one row per series point. Relay runs add the delivery side (delivered,
 /// backlog, end-to-end p99), the system under test and the `--queue-cmd` value; a cell is

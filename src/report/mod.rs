@@ -1,8 +1,12 @@
-//! The output stage: turning a finished run's results into things people read — the text
-//! summary (`text`), CSV files (`csv`) — and checking `--threshold`s (`threshold`). It reads
-//! the results document only; progress while a run goes is `run::live`.
+//! The output stage: turning results into things people read — the text summary
+//! (`text`), CSV files (`csv`), the HTML report (`html`), the comparison of several runs
+//! (`compare`), several rounds kept as one (`rounds`) — and checking `--threshold`s (`threshold`). It reads results documents
+//! only; progress while a run goes is `run::live`.
 
+pub mod compare;
 pub mod csv;
+pub mod html;
+pub mod rounds;
 pub mod text;
 pub mod threshold;
 
@@ -18,6 +22,38 @@ pub struct Outputs {
     pub csv: Option<PathBuf>,
     /// Postal-style per-minute CSV.
     pub postal_csv: Option<PathBuf>,
+    /// HTML report.
+    pub report: Option<PathBuf>,
+}
+
+/// Reads results files for `report` and `compare`, each with its label: the one given
+/// in the same position of `labels`, else the file's name without `.json` (numbered when
+/// two files share one).
+pub fn load(
+    files: &[PathBuf],
+    labels: &[String],
+) -> Result<Vec<(String, crate::stats::results::Results)>, String> {
+    if !labels.is_empty() && labels.len() != files.len() {
+        return Err(format!(
+            "--label given {} times for {} files; give one per file, in the same order, or none",
+            labels.len(),
+            files.len()
+        ));
+    }
+    let mut out: Vec<(String, crate::stats::results::Results)> = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let r = crate::stats::results::Results::read(f)?;
+        let mut label = labels.get(i).cloned().unwrap_or_else(|| {
+            f.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| format!("run {}", i + 1))
+        });
+        if out.iter().any(|(l, _)| *l == label) {
+            label = format!("{label} ({})", i + 1);
+        }
+        out.push((label, r));
+    }
+    Ok(out)
 }
 
 /// Writes to stdout. A reader that went away (`mailbench … | head`) is not an error: the

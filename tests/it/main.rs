@@ -14,6 +14,9 @@
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup)
+//! - `report`: `report` pages of every command's results opened in headless Chromium
+//!   (drawn, no script errors, the summary exact), `compare` verdicts on known numbers,
+//!   `--rounds` kept whole
 //! - `relay_path`: `send` → a private Postfix → `sink` (Postfix's smtpd and SMTP client as
 //!   real peers)
 //! - `sink`: `mailbench sink` against swaks, smtp-source and `mailbench send` (counts,
@@ -30,6 +33,7 @@ mod mailbox;
 mod profile;
 mod relay;
 mod relay_path;
+mod report;
 mod send;
 mod sink;
 mod truth;

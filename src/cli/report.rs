@@ -1,0 +1,103 @@
+//! `mailbench report` and `mailbench compare`: read results files, hand them to the
+//! output stage, write what it makes.
+
+use std::path::PathBuf;
+
+use super::args::{CompareArgs, ReportArgs};
+use super::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
+use crate::report::compare::{self, Side};
+
+/// Runs `report`. Errors carry their exit code.
+pub fn report(a: &ReportArgs) -> Result<u8, (u8, String)> {
+    let runs = crate::report::load(&a.files, &a.label).map_err(|e| (EXIT_USAGE, e))?;
+    if let Some((label, _)) = runs.iter().find(|(_, r)| r.series.is_empty()) {
+        return Err((
+            EXIT_USAGE,
+            format!(
+                "results file of {label}: its series is empty (the run ended within one --interval); nothing to chart"
+            ),
+        ));
+    }
+    let refs: Vec<(String, &crate::stats::results::Results)> =
+        runs.iter().map(|(l, r)| (l.clone(), r)).collect();
+    let page = crate::report::html::render(&refs);
+    std::fs::write(&a.output, &page).map_err(|e| {
+        (
+            EXIT_FAILED,
+            format!("cannot write the report to {}: {e}", a.output.display()),
+        )
+    })?;
+    crate::report::print(&format!(
+        "mailbench report: {} ({} KiB, {} run{})\n",
+        a.output.display(),
+        page.len().div_ceil(1024),
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    ));
+    Ok(EXIT_OK)
+}
+
+/// Runs `compare`. Errors carry their exit code.
+pub fn compare(a: &CompareArgs) -> Result<u8, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    let groups: Vec<(String, Vec<PathBuf>)> = if a.baseline.is_empty() {
+        a.files
+            .iter()
+            .map(|f| {
+                let stem = f.file_stem().map(|s| s.to_string_lossy().into_owned());
+                (stem.unwrap_or_default(), vec![f.clone()])
+            })
+            .collect()
+    } else {
+        vec![
+            ("baseline".into(), a.baseline.clone()),
+            ("candidate".into(), a.candidate.clone()),
+        ]
+    };
+    if groups.len() < 2 {
+        return Err(usage(
+            "compare needs a baseline and at least one candidate: two results files or more, or --baseline FILES --candidate FILES".into(),
+        ));
+    }
+    if !a.label.is_empty() && a.label.len() != groups.len() {
+        return Err(usage(format!(
+            "--label given {} times for {} sides; give one per side, in order, or none",
+            a.label.len(),
+            groups.len()
+        )));
+    }
+    if let Some(p) = a.fail_if_slower.filter(|p| !(p.is_finite() && *p >= 0.0)) {
+        return Err(usage(format!(
+            "--fail-if-slower {p}: give a percentage of 0 or more, e.g. 5"
+        )));
+    }
+    let mut sides = Vec::new();
+    for (i, (stem, files)) in groups.into_iter().enumerate() {
+        let docs = crate::report::load(&files, &[])
+            .map_err(usage)?
+            .into_iter()
+            .map(|(_, r)| serde_json::to_value(&r).map_err(|e| (EXIT_FAILED, e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let label = a.label.get(i).cloned().unwrap_or(stem);
+        sides.push(Side { label, docs });
+    }
+    let c = compare::compare(&sides, a.force).map_err(usage)?;
+    let text = compare::render::render(&c, a.format);
+    crate::report::print(&text);
+    if let Some(p) = &a.output {
+        std::fs::write(p, &text)
+            .map_err(|e| (EXIT_FAILED, format!("cannot write {}: {e}", p.display())))?;
+    }
+    if let Some(pct) = a.fail_if_slower {
+        let slower = c.slower_than(pct);
+        if !slower.is_empty() {
+            crate::run::live::say(&format!(
+                "mailbench compare: {} slower than {} by more than {pct}%",
+                slower.join(", "),
+                c.sides[0]
+            ));
+            return Ok(EXIT_THRESHOLD);
+        }
+    }
+    Ok(EXIT_OK)
+}

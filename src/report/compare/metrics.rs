@@ -1,0 +1,191 @@
+//! What `compare` puts side by side, read from a results document (or one of its rounds,
+//! which has the same keys): the headline rates and latencies, failures and loss, each
+//! phase's p50 and p99, the server's CPU, disk, memory and processes, and the tool's CPU.
+
+use serde_json::Value;
+
+/// Which way is good for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    /// A rate: more is faster.
+    Higher,
+    /// A time: less is faster.
+    Lower,
+    /// A count of failures or a resource: less is better.
+    Less,
+}
+
+/// Summary keys compared, in reading order, with their direction.
+const SUMMARY: &[(&str, Better)] = &[
+    ("mpm", Better::Higher),
+    ("inject_mpm", Better::Higher),
+    ("drain_mpm", Better::Higher),
+    ("max_sustainable_mpm", Better::Higher),
+    ("msgs_per_sec", Better::Higher),
+    ("sessions_per_sec", Better::Higher),
+    ("retrieved_per_sec", Better::Higher),
+    ("commands_per_sec", Better::Higher),
+    ("actions_per_min", Better::Higher),
+    ("capacity_users", Better::Higher),
+    ("p50_ms", Better::Lower),
+    ("p99_ms", Better::Lower),
+    ("mean_ms", Better::Lower),
+    ("p95_ms", Better::Lower),
+    ("e2e_p50_ms", Better::Lower),
+    ("e2e_p99_ms", Better::Lower),
+    ("lag_p99_ms", Better::Lower),
+    ("drain_s", Better::Lower),
+    ("max_backlog", Better::Less),
+    ("unstarted", Better::Less),
+    ("failed", Better::Less),
+    ("errors", Better::Less),
+    ("rejected", Better::Less),
+    ("refused", Better::Less),
+    ("lost", Better::Less),
+    ("duplicates", Better::Less),
+    ("violations", Better::Less),
+    ("late", Better::Less),
+];
+
+/// The rate that decides `--fail-if-slower`: the first of these a run has.
+pub const PRIMARY: &[&str] = &[
+    "drain_mpm",
+    "mpm",
+    "commands_per_sec",
+    "sessions_per_sec",
+    "actions_per_min",
+    "msgs_per_sec",
+];
+
+/// One compared figure of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// Row name (`summary key`, `p99(phase)`, `server cpu ms/msg`, …).
+    pub name: String,
+    /// Which way is good.
+    pub better: Better,
+    /// The value.
+    pub value: f64,
+}
+
+/// Every figure of a results document (or round), in reading order.
+pub fn figures(doc: &Value) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let mut push = |name: String, better, value: Option<f64>| {
+        if let Some(value) = value.filter(|v| v.is_finite()) {
+            out.push(Figure {
+                name,
+                better,
+                value,
+            });
+        }
+    };
+    let summary = &doc["summary"];
+    for (key, better) in SUMMARY {
+        push((*key).to_string(), *better, summary[*key].as_f64());
+    }
+    if let Some(latency) = doc["latency"].as_object() {
+        for (metric, h) in latency {
+            for (q, field) in [("p50", "p50_us"), ("p99", "p99_us")] {
+                push(
+                    format!("{q}({metric}) ms"),
+                    Better::Lower,
+                    h[field].as_f64().map(|us| us / 1000.0),
+                );
+            }
+        }
+    }
+    let messages = [
+        "delivered_messages",
+        "accepted",
+        "messages",
+        "commands",
+        "sessions",
+    ]
+    .iter()
+    .find_map(|k| summary[*k].as_f64())
+    .filter(|n| *n > 0.0);
+    let cpu_s = |o: &Value| Some(o["cpu_user_s"].as_f64()? + o["cpu_sys_s"].as_f64()?);
+    let sut = &doc["extra"]["sut"];
+    push(
+        "server cpu % of a core".into(),
+        Better::Less,
+        sut["cpu_avg_pct"].as_f64(),
+    );
+    push(
+        "server cpu ms/unit".into(),
+        Better::Less,
+        cpu_s(sut).zip(messages).map(|(c, n)| c * 1000.0 / n),
+    );
+    for (key, name) in [
+        ("disk_read_kib_per_s", "server disk read KiB/s"),
+        ("disk_write_kib_per_s", "server disk write KiB/s"),
+        ("peak_rss_kib", "server peak RSS KiB"),
+        ("peak_procs", "server peak processes"),
+    ] {
+        push(name.into(), Better::Less, sut[key].as_f64());
+    }
+    let tool = &doc["self"];
+    push(
+        "mailbench cpu % of a core".into(),
+        Better::Less,
+        tool["cpu_avg_pct"].as_f64(),
+    );
+    push(
+        "mailbench cpu µs/unit".into(),
+        Better::Less,
+        cpu_s(tool).zip(messages).map(|(c, n)| c * 1e6 / n),
+    );
+    push(
+        "mailbench peak RSS KiB".into(),
+        Better::Less,
+        tool["peak_rss_kib"].as_f64(),
+    );
+    out
+}
+
+/// The per-interval throughput of a results document, for batch means when a side has
+/// one run: delivered per second where the run delivers (relay), else accepted.
+pub fn interval_rates(doc: &Value) -> Vec<f64> {
+    let Some(series) = doc["series"].as_array() else {
+        return Vec::new();
+    };
+    let delivered = series.iter().any(|p| p.get("delivered").is_some());
+    series
+        .iter()
+        .filter_map(|p| {
+            if delivered {
+                let dt = p["dt_s"].as_f64().filter(|d| *d > 0.0)?;
+                Some(p["delivered"].as_f64().unwrap_or(0.0) / dt)
+            } else {
+                p["msgs_per_sec"].as_f64()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_come_from_summary_latency_server_and_tool() {
+        let doc = serde_json::json!({
+            "summary": {"mpm": 6000.0, "accepted": 1000, "lost": 0, "intended": 5},
+            "latency": {"total": {"p50_us": 1500, "p99_us": 9000}},
+            "extra": {"sut": {"cpu_avg_pct": 50.0, "cpu_user_s": 1.5, "cpu_sys_s": 0.5}},
+            "self": {"cpu_avg_pct": 5.0, "cpu_user_s": 0.01, "cpu_sys_s": 0.01, "peak_rss_kib": 9000},
+        });
+        let f = figures(&doc);
+        let get = |n: &str| f.iter().find(|x| x.name == n).map(|x| x.value);
+        assert_eq!(get("mpm"), Some(6000.0));
+        assert_eq!(get("lost"), Some(0.0));
+        assert_eq!(get("intended"), None, "not a compared figure");
+        assert_eq!(get("p50(total) ms"), Some(1.5));
+        assert_eq!(get("p99(total) ms"), Some(9.0));
+        assert_eq!(get("server cpu ms/unit"), Some(2.0));
+        assert_eq!(get("mailbench cpu µs/unit"), Some(20.0));
+        assert_eq!(f[0].name, "mpm", "headline first");
+    }
+}

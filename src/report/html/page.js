@@ -1,0 +1,61 @@
+// Draws the charts described in #report-data with uPlot; the tables are already HTML.
+// When done, the page marks itself on <body>: data-report-status ("ok" or "error"),
+// data-charts (charts drawn), data-blank (charts whose canvas stayed empty), data-errors,
+// data-render-ms (from navigation start to the last chart drawn).
+(function () {
+  var errors = [];
+  window.addEventListener("error", function (e) { errors.push(String(e.message)); });
+  window.addEventListener("unhandledrejection", function (e) { errors.push(String(e.reason)); });
+  var colors = ["#2f6fdb", "#e4572e", "#17a05d", "#a05195", "#f0a202", "#12a4b6", "#7a5c3e", "#d45087", "#5a6270", "#8fb339"];
+  var css = getComputedStyle(document.documentElement);
+  var fg = css.getPropertyValue("--muted").trim(), grid = css.getPropertyValue("--grid").trim();
+  function pct(v) { return v <= 1 ? "0%" : (100 * (1 - 1 / v)).toPrecision(Math.max(2, Math.round(Math.log10(v)) + 1)) + "%"; }
+  function draw(c, into) {
+    var x = c.x === "percentile"
+      ? { stroke: fg, grid: { stroke: grid }, label: c.x_label, splits: function () { return [1, 10, 100, 1e3, 1e4, 1e5]; },
+          values: function (u, s) { return s.map(pct); } }
+      : { stroke: fg, grid: { stroke: grid }, label: c.x_label };
+    var opts = {
+      width: Math.max(320, into.clientWidth), height: 260,
+      scales: { x: { time: false, distr: c.x === "percentile" ? 3 : 1 }, y: { distr: c.log_y ? 3 : 1 } },
+      series: [{ label: c.x_label, value: c.x === "percentile" ? function (u, v) { return v == null ? "–" : pct(v); } : undefined }]
+        .concat(c.series.map(function (s, i) { return { label: s, stroke: colors[i % colors.length], width: 1.5, spanGaps: true }; })),
+      axes: [x, { stroke: fg, grid: { stroke: grid }, label: c.unit, size: 60 }],
+    };
+    opts.hooks = { draw: [function (u) { if (!u._marked) { u._marked = true; done(u); } }] };
+    return new uPlot(opts, c.data, into);
+  }
+  function painted(canvas) {
+    var ctx = canvas.getContext("2d"), d = ctx.getImageData(0, 0, canvas.width, canvas.height).data, n = 0;
+    for (var i = 3; i < d.length; i += 64) if (d[i] !== 0) n++;
+    return n;
+  }
+  var charts = [], drawn = 0, blank = 0;
+  function mark(status) {
+    document.body.dataset.charts = drawn;
+    document.body.dataset.blank = blank;
+    document.body.dataset.errors = errors.join(" | ");
+    document.body.dataset.renderMs = Math.round(performance.now());
+    document.body.dataset.reportStatus = errors.length ? "error" : status;
+  }
+  // Called once per chart after its first draw; the page is done when every chart is.
+  function done(u) {
+    drawn++;
+    if (painted(u.ctx.canvas) === 0) blank++;
+    if (drawn === charts.length) mark("ok");
+  }
+  try {
+    charts = JSON.parse(document.getElementById("report-data").textContent);
+    var host = document.getElementById("charts");
+    charts.forEach(function (c) {
+      var box = document.createElement("div"); box.className = "chart"; box.id = "chart-" + c.id;
+      var h = document.createElement("h3"); h.textContent = c.title; box.appendChild(h);
+      host.appendChild(box);
+      draw(c, box);
+    });
+    mark(drawn === charts.length ? "ok" : "drawing");
+  } catch (e) {
+    errors.push(String(e));
+    mark("error");
+  }
+})();

@@ -1,0 +1,466 @@
+//! The report's tables as static HTML (readable without script, printed, and checked by
+//! tests): the runs' header, the headline summary, latency, errors, thresholds, the
+//! server's resources, the tool's own CPU and warnings, and any step table a command left
+//! in `extra`. One column per run; a section appears only when some run has its data.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::stats::results::Results;
+
+/// Text made safe for HTML.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A JSON value as people read it: integers whole, other numbers to 2 decimals (3
+/// significant digits below 1), yes/no, text as is.
+fn show(v: &Value) -> String {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(0.0);
+            if f.fract() == 0.0 && f.abs() < 1e15 {
+                format!("{f:.0}")
+            } else if f.abs() < 1.0 {
+                format!("{f:.3}")
+            } else {
+                format!("{f:.2}")
+            }
+        }
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
+        Value::String(s) => s.clone(),
+        Value::Null => "–".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A key → value table with one column per run; each cell carries the raw JSON value
+/// in `data-value` and its run and key, so a reader (or a test) can check it exactly.
+fn key_table(
+    id: &str,
+    title: &str,
+    labels: &[&str],
+    rows: &[(String, Vec<Option<Value>>)],
+) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut h = section_head(id, title);
+    h.push_str("<table><thead><tr><th></th>");
+    for l in labels {
+        let _ = write!(h, "<th>{}</th>", escape(l));
+    }
+    h.push_str("</tr></thead><tbody>");
+    for (key, values) in rows {
+        let _ = write!(h, "<tr><th>{}</th>", escape(key));
+        for (run, v) in values.iter().enumerate() {
+            match v {
+                Some(v) => {
+                    let _ = write!(
+                        h,
+                        "<td data-run=\"{run}\" data-key=\"{}\" data-value=\"{}\">{}</td>",
+                        escape(key),
+                        escape(&v.to_string()),
+                        escape(&show(v))
+                    );
+                }
+                None => h.push_str("<td></td>"),
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table></section>");
+    h
+}
+
+fn section_head(id: &str, title: &str) -> String {
+    format!("<section id=\"{}\"><h2>{}</h2>", escape(id), escape(title))
+}
+
+/// The rows of a flat object per run (nested objects become dotted keys), in the first
+/// run's key order, then keys only later runs have.
+fn object_rows(objects: &[Option<&Value>]) -> Vec<(String, Vec<Option<Value>>)> {
+    let flat: Vec<Flat> = objects
+        .iter()
+        .map(|o| {
+            let mut out = Vec::new();
+            if let Some(o) = o {
+                flatten("", o, &mut out);
+            }
+            out
+        })
+        .collect();
+    let mut keys: Vec<String> = Vec::new();
+    for f in &flat {
+        for (k, _) in f {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    keys.into_iter()
+        .map(|k| {
+            let values = flat
+                .iter()
+                .map(|f| f.iter().find(|(fk, _)| *fk == k).map(|(_, v)| v.clone()))
+                .collect();
+            (k, values)
+        })
+        .collect()
+}
+
+/// An object's scalar values by dotted key, in order.
+type Flat = Vec<(String, Value)>;
+
+fn flatten(prefix: &str, v: &Value, out: &mut Flat) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        Value::Array(_) => {}
+        v => out.push((prefix.to_string(), v.clone())),
+    }
+}
+
+/// The tables read first: the runs' header and the headline summary.
+pub fn head(runs: &[(String, &Results)]) -> String {
+    let labels: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
+    let summaries: Vec<Value> = runs
+        .iter()
+        .map(|(_, r)| serde_json::to_value(&r.summary).unwrap_or(Value::Null))
+        .collect();
+    header(runs, &labels)
+        + &key_table(
+            "summary",
+            "Summary",
+            &labels,
+            &object_rows(&summaries.iter().map(Some).collect::<Vec<_>>()),
+        )
+}
+
+/// The tables after the charts, in reading order.
+pub fn details(runs: &[(String, &Results)]) -> String {
+    let labels: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
+    let mut h = String::new();
+    h.push_str(&latency(runs, &labels));
+    h.push_str(&errors(runs));
+    h.push_str(&thresholds(runs));
+    let extra =
+        |key: &str| -> Vec<Option<&Value>> { runs.iter().map(|(_, r)| r.extra.get(key)).collect() };
+    for (key, id, title) in [
+        ("sut", "sut", "Server under test"),
+        ("store_limits", "store_limits", "Store limits in effect"),
+    ] {
+        h.push_str(&key_table(id, title, &labels, &object_rows(&extra(key))));
+    }
+    h.push_str(&tool(runs, &labels));
+    for (key, title) in [
+        ("sweep", "Concurrency sweep"),
+        ("find_max", "Find-max steps"),
+    ] {
+        h.push_str(&step_table(runs, key, title, |r| r.extra.get(key)));
+    }
+    h.push_str(&step_table(runs, "capacity", "Capacity ramp", |r| {
+        r.extra.get("capacity").map(|c| &c["steps"])
+    }));
+    h.push_str(&capacity_verdict(runs, &labels));
+    h.push_str(&config(runs));
+    h
+}
+
+fn header(runs: &[(String, &Results)], labels: &[&str]) -> String {
+    let rows: Vec<(String, Vec<Option<Value>>)> = [
+        (
+            "command",
+            (|r: &Results| Value::from(r.command.clone())) as fn(&Results) -> Value,
+        ),
+        ("target", |r| {
+            r.config
+                .get("target")
+                .or_else(|| r.config.get("targets"))
+                .or_else(|| r.config.get("listen"))
+                .cloned()
+                .unwrap_or(Value::Null)
+        }),
+        ("run id", |r| r.run_id.clone().into()),
+        ("started", |r| r.started_at.clone().into()),
+        ("duration (s)", |r| r.duration_s.into()),
+        ("interrupted", |r| r.interrupted.into()),
+        ("host", |r| r.environment.hostname.clone().into()),
+        ("kernel", |r| r.environment.kernel.clone().into()),
+        ("cpus", |r| r.environment.cpus.into()),
+        ("mailbench", |r| {
+            r.environment.mailbench_version.clone().into()
+        }),
+    ]
+    .into_iter()
+    .map(|(k, get)| {
+        (
+            k.to_string(),
+            runs.iter().map(|(_, r)| Some(get(r))).collect(),
+        )
+    })
+    .collect();
+    key_table("run", "Run", labels, &rows)
+}
+
+fn latency(runs: &[(String, &Results)], labels: &[&str]) -> String {
+    let mut metrics: Vec<&String> = runs.iter().flat_map(|(_, r)| r.latency.keys()).collect();
+    metrics.sort();
+    metrics.dedup();
+    if metrics.is_empty() {
+        return String::new();
+    }
+    let mut h = section_head("latency_table", "Latency (ms)");
+    h.push_str("<table><thead><tr><th>metric</th>");
+    if runs.len() > 1 {
+        h.push_str("<th>run</th>");
+    }
+    h.push_str("<th>count</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr></thead><tbody>");
+    for m in metrics {
+        for (i, (_, r)) in runs.iter().enumerate() {
+            let Some(x) = r.latency.get(m) else { continue };
+            let _ = write!(h, "<tr><th>{}</th>", escape(m));
+            if runs.len() > 1 {
+                let _ = write!(h, "<td>{}</td>", escape(labels[i]));
+            }
+            let _ = write!(h, "<td>{}</td>", x.count);
+            for us in [x.p50_us, x.p90_us, x.p99_us, x.p999_us, x.max_us] {
+                let _ = write!(h, "<td>{:.3}</td>", us as f64 / 1000.0);
+            }
+            h.push_str("</tr>");
+        }
+    }
+    h.push_str("</tbody></table></section>");
+    h
+}
+
+fn errors(runs: &[(String, &Results)]) -> String {
+    if runs.iter().all(|(_, r)| r.errors.is_empty()) {
+        return String::new();
+    }
+    let mut h = section_head("errors_table", "Errors by class, phase and code");
+    h.push_str("<table><thead><tr><th>run</th><th>class</th><th>phase</th><th>code</th><th>count</th><th>sample</th></tr></thead><tbody>");
+    for (label, r) in runs {
+        for e in &r.errors {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(label),
+                escape(&e.class),
+                escape(&e.phase),
+                e.code,
+                e.count,
+                escape(e.sample.as_deref().unwrap_or(""))
+            );
+        }
+    }
+    h.push_str("</tbody></table></section>");
+    h
+}
+
+fn thresholds(runs: &[(String, &Results)]) -> String {
+    if runs.iter().all(|(_, r)| r.thresholds.is_empty()) {
+        return String::new();
+    }
+    let mut h = section_head("thresholds", "Thresholds");
+    h.push_str("<table><thead><tr><th>run</th><th>threshold</th><th>measured</th><th>verdict</th></tr></thead><tbody>");
+    for (label, r) in runs {
+        for t in &r.thresholds {
+            let (class, word) = if t.ok {
+                ("pass", "pass")
+            } else {
+                ("fail", "FAIL")
+            };
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td class=\"{class}\">{word}</td></tr>",
+                escape(label),
+                escape(&t.expr),
+                t.value
+            );
+        }
+    }
+    h.push_str("</tbody></table></section>");
+    h
+}
+
+fn tool(runs: &[(String, &Results)], labels: &[&str]) -> String {
+    let selfs: Vec<Value> = runs
+        .iter()
+        .map(|(_, r)| {
+            let mut v = serde_json::to_value(&r.self_report).unwrap_or(Value::Null);
+            if let Some(o) = v.as_object_mut() {
+                o.remove("warnings");
+            }
+            v
+        })
+        .collect();
+    let mut h = key_table(
+        "tool",
+        "mailbench itself",
+        labels,
+        &object_rows(&selfs.iter().map(Some).collect::<Vec<_>>()),
+    );
+    let warnings: Vec<(&str, &String)> = runs
+        .iter()
+        .flat_map(|(l, r)| r.self_report.warnings.iter().map(move |w| (l.as_str(), w)))
+        .collect();
+    if !warnings.is_empty() {
+        h.push_str(&section_head("warnings", "Warnings"));
+        h.push_str("<ul>");
+        for (label, w) in warnings {
+            let _ = write!(h, "<li><b>{}</b>: {}</li>", escape(label), escape(w));
+        }
+        h.push_str("</ul></section>");
+    }
+    h
+}
+
+/// A list of flat objects (steps) as a table: one row per step, one column per key.
+fn step_table(
+    runs: &[(String, &Results)],
+    id: &str,
+    title: &str,
+    rows_of: impl Fn(&Results) -> Option<&Value>,
+) -> String {
+    let tables: Vec<(&str, Vec<Flat>)> = runs
+        .iter()
+        .filter_map(|(label, r)| {
+            let rows = rows_of(r)?.as_array()?;
+            let flat = rows
+                .iter()
+                .map(|row| {
+                    let mut out = Vec::new();
+                    flatten("", row, &mut out);
+                    out
+                })
+                .collect();
+            Some((label.as_str(), flat))
+        })
+        .collect();
+    if tables.is_empty() {
+        return String::new();
+    }
+    let mut h = section_head(&format!("{id}_table"), title);
+    for (label, rows) in tables {
+        let mut keys: Vec<&String> = Vec::new();
+        for row in &rows {
+            for (k, _) in row {
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+        }
+        if runs.len() > 1 {
+            let _ = write!(h, "<h3>{}</h3>", escape(label));
+        }
+        h.push_str("<table><thead><tr>");
+        for k in &keys {
+            let _ = write!(h, "<th>{}</th>", escape(k));
+        }
+        h.push_str("</tr></thead><tbody>");
+        for row in &rows {
+            h.push_str("<tr>");
+            for k in &keys {
+                let v = row.iter().find(|(rk, _)| rk == *k).map(|(_, v)| show(v));
+                let _ = write!(h, "<td>{}</td>", escape(&v.unwrap_or_default()));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</tbody></table>");
+    }
+    h.push_str("</section>");
+    h
+}
+
+fn capacity_verdict(runs: &[(String, &Results)], labels: &[&str]) -> String {
+    let verdicts: Vec<Option<Value>> = runs
+        .iter()
+        .map(|(_, r)| {
+            let c = r.extra.get("capacity")?;
+            Some(serde_json::json!({
+                "capacity_users": c["capacity_users"],
+                "broke_at_users": c["broke_at_users"],
+                "rules": c["rules"].as_array().map(|a| {
+                    a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
+                }),
+            }))
+        })
+        .collect();
+    if verdicts.iter().all(Option::is_none) {
+        return String::new();
+    }
+    key_table(
+        "capacity_verdict",
+        "Capacity",
+        labels,
+        &object_rows(&verdicts.iter().map(Option::as_ref).collect::<Vec<_>>()),
+    )
+}
+
+fn config(runs: &[(String, &Results)]) -> String {
+    let mut h = section_head("config", "Configuration");
+    for (label, r) in runs {
+        let text = serde_json::to_string_pretty(&r.config).unwrap_or_default();
+        let _ = write!(
+            h,
+            "<details><summary>{}</summary><pre>{}</pre></details>",
+            escape(label),
+            escape(&text)
+        );
+    }
+    h.push_str("</section>");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_from_a_results_file_cannot_open_a_tag() {
+        assert_eq!(
+            escape("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
+
+    #[test]
+    fn a_key_table_keeps_every_runs_raw_value_and_leaves_missing_cells_empty() {
+        let a = serde_json::json!({"mpm": 1234.5678, "lost": 0, "faults": {"delay": 3}});
+        let b = serde_json::json!({"mpm": 1000, "extra_key": true});
+        let rows = object_rows(&[Some(&a), Some(&b)]);
+        let keys: Vec<&str> = rows.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["faults.delay", "lost", "mpm", "extra_key"]);
+        let html = key_table("s", "S", &["a", "b"], &rows);
+        assert!(
+            html.contains(
+                "<td data-run=\"0\" data-key=\"mpm\" data-value=\"1234.5678\">1234.57</td>"
+            ),
+            "got {html}"
+        );
+        assert!(html.contains("data-key=\"extra_key\" data-value=\"true\">yes</td>"));
+        assert!(html.contains("<tr><th>lost</th><td data-run=\"0\" data-key=\"lost\" data-value=\"0\">0</td><td></td></tr>"), "got {html}");
+    }
+}

@@ -1,0 +1,501 @@
+//! `report`, `compare` and `--rounds`: reports of real runs of each command opened in a real
+//! headless browser (Debian's chromium-headless-shell), their headline numbers checked
+//! against the results files; comparisons of files with known numbers; rounds kept whole.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::sink::Sink;
+use crate::util::{TempDir, describe, refused_in_one_line, require, results, run, run_expect};
+
+/// What the page says about itself after its script ran, and its whole DOM.
+struct Page {
+    dom: String,
+}
+
+impl Page {
+    /// Opens `html` in headless Chromium (no network, fresh profile) and dumps its DOM.
+    fn open(chromium: &Path, html: &Path) -> Page {
+        let profile = TempDir::new("chromium");
+        let out = Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--virtual-time-budget=10000",
+                "--dump-dom",
+            ])
+            .arg(format!("--user-data-dir={}", profile.0.display()))
+            .arg(format!("file://{}", html.display()))
+            .output()
+            .expect("run chromium");
+        assert!(out.status.success(), "chromium: {out:?}");
+        Page {
+            dom: String::from_utf8_lossy(&out.stdout).into_owned(),
+        }
+    }
+
+    /// An attribute of `<body>`.
+    fn body(&self, attr: &str) -> Option<String> {
+        let start = self.dom.find("<body")?;
+        let tag = &self.dom[start..start + self.dom[start..].find('>')?];
+        let key = format!("{attr}=\"");
+        let at = tag.find(&key)? + key.len();
+        Some(tag[at..at + tag[at..].find('"')?].to_string())
+    }
+
+    /// The raw value of summary key `key` for run `run`, as the page's table holds it.
+    fn summary_value(&self, run: usize, key: &str) -> Option<String> {
+        let needle = format!("data-run=\"{run}\" data-key=\"{key}\" data-value=\"");
+        let at = self.dom.find(&needle)? + needle.len();
+        Some(self.dom[at..at + self.dom[at..].find('"')?].to_string())
+    }
+
+    /// Checks that the script drew `charts` charts (at least), none blank, without errors,
+    /// and that each of `ids` is on the page.
+    fn assert_drawn(&self, what: &str, min_charts: usize, ids: &[&str]) {
+        assert_eq!(
+            self.body("data-report-status").as_deref(),
+            Some("ok"),
+            "{what}: status; errors: {:?}",
+            self.body("data-errors")
+        );
+        assert_eq!(self.body("data-errors").as_deref(), Some(""), "{what}");
+        assert_eq!(
+            self.body("data-blank").as_deref(),
+            Some("0"),
+            "{what}: charts drawn empty"
+        );
+        let charts: usize = self
+            .body("data-charts")
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        assert!(
+            charts >= min_charts,
+            "{what}: expected at least {min_charts} charts, got {charts}: {:?}",
+            self.chart_ids()
+        );
+        for id in ids {
+            assert!(
+                self.dom.contains(&format!("id=\"chart-{id}\"")),
+                "{what}: expected chart {id} on the page, got {:?}",
+                self.chart_ids()
+            );
+        }
+    }
+
+    /// The ids of the charts on the page.
+    fn chart_ids(&self) -> Vec<&str> {
+        self.dom
+            .split("id=\"chart-")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .collect()
+    }
+
+    /// Every number of the results file's summary is in the page, exactly.
+    fn assert_summary(&self, what: &str, run: usize, r: &serde_json::Value) {
+        let summary = r["summary"].as_object().expect("a summary");
+        let mut checked = 0;
+        for (key, v) in summary {
+            if !(v.is_number() || v.is_boolean()) {
+                continue;
+            }
+            let got = self
+                .summary_value(run, key)
+                .unwrap_or_else(|| panic!("{what}: summary key {key} is not on the page"));
+            let got: serde_json::Value = serde_json::from_str(&got.replace("&quot;", "\""))
+                .unwrap_or_else(|e| panic!("{what}: {key}={got}: {e}"));
+            assert_eq!(
+                got.as_f64().or(got.as_bool().map(f64::from)),
+                v.as_f64().or(v.as_bool().map(f64::from)),
+                "{what}: summary {key}: page against results file"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 5, "{what}: only {checked} numbers checked");
+    }
+}
+
+/// `mailbench WORDS -q --json JSON` (exit 0).
+fn run_json(words: &[&str], json: &Path) {
+    let j = json.display().to_string();
+    run_expect(&[words, &["-q", "--json", &j]].concat(), 0);
+}
+
+/// `mailbench send TARGET ARGS -q --json JSON` (exit 0).
+fn send(target: &str, args: &[&str], json: &Path) {
+    run_json(&[&["send", target][..], args].concat(), json);
+}
+
+fn chromium() -> Option<PathBuf> {
+    require("chromium-headless-shell")
+}
+
+/// `mailbench report FILES -o OUT` (exit 0) and the page opened.
+fn report(chromium: &Path, files: &[&Path], out: &Path, extra: &[&str]) -> Page {
+    let mut args: Vec<String> = vec!["report".into()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.extend(["-o".into(), out.display().to_string()]);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_expect(&args, 0);
+    let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 50_000, "the page inlines uPlot: {size} bytes");
+    let html = std::fs::read_to_string(out).expect("page");
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "the page loads nothing from the network"
+    );
+    Page::open(chromium, out)
+}
+
+/// Reports of `send` (closed and open loop, the latter with `--report` at the end of the
+/// run), `sink`, `relay` through a lab Postfix (a concurrency sweep) and `mailbox pop3`
+/// on a lab Dovecot, and an overlay of two runs: each draws every chart its data has,
+/// without script errors or blank charts, and shows the results file's summary exactly.
+#[test]
+fn reports_of_every_command_draw_in_a_real_browser_and_match_their_results() {
+    let Some(chromium) = chromium() else { return };
+    let dir = TempDir::new("report");
+    let p = |name: &str| dir.0.join(name);
+    let sink = Sink::start(&["--json", &p("sink.json").display().to_string()]);
+    let target = sink.target();
+    let send_closed = p("send.json");
+    send(&target, &["-n", "3000", "-c", "4"], &send_closed);
+    let (send_open, end_report) = (p("open.json"), p("open-at-end.html"));
+    send(
+        &target,
+        &[
+            "--rate",
+            "400/s",
+            "-z",
+            "3s",
+            "--report",
+            &end_report.display().to_string(),
+        ],
+        &send_open,
+    );
+    let (code, out) = sink.stop();
+    assert_eq!(code, Some(0), "{out}");
+
+    let page = report(&chromium, &[&send_closed], &p("send.html"), &[]);
+    page.assert_drawn(
+        "send",
+        3,
+        &["throughput", "latency", "tool_cpu", "percentiles"],
+    );
+    page.assert_summary("send", 0, &results(&send_closed));
+
+    let page = Page::open(&chromium, &end_report);
+    page.assert_drawn("send --report", 4, &["throughput", "lag", "percentiles"]);
+    page.assert_summary("send --report", 0, &results(&send_open));
+
+    let page = report(&chromium, &[&p("sink.json")], &p("sink.html"), &[]);
+    page.assert_drawn("sink", 2, &["throughput", "percentiles"]);
+    page.assert_summary("sink", 0, &results(&p("sink.json")));
+
+    let page = report(
+        &chromium,
+        &[&send_closed, &send_open],
+        &p("two.html"),
+        &["--label", "closed", "--label", "open"],
+    );
+    page.assert_drawn(
+        "overlay",
+        4,
+        &["throughput", "percentiles_total", "percentiles_connect"],
+    );
+    page.assert_summary("overlay, first run", 0, &results(&send_closed));
+    page.assert_summary("overlay, second run", 1, &results(&send_open));
+    assert!(
+        page.dom.contains("\"open: accepted/s\""),
+        "overlay series named by label"
+    );
+
+    if require("postfix").is_some() {
+        let relay = p("relay.json");
+        run_json(
+            &[
+                "relay",
+                "--lab",
+                "postfix",
+                "-n",
+                "1000",
+                "-c",
+                "2,8",
+                "--size",
+                "2k",
+                "--interval",
+                "200ms",
+            ],
+            &relay,
+        );
+        let page = report(&chromium, &[&relay], &p("relay.html"), &[]);
+        page.assert_drawn(
+            "relay",
+            8,
+            &[
+                "throughput",
+                "latency",
+                "backlog",
+                "sut_cpu",
+                "sut_memory",
+                "sut_procs",
+                "percentiles",
+                "sweep_drain_mpm",
+                "sweep_e2e_p99_ms",
+            ],
+        );
+        page.assert_summary("relay", 0, &results(&relay));
+        assert!(page.dom.contains("id=\"sweep_table\""), "the sweep's table");
+    }
+
+    if require("dovecot").is_some() {
+        let pop3 = p("pop3.json");
+        run_json(
+            &[
+                "mailbox", "pop3", "--lab", "dovecot", "--users", "4", "--fill", "3", "-n", "40",
+                "-c", "2",
+            ],
+            &pop3,
+        );
+        let page = report(&chromium, &[&pop3], &p("pop3.html"), &[]);
+        page.assert_drawn("pop3", 3, &["throughput", "percentiles"]);
+        page.assert_summary("pop3", 0, &results(&pop3));
+        // The store's resources are a summary in the results file, not a series.
+        assert!(
+            page.dom.contains("<section id=\"sut\">"),
+            "the store's resource table"
+        );
+    }
+}
+
+/// A results file with its summary's `mpm` (and the primary rate of each round) set to
+/// known values, written as `name`.
+fn with_mpm(base: &serde_json::Value, dir: &Path, name: &str, mpm: &[f64]) -> PathBuf {
+    let mut r = base.clone();
+    r["summary"]["mpm"] = mpm[0].into();
+    if mpm.len() > 1 {
+        let rounds: Vec<serde_json::Value> = mpm
+            .iter()
+            .map(|m| {
+                let mut round = serde_json::json!({"summary": r["summary"].clone()});
+                round["summary"]["mpm"] = (*m).into();
+                round
+            })
+            .collect();
+        r["extra"]["rounds"] = rounds.into();
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string(&r).expect("json")).expect("write");
+    path
+}
+
+/// `compare` on files with known numbers: exact percentages, `within noise` for rounds
+/// from one distribution, `faster`/`slower` for shifted ones, exit 3 with
+/// `--fail-if-slower`, a refused workload mismatch, and bad files refused in one line.
+#[test]
+fn compare_gives_exact_changes_and_noise_verdicts() {
+    let dir = TempDir::new("compare");
+    let sink = Sink::start(&[]);
+    let json = dir.0.join("base.json");
+    send(&sink.target(), &["-n", "200"], &json);
+    let other = dir.0.join("other.json");
+    send(&sink.target(), &["-n", "300", "--size", "2k"], &other);
+    let _ = sink.stop();
+    let base = results(&json);
+    let s = |p: &PathBuf| p.display().to_string();
+    let a = with_mpm(&base, &dir.0, "a.json", &[1000.0]);
+    let b = with_mpm(&base, &dir.0, "b.json", &[1100.0]);
+    let c = with_mpm(&base, &dir.0, "c.json", &[800.0]);
+    let out = run_expect(&["compare", &s(&a), &s(&b), &s(&c), "--format", "csv"], 0);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.contains("mpm,b,1100,0,1,10,single runs,"), "got\n{csv}");
+    assert!(csv.contains("mpm,c,800,0,1,-20,single runs,"), "got\n{csv}");
+    let args = ["compare", &s(&a), &s(&b), &s(&c), "--fail-if-slower", "15"];
+    let out = run_expect(&args, 3);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("c slower than a by more than 15%"),
+        "{}",
+        describe(&args, &out)
+    );
+    run_expect(
+        &["compare", &s(&a), &s(&b), &s(&c), "--fail-if-slower", "25"],
+        0,
+    );
+
+    // Rounds: the same spread around 1000 twice is noise; around 1200 it is faster.
+    let jitter = [-30.0, 10.0, -5.0, 25.0, 0.0, -15.0];
+    let around = |m: f64| jitter.iter().map(|j| m + j).collect::<Vec<_>>();
+    let same1 = with_mpm(&base, &dir.0, "same1.json", &around(1000.0));
+    let shuffled: Vec<f64> = [20.0, -25.0, 5.0, -10.0, 30.0, -5.0]
+        .iter()
+        .map(|j| 1000.0 + j)
+        .collect();
+    let same2 = with_mpm(&base, &dir.0, "same2.json", &shuffled);
+    let fast = with_mpm(&base, &dir.0, "fast.json", &around(1200.0));
+    let out = run_expect(
+        &[
+            "compare",
+            &s(&same1),
+            &s(&same2),
+            &s(&fast),
+            "--format",
+            "json",
+        ],
+        0,
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let mpm = &c["rows"][0];
+    assert_eq!(mpm["name"], "mpm");
+    assert_eq!(mpm["cells"][1]["verdict"], "within noise", "{mpm:#}");
+    assert_eq!(mpm["cells"][2]["verdict"], "faster", "{mpm:#}");
+    assert_eq!(mpm["cells"][2]["n"], 6);
+    // The baseline as several files, the candidate slower: a failing CI step.
+    let (b1, b2, b3, b4) = (
+        with_mpm(&base, &dir.0, "b1.json", &[1000.0]),
+        with_mpm(&base, &dir.0, "b2.json", &[1010.0]),
+        with_mpm(&base, &dir.0, "b3.json", &[990.0]),
+        with_mpm(&base, &dir.0, "b4.json", &[1005.0]),
+    );
+    let (c1, c2, c3, c4) = (
+        with_mpm(&base, &dir.0, "c1.json", &[800.0]),
+        with_mpm(&base, &dir.0, "c2.json", &[810.0]),
+        with_mpm(&base, &dir.0, "c3.json", &[790.0]),
+        with_mpm(&base, &dir.0, "c4.json", &[805.0]),
+    );
+    let args = [
+        "compare",
+        "--baseline",
+        &s(&b1),
+        &s(&b2),
+        &s(&b3),
+        &s(&b4),
+        "--candidate",
+        &s(&c1),
+        &s(&c2),
+        &s(&c3),
+        &s(&c4),
+        "--fail-if-slower",
+        "5",
+    ];
+    let out = run_expect(&args, 3);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("mpm") && l.contains("-20.0%") && l.ends_with("slower")),
+        "{}",
+        describe(&args, &out)
+    );
+
+    // Different workloads are refused, naming the keys; bad files in one line each.
+    refused_in_one_line(
+        &["compare", &s(&json), &s(&other)],
+        "differ in messages, size.max, size.min",
+    );
+    let not_results = dir.0.join("not.json");
+    std::fs::write(&not_results, "{\"hello\": 1}").expect("write");
+    refused_in_one_line(
+        &["compare", &s(&json), &s(&not_results)],
+        "not a results file",
+    );
+    let mut newer = base.clone();
+    newer["schema_version"] = 99.into();
+    let newer_path = dir.0.join("newer.json");
+    std::fs::write(&newer_path, newer.to_string()).expect("write");
+    refused_in_one_line(&["report", &s(&newer_path)], "schema_version 99");
+    let mut empty = base.clone();
+    empty["series"] = serde_json::json!([]);
+    let empty_path = dir.0.join("empty.json");
+    std::fs::write(&empty_path, empty.to_string()).expect("write");
+    refused_in_one_line(
+        &["report", &s(&empty_path), "-o", &s(&dir.0.join("x.html"))],
+        "its series is empty",
+    );
+    refused_in_one_line(&["compare", &s(&json)], "compare needs a baseline");
+    let out = run(&["report", &s(&json), "--label", "a", "--label", "b"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        describe(&["report"], &out)
+    );
+}
+
+/// `--rounds 4` on send keeps four rounds, the median round on top, and each round's own
+/// summary; on relay each round gets a fresh lab and delivers every message.
+#[test]
+fn rounds_are_kept_whole_with_the_median_on_top() {
+    let dir = TempDir::new("rounds");
+    let sink = Sink::start(&[]);
+    let json = dir.0.join("r.json");
+    send(
+        &sink.target(),
+        &["-n", "500", "-c", "2", "--rounds", "4"],
+        &json,
+    );
+    let _ = sink.stop();
+    let r = results(&json);
+    let rounds = r["extra"]["rounds"].as_array().expect("rounds kept");
+    assert_eq!(rounds.len(), 4);
+    assert_eq!(r["config"]["rounds"], 4);
+    let mut mpm: Vec<f64> = rounds
+        .iter()
+        .map(|x| x["summary"]["mpm"].as_f64().expect("mpm"))
+        .collect();
+    for x in rounds {
+        assert_eq!(x["summary"]["accepted"], 500, "every round complete: {x:#}");
+    }
+    let median_round = r["extra"]["median_round"].as_u64().expect("median round") as usize;
+    assert_eq!(
+        r["summary"],
+        rounds[median_round - 1]["summary"],
+        "the top level is the median round"
+    );
+    mpm.sort_by(f64::total_cmp);
+    assert_eq!(
+        r["summary"]["mpm"].as_f64(),
+        Some(mpm[1]),
+        "lower middle of {mpm:?}"
+    );
+    let s = &r["extra"]["rounds_summary"]["mpm"];
+    assert_eq!(s["median"].as_f64(), Some((mpm[1] + mpm[2]) / 2.0));
+    assert_eq!(
+        (s["min"].as_f64(), s["max"].as_f64()),
+        (Some(mpm[0]), Some(mpm[3]))
+    );
+
+    if require("postfix").is_some() {
+        let relay = dir.0.join("relay.json");
+        run_json(
+            &[
+                "relay", "--lab", "postfix", "-n", "200", "--size", "2k", "--rounds", "2",
+            ],
+            &relay,
+        );
+        let r = results(&relay);
+        let rounds = r["extra"]["rounds"].as_array().expect("rounds kept");
+        assert_eq!(rounds.len(), 2);
+        let ids: Vec<&str> = rounds.iter().filter_map(|x| x["run_id"].as_str()).collect();
+        assert_ne!(ids[0], ids[1], "each round is its own run");
+        for x in rounds {
+            assert_eq!(
+                (
+                    x["summary"]["delivered"].as_u64(),
+                    x["summary"]["lost"].as_u64()
+                ),
+                (Some(200), Some(0)),
+                "{x:#}"
+            );
+            assert!(
+                x["extra"]["sut"]["cpu_user_s"].is_number(),
+                "Postfix observed each round"
+            );
+        }
+    }
+}
