@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs the side-by-side benchmarks (send, sink, relay, pop3, imap) and keeps their output in
+# Runs the side-by-side benchmarks (send, sink, relay, pop3, imap) and the report's size and keeps their output in
 # bench/runs/<date>-<host>/. Usage: bench/run.sh [--quick] [--no-postal]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
+./scripts/install-deps.sh --with-browser
 cargo build --release --quiet --bins --examples
 dir="bench/runs/$(date +%Y%m%d-%H%M)-$(hostname)"
 mkdir -p "$dir"
@@ -19,3 +19,4 @@ python3 bench/sink_vs_peers.py --out "$dir" "$@"
 python3 bench/relay_vs_classic.py --out "$dir"
 python3 bench/pop3_vs_peers.py --out "$dir"
 python3 bench/imap_vs_floor.py --out "$dir"
+python3 bench/report_size.py --out "$dir"
