@@ -158,3 +158,11 @@ def measure_client(tool, lab, cmd, parse):
     if out.returncode != 0:
         raise SystemExit(f"{tool} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return {"tool": tool, "wall_s": wall, "cpu_s": cpu, "store_cpu_s": store, **parse(out)}
+
+
+def emit(text, out_dir, name):
+    """Prints a benchmark's report and, with --out, keeps it as `out_dir/name`."""
+    print(text, end="")
+    if out_dir:
+        with open(os.path.join(out_dir, name), "w") as f:
+            f.write(text)

@@ -108,9 +108,7 @@ def main():
                      f"{draws[0][2]:>8}")
     lines += ["", f"medians of {reps} generations and 3 draws; targets: html under 2 MB, drawn under 1,000 ms"]
     text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if out_dir:
-        open(os.path.join(out_dir, "report_size.txt"), "w").write(text)
+    benchlib.emit(text, out_dir, "report_size.txt")
 
 
 if __name__ == "__main__":

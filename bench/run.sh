@@ -3,7 +3,7 @@
 # bench/runs/<date>-<host>/. Usage: bench/run.sh [--quick] [--no-postal]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh --with-browser
+./scripts/install-deps.sh --for-tests
 cargo build --release --quiet --bins --examples
 dir="bench/runs/$(date +%Y%m%d-%H%M)-$(hostname)"
 mkdir -p "$dir"
@@ -20,3 +20,4 @@ python3 bench/relay_vs_classic.py --out "$dir"
 python3 bench/pop3_vs_peers.py --out "$dir"
 python3 bench/imap_vs_floor.py --out "$dir"
 python3 bench/report_size.py --out "$dir"
+python3 bench/live_overhead.py --out "$dir"

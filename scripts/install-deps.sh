@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what mailbench's tests and benchmarks need, from Debian packages, without
 # prompts. Idempotent: does nothing when everything is present. Never configures or starts
-# the system's own Postfix or Dovecot (the labs run private instances). --with-browser adds
-# Debian's headless Chromium for the report tests.
+# the system's own Postfix or Dovecot (the labs run private instances). --for-tests adds
+# what only the tests use.
 set -euo pipefail
 
 need=()
@@ -16,9 +16,12 @@ perl -MNet::SSLeay -e1 >/dev/null 2>&1 || need+=(libnet-ssleay-perl)
 for part in imap pop3 lmtp; do
   [ -x /usr/lib/dovecot/$part ] || need+=(dovecot-${part}d)
 done
-# The report tests open pages in a real headless browser; the quickstart does not need it.
-if [ "${1:-}" = "--with-browser" ]; then
+# What only the tests use (the quickstart needs none of it): a headless browser for the
+# report pages, the Prometheus client's parser for /metrics, tmux for the live view.
+if [ "${1:-}" = "--for-tests" ]; then
   command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
+  /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
+  command -v tmux >/dev/null 2>&1 || need+=(tmux)
 fi
 # openssl makes a stranger's CA for the TLS-failure test; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)

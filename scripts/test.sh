@@ -5,7 +5,7 @@
 # report pages in headless Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh --with-browser
+./scripts/install-deps.sh --for-tests
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items --quiet

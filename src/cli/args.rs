@@ -74,6 +74,8 @@ Examples:
   mailbench relay --lab postfix
       the classic benchmark on a throwaway Postfix: 10,000 x 25 KiB, 64 sessions, tmpfs queue
   mailbench relay --lab postfix --queue disk --hops 2 --postconf default_process_limit=100
+  mailbench relay --lab postfix --compare-postconf default_process_limit=100,20 -n 2000
+      the two settings in alternating rounds, then the compare table with its verdicts
   mailbench relay --lab postfix --sink-rule 'rcpt:451:30%' -n 2000
       the receiver defers 30 % of recipients; Postfix retries until all arrive
   mailbench relay --target 10.0.0.5:25 --sink 0.0.0.0:2525 --sut-pid 1234 --rate 200/s -z 5m
@@ -475,6 +477,19 @@ pub struct OutputArgs {
     /// Write the HTML report (as `mailbench report`) here at the end of the run.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Serve the run's figures at http://ADDR/metrics for Prometheus while it goes,
+    /// updated every --interval.
+    #[arg(long, value_name = "ADDR")]
+    pub prometheus: Option<String>,
+    /// Keep serving /metrics (with the results file's final figures) this long after the
+    /// run, so that a scraper sees the end; Ctrl-C ends the wait.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "0s",
+        requires = "prometheus"
+    )]
+    pub prometheus_hold: String,
 }
 
 /// Which lab MTA.
@@ -520,6 +535,11 @@ pub struct RelayArgs {
     /// Start a disposable MTA for the run.
     #[arg(long, value_enum, conflicts_with = "target")]
     pub lab: Option<MtaArg>,
+    /// Answer "what did this setting buy": run the lab with KEY=V1 and KEY=V2 in
+    /// alternating rounds (at least 4 each; more with --rounds) and end with the compare
+    /// table, e.g. default_process_limit=100,20.
+    #[arg(long, value_name = "KEY=V1,V2", requires = "lab")]
+    pub compare_postconf: Option<String>,
     /// The MTA under test (when not using --lab).
     #[arg(long, value_name = "HOST:PORT", required_unless_present = "lab")]
     pub target: Option<String>,

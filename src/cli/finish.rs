@@ -97,6 +97,7 @@ pub fn deliver(
 ) -> Result<u8, (u8, String)> {
     threshold::check(&mut r, &outputs.thresholds);
     write_outputs(&r, &outputs.files)?;
+    crate::run::exporter::publish_results(&r);
     crate::report::print(&(render(&r) + &crate::report::rounds::text(&r)));
     if let Some(p) = &outputs.files.json {
         crate::report::print(&format!("  results    {}\n", p.display()));

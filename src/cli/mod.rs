@@ -1,7 +1,8 @@
 //! The thin command line: parse flags (`args`), validate them into a plan (`send`, `sink`,
 //! `relay`, `lab`, `mailbox`, with the output flags in `output`), run the engine, then check
 //! thresholds, write outputs and choose the exit code (`finish`); `report` reads finished
-//! runs back for `mailbench report` and `compare`.
+//! runs back for `mailbench report` and `compare`; `vary` runs a relay lab under two
+//! settings in alternating rounds.
 
 pub mod args;
 pub mod finish;
@@ -12,6 +13,7 @@ pub mod relay;
 pub mod report;
 pub mod send;
 pub mod sink;
+pub mod vary;
 
 use std::process::ExitCode;
 
@@ -60,7 +62,10 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     };
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => {
+            output::hold_metrics();
+            ExitCode::from(code)
+        }
         Err((code, msg)) => {
             crate::run::live::say(&format!("mailbench: {msg}"));
             ExitCode::from(code)

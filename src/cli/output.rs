@@ -7,6 +7,39 @@ use crate::report::threshold::Threshold;
 use crate::run::Progress;
 use crate::stats::summary::Vocabulary;
 
+/// How long `/metrics` stays up after the run (`--prometheus-hold`), once set.
+static METRICS_HOLD: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+
+/// After the run: keeps serving the final `/metrics` for `--prometheus-hold`, or until
+/// Ctrl-C or SIGTERM, on a runtime of its own (the run's is gone).
+pub fn hold_metrics() {
+    let Some(hold) = METRICS_HOLD.get().copied().filter(|h| !h.is_zero()) else {
+        return;
+    };
+    crate::run::live::say(&format!(
+        "mailbench: serving the final /metrics for {} (Ctrl-C ends it)",
+        humantime::format_duration(hold)
+    ));
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    rt.block_on(async {
+        let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(hold) => {}
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    });
+}
+
 /// What the output stage does with a finished run's results.
 #[derive(Debug, Clone, Default)]
 pub struct OutputPlan {
@@ -26,6 +59,19 @@ pub fn plan(
     let interval = crate::units::duration(&o.interval)?;
     if interval < std::time::Duration::from_millis(100) {
         return Err("--interval must be at least 100ms".into());
+    }
+    if let Some(addr) = &o.prometheus {
+        let addr: std::net::SocketAddr = addr.parse().map_err(|_| {
+            format!(
+                "--prometheus {addr}: give an address and port to listen on, e.g. 127.0.0.1:9464"
+            )
+        })?;
+        let hold = crate::units::duration(&o.prometheus_hold)?;
+        if hold > std::time::Duration::from_secs(3600) {
+            return Err("--prometheus-hold: at most 1h".into());
+        }
+        crate::run::exporter::serve(addr)?;
+        let _ = METRICS_HOLD.set(hold);
     }
     let thresholds = o
         .threshold

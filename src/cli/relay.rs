@@ -105,6 +105,9 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
 /// Runs `relay`. Errors carry their exit code.
 pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     let (plan, outputs) = plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    if let Some(spec) = &a.compare_postconf {
+        return super::vary::relay(&a, spec, plan, outputs.files.json.clone()).await;
+    }
     let shutdown = Shutdown::install();
     // Each round is a whole benchmark: with --lab, on a fresh lab.
     let results = super::finish::in_rounds(a.load.rounds, &shutdown, |_| {

@@ -17,6 +17,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ErrorClass;
+use crate::run::exporter::{self, Gauge};
 use crate::run::live::{LiveExtra, Units};
 use crate::run::{Finished, Progress, Runner};
 use crate::shutdown::Shutdown;
@@ -85,6 +86,8 @@ pub trait Driver: Send + Sync + 'static {
     type Failure: Failure + Send + 'static;
     /// How a completed unit ended.
     type Outcome: Send;
+    /// The protocol's step names: its latency rows in results and on `/metrics`.
+    const STEPS: Steps;
 
     /// Opens the `n`-th connection of the run.
     fn open(
@@ -139,17 +142,18 @@ pub struct Loaded {
     pub warnings: Vec<String>,
     /// Ctrl-C or SIGTERM cut the run short.
     pub interrupted: bool,
+    /// The protocol's step names.
+    pub steps: Steps,
 }
 
 impl Loaded {
     /// The results document of a finished load run. `summary` derives the protocol's
     /// headline numbers from the totals, the intended count, the run's length and its
-    /// active span; `steps` names the protocol's latency rows.
+    /// active span.
     pub fn into_results(
         self,
         command: &'static str,
         config: serde_json::Value,
-        steps: Steps,
         summary: impl FnOnce(&Recorder, u64, f64, f64) -> Summary,
     ) -> Results {
         let f = self.finished;
@@ -161,7 +165,7 @@ impl Loaded {
             duration_s: f.duration_s,
             config,
             summary,
-            steps,
+            steps: self.steps,
             self_report: f.self_report(self.warnings),
             total: f.total,
             series: f.series,
@@ -236,9 +240,16 @@ pub async fn run<D: Driver>(
         tokio::select! {
             _ = runner.tick() => {
                 let (p, total) = runner.close_interval(&eng.shards);
-                let extra = plan.live_extra.as_ref().map(|f| f.line(&total.counters));
+                let (extra, mut gauges) = plan.live_extra.as_ref().map(|f| f.figures(&total.counters)).unwrap_or_default();
+                gauges.push(Gauge {
+                    name: "in_flight",
+                    help: "Units of work started and not finished.",
+                    value: eng.in_flight.load(Ordering::Relaxed) as f64,
+                });
+                exporter::publish_interval(run_id, plan.units.noun, total, D::STEPS, &p, gauges);
                 let counters = total.counters.clone();
-                runner.live().update(&p, &counters, plan.units, extra.as_deref().unwrap_or(""));
+                let extra = format!("{extra}{}", done_share(plan, counters.sent, p.t_s));
+                runner.live().update(&p, &counters, plan.units, &extra);
             }
             joined = workers.join_next() => if joined.is_none() { break },
             _ = eng.stop.cancelled(), if !stopping => {
@@ -287,7 +298,19 @@ pub async fn run<D: Driver>(
         active_s,
         warnings,
         interrupted: shutdown.interrupted(),
+        steps: D::STEPS,
     })
+}
+
+/// How far the run is towards its end (`-n` or `-z`, whichever comes first), for the live
+/// line: `  42% done`; nothing when the run has no end.
+fn done_share(plan: &LoadPlan, sent: u64, elapsed_s: f64) -> String {
+    let by_count = (plan.count != u64::MAX).then(|| sent as f64 / plan.count.max(1) as f64);
+    let by_time = plan.duration.map(|d| elapsed_s / d.as_secs_f64().max(1e-9));
+    match by_count.into_iter().chain(by_time).reduce(f64::max) {
+        Some(share) => format!("  {:.0}% done", (share * 100.0).min(100.0)),
+        None => String::new(),
+    }
 }
 
 /// When an open-loop unit counts as late: later than one gap between units at the target

@@ -265,6 +265,7 @@ impl Driver for ImapDriver {
     type Conn = Session;
     type Failure = ConnError;
     type Outcome = Outcome;
+    const STEPS: crate::stats::Steps = crate::imap::steps::STEPS;
 
     async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Session, ConnError> {
         let p = &self.plan;

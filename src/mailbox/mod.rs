@@ -66,14 +66,11 @@ pub async fn run_pop3(mut plan: Pop3Plan, shutdown: Shutdown) -> Result<Results,
     config["users"] = plan.sessions.users.len().into();
     let plan = Arc::new(plan);
     let loaded = load::run(plan.load.clone(), Pop3Driver::new(plan.clone()), shutdown).await?;
-    Ok(loaded.into_results(
-        "pop3",
-        config,
-        STEPS,
-        |total, intended, duration_s, active_s| {
+    Ok(
+        loaded.into_results("pop3", config, |total, intended, duration_s, active_s| {
             Summary::Pop3(Pop3Summary::derive(total, intended, duration_s, active_s))
-        },
-    ))
+        }),
+    )
 }
 
 /// The numeric keys of `mailbox imap`'s summary, and its metrics: what `--threshold` may
@@ -118,12 +115,9 @@ pub async fn run_imap(mut plan: ImapPlan, shutdown: Shutdown) -> Result<Results,
     let plan = Arc::new(plan);
     let driver = ImapDriver::new(plan.clone(), run_id);
     let loaded = load::run(plan.load.clone(), driver, shutdown).await?;
-    Ok(loaded.into_results(
-        "imap",
-        config,
-        crate::imap::steps::STEPS,
-        |total, intended, duration_s, active_s| {
+    Ok(
+        loaded.into_results("imap", config, |total, intended, duration_s, active_s| {
             Summary::Imap(ImapSummary::derive(total, intended, duration_s, active_s))
-        },
-    ))
+        }),
+    )
 }

@@ -64,6 +64,7 @@ impl Driver for Pop3Driver {
     type Conn = Pop3Conn;
     type Failure = ConnError;
     type Outcome = Session;
+    const STEPS: crate::stats::Steps = crate::pop3::steps::STEPS;
 
     async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Pop3Conn, ConnError> {
         let p = &self.plan;

@@ -9,6 +9,7 @@ use super::RelayError;
 use super::combine::{CombineInputs, combine};
 use super::drain::{Limits, QueueProbe, drain};
 use crate::lab::MtaLab;
+use crate::run::exporter::Gauge;
 use crate::run::live::LiveExtra;
 use crate::run::sampler::{Pids, Sampler};
 use crate::send::SendPlan;
@@ -99,10 +100,20 @@ pub async fn run(
     let d = delivery.clone();
     r.send.load.live_extra = Some(LiveExtra(Arc::new(move |total| {
         let got = d.messages.load(Ordering::Relaxed);
-        format!(
-            "  delivered {got} backlog {}",
-            total.accepted as i64 - got as i64
-        )
+        let backlog = total.accepted as i64 - got as i64;
+        let gauges = vec![
+            Gauge {
+                name: "delivered_messages",
+                help: "Messages the sink has received from the MTA so far.",
+                value: got as f64,
+            },
+            Gauge {
+                name: "backlog",
+                help: "Messages the MTA accepted and has not delivered yet.",
+                value: backlog as f64,
+            },
+        ];
+        (format!("  delivered {got} backlog {backlog}"), gauges)
     })));
     let origin_us = crate::stats::clock::unix_us();
     let send_start = Instant::now();

@@ -1,9 +1,8 @@
-//! Progress while a run goes: a live line on a terminal (indicatif), or one plain line per
-//! interval otherwise. It only reads series points; it never touches workers.
+//! Progress while a run goes: a live panel on a terminal, or one plain line per interval
+//! otherwise. It only reads series points; it never touches workers, so it costs the hot
+//! path nothing.
 
 use std::io::IsTerminal;
-
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::stats::{Counters, IntervalPoint};
 
@@ -14,14 +13,18 @@ pub fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-/// More for the live line, computed from the totals so far; a relay run adds what has
-/// arrived at its sink and the backlog to the generator's line.
+/// More for the live line and `/metrics`, computed from the totals so far: a relay run
+/// adds what has arrived at its sink and the backlog to the generator's figures.
 #[derive(Clone)]
-pub struct LiveExtra(pub std::sync::Arc<dyn Fn(&Counters) -> String + Send + Sync>);
+pub struct LiveExtra(pub std::sync::Arc<ExtraFigures>);
+
+/// What a [`LiveExtra`] computes from the totals: the text for the live line, the gauges
+/// for `/metrics`.
+pub type ExtraFigures = dyn Fn(&Counters) -> (String, Vec<super::exporter::Gauge>) + Send + Sync;
 
 impl LiveExtra {
-    /// The text to append (starting with spaces).
-    pub fn line(&self, total: &Counters) -> String {
+    /// The text to append to the live line (starting with spaces), and the gauges.
+    pub fn figures(&self, total: &Counters) -> (String, Vec<super::exporter::Gauge>) {
         (self.0)(total)
     }
 }
@@ -35,6 +38,8 @@ impl std::fmt::Debug for LiveExtra {
 /// What a generator's units of work are called on its live line.
 #[derive(Debug, Clone, Copy)]
 pub struct Units {
+    /// What one unit is called on `/metrics` (`mailbench_<noun>_total`).
+    pub noun: &'static str,
     /// The rate's unit.
     pub rate: &'static str,
     /// Units started.
@@ -47,6 +52,7 @@ pub struct Units {
 
 /// Messages (send, relay, populate).
 pub const MESSAGES: Units = Units {
+    noun: "messages",
     rate: "msg/s",
     started: "sent",
     done: "accepted",
@@ -55,6 +61,7 @@ pub const MESSAGES: Units = Units {
 
 /// Sessions (mailbox workloads).
 pub const SESSIONS: Units = Units {
+    noun: "sessions",
     rate: "sessions/s",
     started: "started",
     done: "completed",
@@ -63,6 +70,7 @@ pub const SESSIONS: Units = Units {
 
 /// Commands (IMAP).
 pub const COMMANDS: Units = Units {
+    noun: "commands",
     rate: "cmd/s",
     started: "started",
     done: "completed",
@@ -73,8 +81,8 @@ pub const COMMANDS: Units = Units {
 pub enum Live {
     /// Nothing (`--quiet`).
     Off,
-    /// A redrawn status line on a terminal.
-    Bar(ProgressBar),
+    /// A panel on a terminal, redrawn each interval.
+    Screen(Screen),
     /// One line per interval on stderr.
     Lines,
 }
@@ -85,12 +93,7 @@ impl Live {
         if quiet {
             Live::Off
         } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            Live::Bar(bar)
+            Live::Screen(Screen::enter())
         } else {
             Live::Lines
         }
@@ -98,60 +101,133 @@ impl Live {
 
     /// Shows one closed interval and the totals so far, counted in `u`.
     pub fn update(&self, p: &IntervalPoint, total: &Counters, u: Units, extra: &str) {
-        let line = format!(
-            "{:>7.1}s {:>9.1} {}  {} {} {} {} {} {} errors {}  p50 {:.2} ms p99 {:.2} ms  cpu {:.0}%{extra}",
-            p.t_s,
-            p.msgs_per_sec,
-            u.rate,
-            u.started,
-            total.sent,
-            u.done,
-            total.accepted,
-            u.refused,
-            total.rejected,
-            total.errors,
-            p.p50_ms,
-            p.p99_ms,
-            p.cpu_pct
-        );
-        self.show(line);
+        let figures = [
+            ("rate", format!("{:>9.1} {}", p.msgs_per_sec, u.rate)),
+            (
+                "counts",
+                format!(
+                    "{} {} {} {} {} {} errors {}",
+                    u.started,
+                    total.sent,
+                    u.done,
+                    total.accepted,
+                    u.refused,
+                    total.rejected,
+                    total.errors
+                ),
+            ),
+            (
+                "latency",
+                format!("p50 {:.2} ms p99 {:.2} ms", p.p50_ms, p.p99_ms),
+            ),
+            ("tool", format!("cpu {:.0}%{extra}", p.cpu_pct)),
+        ];
+        self.show(p.t_s, &figures);
     }
 
     /// Shows one closed interval of a sink.
     pub fn update_sink(&self, p: &IntervalPoint, total: &Counters, extra: &str) {
-        let line = format!(
-            "{:>7.1}s {:>9.1} msg/s  messages {} recipients {} rejected {}  sessions {}  cpu {:.0}%{extra}",
-            p.t_s,
-            p.msgs_per_sec,
-            total.accepted,
-            total.rcpts.delivered,
-            total.rejected,
-            total.connections,
-            p.cpu_pct
-        );
-        self.show(line);
+        let figures = [
+            ("rate", format!("{:>9.1} msg/s", p.msgs_per_sec)),
+            (
+                "counts",
+                format!(
+                    "messages {} recipients {} rejected {}",
+                    total.accepted, total.rcpts.delivered, total.rejected
+                ),
+            ),
+            ("sessions", format!("sessions {}", total.connections)),
+            ("tool", format!("cpu {:.0}%{extra}", p.cpu_pct)),
+        ];
+        self.show(p.t_s, &figures);
     }
 
     /// Shows a line of the caller's own (e.g. a relay's drain progress).
     pub fn line(&self, text: &str) {
-        self.show(text.to_string());
-    }
-
-    fn show(&self, line: String) {
         match self {
             Live::Off => {}
-            Live::Bar(b) => {
-                b.set_message(line);
-                b.tick();
-            }
-            Live::Lines => say(&line),
+            Live::Screen(s) => s.draw(&[text.trim_start()]),
+            Live::Lines => say(text),
         }
     }
 
-    /// Removes the live line before the summary is printed.
-    pub fn finish(&self) {
-        if let Live::Bar(b) = self {
-            b.finish_and_clear();
+    /// An interval's figures: one line in Lines form, one labelled row each on screen.
+    fn show(&self, t_s: f64, figures: &[(&str, String)]) {
+        match self {
+            Live::Off => {}
+            Live::Screen(s) => {
+                let rows: Vec<String> = std::iter::once(format!("mailbench   {t_s:.1} s"))
+                    .chain(
+                        figures
+                            .iter()
+                            .map(|(label, f)| format!("{label:<10}  {}", f.trim())),
+                    )
+                    .collect();
+                s.draw(&rows.iter().map(String::as_str).collect::<Vec<_>>());
+            }
+            Live::Lines => {
+                let line: Vec<&str> = figures.iter().map(|(_, f)| f.as_str()).collect();
+                say(&format!("{t_s:>7.1}s {}", line.join("  ")));
+            }
         }
     }
+
+    /// Leaves the panel before the summary is printed.
+    pub fn finish(&self) {
+        if let Live::Screen(s) = self {
+            s.leave();
+        }
+    }
+}
+
+/// The live panel: drawn on the terminal's alternate screen, each row cut to the window's
+/// width and the whole panel redrawn from the top every interval, so a resize never leaves
+/// pieces of old lines; leaving it (at the end, or when dropped on any other way out)
+/// restores the screen as it was, and the summary is printed on it intact.
+pub struct Screen {
+    left: std::sync::atomic::AtomicBool,
+}
+
+impl Screen {
+    fn enter() -> Screen {
+        write_err("\x1b[?1049h\x1b[?25l");
+        Screen {
+            left: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn draw(&self, rows: &[&str]) {
+        if self.left.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let width = terminal_size::terminal_size_of(std::io::stderr())
+            .map_or(80, |(w, _)| usize::from(w.0));
+        let mut out = String::from("\x1b[H");
+        for row in rows {
+            out.push_str("\x1b[2K");
+            out.extend(row.chars().take(width.saturating_sub(1)));
+            out.push_str("\r\n");
+        }
+        out.push_str("\x1b[J");
+        write_err(&out);
+    }
+
+    fn leave(&self) {
+        if !self.left.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            write_err("\x1b[?25h\x1b[?1049l");
+        }
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
+/// Writes to stderr, ignoring a closed stderr (as `say` does).
+fn write_err(s: &str) {
+    use std::io::Write;
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(s.as_bytes()).and_then(|()| e.flush());
 }

@@ -4,6 +4,7 @@
 //! the tool's own CPU over the run. Engines keep only what is theirs: the work, and their
 //! summary.
 
+pub mod exporter;
 pub mod live;
 pub mod sampler;
 

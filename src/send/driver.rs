@@ -72,6 +72,7 @@ impl Driver for SmtpDriver {
     type Conn = SmtpConn;
     type Failure = ConnError;
     type Outcome = TxnOutcome;
+    const STEPS: crate::stats::Steps = crate::smtp::steps::STEPS;
 
     async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<SmtpConn, ConnError> {
         let c = &self.plan.client;

@@ -66,12 +66,7 @@ pub async fn run(mut plan: SendPlan, shutdown: Shutdown) -> Result<Results, Stri
 
 /// The results document of a finished send.
 fn results(l: Loaded, config: serde_json::Value) -> Results {
-    l.into_results(
-        "send",
-        config,
-        STEPS,
-        |total, intended, duration_s, active_s| {
-            Summary::Send(SendSummary::derive(total, intended, duration_s, active_s))
-        },
-    )
+    l.into_results("send", config, |total, intended, duration_s, active_s| {
+        Summary::Send(SendSummary::derive(total, intended, duration_s, active_s))
+    })
 }

@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::run::exporter::{self, Gauge};
 use crate::run::{Finished, Runner};
 use crate::shutdown::Shutdown;
 use crate::stats::hist::ms;
@@ -102,13 +103,17 @@ pub async fn run(
         acceptors.spawn(accept_loop(l, sh.clone(), conns.clone(), cut.clone()));
     }
     let mut runner = Runner::new(start, progress);
+    let run_id = crate::run::new_run_id();
     let deadline = duration.map(|d| start + d);
     loop {
         tokio::select! {
             _ = runner.tick() => {
                 let (p, total) = runner.close_interval(&sh.shards);
+                let open = sh.open.load(Ordering::Relaxed);
+                let gauge = Gauge { name: "open_connections", help: "Sessions open now.", value: open as f64 };
+                exporter::publish_interval(run_id, "messages", total, Steps::NONE, &p, vec![gauge]);
                 let counters = total.counters.clone();
-                let extra = format!("  open {}", sh.open.load(Ordering::Relaxed));
+                let extra = format!("  open {open}");
                 runner.live().update_sink(&p, &counters, &extra);
                 if let Some(idle) = exit_idle {
                     let last = sh.last_activity_ms.load(Ordering::Relaxed);
@@ -144,7 +149,7 @@ pub async fn run(
     }
     let mut results = Results::assemble(RunParts {
         command: "sink",
-        run_id: crate::run::new_run_id(),
+        run_id,
         started_us: finished.started_us,
         duration_s: finished.duration_s,
         config: config_json,

@@ -6,6 +6,9 @@
 //! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
 //!   violations, and a corrupting proxy caught by the state checks
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
+//! - `live`: the live view under tmux (figures while running, the summary intact after a
+//!   resize), `/metrics` parsed by the Prometheus client's OpenMetrics parser and equal to
+//!   the results file at the end
 //! - `mailbox`: `mailbox pop3` and `populate` against `lab dovecot`, checked with Python's
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
 //! - `profile`: `mailbox profile`: a preset's action counts within Poisson's range, its
@@ -29,6 +32,7 @@ mod arrival;
 mod cli;
 mod imap;
 mod layout;
+mod live;
 mod mailbox;
 mod profile;
 mod relay;

@@ -499,3 +499,65 @@ fn rounds_are_kept_whole_with_the_median_on_top() {
         }
     }
 }
+
+/// `--compare-postconf KEY=V1,V2` runs both settings in alternating rounds (4 each), keeps
+/// each side's rounds in its own file with the setting in its configuration, and ends with
+/// the compare table's verdicts.
+#[test]
+fn compare_postconf_alternates_two_settings_and_ends_with_the_table() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let dir = TempDir::new("vary");
+    let json = dir.0.join("vary.json");
+    let args = [
+        "relay",
+        "--lab",
+        "postfix",
+        "-q",
+        "-n",
+        "200",
+        "--size",
+        "2k",
+        "--compare-postconf",
+        "default_process_limit=100,50",
+        "--json",
+        &json.display().to_string(),
+    ];
+    let out = run_expect(&args, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let order: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split(", default_process_limit=").nth(1))
+        .map(|v| if v == "100" { "A" } else { "B" })
+        .collect();
+    assert_eq!(
+        order,
+        ["A", "B", "B", "A", "A", "B", "B", "A"],
+        "alternating rounds"
+    );
+    let drain = text
+        .lines()
+        .find(|l| l.starts_with("drain_mpm"))
+        .unwrap_or_else(|| panic!("no drain_mpm row in\n{text}"));
+    assert!(
+        ["faster", "slower", "within noise"]
+            .iter()
+            .any(|v| drain.ends_with(v)),
+        "a verdict: {drain}"
+    );
+    for (tag, value) in [("A", "100"), ("B", "50")] {
+        let r = results(&dir.0.join(format!("vary-{tag}.json")));
+        let rounds = r["extra"]["rounds"].as_array().expect("rounds");
+        assert_eq!(rounds.len(), 4, "{tag}");
+        for x in rounds {
+            assert_eq!(x["summary"]["delivered"], 200, "{tag}: {x:#}");
+        }
+        let postconf = r["config"]["relay"]["postconf"].to_string();
+        assert!(
+            postconf.contains(&format!("default_process_limit={value}")),
+            "{tag}: {postconf}"
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! While a run goes: the live view on a real terminal (tmux, read back with capture-pane,
+//! resized mid-run) and `/metrics` scraped and parsed by the Prometheus project's own
+//! OpenMetrics parser (Debian's python3-prometheus-client), its final counters equal to
+//! the results file's.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::sink::Sink;
+use crate::util::{TempDir, free_port, mailbench, require, results, sigterm, wait_until};
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("run tmux");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The live line shows the running figures and how far the run is; resizing the window
+/// mid-run and the end of the run leave the summary whole.
+#[test]
+fn the_live_view_runs_on_a_terminal_and_leaves_the_summary_intact() {
+    if require("tmux").is_none() {
+        return;
+    }
+    let sink = Sink::start(&[]);
+    let session = format!("mb-live-{}", std::process::id());
+    let cmd = format!(
+        "{} send {} --rate 300/s -z 4s; echo EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_mailbench"),
+        sink.target()
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "150",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    let pane = |s: &str| tmux(&["capture-pane", "-p", "-t", s]);
+    let live = wait_until(Duration::from_secs(3), || {
+        let p = pane(&session);
+        p.contains("msg/s") && p.contains("% done")
+    });
+    let during = pane(&session);
+    tmux(&["resize-window", "-t", &session, "-x", "70", "-y", "30"]);
+    let ended = wait_until(Duration::from_secs(10), || pane(&session).contains("EXIT="));
+    tmux(&["resize-window", "-t", &session, "-x", "150", "-y", "40"]);
+    let after = pane(&session);
+    tmux(&["kill-session", "-t", &session]);
+    let _ = sink.stop();
+    assert!(live, "no live line on the terminal:\n{during}");
+    assert!(ended, "the run did not end:\n{after}");
+    assert!(after.contains("EXIT=0"), "{after}");
+    for line in [
+        "mailbench send: 1200 messages to",
+        "messages   sent 1200  accepted 1200",
+        "latency ms",
+        "total           1200",
+    ] {
+        assert!(
+            after.contains(line),
+            "expected {line:?} in the summary:\n{after}"
+        );
+    }
+    assert!(
+        !after.contains("% done"),
+        "the live line was cleared before the summary:\n{after}"
+    );
+}
+
+/// Parses an OpenMetrics text with the Prometheus client's parser; returns the samples as
+/// `name{labels} value` lines (sorted labels), or the parser's complaint.
+fn parse_openmetrics(text: &str) -> Result<Vec<String>, String> {
+    let mut child = Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse
+for fam in parse(sys.stdin.read()):
+    for s in fam.samples:
+        labels = ','.join(f'{k}={v}' for k, v in sorted(s.labels.items()))
+        print(f'{s.name}{{{labels}}} {s.value}')",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("python3 ends");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(String::from)
+            .collect())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn scrape(port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+}
+
+fn sample(samples: &[String], name_labels: &str) -> Option<f64> {
+    samples
+        .iter()
+        .find_map(|l| l.strip_prefix(name_labels)?.trim().parse().ok())
+}
+
+/// `/metrics` during a send run parses as OpenMetrics and counts up; after the run, held
+/// open, it has exactly the results file's counters and latency count.
+#[test]
+fn metrics_parse_while_the_run_goes_and_end_equal_to_the_results_file() {
+    if require("python3").is_none() {
+        return;
+    }
+    let sink = Sink::start(&[]);
+    let dir = TempDir::new("metrics");
+    let json = dir.0.join("r.json");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = mailbench()
+        .args(["send", &sink.target(), "--rate", "400/s", "-z", "3s"])
+        .args(["--prometheus", &addr, "--prometheus-hold", "30s", "--json"])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start send");
+    // Scraped until an interval has been published (the first comes after one second).
+    let mut samples = Vec::new();
+    let got = wait_until(Duration::from_secs(3), || {
+        let Some(text) = scrape(port) else {
+            return false;
+        };
+        samples = parse_openmetrics(&text)
+            .unwrap_or_else(|e| panic!("the Prometheus parser refused /metrics: {e}\n{text}"));
+        sample(&samples, "mailbench_messages_total{result=accepted}").is_some_and(|v| v > 0.0)
+    });
+    assert!(
+        got,
+        "no /metrics with accepted messages during the run: {samples:#?}"
+    );
+    let accepted_during =
+        sample(&samples, "mailbench_messages_total{result=accepted}").expect("accepted counter");
+    assert!(
+        accepted_during > 0.0 && accepted_during < 1200.0,
+        "{accepted_during}"
+    );
+    assert!(
+        sample(
+            &samples,
+            "mailbench_latency_seconds_bucket{le=+Inf,phase=total}"
+        )
+        .is_some(),
+        "latency histogram: {samples:#?}"
+    );
+    assert!(
+        sample(&samples, "mailbench_in_flight{}").is_some(),
+        "{samples:#?}"
+    );
+
+    // The run ends and holds /metrics open: it says so on stderr.
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    while err.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+        if line.contains("serving the final /metrics") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(line.contains("serving the final /metrics"), "got {line:?}");
+    let end = scrape(port).expect("/metrics after the run");
+    let samples = parse_openmetrics(&end).unwrap_or_else(|e| panic!("{e}\n{end}"));
+    let r = results(&json);
+    let c = &r["counters"];
+    for (sample_name, key) in [
+        ("mailbench_messages_total{result=sent}", "sent"),
+        ("mailbench_messages_total{result=accepted}", "accepted"),
+        ("mailbench_messages_total{result=rejected}", "rejected"),
+        (
+            "mailbench_recipients_total{result=accepted}",
+            "rcpts_accepted",
+        ),
+        ("mailbench_connections_total{}", "connections"),
+        ("mailbench_message_bytes_total{}", "bytes"),
+    ] {
+        assert_eq!(
+            sample(&samples, sample_name),
+            c[key].as_f64(),
+            "{sample_name} against the results file's {key}"
+        );
+    }
+    assert_eq!(
+        sample(&samples, "mailbench_latency_seconds_count{phase=total}"),
+        r["latency"]["total"]["count"].as_f64(),
+        "latency count"
+    );
+    assert!(end.contains(&format!(
+        "run_id=\"{}\"",
+        r["run_id"].as_str().unwrap_or("?")
+    )));
+    sigterm(&child);
+    let status = child.wait().expect("wait");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "SIGTERM ends the hold, not the result"
+    );
+    let _ = sink.stop();
+}
