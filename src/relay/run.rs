@@ -97,11 +97,11 @@ pub async fn run(
         progress.interval,
         start,
     );
-    let d = delivery.clone();
+    let (d, server_cpu) = (delivery.clone(), sampler.latest_cpu());
     r.send.load.live_extra = Some(LiveExtra(Arc::new(move |total| {
         let got = d.messages.load(Ordering::Relaxed);
         let backlog = total.accepted as i64 - got as i64;
-        let gauges = vec![
+        let mut gauges = vec![
             Gauge {
                 name: "delivered_messages",
                 help: "Messages the sink has received from the MTA so far.",
@@ -113,7 +113,16 @@ pub async fn run(
                 value: backlog as f64,
             },
         ];
-        (format!("  delivered {got} backlog {backlog}"), gauges)
+        let mut text = format!("  delivered {got} backlog {backlog}");
+        if let Some(cpu) = server_cpu.get() {
+            text.push_str(&format!("  server cpu {cpu:.0}%"));
+            gauges.push(Gauge {
+                name: "server_cpu_percent",
+                help: "The server under test's CPU in the last interval, % of one core.",
+                value: cpu,
+            });
+        }
+        (text, gauges)
     })));
     let origin_us = crate::stats::clock::unix_us();
     let send_start = Instant::now();

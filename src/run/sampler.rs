@@ -4,6 +4,7 @@
 //! whole-run report. The relay watches its MTA with it, the mailbox workloads their store.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
@@ -31,6 +32,28 @@ pub struct Sampler {
     first_t: f64,
     stop: CancellationToken,
     task: JoinHandle<Vec<Reading>>,
+    latest: LatestCpu,
+}
+
+/// The system's CPU over its last interval (user + system, % of one core), for the live
+/// panel and `/metrics`; empty until the first interval's reading.
+#[derive(Clone, Default)]
+pub struct LatestCpu(Arc<AtomicU64>);
+
+impl LatestCpu {
+    /// The last interval's CPU, if one was read.
+    pub fn get(&self) -> Option<f64> {
+        match self.0.load(Ordering::Relaxed) {
+            0 => None,
+            bits => Some(f64::from_bits(bits)),
+        }
+    }
+
+    fn set(&self, pct: f64) {
+        // 0.0's bits are 0, which means "not read yet": store the smallest positive instead.
+        self.0
+            .store(pct.max(f64::MIN_POSITIVE).to_bits(), Ordering::Relaxed);
+    }
 }
 
 /// What a sampler saw.
@@ -52,12 +75,14 @@ impl Sampler {
         let first = sut::sample(&pids());
         let first_t = start.elapsed().as_secs_f64();
         let stop = CancellationToken::new();
+        let latest = LatestCpu::default();
         let task = tokio::spawn(sample_loop(
             pids.clone(),
             queue_cmd,
             interval,
-            start,
+            (start, first, first_t),
             stop.clone(),
+            latest.clone(),
         ));
         Sampler {
             pids,
@@ -65,7 +90,13 @@ impl Sampler {
             first_t,
             stop,
             task,
+            latest,
         }
+    }
+
+    /// The system's CPU over its last interval, as it is read.
+    pub fn latest_cpu(&self) -> LatestCpu {
+        self.latest.clone()
     }
 
     /// Reads the tree a last time and stops.
@@ -148,13 +179,15 @@ impl Observed {
     }
 }
 
-/// Reads the tree (and the queue command) once per interval from `start`, until `stop`.
+/// Reads the tree (and the queue command) once per interval from `start` (where the tree
+/// read `first` at `first_t`), until `stop`, keeping the last interval's CPU in `latest`.
 async fn sample_loop(
     pids: Pids,
     queue_cmd: Option<String>,
     interval: Duration,
-    start: Instant,
+    (start, first, first_t): (Instant, Sample, f64),
     stop: CancellationToken,
+    latest: LatestCpu,
 ) -> Vec<Reading> {
     let mut out = Vec::new();
     let mut ticker = tokio::time::interval_at((start + interval).into(), interval);
@@ -172,6 +205,11 @@ async fn sample_loop(
             Some(cmd) => queue_value(cmd).await,
             None => None,
         };
+        let (prev, prev_t) = out
+            .last()
+            .map_or((&first, first_t), |r: &Reading| (&r.sut, r.t_s));
+        let rates = sut.rates_since(prev, t_s - prev_t);
+        latest.set(rates.cpu_user_pct + rates.cpu_sys_pct);
         out.push(Reading { sut, queue, t_s });
     }
 }
