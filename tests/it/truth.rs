@@ -60,8 +60,11 @@ fn issue_9_1_total_is_the_message_time_pipelined_or_not_open_or_closed_loop() {
             total - data_end < 5.0,
             "{mode:?}: total {total} ms against data_end {data_end} ms"
         );
+        // Two delays would be 200 ms or more; a 2-core CI box running another test beside
+        // this one has stalled a single message by 70 ms, so the bound sits below two delays
+        // rather than just above one.
         assert!(
-            ms(&r, "total", "max_us") < 130.0,
+            ms(&r, "total", "max_us") < 190.0,
             "{mode:?}: no message took two delays: {:#}",
             r["latency"]["total"]
         );
