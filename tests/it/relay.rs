@@ -100,6 +100,10 @@ fn deferred_recipients_arrive_exactly_once_after_postfix_retries() {
         "rcpt:451:30%",
         "--queue",
         "disk",
+        // A recipient deferred again at every retry (0.3^k of 1,000) can take ten retries
+        // of up to 10 s each; the exact-once check must not be cut short by the drain.
+        "--drain-timeout",
+        "300s",
     ];
     let Some(r) = relay(&args, &dir.0.join("r.json")) else {
         return;
