@@ -573,6 +573,11 @@ pub struct RelayArgs {
     /// backlog (e.g. 'mailq | tail -1').
     #[arg(long, value_name = "CMD")]
     pub queue_cmd: Option<String>,
+    /// The block device holding the MTA's queue (a name such as vda, or a path on it):
+    /// its operations per second and busy share are sampled per interval (a lab's is
+    /// found by itself).
+    #[arg(long, value_name = "DEVICE|PATH", conflicts_with = "lab")]
+    pub queue_device: Option<String>,
     /// Observe this process tree as the system under test (repeatable; the lab's own is
     /// observed automatically).
     #[arg(long, value_name = "PID")]

@@ -31,6 +31,9 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
         (None, false) => SocketAddr::from(([127, 0, 0, 1], 2525)),
     };
     let drain_timeout = units::duration(&a.drain_timeout)?;
+    if let Some(d) = &a.queue_device {
+        crate::stats::host::Device::find(d).map_err(|why| format!("--queue-device {d}: {why}"))?;
+    }
     let sink_rules = a
         .sink_rule
         .iter()
@@ -98,6 +101,7 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
         queue_cmd: a.queue_cmd.clone(),
         sut_pids: a.sut_pid.clone(),
         keep_logs: outputs.files.json.clone(),
+        queue_device: a.queue_device.clone(),
     };
     Ok((plan, outputs))
 }

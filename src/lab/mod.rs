@@ -86,6 +86,8 @@ pub trait MtaLab: LabServer {
     fn delivered_logged(&self) -> usize;
     /// Messages the MTA still holds, in every instance.
     fn queued(&self) -> usize;
+    /// The entry instance's queue directory (its device is the one watched).
+    fn queue_dir(&self) -> PathBuf;
 }
 
 /// A mailbox user of a store lab: the address it logs in and receives mail as.

@@ -264,6 +264,10 @@ impl MtaLab for Lab {
             .unwrap_or(0)
     }
 
+    fn queue_dir(&self) -> PathBuf {
+        self.instances[0].queue.path.clone()
+    }
+
     /// Files under incoming, active, deferred and hold, in all instances.
     fn queued(&self) -> usize {
         self.instances

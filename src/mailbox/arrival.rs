@@ -155,6 +155,9 @@ pub async fn run(
         accepts,
         delivery,
         queue_cmd: None,
+        queue_device: mta
+            .as_ref()
+            .map(|l| crate::stats::host::Device::holding(&l.queue_dir())),
     };
     let mut results = crate::relay::run::run(r, mta.as_deref(), shutdown)
         .await

@@ -202,7 +202,7 @@ pub async fn workload(
         pids.extend(watched_mta.as_ref().map(|l| l.pids()).unwrap_or_default());
         pids
     });
-    let sampler = Sampler::start(pids.clone(), None, work.progress().interval, start);
+    let sampler = Sampler::start(pids.clone(), None, None, work.progress().interval, start);
     let result = work.run(shutdown, pids).await;
     let observed = sampler.finish().await;
     let mut r = result.map_err(MailboxError::Usage)?;

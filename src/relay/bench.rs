@@ -22,6 +22,7 @@ use crate::sink::delivery::Delivery;
 use crate::sink::faults::Rule;
 use crate::sink::plan::SinkPlan;
 use crate::stats::Results;
+use crate::stats::host::Device;
 use crate::stats::summary::Summary;
 use crate::stats::timelog::TimeLog;
 use crate::transport::listen::{Listen, bind, local_addrs};
@@ -51,6 +52,9 @@ pub struct RelayPlan {
     pub sut_pids: Vec<u32>,
     /// Copy the lab MTA's logs to `BASE.maillog.N` before the lab goes.
     pub keep_logs: Option<PathBuf>,
+    /// The block device (a name, or a path on it) holding an external MTA's queue; a
+    /// lab's is found from its queue directory.
+    pub queue_device: Option<String>,
 }
 
 /// `--find-max`: where to start, and what each step must show.
@@ -106,6 +110,11 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     relay["sink_rules"] = serde_json::to_value(&plan.sink_rules).unwrap_or_default();
     relay["drain_timeout_s"] = plan.drain_timeout.as_secs_f64().into();
     let lab = lab.map(|(_, l)| l);
+    let queue_device = match (&lab, &plan.queue_device) {
+        (Some(l), _) => Some(Device::holding(&l.queue_dir())),
+        (None, Some(d)) => Some(Device::find(d)),
+        (None, None) => None,
+    };
     let sut_pids = {
         let (extra, lab) = (plan.sut_pids.clone(), lab.clone());
         Arc::new(move || {
@@ -162,7 +171,10 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             p,
             listeners,
             drain_timeout,
-            sut_pids.clone(),
+            Watched {
+                pids: sut_pids.clone(),
+                device: queue_device.clone(),
+            },
             lab.as_deref(),
             &shutdown,
         )
@@ -211,13 +223,19 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     Ok(results)
 }
 
+/// What a run watches of the system under test.
+struct Watched {
+    pids: Pids,
+    device: Option<Result<Device, String>>,
+}
+
 /// One run of the benchmark on its own run id, accept and arrival logs.
 async fn run_once(
     plan: &RelayPlan,
     mut send: SendPlan,
     listeners: Vec<crate::transport::listen::Listener>,
     drain_timeout: Duration,
-    sut_pids: Pids,
+    watched: Watched,
     lab: Option<&dyn MtaLab>,
     shutdown: &Shutdown,
 ) -> Result<Results, RelayError> {
@@ -241,8 +259,9 @@ async fn run_once(
         },
         drain_timeout,
         settle: Duration::from_secs(1),
-        sut_pids,
+        sut_pids: watched.pids,
         queue_cmd: plan.queue_cmd.clone(),
+        queue_device: watched.device,
     };
     run(r, lab, shutdown.clone()).await
 }

@@ -19,6 +19,7 @@ use crate::sink::delivery::Delivery;
 use crate::sink::plan::SinkPlan;
 use crate::stats::Results;
 use crate::stats::cpu::CpuTimes;
+use crate::stats::host::Device;
 use crate::stats::timelog::TimeLog;
 use crate::transport::listen::Listener;
 
@@ -42,6 +43,9 @@ pub struct RelayRun {
     pub delivery: Arc<Delivery>,
     /// A shell command whose first number is sampled per interval (e.g. a queue count).
     pub queue_cmd: Option<String>,
+    /// The block device holding the MTA's queue, or why none is watched (a RAM disk);
+    /// `None` when nothing says where the queue is.
+    pub queue_device: Option<Result<Device, String>>,
 }
 
 /// A receiver's own run: given the run's delivery record (to confirm each arrival in),
@@ -91,9 +95,15 @@ pub async fn run(
         )),
         Receiver::Other(run) => tokio::spawn(run(delivery.clone(), sink_stop.clone(), start)),
     };
+    let (device, device_note) = match r.queue_device.take() {
+        Some(Ok(d)) => (Some(d), None),
+        Some(Err(why)) => (None, Some(why)),
+        None => (None, None),
+    };
     let sampler = Sampler::start(
         r.sut_pids.clone(),
         r.queue_cmd.clone(),
+        device,
         progress.interval,
         start,
     );
@@ -156,7 +166,7 @@ pub async fn run(
     sink_stop.stop.cancel();
     let observed = sampler.finish().await;
     let sink = sink_joined(sink_task.await)?;
-    Ok(combine(
+    let mut results = combine(
         send,
         sink,
         &delivery,
@@ -173,7 +183,11 @@ pub async fn run(
             tool_secs: start.elapsed().as_secs_f64(),
             send_offset_s: send_start.duration_since(start).as_secs_f64(),
         },
-    ))
+    );
+    if let (Some(note), Some(sut)) = (device_note, results.extra.get_mut("sut")) {
+        sut["queue_device_note"] = note.into();
+    }
+    Ok(results)
 }
 
 /// The embedded sink's results, or why there are none: without them no delivery figure

@@ -25,7 +25,7 @@ pub fn interval_csv(series: &[IntervalPoint]) -> String {
     );
     if relay {
         out.push_str(
-            ",delivered,backlog,e2e_p99_ms,sut_cpu_user_pct,sut_cpu_sys_pct,sut_read_kib_s,sut_write_kib_s,sut_rss_kib,sut_procs,queue",
+            ",delivered,backlog,e2e_p99_ms,sut_cpu_user_pct,sut_cpu_sys_pct,sut_read_kib_s,sut_write_kib_s,sut_rss_kib,sut_procs,queue,device_read_iops,device_write_iops,device_util_pct,load1",
         );
     }
     out.push('\n');
@@ -62,6 +62,19 @@ pub fn interval_csv(series: &[IntervalPoint]) -> String {
                 cell(sut.map(|s| s.rss_kib.to_string())),
                 cell(sut.map(|s| s.procs.to_string())),
                 cell(p.relay.queue.map(|v| v.to_string())),
+                cell(
+                    sut.and_then(|s| s.device_read_iops)
+                        .map(|v| format!("{v:.1}")),
+                ),
+                cell(
+                    sut.and_then(|s| s.device_write_iops)
+                        .map(|v| format!("{v:.1}")),
+                ),
+                cell(
+                    sut.and_then(|s| s.device_util_pct)
+                        .map(|v| format!("{v:.1}")),
+                ),
+                cell(sut.and_then(|s| s.load1).map(|v| format!("{v:.2}"))),
             ];
             for c in cells {
                 out.push(',');
@@ -176,6 +189,8 @@ mod tests {
         a.relay.sut = Some(crate::stats::SutPoint {
             cpu_user_pct: 50.0,
             procs: 12,
+            device_write_iops: Some(120.0),
+            load1: Some(1.5),
             ..Default::default()
         });
         a.relay.queue = Some(4.0);
@@ -185,16 +200,16 @@ mod tests {
         let csv = interval_csv(&[a, b]);
         let lines: Vec<&str> = csv.lines().collect();
         assert!(
-            lines[0].ends_with(",delivered,backlog,e2e_p99_ms,sut_cpu_user_pct,sut_cpu_sys_pct,sut_read_kib_s,sut_write_kib_s,sut_rss_kib,sut_procs,queue"),
+            lines[0].ends_with(",delivered,backlog,e2e_p99_ms,sut_cpu_user_pct,sut_cpu_sys_pct,sut_read_kib_s,sut_write_kib_s,sut_rss_kib,sut_procs,queue,device_read_iops,device_write_iops,device_util_pct,load1"),
             "{}",
             lines[0]
         );
         assert!(
-            lines[1].ends_with(",3,2,,50.0,0.0,0.0,0.0,0,12,4"),
+            lines[1].ends_with(",3,2,,50.0,0.0,0.0,0.0,0,12,4,,120.0,,1.50"),
             "{}",
             lines[1]
         );
-        assert!(lines[2].ends_with(",2,0,,,,,,,,"), "{}", lines[2]);
+        assert!(lines[2].ends_with(",2,0,,,,,,,,,,,,"), "{}", lines[2]);
         let columns = lines[0].split(',').count();
         for l in &lines[1..] {
             assert_eq!(l.split(',').count(), columns, "{l}");

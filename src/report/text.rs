@@ -21,7 +21,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 /// One row of the MTA table: its label and how to read it from a sample.
-type SutRow = (&'static str, fn(&crate::stats::SutPoint) -> f64);
+type SutRow = (&'static str, fn(&crate::stats::SutPoint) -> Option<f64>);
 
 /// The system under test per interval, as averages and peaks over the run's series.
 fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint], what: &str) {
@@ -30,13 +30,17 @@ fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint], what: &st
     if points.is_empty() {
         return;
     }
-    let rows: [SutRow; 6] = [
-        ("cpu user, % of a core", |p| p.cpu_user_pct),
-        ("cpu system, % of a core", |p| p.cpu_sys_pct),
-        ("disk read, KiB/s", |p| p.read_kib_s),
-        ("disk write, KiB/s", |p| p.write_kib_s),
-        ("memory (RSS), MiB", |p| p.rss_kib as f64 / 1024.0),
-        ("processes", |p| p.procs as f64),
+    let rows: [SutRow; 10] = [
+        ("cpu user, % of a core", |p| Some(p.cpu_user_pct)),
+        ("cpu system, % of a core", |p| Some(p.cpu_sys_pct)),
+        ("disk read, KiB/s", |p| Some(p.read_kib_s)),
+        ("disk write, KiB/s", |p| Some(p.write_kib_s)),
+        ("memory (RSS), MiB", |p| Some(p.rss_kib as f64 / 1024.0)),
+        ("processes", |p| Some(p.procs as f64)),
+        ("queue device reads/s", |p| p.device_read_iops),
+        ("queue device writes/s", |p| p.device_write_iops),
+        ("queue device busy, %", |p| p.device_util_pct),
+        ("load average (1 min)", |p| p.load1),
     ];
     let _ = writeln!(
         out,
@@ -46,8 +50,13 @@ fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint], what: &st
         "peak"
     );
     for (name, f) in rows {
-        let avg = points.iter().map(|p| f(p)).sum::<f64>() / points.len() as f64;
-        let peak = points.iter().map(|p| f(p)).fold(0.0, f64::max);
+        // Rows only the machine has (the device, the load) are shown when read.
+        let values: Vec<f64> = points.iter().filter_map(|p| f(p)).collect();
+        if values.is_empty() {
+            continue;
+        }
+        let avg = values.iter().sum::<f64>() / values.len() as f64;
+        let peak = values.iter().copied().fold(0.0, f64::max);
         let _ = writeln!(out, "    {name:<26} {avg:>10.1} {peak:>10.1}");
     }
 }
@@ -76,23 +85,32 @@ fn latency_table(out: &mut String, r: &Results, steps: Steps) {
     }
 }
 
-/// The errors by class, step and code, with the first reason of each.
+/// The errors by class, step and code, with the distinct reasons sampled for each (the
+/// first on the row, the others under it).
 fn error_table(out: &mut String, r: &Results) {
     if r.errors.is_empty() {
         let _ = writeln!(out, "  errors     none");
     } else {
         let _ = writeln!(
             out,
-            "  errors     {:<14} {:<13} {:>5} {:>9}  first reason",
+            "  errors     {:<14} {:<13} {:>5} {:>9}  reasons seen",
             "class", "phase", "code", "count"
         );
+        let cut = |t: &str| t.chars().take(90).collect::<String>();
         for e in &r.errors {
-            let why: String = e.sample.as_deref().unwrap_or("").chars().take(90).collect();
+            let first = e.samples.first().or(e.sample.as_ref());
             let _ = writeln!(
                 out,
-                "             {:<14} {:<13} {:>5} {:>9}  {why}",
-                e.class, e.phase, e.code, e.count
+                "             {:<14} {:<13} {:>5} {:>9}  {}",
+                e.class,
+                e.phase,
+                e.code,
+                e.count,
+                cut(first.map_or("", |s| s.as_str()))
             );
+            for more in e.samples.iter().skip(1) {
+                let _ = writeln!(out, "{:>58}{}", "", cut(more));
+            }
         }
     }
 }
@@ -111,6 +129,25 @@ fn sut_cost(out: &mut String, r: &Results, what: &str) {
         sut["cpu_sys_s"].as_f64().unwrap_or(0.0),
         sut["cpu_avg_pct"].as_f64().unwrap_or(0.0),
     );
+    match (
+        sut["queue_device"].as_str(),
+        sut["queue_device_note"].as_str(),
+    ) {
+        (Some(dev), _) => {
+            let _ = writeln!(
+                out,
+                "  queue dev  {dev}: {:.0} reads/s, {:.0} writes/s, busy {:.0} % on average (peak {:.0} %)",
+                sut["device_read_iops"].as_f64().unwrap_or(0.0),
+                sut["device_write_iops"].as_f64().unwrap_or(0.0),
+                sut["device_util_pct"].as_f64().unwrap_or(0.0),
+                sut["device_util_peak_pct"].as_f64().unwrap_or(0.0),
+            );
+        }
+        (None, Some(note)) => {
+            let _ = writeln!(out, "  queue dev  none watched: {note}");
+        }
+        (None, None) => {}
+    }
     sut_table(out, &r.series, what);
 }
 

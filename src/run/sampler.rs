@@ -1,7 +1,7 @@
 //! Watching the system under test while a run goes: its process tree's CPU, disk, memory
 //! and process count read from /proc once per interval (and the first number a queue
-//! command prints, when given), turned into per-interval rates for the series and a
-//! whole-run report. The relay watches its MTA with it, the mailbox workloads their store.
+//! command prints, the queue device's operations and busy time, and the load average),
+//! turned into per-interval rates for the series and a whole-run report. The relay watches its MTA with it, the mailbox workloads their store.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,16 +10,20 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::stats::host::{self, Device, DiskCounters};
 use crate::stats::sut::{self, Sample};
 use crate::stats::{IntervalPoint, SutPoint};
 
 /// The processes to watch, found anew at every reading (servers start and end workers).
 pub type Pids = Arc<dyn Fn() -> Vec<u32> + Send + Sync>;
 
-/// One reading: the tree's totals and the queue command's value.
+/// One reading: the tree's totals, the queue command's value, the device's counters and
+/// the load average.
 struct Reading {
     sut: Sample,
     queue: Option<f64>,
+    disk: Option<DiskCounters>,
+    load1: Option<f64>,
     /// Seconds from the start when the totals were read: rates divide by the time between
     /// readings, which drifts from the series' intervals when a reading is late.
     t_s: f64,
@@ -28,7 +32,9 @@ struct Reading {
 /// A sampler running beside a run.
 pub struct Sampler {
     pids: Pids,
+    device: Option<Device>,
     first: Sample,
+    first_disk: Option<DiskCounters>,
     first_t: f64,
     stop: CancellationToken,
     task: JoinHandle<Vec<Reading>>,
@@ -58,27 +64,34 @@ impl LatestCpu {
 
 /// What a sampler saw.
 pub struct Observed {
+    device: Option<Device>,
     first: Sample,
+    first_disk: Option<DiskCounters>,
     first_t: f64,
     readings: Vec<Reading>,
     last: Sample,
+    last_disk: Option<DiskCounters>,
 }
 
 impl Sampler {
-    /// Reads the tree now, then once per `interval` from `start`.
+    /// Reads the tree (and `device`, when given) now, then once per `interval` from
+    /// `start`.
     pub fn start(
         pids: Pids,
         queue_cmd: Option<String>,
+        device: Option<Device>,
         interval: Duration,
         start: Instant,
     ) -> Sampler {
         let first = sut::sample(&pids());
+        let first_disk = device.as_ref().and_then(Device::read);
         let first_t = start.elapsed().as_secs_f64();
         let stop = CancellationToken::new();
         let latest = LatestCpu::default();
         let task = tokio::spawn(sample_loop(
             pids.clone(),
             queue_cmd,
+            device.clone(),
             interval,
             (start, first, first_t),
             stop.clone(),
@@ -86,7 +99,9 @@ impl Sampler {
         ));
         Sampler {
             pids,
+            device,
             first,
+            first_disk,
             first_t,
             stop,
             task,
@@ -102,13 +117,17 @@ impl Sampler {
     /// Reads the tree a last time and stops.
     pub async fn finish(self) -> Observed {
         let last = sut::sample(&(self.pids)());
+        let last_disk = self.device.as_ref().and_then(Device::read);
         self.stop.cancel();
         let readings = self.task.await.unwrap_or_default();
         Observed {
+            device: self.device,
             first: self.first,
+            first_disk: self.first_disk,
             first_t: self.first_t,
             readings,
             last,
+            last_disk,
         }
     }
 }
@@ -131,12 +150,22 @@ impl Observed {
             let Some(rd) = self.readings.get(i) else {
                 break;
             };
-            let (prev, prev_t) = if i == 0 {
-                (&self.first, self.first_t)
+            let (prev, prev_disk, prev_t) = if i == 0 {
+                (&self.first, self.first_disk, self.first_t)
             } else {
-                (&self.readings[i - 1].sut, self.readings[i - 1].t_s)
+                let r = &self.readings[i - 1];
+                (&r.sut, r.disk, r.t_s)
             };
-            p.relay.sut = Some(rd.sut.rates_since(prev, rd.t_s - prev_t));
+            let dt = rd.t_s - prev_t;
+            let mut point = rd.sut.rates_since(prev, dt);
+            if let (Some(now), Some(then)) = (rd.disk, prev_disk) {
+                let d = now.rates_since(&then, dt);
+                point.device_read_iops = Some(d.read_iops);
+                point.device_write_iops = Some(d.write_iops);
+                point.device_util_pct = Some(d.util_pct);
+            }
+            point.load1 = rd.load1;
+            p.relay.sut = Some(point);
             p.relay.queue = rd.queue;
         }
     }
@@ -164,7 +193,7 @@ impl Observed {
             .map(|r| r.sut.procs)
             .fold(b.procs.max(a.procs), u64::max);
         let cpu_s = (b.user_s + b.sys_s) - (a.user_s + a.sys_s);
-        serde_json::json!({
+        let mut report = serde_json::json!({
             "cpu_peak_pct": peak(|s| s.cpu_user_pct + s.cpu_sys_pct),
             "disk_read_peak_kib_per_s": peak(|s| s.read_kib_s),
             "disk_write_peak_kib_per_s": peak(|s| s.write_kib_s),
@@ -175,7 +204,25 @@ impl Observed {
             "disk_write_kib_per_s": b.write_bytes.saturating_sub(a.write_bytes) as f64 / 1024.0 / wall,
             "peak_rss_kib": rss,
             "peak_procs": procs,
-        })
+        });
+        let peak_of = |f: fn(&SutPoint) -> Option<f64>| {
+            series
+                .iter()
+                .filter_map(|p| p.relay.sut.as_ref().and_then(f))
+                .reduce(f64::max)
+        };
+        if let Some(load) = peak_of(|s| s.load1) {
+            report["load1_peak"] = load.into();
+        }
+        if let (Some(dev), Some(a), Some(b)) = (&self.device, self.first_disk, self.last_disk) {
+            let d = b.rates_since(&a, wall);
+            report["queue_device"] = dev.name.clone().into();
+            report["device_read_iops"] = d.read_iops.into();
+            report["device_write_iops"] = d.write_iops.into();
+            report["device_util_pct"] = d.util_pct.into();
+            report["device_util_peak_pct"] = peak_of(|s| s.device_util_pct).unwrap_or(0.0).into();
+        }
+        report
     }
 }
 
@@ -184,6 +231,7 @@ impl Observed {
 async fn sample_loop(
     pids: Pids,
     queue_cmd: Option<String>,
+    device: Option<Device>,
     interval: Duration,
     (start, first, first_t): (Instant, Sample, f64),
     stop: CancellationToken,
@@ -196,10 +244,16 @@ async fn sample_loop(
             _ = ticker.tick() => {}
             _ = stop.cancelled() => return out,
         }
-        let p = pids.clone();
-        let sut = tokio::task::spawn_blocking(move || sut::sample(&p()))
-            .await
-            .unwrap_or_default();
+        let (p, dev) = (pids.clone(), device.clone());
+        let (sut, disk, load1) = tokio::task::spawn_blocking(move || {
+            (
+                sut::sample(&p()),
+                dev.as_ref().and_then(Device::read),
+                host::load1(),
+            )
+        })
+        .await
+        .unwrap_or_default();
         let t_s = start.elapsed().as_secs_f64();
         let queue = match &queue_cmd {
             Some(cmd) => queue_value(cmd).await,
@@ -210,7 +264,13 @@ async fn sample_loop(
             .map_or((&first, first_t), |r: &Reading| (&r.sut, r.t_s));
         let rates = sut.rates_since(prev, t_s - prev_t);
         latest.set(rates.cpu_user_pct + rates.cpu_sys_pct);
-        out.push(Reading { sut, queue, t_s });
+        out.push(Reading {
+            sut,
+            queue,
+            disk,
+            load1,
+            t_s,
+        });
     }
 }
 

@@ -106,6 +106,18 @@ pub struct SutPoint {
     pub rss_kib: u64,
     /// Processes.
     pub procs: u64,
+    /// The queue device's reads completed per second (when a device is watched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_read_iops: Option<f64>,
+    /// The queue device's writes completed per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_write_iops: Option<f64>,
+    /// Share of the interval the queue device had I/O in flight, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_util_pct: Option<f64>,
+    /// The machine's one-minute load average at the end of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load1: Option<f64>,
 }
 
 /// The tool's busiest interval, in percent of one core: the highest CPU share of an

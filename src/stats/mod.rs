@@ -6,6 +6,7 @@ pub mod clock;
 pub mod collector;
 pub mod cpu;
 pub mod hist;
+pub mod host;
 pub mod metric;
 pub mod recorder;
 pub mod results;

@@ -170,9 +170,44 @@ pub struct Recorder {
     pub counters: Counters,
     /// Failures by class, step and code.
     pub errors: BTreeMap<ErrorKey, u64>,
-    /// The first reason seen for each key of `errors` (a reply or an error message), so
-    /// that a report can say why, not only how often.
-    pub samples: BTreeMap<ErrorKey, String>,
+    /// A few distinct reasons seen for each key of `errors` (replies or error messages),
+    /// so that a report can say why, not only how often: one code often has several
+    /// causes ("451 4.3.0 Temporary lookup failure" beside "451 4.7.1 greylisted").
+    pub samples: BTreeMap<ErrorKey, ReplySamples>,
+}
+
+/// Distinct reply texts kept per error key: at most [`ReplySamples::KEEP`], found among
+/// the first [`ReplySamples::LOOKS`] failures of the key, so that a flood of one failure
+/// costs no allocation after those.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplySamples {
+    /// The distinct texts, first seen first.
+    pub texts: Vec<String>,
+    /// Failures looked at for a new text.
+    looks: u32,
+}
+
+impl ReplySamples {
+    /// Distinct texts kept per key.
+    pub const KEEP: usize = 3;
+    /// Failures looked at per key (per recorder) before sampling stops.
+    pub const LOOKS: u32 = 64;
+
+    /// Looks at one more failure's text while there is room and looks are left.
+    fn offer(&mut self, why: impl FnOnce() -> String) {
+        if self.texts.len() >= Self::KEEP || self.looks >= Self::LOOKS {
+            return;
+        }
+        self.looks += 1;
+        self.add(why());
+    }
+
+    /// Keeps `text` if it is new and there is room.
+    fn add(&mut self, text: String) {
+        if self.texts.len() < Self::KEEP && !self.texts.contains(&text) {
+            self.texts.push(text);
+        }
+    }
 }
 
 impl Default for Recorder {
@@ -211,8 +246,8 @@ impl Recorder {
         record_clamped(&mut self.hists[metric.index()], us, 1);
     }
 
-    /// Counts one failure and keeps `why` as its sample when the key has none yet (`why`
-    /// is only called then, so a repeated failure costs no allocation).
+    /// Counts one failure and offers `why` as a sample of its key (`why` is only called
+    /// while the key samples, so a repeated failure soon costs no allocation).
     pub fn error(
         &mut self,
         class: ErrorClass,
@@ -222,7 +257,7 @@ impl Recorder {
     ) {
         let key = ErrorKey { class, step, code };
         *self.errors.entry(key).or_insert(0) += 1;
-        self.samples.entry(key).or_insert_with(why);
+        self.samples.entry(key).or_default().offer(why);
     }
 
     /// The histogram of a metric.
@@ -245,7 +280,10 @@ impl Recorder {
             *self.errors.entry(*k).or_insert(0) += v;
         }
         for (k, v) in &other.samples {
-            self.samples.entry(*k).or_insert_with(|| v.clone());
+            let mine = self.samples.entry(*k).or_default();
+            for t in &v.texts {
+                mine.add(t.clone());
+            }
         }
     }
 
@@ -299,19 +337,69 @@ mod tests {
         assert!(a.hist(Metric::Total).max() >= 2_000_000);
         assert_eq!(a.counters.sent, 3);
         assert_eq!(a.error_count(), 3);
-        let sample = |k: ErrorKey| a.samples.get(&k).cloned();
+        let sample = |k: ErrorKey| a.samples.get(&k).map(|s| s.texts.clone());
         let timeout = ErrorKey {
             class: ErrorClass::Timeout,
             step: Metric::Step(6),
             code: 0,
         };
         assert_eq!(
-            sample(timeout).as_deref(),
-            Some("first"),
-            "the first reason stays"
+            sample(timeout),
+            Some(vec!["first".to_string(), "second".to_string()]),
+            "distinct reasons are kept, first seen first"
         );
         a.reset();
         assert_eq!(a.hist(Metric::Total).len(), 0);
+        assert!(a.samples.is_empty());
         assert_eq!(a.counters, Counters::default());
+    }
+
+    #[test]
+    fn a_few_distinct_reply_texts_are_kept_and_sampling_stops() {
+        let mut r = Recorder::new();
+        let key = ErrorKey {
+            class: ErrorClass::Rejected4xx,
+            step: Metric::Step(5),
+            code: 451,
+        };
+        let mut calls = 0;
+        for i in 0..1000 {
+            let text = if i % 2 == 0 {
+                "451 4.3.0 Temporary lookup failure"
+            } else {
+                "451 4.7.1 greylisted"
+            };
+            r.error(key.class, key.step, key.code, || {
+                calls += 1;
+                text.to_string()
+            });
+        }
+        r.error(key.class, key.step, key.code, || {
+            "451 never looked at".into()
+        });
+        assert_eq!(r.errors[&key], 1001);
+        assert_eq!(
+            r.samples[&key].texts,
+            ["451 4.3.0 Temporary lookup failure", "451 4.7.1 greylisted"],
+            "both causes of one code are kept"
+        );
+        assert_eq!(
+            calls,
+            ReplySamples::LOOKS,
+            "texts are made only while sampling"
+        );
+        for i in 0..10 {
+            r.error(ErrorClass::Timeout, Metric::Step(6), 0, || format!("t{i}"));
+        }
+        let timeouts = ErrorKey {
+            class: ErrorClass::Timeout,
+            step: Metric::Step(6),
+            code: 0,
+        };
+        assert_eq!(
+            r.samples[&timeouts].texts,
+            ["t0", "t1", "t2"],
+            "at most three"
+        );
     }
 }

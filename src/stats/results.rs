@@ -59,6 +59,10 @@ pub struct ErrorRow {
     /// The first reason seen (the server's reply, or the connection error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample: Option<String>,
+    /// Up to three distinct reasons, the first being `sample`: one code often has
+    /// several causes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<String>,
 }
 
 /// What the tool measured about itself.
@@ -249,7 +253,12 @@ impl Results {
                 phase: steps.name(k.step).to_string(),
                 code: k.code,
                 count: *v,
-                sample: total.samples.get(k).cloned(),
+                sample: total.samples.get(k).and_then(|s| s.texts.first().cloned()),
+                samples: total
+                    .samples
+                    .get(k)
+                    .map(|s| s.texts.clone())
+                    .unwrap_or_default(),
             })
             .collect();
         (latency, errors)

@@ -67,6 +67,7 @@ impl Sample {
             write_kib_s: kib_s(self.write_bytes, prev.write_bytes),
             rss_kib: self.rss_kib,
             procs: self.procs,
+            ..SutPoint::default()
         }
     }
 }

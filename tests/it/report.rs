@@ -244,6 +244,7 @@ fn reports_of_every_command_draw_in_a_real_browser_and_match_their_results() {
                 "latency",
                 "backlog",
                 "sut_cpu",
+                "sut_device_busy",
                 "sut_memory",
                 "sut_procs",
                 "percentiles",

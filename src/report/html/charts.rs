@@ -211,6 +211,40 @@ const TIME_CHARTS: &[TimeChart] = &[
         ],
     },
     TimeChart {
+        id: "sut_device",
+        title: "Queue device",
+        unit: "operations/s",
+        columns: &[
+            Column {
+                label: "reads/s",
+                get: |p| p.relay.sut.as_ref().and_then(|s| s.device_read_iops),
+                agg: Agg::Mean,
+            },
+            Column {
+                label: "writes/s",
+                get: |p| p.relay.sut.as_ref().and_then(|s| s.device_write_iops),
+                agg: Agg::Mean,
+            },
+        ],
+    },
+    TimeChart {
+        id: "sut_device_busy",
+        title: "Queue device busy, and the load average",
+        unit: "% busy / load",
+        columns: &[
+            Column {
+                label: "busy %",
+                get: |p| p.relay.sut.as_ref().and_then(|s| s.device_util_pct),
+                agg: Agg::Max,
+            },
+            Column {
+                label: "load (1 min)",
+                get: |p| p.relay.sut.as_ref().and_then(|s| s.load1),
+                agg: Agg::Max,
+            },
+        ],
+    },
+    TimeChart {
         id: "sut_memory",
         title: "Server memory (RSS)",
         unit: "MiB",

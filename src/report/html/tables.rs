@@ -260,7 +260,7 @@ fn errors(runs: &[(String, &Results)]) -> String {
         return String::new();
     }
     let mut h = section_head("errors_table", "Errors by class, phase and code");
-    h.push_str("<table><thead><tr><th>run</th><th>class</th><th>phase</th><th>code</th><th>count</th><th>sample</th></tr></thead><tbody>");
+    h.push_str("<table><thead><tr><th>run</th><th>class</th><th>phase</th><th>code</th><th>count</th><th>reasons seen</th></tr></thead><tbody>");
     for (label, r) in runs {
         for e in &r.errors {
             let _ = write!(
@@ -271,12 +271,26 @@ fn errors(runs: &[(String, &Results)]) -> String {
                 escape(&e.phase),
                 e.code,
                 e.count,
-                escape(e.sample.as_deref().unwrap_or(""))
+                reasons(e)
             );
         }
     }
     h.push_str("</tbody></table></section>");
     h
+}
+
+/// The distinct reasons sampled for an error row, one per line (files older than the
+/// `samples` list carry only `sample`).
+fn reasons(e: &crate::stats::results::ErrorRow) -> String {
+    match (e.samples.is_empty(), &e.sample) {
+        (true, Some(s)) => escape(s),
+        _ => e
+            .samples
+            .iter()
+            .map(|t| escape(t))
+            .collect::<Vec<_>>()
+            .join("<br>"),
+    }
 }
 
 fn thresholds(runs: &[(String, &Results)]) -> String {
