@@ -12,7 +12,9 @@
 //!   - `search`    capacity searches (`sweep`, `find_max`), judged by their caller.
 //!   - `stats`     protocol-neutral statistics: metrics (a protocol names its steps),
 //!     recorders, sharded collection, the series, typed summaries and the results file.
-//!   - `limits`    raising RLIMIT_NOFILE.
+//!   - `limits`    raising RLIMIT_NOFILE; whether this process is root.
+//!   - `doctor`    what on this machine would distort a run (descriptors, ports,
+//!     conntrack, tmpfs, CPU scaling and steal, swap), each with its fix.
 //! - the run: `run` (the skeleton every engine shares: ticks, live view, self CPU) and
 //!   `shutdown` (Ctrl-C / SIGTERM in two stages).
 //! - protocols and what they carry: `smtp` (`proto` is the sans-IO core: replies,
@@ -33,6 +35,7 @@
 //! - `cli`: flags (`args`), validation into plans, and the end of every command (`finish`).
 
 pub mod cli;
+pub mod doctor;
 pub mod error;
 pub mod imap;
 pub mod lab;

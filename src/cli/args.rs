@@ -38,6 +38,10 @@ pub enum Command {
     /// --lab dovecot on a disposable Dovecot.
     #[command(subcommand)]
     Mailbox(MailboxCommand),
+    /// Check this machine for what would distort a benchmark (descriptor limits, ports,
+    /// conntrack, tmpfs, CPU scaling and steal, swap): one line per check, with the fix.
+    /// Changes nothing; every send and relay run does the same checks first.
+    Doctor(DoctorArgs),
     /// SMTP/LMTP receiver that discards (or stores) mail, with fault injection.
     #[command(after_help = SINK_EXAMPLES)]
     Sink(SinkArgs),
@@ -315,6 +319,27 @@ pub struct ReportArgs {
     /// Name of each run on the charts, in the order of the files (default: file names).
     #[arg(long, value_name = "NAME")]
     pub label: Vec<String>,
+}
+
+/// Flags of `mailbench doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Connections the planned run holds open at once.
+    #[arg(short = 'c', long, default_value = "64", value_name = "N")]
+    pub connections: u64,
+    /// New connections per second the planned run opens (e.g. its --rate without
+    /// connection reuse).
+    #[arg(long, value_name = "RATE")]
+    pub new_per_sec: Option<String>,
+    /// The planned run is a relay: this process holds both ends of each connection.
+    #[arg(long)]
+    pub relay: bool,
+    /// The planned run's target is not on loopback.
+    #[arg(long)]
+    pub remote: bool,
+    /// Sample CPU steal over this long.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub steal_over: String,
 }
 
 /// Flags of `mailbench compare`.

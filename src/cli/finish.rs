@@ -13,12 +13,14 @@ use crate::stats::summary::Summary;
 /// Runs `send` (`rounds` times) and reports. Errors carry their exit code.
 pub async fn send(plan: SendPlan, outputs: OutputPlan, rounds: u32) -> Result<u8, (u8, String)> {
     crate::limits::raise_nofile();
+    let preflight = super::doctor::preflight_run("send", &plan.load, &plan.client.targets, 1);
     let shutdown = Shutdown::install();
-    let results = in_rounds(rounds, &shutdown, |_| {
+    let mut results = in_rounds(rounds, &shutdown, |_| {
         let (plan, shutdown) = (plan.clone(), shutdown.clone());
         async move { send::run(plan, shutdown).await.map_err(|e| (EXIT_USAGE, e)) }
     })
     .await?;
+    keep_preflight(&mut results, preflight);
     deliver(results, &outputs, |r| {
         let headline = format!(
             "mailbench send: {} messages to {} in {:.2} s",
@@ -59,6 +61,13 @@ pub async fn sink(plan: SinkPlan, outputs: OutputPlan) -> Result<u8, (u8, String
         };
         text::render_sink(r, &headline)
     })
+}
+
+/// Keeps a run's preflight warnings in its results (`extra.preflight`), when it had any.
+pub fn keep_preflight(results: &mut Results, lines: Vec<String>) {
+    if !lines.is_empty() {
+        results.extra.insert("preflight".into(), lines.into());
+    }
 }
 
 /// Runs a benchmark `rounds` times, one after another, until a signal stops it, and keeps

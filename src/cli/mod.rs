@@ -5,6 +5,7 @@
 //! settings in alternating rounds.
 
 pub mod args;
+pub mod doctor;
 pub mod finish;
 pub mod lab;
 pub mod mailbox;
@@ -50,6 +51,7 @@ pub fn run(cli: Cli) -> ExitCode {
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(mailbox::mailbox(a))),
         Command::Report(a) => report::report(&a),
+        Command::Doctor(a) => doctor::doctor(&a),
         Command::Compare(a) => report::compare(&a),
         Command::Sink(a) => {
             sink::plan(&a)

@@ -112,9 +112,11 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     if let Some(spec) = &a.compare_postconf {
         return super::vary::relay(&a, spec, plan, outputs.files.json.clone()).await;
     }
+    let preflight =
+        super::doctor::preflight_run("relay", &plan.send.load, &plan.send.client.targets, 2);
     let shutdown = Shutdown::install();
     // Each round is a whole benchmark: with --lab, on a fresh lab.
-    let results = super::finish::in_rounds(a.load.rounds, &shutdown, |_| {
+    let mut results = super::finish::in_rounds(a.load.rounds, &shutdown, |_| {
         let (plan, shutdown) = (plan.clone(), shutdown.clone());
         async move {
             crate::relay::bench(plan, shutdown)
@@ -126,6 +128,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         }
     })
     .await?;
+    super::finish::keep_preflight(&mut results, preflight);
     deliver(results, &outputs, |r| {
         let headline = format!(
             "mailbench relay: {} messages through {} to the sink at {}",

@@ -11,10 +11,7 @@ use super::LabError;
 
 /// Checks that the process runs as root, which `what` needs; the error says how to fix it.
 pub fn check_root(what: &str) -> Result<(), String> {
-    #[allow(unsafe_code)]
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    if euid == 0 {
+    if crate::limits::is_root() {
         Ok(())
     } else {
         Err(format!(

@@ -58,6 +58,7 @@ fn modules_import_only_the_layers_below_them() {
         ("search", &[]),
         ("transport", &["error"]),
         ("limits", &[]),
+        ("doctor", &["limits"]),
         ("stats", &["error"]),
         ("run", &["stats"]),
         ("shutdown", &["run"]),
@@ -65,7 +66,7 @@ fn modules_import_only_the_layers_below_them() {
         ("pop3", &["error", "sasl", "stats", "transport"]),
         ("imap", &["error", "sasl", "stats", "transport"]),
         ("message", &["smtp", "stats"]),
-        ("lab", &["stats", "transport"]),
+        ("lab", &["limits", "stats", "transport"]),
         ("load", &["error", "run", "shutdown", "stats"]),
         (
             "send",

@@ -11,6 +11,8 @@
 //!   the results file at the end
 //! - `mailbox`: `mailbox pop3` and `populate` against `lab dovecot`, checked with Python's
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
+//! - `preflight`: `doctor` and a run's preflight under a low `ulimit -n` set in a child
+//!   shell (the warning, its fix, the run going on, the line kept in the results)
 //! - `profile`: `mailbox profile`: a preset's action counts within Poisson's range, its
 //!   sends in the Sent folders imaplib reads, a capacity ramp against a Dovecot held to
 //!   fewer processes
@@ -34,6 +36,7 @@ mod imap;
 mod layout;
 mod live;
 mod mailbox;
+mod preflight;
 mod profile;
 mod relay;
 mod relay_path;
