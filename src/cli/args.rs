@@ -26,7 +26,7 @@ pub struct Cli {
 pub enum Command {
     /// SMTP/LMTP load generator: fixed rate (open loop) or as fast as possible (closed loop).
     #[command(after_help = SEND_EXAMPLES)]
-    Send(SendArgs),
+    Send(Box<SendArgs>),
     /// End-to-end relay benchmark: send → MTA under test → embedded sink, every message
     /// correlated; with --lab postfix on a disposable Postfix.
     #[command(after_help = RELAY_EXAMPLES)]
@@ -44,7 +44,7 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// SMTP/LMTP receiver that discards (or stores) mail, with fault injection.
     #[command(after_help = SINK_EXAMPLES)]
-    Sink(SinkArgs),
+    Sink(Box<SinkArgs>),
     /// One self-contained HTML page (charts and tables, opens offline) from results files;
     /// several files overlay on the same charts.
     #[command(after_help = REPORT_EXAMPLES)]
@@ -170,6 +170,9 @@ pub struct LoadArgs {
     /// What each message is.
     #[command(flatten)]
     pub message: MessageArgs,
+    /// DKIM signing of each message.
+    #[command(flatten)]
+    pub dkim: DkimArgs,
     /// How to connect and speak.
     #[command(flatten)]
     pub client: ClientArgs,
@@ -179,6 +182,11 @@ pub struct LoadArgs {
     /// Write Postal's per-minute CSV here.
     #[arg(long, value_name = "FILE")]
     pub postal_csv: Option<PathBuf>,
+    /// Run the load this long first and keep it out of the statistics (recorded apart in
+    /// the results): servers start processes and fill caches under the first load, and
+    /// seed 002 found two minutes of sustained load before the full picture shows.
+    #[arg(long, value_name = "DURATION")]
+    pub warmup: Option<String>,
     /// Run the whole benchmark this many times (relay: on a fresh lab each round) and keep
     /// every round in one results file, with the median and spread in the summary.
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -222,6 +230,27 @@ pub struct ShapeArgs {
     /// Stop the run after this many failed transactions.
     #[arg(long, value_name = "N")]
     pub max_errors: Option<String>,
+}
+
+/// DKIM-signing every message (what a signing MTA would do, so that its cost can be
+/// measured, or a verifier loaded).
+#[derive(Debug, Clone, Args)]
+pub struct DkimArgs {
+    /// Sign every message with this PEM private key (Ed25519 or RSA, PKCS#8 or PKCS#1),
+    /// e.g. from `openssl genpkey -algorithm ed25519`.
+    #[arg(long, value_name = "FILE")]
+    pub dkim_key: Option<PathBuf>,
+    /// The signature's selector (s=).
+    #[arg(
+        long,
+        default_value = "mailbench",
+        value_name = "NAME",
+        requires = "dkim_key"
+    )]
+    pub dkim_selector: String,
+    /// The signing domain (d=); default: the domain of --from.
+    #[arg(long, value_name = "DOMAIN", requires = "dkim_key")]
+    pub dkim_domain: Option<String>,
 }
 
 /// What each message is: envelope and content.
@@ -387,6 +416,10 @@ pub struct SinkArgs {
     /// Largest message accepted; larger ones get 552.
     #[arg(long, default_value = "50M", value_name = "SIZE")]
     pub max_size: String,
+    /// Verify every accepted message's DKIM signatures against this public key (PEM, or
+    /// the DNS record `v=DKIM1; k=…; p=…`) and count passes, failures and unsigned ones.
+    #[arg(long, value_name = "FILE")]
+    pub dkim_verify: Option<PathBuf>,
     /// Do not offer PIPELINING.
     #[arg(long)]
     pub no_pipelining: bool,
@@ -603,6 +636,15 @@ pub struct RelayArgs {
     /// found by itself).
     #[arg(long, value_name = "DEVICE|PATH", conflicts_with = "lab")]
     pub queue_device: Option<String>,
+    /// Verify every relayed message's DKIM signatures at the embedded sink against this
+    /// public key (PEM, or the DNS record `v=DKIM1; k=…; p=…`).
+    #[arg(long, value_name = "FILE")]
+    pub dkim_verify: Option<PathBuf>,
+    /// The flush benchmark (seed 003): the lab holds everything injected, then releases
+    /// it all at once; the acceptance rate and the drain (time to empty, delivery MPM,
+    /// backlog) are reported apart.
+    #[arg(long, requires = "lab", conflicts_with_all = ["find_max", "compare_postconf"])]
+    pub flush: bool,
     /// Observe this process tree as the system under test (repeatable; the lab's own is
     /// observed automatically).
     #[arg(long, value_name = "PID")]

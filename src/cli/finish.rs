@@ -21,6 +21,7 @@ pub async fn send(plan: SendPlan, outputs: OutputPlan, rounds: u32) -> Result<u8
     })
     .await?;
     keep_preflight(&mut results, preflight);
+    note_short_run(&mut results, plan.warmup);
     deliver(results, &outputs, |r| {
         let headline = format!(
             "mailbench send: {} messages to {} in {:.2} s",
@@ -68,6 +69,30 @@ pub fn keep_preflight(results: &mut Results, lines: Vec<String>) {
     if !lines.is_empty() {
         results.extra.insert("preflight".into(), lines.into());
     }
+}
+
+/// How long seed 002 found mail servers need under sustained load before their full
+/// performance shows (MStone likewise resets its statistics after the ramp-up).
+pub const SETTLED_AFTER: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Notes in the results (`extra.notes`, printed under the summary) that the run was too
+/// short to mean much: shorter than [`SETTLED_AFTER`], without a warm-up that long.
+pub fn note_short_run(results: &mut Results, warmup: Option<std::time::Duration>) {
+    let warmed = warmup.unwrap_or_default();
+    if results.duration_s >= SETTLED_AFTER.as_secs_f64() || warmed >= SETTLED_AFTER {
+        return;
+    }
+    let note = format!(
+        "the measured load lasted {:.1} s{}: mail servers take {} s or more of sustained load to show their full performance (seed 002); for figures that hold, use --duration 2m or more, or --warmup 2m",
+        results.duration_s,
+        if warmed.is_zero() {
+            String::new()
+        } else {
+            format!(" after a {:.1} s warm-up", warmed.as_secs_f64())
+        },
+        SETTLED_AFTER.as_secs()
+    );
+    results.extra.insert("notes".into(), vec![note].into());
 }
 
 /// Runs a benchmark `rounds` times, one after another, until a signal stops it, and keeps

@@ -57,6 +57,7 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
         settings,
         relay,
         relay_lmtp: false,
+        hold: false,
         starttls,
     })
 }

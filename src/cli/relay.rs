@@ -102,6 +102,12 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
         sut_pids: a.sut_pid.clone(),
         keep_logs: outputs.files.json.clone(),
         queue_device: a.queue_device.clone(),
+        flush: a.flush,
+        dkim_verify: a
+            .dkim_verify
+            .as_deref()
+            .map(super::send::dkim_verifier)
+            .transpose()?,
     };
     Ok((plan, outputs))
 }
@@ -129,6 +135,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     })
     .await?;
     super::finish::keep_preflight(&mut results, preflight);
+    super::finish::note_short_run(&mut results, plan.send.warmup);
     deliver(results, &outputs, |r| {
         let headline = format!(
             "mailbench relay: {} messages through {} to the sink at {}",

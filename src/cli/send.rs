@@ -12,6 +12,7 @@ use super::output::{self, OutputPlan};
 use crate::load::LoadPlan;
 use crate::load::schedule::{Arrivals, Pacing};
 use crate::message::address::AddrTemplate;
+use crate::message::dkim::Signer;
 use crate::message::template::{Content, GenSpec, SizeRange};
 use crate::message::users;
 use crate::run::Progress;
@@ -58,7 +59,34 @@ pub fn plan(
         ));
     }
     let (load, load_json) = load_plan(&a.shape, defaults, progress)?;
-    let (message, message_json) = message_plan(&a.message, defaults)?;
+    let (mut message, mut message_json) = message_plan(&a.message, defaults)?;
+    if let Some(key) = &a.dkim.dkim_key {
+        let domain = match &a.dkim.dkim_domain {
+            Some(d) => d.clone(),
+            None => match a.message.from.rsplit_once('@') {
+                Some((_, d)) if !d.contains('{') => d.to_string(),
+                _ => {
+                    return Err(
+                        "--dkim-key: give --dkim-domain (the domain of --from is not fixed)".into(),
+                    );
+                }
+            },
+        };
+        let pem = std::fs::read(key)
+            .map_err(|e| format!("--dkim-key {}: cannot read it: {e}", key.display()))?;
+        let signer = Signer::new(
+            &pem,
+            &domain,
+            &a.dkim.dkim_selector,
+            &key.display().to_string(),
+        )?;
+        message_json["dkim"] = serde_json::json!({
+            "algorithm": signer.algorithm(),
+            "domain": domain,
+            "selector": a.dkim.dkim_selector,
+        });
+        message.dkim = Some(Arc::new(signer));
+    }
     let (client, client_json) = client_plan(targets, &a.client, &message)?;
     let mut config_json = serde_json::json!({
         "target": target,
@@ -70,14 +98,30 @@ pub fn plan(
             all.extend(m);
         }
     }
+    let warmup = match &a.warmup {
+        Some(d) => match units::duration(d).map_err(|e| format!("--warmup: {e}"))? {
+            d if d.is_zero() => None,
+            d => Some(d),
+        },
+        None => None,
+    };
+    config_json["warmup_s"] = warmup.map(|d| d.as_secs_f64()).into();
     let plan = SendPlan {
         load,
         client,
         message,
         accept_log: None,
+        warmup,
         config_json,
     };
     Ok((plan, outputs))
+}
+
+/// The DKIM verifier of `--dkim-verify FILE` (sink, and the relay's embedded sink).
+pub fn dkim_verifier(path: &std::path::Path) -> Result<Arc<crate::sink::dkim::Verifier>, String> {
+    let text = std::fs::read(path)
+        .map_err(|e| format!("--dkim-verify {}: cannot read it: {e}", path.display()))?;
+    crate::sink::dkim::Verifier::new(&text, &path.display().to_string()).map(Arc::new)
 }
 
 /// The load's shape, and its part of the configuration record.
@@ -214,6 +258,7 @@ pub fn message_plan(
         to,
         rcpts: rcpts as u32,
         content: Arc::new(content),
+        dkim: None,
     };
     Ok((plan, json))
 }

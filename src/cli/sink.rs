@@ -161,6 +161,11 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
             .map(units::size)
             .transpose()?
             .unwrap_or(0) as u64,
+        dkim: a
+            .dkim_verify
+            .as_deref()
+            .map(super::send::dkim_verifier)
+            .transpose()?,
         progress,
         config_json,
     };

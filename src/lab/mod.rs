@@ -40,6 +40,9 @@ pub struct LabOptions {
     /// a server that loads TLS in every process costs the run (Postfix's first greetings
     /// doubled, 1.6 s to 3 s for 64 sessions).
     pub starttls: bool,
+    /// Put every message the entry accepts on hold, for a flush benchmark: injection is
+    /// measured alone, then [`MtaLab::release`] lets everything go at once.
+    pub hold: bool,
 }
 
 /// Why a lab did not start. The kinds matter to callers: a rejected setting is the user's
@@ -88,6 +91,10 @@ pub trait MtaLab: LabServer {
     fn queued(&self) -> usize;
     /// The entry instance's queue directory (its device is the one watched).
     fn queue_dir(&self) -> PathBuf;
+    /// Messages on hold in the entry instance (started with [`LabOptions::hold`]).
+    fn held(&self) -> usize;
+    /// Releases every held message for delivery at once; returns how many were released.
+    fn release(&self) -> Result<usize, String>;
 }
 
 /// A mailbox user of a store lab: the address it logs in and receives mail as.

@@ -159,6 +159,11 @@ maillog_file_prefixes = {d}
                 relay.port()
             ));
         }
+        if opts.hold && hop == 0 {
+            // Every message to the hold queue at the end of its data (DATA or the last
+            // BDAT), whoever sends it: the flush benchmark releases them with postsuper.
+            main_cf.push_str("smtpd_end_of_data_restrictions = check_client_access static:HOLD\n");
+        }
         if opts.starttls && hop == 0 {
             host::write_tls_files(&dir, &inst.name)?;
             main_cf.push_str(&format!(
@@ -266,6 +271,33 @@ impl MtaLab for Lab {
 
     fn queue_dir(&self) -> PathBuf {
         self.instances[0].queue.path.clone()
+    }
+
+    fn held(&self) -> usize {
+        host::count_files(&self.instances[0].queue.path.join("hold"))
+    }
+
+    /// `postsuper -H ALL` moves the held messages to the deferred queue and `postqueue -f`
+    /// has the queue manager take them now, not at its next scan.
+    fn release(&self) -> Result<usize, String> {
+        let d = self.instances[0].dir.display().to_string();
+        let out = Command::new("/usr/sbin/postsuper")
+            .args(["-c", &d, "-H", "ALL"])
+            .output()
+            .map_err(|e| format!("lab: cannot run postsuper: {e}"))?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("lab: postsuper -H ALL failed: {}", said.trim()));
+        }
+        let _ = Command::new("/usr/sbin/postqueue")
+            .args(["-c", &d, "-f"])
+            .output();
+        // "postsuper: Released from hold: 123 messages"
+        Ok(said
+            .split("Released from hold:")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0))
     }
 
     /// Files under incoming, active, deferred and hold, in all instances.

@@ -94,6 +94,7 @@ pub async fn run(
                 queue: QueueKind::Tmpfs,
                 settings: plan.postconf.clone(),
                 relay: l.endpoints().lmtp,
+                hold: false,
                 relay_lmtp: true,
                 starttls: false,
             };
@@ -158,8 +159,9 @@ pub async fn run(
         queue_device: mta
             .as_ref()
             .map(|l| crate::stats::host::Device::holding(&l.queue_dir())),
+        flush: false,
     };
-    let mut results = crate::relay::run::run(r, mta.as_deref(), shutdown)
+    let mut results = crate::relay::run::run(r, mta.clone(), shutdown)
         .await
         .map_err(|e| match e {
             crate::relay::RelayError::Usage(e) => MailboxError::Usage(e),

@@ -185,6 +185,7 @@ pub async fn workload(
                 queue: crate::lab::QueueKind::Tmpfs,
                 settings: vec![("default_process_limit".into(), "100".into())],
                 relay: l.endpoints().lmtp,
+                hold: false,
                 relay_lmtp: true,
                 starttls: false,
             };

@@ -55,6 +55,11 @@ pub struct RelayPlan {
     /// The block device (a name, or a path on it) holding an external MTA's queue; a
     /// lab's is found from its queue directory.
     pub queue_device: Option<String>,
+    /// The flush benchmark: the lab holds everything injected, then releases it at once;
+    /// injection and drain are measured apart.
+    pub flush: bool,
+    /// The embedded sink verifies DKIM signatures against this key.
+    pub dkim_verify: Option<Arc<crate::sink::dkim::Verifier>>,
 }
 
 /// `--find-max`: where to start, and what each step must show.
@@ -92,6 +97,7 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     let lab = match plan.lab.take() {
         Some((mta, mut opts)) => {
             opts.relay = sink_addr;
+            opts.hold = plan.flush;
             let lab = start_lab(mta, opts).await?;
             for n in lab.notices() {
                 say(&format!("mailbench relay: notice: {n}"));
@@ -129,6 +135,33 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             Steps::Sweep(Sweep::new(vec![plan.send.load.concurrency]))
         }
         None => Steps::Sweep(Sweep::new(plan.levels.clone())),
+    };
+    // The warm-up: the same load on the same lab, drained, recorded apart.
+    let warmed = match plan.send.warmup.take() {
+        Some(d) => {
+            crate::send::announce_warmup("relay", d, plan.send.load.progress.quiet);
+            let listeners = match listeners.take() {
+                Some(l) => l,
+                None => bind(&[Listen::Tcp(sink_addr)])
+                    .await
+                    .map_err(RelayError::Failed)?,
+            };
+            let w = run_once(
+                &plan,
+                plan.send.warm_up_for(d),
+                listeners,
+                plan.drain_timeout,
+                Watched {
+                    pids: sut_pids.clone(),
+                    device: queue_device.clone(),
+                },
+                lab.clone(),
+                &shutdown,
+            )
+            .await?;
+            Some(crate::send::warmup_record(&w))
+        }
+        None => None,
     };
     let announce = plan.levels.len() > 1 || plan.find_max.is_some();
     let mut rows = Vec::new();
@@ -175,7 +208,7 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
                 pids: sut_pids.clone(),
                 device: queue_device.clone(),
             },
-            lab.as_deref(),
+            lab.clone(),
             &shutdown,
         )
         .await?;
@@ -195,6 +228,9 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         }
     }
     let mut results = results.ok_or_else(|| RelayError::Failed("no relay run completed".into()))?;
+    if let Some(w) = warmed {
+        results.extra.insert("warmup".into(), w);
+    }
     match &steps {
         Steps::FindMax(f, _) => {
             if let Summary::Relay(s) = &mut results.summary {
@@ -236,7 +272,7 @@ async fn run_once(
     listeners: Vec<crate::transport::listen::Listener>,
     drain_timeout: Duration,
     watched: Watched,
-    lab: Option<&dyn MtaLab>,
+    lab: Option<Arc<dyn MtaLab>>,
     shutdown: &Shutdown,
 ) -> Result<Results, RelayError> {
     let run_id = crate::run::new_run_id();
@@ -249,6 +285,10 @@ async fn run_once(
         send.load.progress,
     )
     .map_err(RelayError::Failed)?;
+    let sink = SinkPlan {
+        dkim: plan.dkim_verify.clone(),
+        ..sink
+    };
     let r = RelayRun {
         accepts,
         delivery: Arc::new(Delivery::tracking(run_id)),
@@ -262,6 +302,7 @@ async fn run_once(
         sut_pids: watched.pids,
         queue_cmd: plan.queue_cmd.clone(),
         queue_device: watched.device,
+        flush: plan.flush,
     };
     run(r, lab, shutdown.clone()).await
 }

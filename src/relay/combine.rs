@@ -37,6 +37,8 @@ pub(super) struct CombineInputs {
     pub(super) tool_secs: f64,
     /// When injection started, seconds after the relay's start (the sampler's clock).
     pub(super) send_offset_s: f64,
+    /// A flush's release: then the drain counts from it, not from the first injection.
+    pub(super) released: Option<super::run::Released>,
 }
 
 /// One run's delivery side, per message: what arrived of what the MTA accepted.
@@ -117,7 +119,9 @@ pub(super) fn combine(
         .map(|(_, t)| *t)
         .max()
         .unwrap_or(x.origin_us);
-    let drain_s = (last_us.saturating_sub(x.origin_us) as f64 / 1e6).max(1e-9);
+    // A flush's drain starts at the release: nothing could be delivered before.
+    let drain_from_us = x.released.as_ref().map_or(x.origin_us, |r| r.at_us);
+    let drain_s = (last_us.saturating_sub(drain_from_us) as f64 / 1e6).max(1e-9);
     // End to end from acceptance by the MTA, per message, overall and per interval.
     let interval_us = (x.interval.as_micros() as u64).max(1);
     let bucket = |t: u64| (t.saturating_sub(x.origin_us) / interval_us) as usize;
@@ -201,7 +205,26 @@ pub(super) fn combine(
         queued_left: x.queued_left,
         max_sustainable_per_sec: None,
         max_sustainable_mpm: None,
+        flush_held: x.released.as_ref().map(|r| r.held),
+        release_at_s: x
+            .released
+            .as_ref()
+            .map(|r| r.at_us.saturating_sub(x.origin_us) as f64 / 1e6),
     });
+    if let Some(r) = &x.released {
+        let first_us = arrived.at.iter().map(|(_, t)| *t).min();
+        send.extra.insert(
+            "flush".into(),
+            serde_json::json!({
+                "held": r.held,
+                "released": r.released,
+                "release_at_s": r.at_us.saturating_sub(x.origin_us) as f64 / 1e6,
+                "release_took_ms": r.took_ms,
+                "first_arrival_s": first_us.map(|t| t.saturating_sub(x.origin_us) as f64 / 1e6),
+                "arrived_before_release": arrived.at.iter().filter(|(_, t)| *t < r.at_us).count(),
+            }),
+        );
+    }
     if !x.drained {
         let held = x
             .queued_left
@@ -227,5 +250,8 @@ pub(super) fn combine(
         "sink".into(),
         serde_json::to_value(&sink.summary).unwrap_or_default(),
     );
+    if let Some(v) = sink.extra.get("dkim_verify") {
+        send.extra.insert("dkim_verify".into(), v.clone());
+    }
     send
 }

@@ -48,6 +48,8 @@ pub const THRESHOLDS: Vocabulary = Vocabulary {
             "queued_left",
             "max_sustainable_per_sec",
             "max_sustainable_mpm",
+            "flush_held",
+            "release_at_s",
         ],
     ],
     steps: crate::smtp::steps::STEPS,

@@ -46,6 +46,21 @@ pub struct RelayRun {
     /// The block device holding the MTA's queue, or why none is watched (a RAM disk);
     /// `None` when nothing says where the queue is.
     pub queue_device: Option<Result<Device, String>>,
+    /// The flush benchmark: the lab held everything injected; release it all at once
+    /// after injection, then drain.
+    pub flush: bool,
+}
+
+/// What a flush held and when it let go.
+pub(super) struct Released {
+    /// Messages on hold when released.
+    pub(super) held: u64,
+    /// Messages the MTA said it released.
+    pub(super) released: u64,
+    /// Wall-clock µs of the release.
+    pub(super) at_us: u64,
+    /// How long the release itself took, ms.
+    pub(super) took_ms: f64,
 }
 
 /// A receiver's own run: given the run's delivery record (to confirm each arrival in),
@@ -72,12 +87,14 @@ pub enum Receiver {
     Other(ReceiverRun),
 }
 
-/// Runs one relay run; `lab` (if any) is only read, for its log and queue.
+/// Runs one relay run; `lab` (if any) is read for its log and queue, and released after
+/// injection in a flush.
 pub async fn run(
     mut r: RelayRun,
-    lab: Option<&dyn MtaLab>,
+    lab_arc: Option<Arc<dyn MtaLab>>,
     shutdown: Shutdown,
 ) -> Result<Results, RelayError> {
+    let lab = lab_arc.as_deref();
     let progress = r.send.load.progress;
     let start = Instant::now();
     let cpu0 = CpuTimes::of_self();
@@ -146,6 +163,11 @@ pub async fn run(
         }
     };
     let expected = send.counters.rcpts.delivered;
+    let released = match (r.flush, lab_arc.clone()) {
+        (true, Some(l)) => Some(release(l, send.counters.accepted, progress.quiet).await?),
+        (true, None) => return Err(RelayError::Usage("--flush needs --lab".into())),
+        (false, _) => None,
+    };
     let queue = QueueProbe {
         lab,
         cmd: r.queue_cmd.as_deref(),
@@ -182,12 +204,41 @@ pub async fn run(
             tool_cpu: CpuTimes::of_self().since(&cpu0),
             tool_secs: start.elapsed().as_secs_f64(),
             send_offset_s: send_start.duration_since(start).as_secs_f64(),
+            released,
         },
     );
     if let (Some(note), Some(sut)) = (device_note, results.extra.get_mut("sut")) {
         sut["queue_device_note"] = note.into();
     }
     Ok(results)
+}
+
+/// The flush: waits until the lab holds every accepted message (its cleanup may still be
+/// writing the last ones), then releases them all at once, off the runtime.
+async fn release(lab: Arc<dyn MtaLab>, accepted: u64, quiet: bool) -> Result<Released, RelayError> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while (lab.held() as u64) < accepted && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let held = lab.held() as u64;
+    let at_us = crate::stats::clock::unix_us();
+    let t0 = Instant::now();
+    let released = tokio::task::spawn_blocking(move || lab.release())
+        .await
+        .map_err(|e| RelayError::Failed(format!("the release failed: {e}")))?
+        .map_err(RelayError::Failed)? as u64;
+    let took_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    if !quiet {
+        crate::run::live::say(&format!(
+            "mailbench relay: flush: released {released} held messages in {took_ms:.0} ms"
+        ));
+    }
+    Ok(Released {
+        held,
+        released,
+        at_us,
+        took_ms,
+    })
 }
 
 /// The embedded sink's results, or why there are none: without them no delivery figure

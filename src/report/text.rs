@@ -246,6 +246,54 @@ fn render_tail(r: &Results, out: &mut String) {
     for w in &s.warnings {
         let _ = writeln!(out, "  warning: {w}");
     }
+    for key in ["preflight", "notes"] {
+        for n in r
+            .extra
+            .get(key)
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let _ = writeln!(
+                out,
+                "  {:<10} {}",
+                key.trim_end_matches('s'),
+                n.as_str().unwrap_or("")
+            );
+        }
+    }
+    if let Some(d) = r.extra.get("dkim") {
+        let _ = writeln!(
+            out,
+            "  dkim       signed {} messages ({}), {:.1} µs of CPU each on average, {:.2} s in all",
+            d["signed"],
+            d["algorithm"].as_str().unwrap_or("?"),
+            d["sign_cpu_us_mean"].as_f64().unwrap_or(0.0),
+            d["sign_cpu_s"].as_f64().unwrap_or(0.0)
+        );
+    }
+    if let Some(d) = r.extra.get("dkim_verify") {
+        let _ = writeln!(
+            out,
+            "  dkim check passed {}  failed {}  unsigned {}  ({:.1} µs of CPU each){}",
+            d["pass"],
+            d["fail"],
+            d["unsigned"],
+            d["verify_cpu_us_mean"].as_f64().unwrap_or(0.0),
+            d["first_failure"]
+                .as_str()
+                .map_or(String::new(), |w| format!("; first failure: {w}"))
+        );
+    }
+    if let Some(w) = r.extra.get("warmup") {
+        let _ = writeln!(
+            out,
+            "  warm-up    {:.1} s, {} messages sent, {} accepted: kept out of every figure above",
+            w["duration_s"].as_f64().unwrap_or(0.0),
+            w["counters"]["sent"],
+            w["counters"]["accepted"]
+        );
+    }
     for t in &r.thresholds {
         let _ = writeln!(
             out,
@@ -324,7 +372,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "  delivered  {} of {} recipients ({} messages)  bounced {}  lost {}  duplicates {}{}   drain MPM {:.0} (last arrival {:.2} s after the first injection)",
+        "  delivered  {} of {} recipients ({} messages)  bounced {}  lost {}  duplicates {}{}   drain MPM {:.0} (last arrival {:.2} s after the {})",
         s.delivered,
         s.expected_recipients,
         s.delivered_messages,
@@ -333,8 +381,19 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         s.duplicates,
         if s.drained { "" } else { "  NOT DRAINED" },
         s.drain_mpm,
-        s.drain_s
+        s.drain_s,
+        if s.release_at_s.is_some() {
+            "release"
+        } else {
+            "first injection"
+        }
     );
+    if let (Some(held), Some(at)) = (s.flush_held, s.release_at_s) {
+        let _ = writeln!(
+            out,
+            "  flush      {held} messages held during injection, released {at:.2} s after the first injection; the drain counts from there"
+        );
+    }
     let _ = writeln!(
         out,
         "  end to end p50 {:.3} ms  p99 {:.3} ms   max backlog {}",

@@ -45,6 +45,9 @@ pub struct SendPlan {
     /// When set, the wall-clock time each message was accepted (relay runs measure
     /// accept → arrival with it).
     pub accept_log: Option<Arc<crate::stats::timelog::TimeLog>>,
+    /// Load this long first, kept out of the statistics (recorded apart): servers start
+    /// processes and fill caches under the first load.
+    pub warmup: Option<Duration>,
     /// The configuration as recorded in the results file (the targets are added when the
     /// run starts: a relay's lab is only known then).
     pub config_json: serde_json::Value,
@@ -87,9 +90,22 @@ pub struct MessagePlan {
     pub rcpts: u32,
     /// Message content.
     pub content: Arc<Content>,
+    /// Signs each message with DKIM, when asked.
+    pub dkim: Option<Arc<crate::message::dkim::Signer>>,
 }
 
 impl SendPlan {
+    /// The warm-up's plan: the same load for `d`, on its own run id, without warming up
+    /// again.
+    pub fn warm_up_for(&self, d: Duration) -> SendPlan {
+        let mut p = self.clone();
+        p.load.duration = Some(d);
+        p.load.count = u64::MAX;
+        p.load.run_id = None;
+        p.warmup = None;
+        p
+    }
+
     /// The configuration for the results file, with the targets as they are now.
     pub fn config(&self) -> serde_json::Value {
         let mut c = self.config_json.clone();

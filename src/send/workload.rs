@@ -7,6 +7,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 
 use super::plan::{Addresses, MessagePlan};
+use crate::message::dkim::Signer;
 use crate::message::template::Content;
 use crate::message::trace::Trace;
 use crate::smtp::proto::Transaction;
@@ -18,6 +19,7 @@ pub struct Workload {
     to: Addresses,
     rcpts: u32,
     content: Arc<Content>,
+    dkim: Option<Arc<Signer>>,
 }
 
 impl Workload {
@@ -29,6 +31,7 @@ impl Workload {
             to: plan.to.clone(),
             rcpts: plan.rcpts,
             content: plan.content.clone(),
+            dkim: plan.dkim.clone(),
         }
     }
 
@@ -70,6 +73,15 @@ impl Workload {
             );
         }
         let body = self.content.pick(seq, prefix.len(), rng);
+        if let Some(signer) = &self.dkim
+            && let Some(h) = sign(signer, &[&prefix, &body.raw, &body.suffix])
+        {
+            // The signature goes first, above the headers it covers.
+            let mut signed = BytesMut::with_capacity(h.len() + prefix.len());
+            signed.extend_from_slice(h.as_bytes());
+            signed.extend_from_slice(&prefix);
+            prefix = signed;
+        }
         Transaction {
             mail_from,
             rcpts,
@@ -79,5 +91,19 @@ impl Workload {
             suffix: body.suffix,
             eight_bit: body.eight_bit,
         }
+    }
+}
+
+/// Signs on this connection's thread. A slow (RSA) signature on a multi-threaded runtime
+/// is made with `block_in_place`, so that the other connections of this thread move to
+/// another one instead of waiting; a one-thread runtime has nowhere to move them (the
+/// schedule's lag then shows the cost, and `--threads` spreads it).
+fn sign(signer: &Signer, parts: &[&[u8]]) -> Option<String> {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if signer.is_slow() && multi {
+        tokio::task::block_in_place(|| signer.sign(parts))
+    } else {
+        signer.sign(parts)
     }
 }

@@ -108,6 +108,9 @@ impl ConnHandler {
         if d.verdict != Verdict::Accept {
             return d;
         }
+        if let Some(v) = &self.sh.plan.dkim {
+            v.check(m.data).await;
+        }
         if !matches!(self.sh.plan.store, Store::Discard) {
             let (sh, env, data) = (self.sh.clone(), m.env.clone(), m.data.to_vec());
             let stored =

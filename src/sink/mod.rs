@@ -9,6 +9,7 @@ pub mod bounce;
 pub mod conn;
 pub mod correlate;
 pub mod delivery;
+pub mod dkim;
 pub mod faults;
 pub mod plan;
 pub mod store;
@@ -75,6 +76,10 @@ pub async fn run(
 ) -> Results {
     let config_json = plan.config_json.clone();
     let progress = plan.progress;
+    if let Some(v) = &plan.dkim {
+        // A verifier shared by a relay's runs counts each run apart.
+        v.reset();
+    }
     let (duration, exit_idle) = (plan.duration, plan.exit_after_idle);
     let bouncer = plan
         .bounce_to
@@ -163,6 +168,9 @@ pub async fn run(
         "runs".into(),
         serde_json::to_value(&runs).unwrap_or_default(),
     );
+    if let Some(v) = &sh.plan.dkim {
+        results.extra.insert("dkim_verify".into(), v.report());
+    }
     results.interrupted = shutdown.interrupted();
     results
 }

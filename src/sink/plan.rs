@@ -38,6 +38,8 @@ pub struct SinkPlan {
     pub drip: Duration,
     /// Bytes per second per connection read from clients, 0 for unlimited.
     pub bandwidth: u64,
+    /// Verify each accepted message's DKIM signatures against this key and count them.
+    pub dkim: Option<Arc<super::dkim::Verifier>>,
     /// Intervals and the live line.
     pub progress: Progress,
     /// The configuration as recorded in the results.
@@ -88,6 +90,7 @@ impl SinkPlan {
             bounce_to: None,
             drip: Duration::ZERO,
             bandwidth: 0,
+            dkim: None,
             progress: Progress {
                 quiet: true,
                 ..progress

@@ -240,6 +240,13 @@ pub struct RelaySummary {
     /// The same per minute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_sustainable_mpm: Option<f64>,
+    /// A flush: messages on hold when they were released (`drain_s` and `drain_mpm` then
+    /// count from the release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_held: Option<u64>,
+    /// A flush: seconds from the first injection to the release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_at_s: Option<f64>,
 }
 
 /// `mailbox pop3`'s summary: sessions as the units of work, and what they did.

@@ -25,6 +25,7 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
             relay: ([127, 0, 0, 1], sink.port).into(),
             relay_lmtp: false,
             starttls: false,
+            hold: false,
         })
         .expect("lab Postfix starts (CI runs as root)");
     let target = lab.entry().to_string();
