@@ -23,7 +23,7 @@ if [ "${1:-}" = "--for-tests" ]; then
   /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
 fi
-# openssl makes a stranger's CA for the TLS-failure test; python3 reads mbox and DSNs.
+# openssl makes a stranger's CA for the TLS-failure test and DKIM keys; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -eq 0 ]; then

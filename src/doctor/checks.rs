@@ -271,7 +271,11 @@ mod tests {
             ..needs(64, Some(1000.0))
         };
         assert!(ports(range, 2, &lo).ok, "2 covers loopback");
-        assert!(ports(range, 0, &needs(64, None)).text.contains("about 471 new connections/s"));
+        assert!(
+            ports(range, 0, &needs(64, None))
+                .text
+                .contains("about 471 new connections/s")
+        );
     }
 
     #[test]

@@ -202,12 +202,32 @@ impl ReplySamples {
         self.add(why());
     }
 
-    /// Keeps `text` if it is new and there is room.
+    /// Keeps `text` if it says something new and there is room: texts that differ only in
+    /// the address they quote (`<user12@…>: Recipient address rejected`) are one reason.
     fn add(&mut self, text: String) {
-        if self.texts.len() < Self::KEEP && !self.texts.contains(&text) {
+        if self.texts.len() < Self::KEEP && !self.texts.iter().any(|t| same_reason(t, &text)) {
             self.texts.push(text);
         }
     }
+}
+
+/// Whether two reply texts differ only inside `<…>`.
+fn same_reason(a: &str, b: &str) -> bool {
+    fn outside(t: &str) -> impl Iterator<Item = char> + '_ {
+        let mut depth = 0u32;
+        t.chars().filter(move |c| match c {
+            '<' => {
+                depth += 1;
+                false
+            }
+            '>' if depth > 0 => {
+                depth -= 1;
+                false
+            }
+            _ => depth == 0,
+        })
+    }
+    outside(a).eq(outside(b))
 }
 
 impl Default for Recorder {
@@ -400,6 +420,27 @@ mod tests {
             r.samples[&timeouts].texts,
             ["t0", "t1", "t2"],
             "at most three"
+        );
+        let rcpt = ErrorKey {
+            class: ErrorClass::Rejected5xx,
+            step: Metric::Step(5),
+            code: 550,
+        };
+        for user in ["a", "b", "c"] {
+            r.error(rcpt.class, rcpt.step, rcpt.code, || {
+                format!("550 5.1.1 <{user}@example.com>: Recipient address rejected")
+            });
+        }
+        r.error(rcpt.class, rcpt.step, rcpt.code, || {
+            "550 5.2.2 <d@x>: mailbox full".into()
+        });
+        assert_eq!(
+            r.samples[&rcpt].texts,
+            [
+                "550 5.1.1 <a@example.com>: Recipient address rejected",
+                "550 5.2.2 <d@x>: mailbox full"
+            ],
+            "the quoted address does not make a new reason"
         );
     }
 }

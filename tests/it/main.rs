@@ -22,6 +22,9 @@
 //! - `report`: `report` pages of every command's results opened in headless Chromium
 //!   (drawn, no script errors, the summary exact), `compare` verdicts on known numbers,
 //!   `--rounds` kept whole
+//! - `relay_round2`: issue 13 — a flush delivering nothing before its release, a warm-up
+//!   kept out of the counts, DKIM passing with its key and failing with another (at the
+//!   sink and through Postfix), two reply texts of one code, disk IOPS of a disk queue
 //! - `relay_path`: `send` → a private Postfix → `sink` (Postfix's smtpd and SMTP client as
 //!   real peers)
 //! - `sink`: `mailbench sink` against swaks, smtp-source and `mailbench send` (counts,
@@ -40,6 +43,7 @@ mod preflight;
 mod profile;
 mod relay;
 mod relay_path;
+mod relay_round2;
 mod report;
 mod send;
 mod sink;
