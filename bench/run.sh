@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the side-by-side benchmarks (send, sink, relay, pop3, imap) and the report's size and keeps their output in
+# Runs the side-by-side benchmarks (send, sink, relay, pop3, imap), the report's size, the
+# live view's overhead, DKIM's cost and the flush benchmark, and keeps their output in
 # bench/runs/<date>-<host>/. Usage: bench/run.sh [--quick] [--no-postal]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +22,5 @@ python3 bench/pop3_vs_peers.py --out "$dir"
 python3 bench/imap_vs_floor.py --out "$dir"
 python3 bench/report_size.py --out "$dir"
 python3 bench/live_overhead.py --out "$dir"
+python3 bench/dkim_cost.py --out "$dir"
+python3 bench/flush.py --out "$dir"
