@@ -11,7 +11,8 @@
 //!   - `transport` what every protocol runs on: streams, targets, connecting, listening, TLS.
 //!   - `search`    capacity searches (`sweep`, `find_max`), judged by their caller.
 //!   - `stats`     protocol-neutral statistics: metrics (a protocol names its steps),
-//!     recorders, sharded collection, the series, typed summaries and the results file.
+//!     recorders, sharded collection, the series, typed summaries and the results file,
+//!     the system under test and its machine read from /proc (`sut`, `host`).
 //!   - `limits`    raising RLIMIT_NOFILE; whether this process is root.
 //!   - `doctor`    what on this machine would distort a run (descriptors, ports,
 //!     conntrack, tmpfs, CPU scaling and steal, swap), each with its fix.
@@ -21,13 +22,15 @@
 //!   capabilities, dot-stuffing, the client and server state machines; `conn` drives the
 //!   client; `steps` names its phases for the statistics), `pop3` (the same three parts
 //!   for POP3's client), `message` (content prepared once, the trace header, address
-//!   templates, user lists), `lab` (disposable real servers: MTAs that relay, `postfix`,
+//!   templates, user lists, DKIM signing), `lab` (disposable real servers: MTAs that relay, `postfix`,
 //!   and mail stores that users read, `dovecot`).
 //! - `load`: the load engine — schedule, budget, workers over a protocol's driver.
 //! - the parts: `send` (the SMTP driver for `load`, its plan and workload), `sink` (the
-//!   receiver: connections, faults, storage, bounces, correlation, deliveries).
-//! - `relay`: send → MTA under test → sink in one process: the benchmark, its runs, the
-//!   drain, the combined results, the capacity search's verdict.
+//!   receiver: connections, faults, storage, bounces, correlation, deliveries, DKIM
+//!   verification).
+//! - `relay`: send → MTA under test → sink in one process: the benchmark, its runs (a
+//!   warm-up first, a flush's release), the drain, the combined results, the capacity
+//!   search's verdict.
 //! - `mailbox`: mail-store workloads — filling mailboxes over LMTP (with `send`), POP3
 //!   sessions (a driver for `load`), on a lab store when asked.
 //! - `report`: the output stage — text summary, CSV, thresholds, the HTML report, the

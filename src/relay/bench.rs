@@ -25,7 +25,7 @@ use crate::stats::Results;
 use crate::stats::host::Device;
 use crate::stats::summary::Summary;
 use crate::stats::timelog::TimeLog;
-use crate::transport::listen::{Listen, bind, local_addrs};
+use crate::transport::listen::{Listen, Listener, bind, local_addrs};
 use crate::transport::target::Target;
 
 /// A validated relay benchmark.
@@ -85,7 +85,7 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         mta.check().map_err(RelayError::Usage)?;
     }
     crate::limits::raise_nofile();
-    let mut listeners = Some(
+    let listeners = Some(
         bind(&[Listen::Tcp(plan.sink)])
             .await
             .map_err(RelayError::Failed)?,
@@ -121,13 +121,20 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         (None, Some(d)) => Some(Device::find(d)),
         (None, None) => None,
     };
-    let sut_pids = {
+    let sut_pids: Pids = {
         let (extra, lab) = (plan.sut_pids.clone(), lab.clone());
         Arc::new(move || {
             let mut pids = crate::stats::sut::descendants(&extra);
             pids.extend(lab.as_ref().map(|l| l.pids()).unwrap_or_default());
             pids
         })
+    };
+    let mut runner = Runner {
+        listeners,
+        sink_addr,
+        pids: sut_pids,
+        device: queue_device,
+        lab: lab.clone(),
     };
     let mut steps = match plan.find_max {
         Some(f) => Steps::FindMax(FindMax::new(f.start_rate), f.rules),
@@ -140,25 +147,14 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     let warmed = match plan.send.warmup.take() {
         Some(d) => {
             crate::send::announce_warmup("relay", d, plan.send.load.progress.quiet);
-            let listeners = match listeners.take() {
-                Some(l) => l,
-                None => bind(&[Listen::Tcp(sink_addr)])
-                    .await
-                    .map_err(RelayError::Failed)?,
-            };
-            let w = run_once(
-                &plan,
-                plan.send.warm_up_for(d),
-                listeners,
-                plan.drain_timeout,
-                Watched {
-                    pids: sut_pids.clone(),
-                    device: queue_device.clone(),
-                },
-                lab.clone(),
-                &shutdown,
-            )
-            .await?;
+            let w = runner
+                .run(
+                    &plan,
+                    plan.send.warm_up_for(d),
+                    plan.drain_timeout,
+                    &shutdown,
+                )
+                .await?;
             Some(crate::send::warmup_record(&w))
         }
         None => None,
@@ -186,12 +182,6 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             },
         };
         runs += 1;
-        let listeners = match listeners.take() {
-            Some(l) => l,
-            None => bind(&[Listen::Tcp(sink_addr)])
-                .await
-                .map_err(RelayError::Failed)?,
-        };
         if announce {
             say(&format!("mailbench relay: step {runs}: {label}"));
         }
@@ -199,19 +189,7 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             Steps::FindMax(_, rules) => plan.drain_timeout.min(rules.step * 3),
             Steps::Sweep(_) => plan.drain_timeout,
         };
-        let r = run_once(
-            &plan,
-            p,
-            listeners,
-            drain_timeout,
-            Watched {
-                pids: sut_pids.clone(),
-                device: queue_device.clone(),
-            },
-            lab.clone(),
-            &shutdown,
-        )
-        .await?;
+        let r = runner.run(&plan, p, drain_timeout, &shutdown).await?;
         let mut row = evidence(&r);
         if let Steps::FindMax(f, rules) = &mut steps {
             let rate = r.config["pacing"]["rate"].as_f64().unwrap_or(0.0);
@@ -259,19 +237,52 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     Ok(results)
 }
 
-/// What a run watches of the system under test.
-struct Watched {
+/// What every run of one benchmark shares: the sink's address (its listeners bound once
+/// and bound again for each later run), what is watched of the system under test, the lab.
+struct Runner {
+    listeners: Option<Vec<Listener>>,
+    sink_addr: SocketAddr,
     pids: Pids,
     device: Option<Result<Device, String>>,
+    lab: Option<Arc<dyn MtaLab>>,
+}
+
+impl Runner {
+    /// One run of the benchmark on its own run id, accept and arrival logs.
+    async fn run(
+        &mut self,
+        plan: &RelayPlan,
+        send: SendPlan,
+        drain_timeout: Duration,
+        shutdown: &Shutdown,
+    ) -> Result<Results, RelayError> {
+        let listeners = match self.listeners.take() {
+            Some(l) => l,
+            None => bind(&[Listen::Tcp(self.sink_addr)])
+                .await
+                .map_err(RelayError::Failed)?,
+        };
+        let watched = (self.pids.clone(), self.device.clone());
+        run_once(
+            plan,
+            send,
+            listeners,
+            drain_timeout,
+            watched,
+            self.lab.clone(),
+            shutdown,
+        )
+        .await
+    }
 }
 
 /// One run of the benchmark on its own run id, accept and arrival logs.
 async fn run_once(
     plan: &RelayPlan,
     mut send: SendPlan,
-    listeners: Vec<crate::transport::listen::Listener>,
+    listeners: Vec<Listener>,
     drain_timeout: Duration,
-    watched: Watched,
+    (pids, device): (Pids, Option<Result<Device, String>>),
     lab: Option<Arc<dyn MtaLab>>,
     shutdown: &Shutdown,
 ) -> Result<Results, RelayError> {
@@ -299,9 +310,9 @@ async fn run_once(
         },
         drain_timeout,
         settle: Duration::from_secs(1),
-        sut_pids: watched.pids,
+        sut_pids: pids,
         queue_cmd: plan.queue_cmd.clone(),
-        queue_device: watched.device,
+        queue_device: device,
         flush: plan.flush,
     };
     run(r, lab, shutdown.clone()).await

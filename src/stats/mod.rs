@@ -1,6 +1,7 @@
 //! The statistics layer shared by every command: metrics and counters (`recorder`), sharded
 //! collection and the time series (`collector`), the results file (`results`), histograms in
-//! JSON (`hist`), the tool's own CPU and memory (`cpu`) and the system under test's (`sut`).
+//! JSON (`hist`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`) and
+//! its machine's: the queue device and the load average (`host`).
 
 pub mod clock;
 pub mod collector;
