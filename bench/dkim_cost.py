@@ -4,13 +4,18 @@ closed loop) unsigned, signed with Ed25519 and signed with RSA-2048 (keys made w
 openssl), in rotating order over several rounds. The sink verifies the signatures against
 the matching public key, so both sides of DKIM are measured.
 
+Then the same question for an MTA: the lab Postfix relaying 10,000 × 25 KiB with and
+without `--mta-dkim-key` (OpenDKIM as its milter, RSA-2048), alternating over the rounds:
+delivery MPM and the MTA's CPU per message (Postfix's processes and OpenDKIM's), every
+signature verified at the sink.
+
 Prints, medians over the rounds: the sender's messages/s and CPU microseconds per message
 (user+sys from its rusage), the signing CPU per message mailbench itself counted, the
 sink's CPU per message and its verification CPU per message, and each rate and CPU against
 unsigned. No peer signs DKIM (smtp-source and postal cannot), so the unsigned run is the
 baseline.
 
-Usage: bench/dkim_cost.py [--rounds 3] [--messages 20000] [--out DIR]
+Usage: bench/dkim_cost.py [--rounds 3] [--messages 20000] [--relayed 10000] [--out DIR]
 Everything targets 127.0.0.1; every run is bounded by its message count.
 """
 import json
@@ -75,6 +80,23 @@ def run(mode, keyset, messages, tmp):
     }
 
 
+def relay(signing, keyset, messages, tmp):
+    """One lab relay run, the MTA signing or not; (drain MPM, MTA CPU µs per message)."""
+    out = os.path.join(tmp, "relay.json")
+    key, pub = keyset["rsa"]
+    cmd = [MB, "relay", "--lab", "postfix", "-n", str(messages), "-q", "--json", out]
+    if signing:
+        cmd += ["--mta-dkim-key", key, "--dkim-verify", pub]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+    r = json.load(open(out))
+    if signing and r["extra"]["dkim_verify"]["pass"] != messages:
+        raise SystemExit(f"the MTA signed {r['extra']['dkim_verify']} of {messages}")
+    sut = r["extra"]["sut"]
+    return r["summary"]["drain_mpm"], (sut["cpu_user_s"] + sut["cpu_sys_s"]) / messages * 1e6
+
+
 def main():
     rounds = benchlib.arg("--rounds", 3)
     messages = benchlib.arg("--messages", 20000)
@@ -97,6 +119,19 @@ def main():
         lines.append(f"{m:<10}{x['rate']:>9.0f}{x['cpu_us']:>17.1f}{x['sign_us']:>15.1f}"
                      f"{x['sink_cpu_us']:>17.1f}{x['verify_us']:>17.1f}"
                      f"{x['rate'] / base['rate']:>17.2f}x{x['cpu_us'] / base['cpu_us']:>21.2f}x")
+    relayed = benchlib.arg("--relayed", 10000)
+    mta = {True: [], False: []}
+    for r in range(rounds):
+        for signing in ([False, True] if r % 2 == 0 else [True, False]):
+            mta[signing].append(relay(signing, keyset, relayed, tmp))
+    m = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for k, v in mta.items()}
+    lines += ["", f"# the lab Postfix signing through OpenDKIM (RSA-2048) or not: mailbench relay, {relayed} x 25 KiB, "
+              f"64 connections, {rounds} rounds alternating, medians; every signature verified at the sink", "",
+              f"{'MTA':<14}{'drain MPM':>11}{'MTA cpu us/msg':>16}",
+              f"{'not signing':<14}{m[False][0]:>11.0f}{m[False][1]:>16.1f}",
+              f"{'signing':<14}{m[True][0]:>11.0f}{m[True][1]:>16.1f}",
+              f"signing against not: drain MPM {m[True][0] / m[False][0]:.2f}x, MTA CPU per message "
+              f"{m[True][1] / m[False][1]:.2f}x"]
     text = "\n".join(lines) + "\n"
     benchlib.emit(text, out_dir, "dkim_cost.txt")
 

@@ -16,6 +16,9 @@ perl -MNet::SSLeay -e1 >/dev/null 2>&1 || need+=(libnet-ssleay-perl)
 for part in imap pop3 lmtp; do
   [ -x /usr/lib/dovecot/$part ] || need+=(dovecot-${part}d)
 done
+# OpenDKIM signs for a lab MTA (--mta-dkim-key); like Postfix's, its own service is left
+# alone: the lab runs a private instance.
+[ -x /usr/sbin/opendkim ] || need+=(opendkim)
 # What only the tests use (the quickstart needs none of it): a headless browser for the
 # report pages, the Prometheus client's parser for /metrics, tmux for the live view.
 if [ "${1:-}" = "--for-tests" ]; then

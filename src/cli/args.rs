@@ -585,6 +585,26 @@ pub struct LabShape {
     /// Override a main.cf setting (repeatable), e.g. default_process_limit=100.
     #[arg(long, value_name = "KEY=VALUE")]
     pub postconf: Vec<String>,
+    /// The lab MTA DKIM-signs every message it accepts with this PEM private key, through
+    /// OpenDKIM as a milter (what does signing cost this MTA).
+    #[arg(long, value_name = "FILE")]
+    pub mta_dkim_key: Option<PathBuf>,
+    /// The lab MTA's signing domain (d=).
+    #[arg(
+        long,
+        default_value = "example.org",
+        value_name = "DOMAIN",
+        requires = "mta_dkim_key"
+    )]
+    pub mta_dkim_domain: String,
+    /// The lab MTA's selector (s=).
+    #[arg(
+        long,
+        default_value = "mailbench",
+        value_name = "NAME",
+        requires = "mta_dkim_key"
+    )]
+    pub mta_dkim_selector: String,
 }
 
 /// Flags of `mailbench relay`.

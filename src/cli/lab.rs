@@ -58,6 +58,17 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
         relay,
         relay_lmtp: false,
         hold: false,
+        dkim: match &shape.mta_dkim_key {
+            Some(key) => {
+                crate::lab::opendkim::check()?;
+                Some(crate::lab::DkimSigning {
+                    key: key.clone(),
+                    domain: shape.mta_dkim_domain.clone(),
+                    selector: shape.mta_dkim_selector.clone(),
+                })
+            }
+            None => None,
+        },
         starttls,
     })
 }

@@ -7,6 +7,7 @@
 
 pub mod dovecot;
 pub mod host;
+pub mod opendkim;
 pub mod postfix;
 
 use std::net::SocketAddr;
@@ -43,6 +44,19 @@ pub struct LabOptions {
     /// Put every message the entry accepts on hold, for a flush benchmark: injection is
     /// measured alone, then [`MtaLab::release`] lets everything go at once.
     pub hold: bool,
+    /// The entry instance DKIM-signs every message it accepts (through a milter).
+    pub dkim: Option<DkimSigning>,
+}
+
+/// What a lab MTA signs with.
+#[derive(Debug, Clone)]
+pub struct DkimSigning {
+    /// The PEM private key.
+    pub key: PathBuf,
+    /// The signing domain (d=).
+    pub domain: String,
+    /// The selector (s=).
+    pub selector: String,
 }
 
 /// Why a lab did not start. The kinds matter to callers: a rejected setting is the user's

@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::host::{self, QueueDir, io};
+use super::opendkim;
 use super::{LabError, LabOptions, LabServer, MtaLab, QueueKind};
 
 const POSTFIX: &str = "/usr/sbin/postfix";
@@ -25,6 +26,8 @@ struct Instance {
     queue: QueueDir,
     /// smtpd address.
     smtpd: SocketAddr,
+    /// The DKIM-signing milter in front of its queue, when asked.
+    milter: Option<opendkim::Milter>,
 }
 
 /// The running lab; stopped and cleaned up on drop.
@@ -90,6 +93,7 @@ impl Lab {
             queue,
             dir: dir.clone(),
             smtpd: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
+            milter: None,
         };
         let chown = Command::new("chown")
             .args(["postfix:postfix", &dir.join("data").display().to_string()])
@@ -164,6 +168,18 @@ maillog_file_prefixes = {d}
             // BDAT), whoever sends it: the flush benchmark releases them with postsuper.
             main_cf.push_str("smtpd_end_of_data_restrictions = check_client_access static:HOLD\n");
         }
+        if let (Some(s), 0) = (&opts.dkim, hop) {
+            match opendkim::Milter::start(&dir, s) {
+                Ok(m) => {
+                    main_cf.push_str(&m.postfix_settings());
+                    inst.milter = Some(m);
+                }
+                Err(e) => {
+                    inst.stop();
+                    return Err(e);
+                }
+            }
+        }
         if opts.starttls && hop == 0 {
             host::write_tls_files(&dir, &inst.name)?;
             main_cf.push_str(&format!(
@@ -214,7 +230,10 @@ impl LabServer for Lab {
         let masters: Vec<PathBuf> = self
             .instances
             .iter()
-            .map(|i| i.queue.path.join("pid/master.pid"))
+            .flat_map(|i| {
+                let milter = i.milter.as_ref().map(|m| m.pid_file.clone());
+                std::iter::once(i.queue.path.join("pid/master.pid")).chain(milter)
+            })
             .collect();
         host::trees(&masters)
     }
@@ -400,6 +419,7 @@ impl Instance {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+        self.milter = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }

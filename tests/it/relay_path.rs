@@ -26,6 +26,7 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
             relay_lmtp: false,
             starttls: false,
             hold: false,
+            dkim: None,
         })
         .expect("lab Postfix starts (CI runs as root)");
     let target = lab.entry().to_string();

@@ -312,3 +312,45 @@ fn rsa_signatures_survive_the_lab_postfix_and_verify_at_the_embedded_sink() {
         "{v:#}"
     );
 }
+
+#[test]
+fn the_lab_postfix_signs_through_opendkim_and_the_sink_verifies_every_message() {
+    let dir = TempDir::new("mta-dkim");
+    let [_, (rsa, rsa_pub)] = keys(&dir.0);
+    let json = dir.0.join("r.json");
+    let Some(r) = relay(
+        &[
+            "-n",
+            "200",
+            "-c",
+            "8",
+            "--size",
+            "5k",
+            "--mta-dkim-key",
+            &s(&rsa),
+            "--dkim-verify",
+            &s(&rsa_pub),
+        ],
+        &json,
+    ) else {
+        return;
+    };
+    assert_eq!(r["summary"]["delivered"], 200, "{:#}", r["summary"]);
+    assert!(
+        r["extra"].get("dkim").is_none(),
+        "the generator did not sign"
+    );
+    let v = &r["extra"]["dkim_verify"];
+    assert_eq!(
+        (
+            v["pass"].as_u64(),
+            v["fail"].as_u64(),
+            v["unsigned"].as_u64()
+        ),
+        (Some(200), Some(0), Some(0)),
+        "every message signed by the MTA's OpenDKIM: {v:#}"
+    );
+    // OpenDKIM's process ran from the lab's directory: none may be left.
+    let left = crate::util::leftovers(&r);
+    assert!(left.is_empty(), "the lab left {left:?}");
+}
