@@ -89,6 +89,12 @@ fn a_flush_delivers_nothing_before_the_release_and_times_the_drain_from_it() {
         "first arrival {first} s before the release at {release} s"
     );
     assert_eq!(sum["release_at_s"].as_f64(), Some(release));
+    // A flush's summary names every key --threshold may, its own two included.
+    crate::util::assert_threshold_keys(
+        &r,
+        &mailbench::relay::THRESHOLDS,
+        &["max_sustainable_per_sec", "max_sustainable_mpm"],
+    );
     // The drain counts from the release: it ends at the last arrival.
     let drain_s = sum["drain_s"].as_f64().expect("drain_s");
     let last = release + drain_s;
