@@ -31,9 +31,13 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
         (None, false) => SocketAddr::from(([127, 0, 0, 1], 2525)),
     };
     let drain_timeout = units::duration(&a.drain_timeout)?;
-    if let Some(d) = &a.queue_device {
-        crate::stats::host::Device::find(d).map_err(|why| format!("--queue-device {d}: {why}"))?;
-    }
+    let queue_device = a
+        .queue_device
+        .as_deref()
+        .map(|d| {
+            crate::stats::host::Device::find(d).map_err(|why| format!("--queue-device {d}: {why}"))
+        })
+        .transpose()?;
     let sink_rules = a
         .sink_rule
         .iter()
@@ -101,12 +105,12 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
         queue_cmd: a.queue_cmd.clone(),
         sut_pids: a.sut_pid.clone(),
         keep_logs: outputs.files.json.clone(),
-        queue_device: a.queue_device.clone(),
+        queue_device,
         flush: a.flush,
         dkim_verify: a
             .dkim_verify
             .as_deref()
-            .map(super::send::dkim_verifier)
+            .map(super::sink::dkim_verifier)
             .transpose()?,
     };
     Ok((plan, outputs))

@@ -117,13 +117,6 @@ pub fn plan(
     Ok((plan, outputs))
 }
 
-/// The DKIM verifier of `--dkim-verify FILE` (sink, and the relay's embedded sink).
-pub fn dkim_verifier(path: &std::path::Path) -> Result<Arc<crate::sink::dkim::Verifier>, String> {
-    let text = std::fs::read(path)
-        .map_err(|e| format!("--dkim-verify {}: cannot read it: {e}", path.display()))?;
-    crate::sink::dkim::Verifier::new(&text, &path.display().to_string()).map(Arc::new)
-}
-
 /// The load's shape, and its part of the configuration record.
 pub fn load_plan(
     a: &ShapeArgs,

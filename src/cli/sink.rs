@@ -161,13 +161,18 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
             .map(units::size)
             .transpose()?
             .unwrap_or(0) as u64,
-        dkim: a
-            .dkim_verify
-            .as_deref()
-            .map(super::send::dkim_verifier)
-            .transpose()?,
+        dkim: a.dkim_verify.as_deref().map(dkim_verifier).transpose()?,
         progress,
         config_json,
     };
     Ok((plan, outputs))
+}
+
+/// The DKIM verifier of `--dkim-verify FILE` (sink, and the relay's embedded sink).
+pub fn dkim_verifier(
+    path: &std::path::Path,
+) -> Result<std::sync::Arc<crate::sink::dkim::Verifier>, String> {
+    let text = std::fs::read(path)
+        .map_err(|e| format!("--dkim-verify {}: cannot read it: {e}", path.display()))?;
+    crate::sink::dkim::Verifier::new(&text, &path.display().to_string()).map(std::sync::Arc::new)
 }

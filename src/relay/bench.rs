@@ -52,9 +52,9 @@ pub struct RelayPlan {
     pub sut_pids: Vec<u32>,
     /// Copy the lab MTA's logs to `BASE.maillog.N` before the lab goes.
     pub keep_logs: Option<PathBuf>,
-    /// The block device (a name, or a path on it) holding an external MTA's queue; a
-    /// lab's is found from its queue directory.
-    pub queue_device: Option<String>,
+    /// The block device holding an external MTA's queue (`--queue-device`); a lab's is
+    /// found from its queue directory.
+    pub queue_device: Option<Device>,
     /// The flush benchmark: the lab holds everything injected, then releases it at once;
     /// injection and drain are measured apart.
     pub flush: bool,
@@ -118,7 +118,7 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     let lab = lab.map(|(_, l)| l);
     let queue_device = match (&lab, &plan.queue_device) {
         (Some(l), _) => Some(Device::holding(&l.queue_dir())),
-        (None, Some(d)) => Some(Device::find(d)),
+        (None, Some(d)) => Some(Ok(d.clone())),
         (None, None) => None,
     };
     let sut_pids: Pids = {

@@ -246,7 +246,7 @@ fn render_tail(r: &Results, out: &mut String) {
     for w in &s.warnings {
         let _ = writeln!(out, "  warning: {w}");
     }
-    for key in ["preflight", "notes"] {
+    for (key, label) in [("preflight", "preflight"), ("notes", "note")] {
         for n in r
             .extra
             .get(key)
@@ -254,12 +254,7 @@ fn render_tail(r: &Results, out: &mut String) {
             .into_iter()
             .flatten()
         {
-            let _ = writeln!(
-                out,
-                "  {:<10} {}",
-                key.trim_end_matches('s'),
-                n.as_str().unwrap_or("")
-            );
+            let _ = writeln!(out, "  {label:<10} {}", n.as_str().unwrap_or(""));
         }
     }
     if let Some(d) = r.extra.get("dkim") {
