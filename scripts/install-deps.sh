@@ -20,11 +20,13 @@ done
 # alone: the lab runs a private instance.
 [ -x /usr/sbin/opendkim ] || need+=(opendkim)
 # What only the tests use (the quickstart needs none of it): a headless browser for the
-# report pages, the Prometheus client's parser for /metrics, tmux for the live view.
+# report pages, the Prometheus client's parser for /metrics, tmux for the live view, dig.
 if [ "${1:-}" = "--for-tests" ]; then
   command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
   /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
+  # BIND's dig: a DNS client no one here wrote, for the test DNS server.
+  command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
 fi
 # openssl makes a stranger's CA for the TLS-failure test and DKIM keys; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)

@@ -38,6 +38,7 @@
 //! - `cli`: flags (`args`), validation into plans, and the end of every command (`finish`).
 
 pub mod cli;
+pub mod dns;
 pub mod doctor;
 pub mod error;
 pub mod imap;

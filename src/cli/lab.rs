@@ -58,6 +58,7 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
         relay,
         relay_lmtp: false,
         hold: false,
+        dns: None,
         dkim: match &shape.mta_dkim_key {
             Some(key) => {
                 crate::lab::opendkim::check()?;

@@ -1,10 +1,11 @@
 //! The thin command line: parse flags (`args`), validate them into a plan (`send`, `sink`,
-//! `relay`, `lab`, `mailbox`, with the output flags in `output`), run the engine, then check
+//! `relay`, `lab`, `mailbox`, `dns`, with the output flags in `output`), run the engine, then check
 //! thresholds, write outputs and choose the exit code (`finish`); `report` reads finished
 //! runs back for `mailbench report` and `compare`; `vary` runs a relay lab under two
 //! settings in alternating rounds.
 
 pub mod args;
+pub mod dns;
 pub mod doctor;
 pub mod finish;
 pub mod lab;
@@ -53,6 +54,15 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Report(a) => report::report(&a),
         Command::Doctor(a) => doctor::doctor(&a),
         Command::Compare(a) => report::compare(&a),
+        Command::Dns(a) => {
+            dns::plan(&a)
+                .map_err(|e| (EXIT_USAGE, e))
+                .and_then(|(plan, outputs)| {
+                    runtime()
+                        .map_err(|e| (EXIT_FAILED, e))?
+                        .block_on(dns::dns(plan, outputs))
+                })
+        }
         Command::Sink(a) => {
             sink::plan(&a)
                 .map_err(|e| (EXIT_USAGE, e))

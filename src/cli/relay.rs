@@ -7,7 +7,7 @@ use super::finish::deliver;
 use super::send::{Defaults, plan as send_plan};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::relay::verdict::StepRules;
-use crate::relay::{FindMaxPlan, RelayError, RelayPlan};
+use crate::relay::{FindMaxPlan, RelayDns, RelayError, RelayPlan};
 use crate::shutdown::Shutdown;
 use crate::sink::faults::parse_rule;
 use crate::smtp::steps::STEPS;
@@ -22,6 +22,9 @@ pub const RELAY_DEFAULTS: Defaults = Defaults {
     messages: 10_000,
     thresholds: crate::relay::THRESHOLDS,
 };
+
+/// `--to`'s default (the relay spreads recipients over `--dns-domains` instead).
+pub const DEFAULT_TO: &str = "rcpt@example.com";
 
 /// Validates `relay`'s flags.
 fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String> {
@@ -58,6 +61,26 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
     if let Some(first) = levels.first() {
         load.shape.concurrency = Some(first.to_string());
     }
+    let dns = match &a.dns_domains {
+        Some(spec) => {
+            let zones = super::dns::synthetic(spec, Vec::new(), &a.dns_zone)?;
+            if load.message.to == DEFAULT_TO {
+                // Recipients spread over the domains; a count names them d0..dN-1.
+                if spec.trim().parse::<u64>().is_err() {
+                    return Err(format!(
+                        "--dns-domains {spec:?}: give --to with a template over these domains (e.g. 'u{{seq}}@d{{mod:N}}.example.test'); only a count N has a default"
+                    ));
+                }
+                load.message.to = format!("u{{seq}}@d{{mod:{}}}.example.test", zones.domains.len());
+            }
+            Some(RelayDns {
+                zones,
+                faults: super::dns::faults(&a.dns_rule)?,
+                sinks: a.dns_sinks,
+            })
+        }
+        None => None,
+    };
     let targets = match &a.target {
         Some(t) => parse_targets(t, 25)?,
         None => Vec::new(),
@@ -112,6 +135,7 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
             .as_deref()
             .map(super::sink::dkim_verifier)
             .transpose()?,
+        dns,
     };
     Ok((plan, outputs))
 }

@@ -198,11 +198,38 @@ pub fn count_files(dir: &Path) -> usize {
 
 /// Lines of a log file that contain `needle` (deliveries an MTA logged).
 pub fn count_lines(log: &Path, needle: &str) -> usize {
+    count_lines_with(log, needle, &[])
+}
+
+/// Lines of `log` containing `needle` and, when `any_of` is not empty, one of its strings
+/// (a deferral, and why).
+pub fn count_lines_with(log: &Path, needle: &str, any_of: &[&str]) -> usize {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
-        .filter(|l| l.contains(needle))
+        .filter(|l| {
+            l.contains(needle) && (any_of.is_empty() || any_of.iter().any(|a| l.contains(a)))
+        })
         .count()
+}
+
+/// Gives a chrooted MTA process its own resolver: `ROOT/etc/resolv.conf` names the test
+/// DNS server at `ip`, beside the few files the C library reads on a lookup (what
+/// Debian's `configure-instance.sh` copies into Postfix's chroot). The machine's own
+/// resolver configuration is never touched.
+pub fn chroot_resolver(root: &Path, ip: std::net::IpAddr) -> Result<(), LabError> {
+    let etc = root.join("etc");
+    std::fs::create_dir_all(&etc).map_err(|e| io("create the chroot's etc", e))?;
+    let write = |name: &str, text: &str| {
+        std::fs::write(etc.join(name), text).map_err(|e| io("write the chroot's etc", e))
+    };
+    write("resolv.conf", &format!("nameserver {ip}\n"))?;
+    write("nsswitch.conf", "hosts: files dns\n")?;
+    write("hosts", "127.0.0.1 localhost\n::1 localhost\n")?;
+    for f in ["services", "host.conf", "localtime"] {
+        let _ = std::fs::copy(Path::new("/etc").join(f), etc.join(f));
+    }
+    Ok(())
 }
 
 /// The process ids in the trees rooted at the pids written in `pid_files`.

@@ -46,6 +46,18 @@ pub struct LabOptions {
     pub hold: bool,
     /// The entry instance DKIM-signs every message it accepts (through a milter).
     pub dkim: Option<DkimSigning>,
+    /// The last instance resolves its destinations (MX, then address records) through
+    /// this test DNS server and delivers to their port, instead of relaying to `relay`.
+    pub dns: Option<LabDns>,
+}
+
+/// Where a lab MTA resolves and delivers when DNS is part of the benchmark.
+#[derive(Debug, Clone, Copy)]
+pub struct LabDns {
+    /// The test DNS server's address (port 53: resolvers know no other).
+    pub resolver: std::net::IpAddr,
+    /// The port the MX hosts' sinks listen on.
+    pub port: u16,
 }
 
 /// What a lab MTA signs with.
@@ -109,6 +121,8 @@ pub trait MtaLab: LabServer {
     fn held(&self) -> usize;
     /// Releases every held message for delivery at once; returns how many were released.
     fn release(&self) -> Result<usize, String>;
+    /// Deferrals the MTA's log blames on DNS (failed or timed-out lookups), so far.
+    fn dns_deferred(&self) -> usize;
 }
 
 /// A mailbox user of a store lab: the address it logs in and receives mail as.

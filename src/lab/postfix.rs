@@ -125,8 +125,7 @@ mydestination =
 inet_interfaces = 127.0.0.1
 inet_protocols = {protocols}
 mynetworks = 127.0.0.0/8
-relayhost = [{rip}]:{rport}
-smtp_dns_support_level = disabled
+{route}
 smtpd_relay_restrictions = permit_mynetworks, reject
 alias_maps =
 alias_database =
@@ -149,8 +148,19 @@ maillog_file_prefixes = {d}
 ",
             q = inst.queue.path.display(),
             name = inst.name,
-            rip = relay.ip(),
-            rport = relay.port(),
+            route = match (opts.dns, last_hop) {
+                // Destinations by MX, as in production, through the test DNS server that
+                // the chrooted smtp client's own resolv.conf names; the sinks' port.
+                (Some(dns), true) => format!(
+                    "smtp_dns_support_level = enabled\nsmtp_tcp_port = {}",
+                    dns.port
+                ),
+                _ => format!(
+                    "relayhost = [{}]:{}\nsmtp_dns_support_level = disabled",
+                    relay.ip(),
+                    relay.port()
+                ),
+            },
             // The smtpd listens on 127.0.0.1 either way; the smtp client needs IPv6 for a
             // relay (the sink) on ::1.
             protocols = if relay.is_ipv4() { "ipv4" } else { "all" }
@@ -192,8 +202,15 @@ maillog_file_prefixes = {d}
         std::fs::write(dir.join("main.cf"), main_cf).map_err(|e| io("write main.cf", e))?;
         let master = std::fs::read_to_string("/etc/postfix/master.cf")
             .map_err(|e| io("read /etc/postfix/master.cf", e))?;
-        std::fs::write(dir.join("master.cf"), master_cf(&master, inst.smtpd))
-            .map_err(|e| io("write master.cf", e))?;
+        let resolver = opts.dns.filter(|_| last_hop).map(|d| d.resolver);
+        std::fs::write(
+            dir.join("master.cf"),
+            master_cf(&master, inst.smtpd, resolver.is_some()),
+        )
+        .map_err(|e| io("write master.cf", e))?;
+        if let Some(ip) = resolver {
+            host::chroot_resolver(&inst.queue.path, ip)?;
+        }
         if let Err(e) = check_overrides(&dir, &opts.settings) {
             inst.stop();
             return Err(e);
@@ -319,6 +336,25 @@ impl MtaLab for Lab {
             .unwrap_or(0))
     }
 
+    /// `status=deferred` lines of the last hop whose reason is a failed lookup ("Host or
+    /// domain name not found", "Name service error").
+    fn dns_deferred(&self) -> usize {
+        self.instances
+            .last()
+            .map(|i| {
+                host::count_lines_with(
+                    &i.dir.join("maillog"),
+                    "status=deferred",
+                    &[
+                        "Name service error",
+                        "Host or domain name not found",
+                        "Host not found",
+                    ],
+                )
+            })
+            .unwrap_or(0)
+    }
+
     /// Files under incoming, active, deferred and hold, in all instances.
     fn queued(&self) -> usize {
         self.instances
@@ -380,8 +416,10 @@ fn check_overrides(dir: &Path, overrides: &[(String, String)]) -> Result<(), Lab
     }
 }
 
-/// Debian's master.cf with smtpd moved to `smtpd`, chroot off everywhere, postlog on.
-fn master_cf(master: &str, smtpd: SocketAddr) -> String {
+/// Debian's master.cf with smtpd moved to `smtpd`, chroot off everywhere (except the smtp
+/// client when `chroot_smtp`: it then resolves with the queue directory's etc/resolv.conf),
+/// postlog on.
+fn master_cf(master: &str, smtpd: SocketAddr, chroot_smtp: bool) -> String {
     let mut out = String::new();
     for line in master.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -392,7 +430,11 @@ fn master_cf(master: &str, smtpd: SocketAddr) -> String {
             out.push_str(&format!("{smtpd} inet n - n - - smtpd"));
         } else if service {
             let mut f: Vec<&str> = fields.clone();
-            f[4] = "n";
+            f[4] = if chroot_smtp && fields[0] == "smtp" && fields[1] == "unix" {
+                "y"
+            } else {
+                "n"
+            };
             out.push_str(&f.join(" "));
         } else {
             out.push_str(line);
@@ -440,11 +482,15 @@ mod tests {
     #[test]
     fn master_cf_moves_smtpd_and_turns_chroot_off() {
         let debian = "smtp      inet  n       -       y       -       -       smtpd\n#postlog   unix-dgram n  -       n       -       1       postlogd\npickup    unix  n       -       y       60      1       pickup\n  -o x=y\n";
-        let out = master_cf(debian, "127.0.0.1:2725".parse().expect("addr"));
+        let out = master_cf(debian, "127.0.0.1:2725".parse().expect("addr"), false);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "127.0.0.1:2725 inet n - n - - smtpd");
         assert!(lines[1].starts_with("postlog") && lines[1].contains("postlogd"));
         assert_eq!(lines[2], "pickup unix n - n 60 1 pickup");
         assert_eq!(lines[3], "  -o x=y");
+        let client = "smtp      unix  -       -       y       -       -       smtp\n";
+        let addr = "127.0.0.1:2725".parse().expect("addr");
+        assert_eq!(master_cf(client, addr, true), "smtp unix - - y - - smtp\n");
+        assert_eq!(master_cf(client, addr, false), "smtp unix - - n - - smtp\n");
     }
 }

@@ -95,6 +95,7 @@ pub async fn run(
                 settings: plan.postconf.clone(),
                 relay: l.endpoints().lmtp,
                 hold: false,
+                dns: None,
                 dkim: None,
                 relay_lmtp: true,
                 starttls: false,

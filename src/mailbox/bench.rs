@@ -186,6 +186,7 @@ pub async fn workload(
                 settings: vec![("default_process_limit".into(), "100".into())],
                 relay: l.endpoints().lmtp,
                 hold: false,
+                dns: None,
                 dkim: None,
                 relay_lmtp: true,
                 starttls: false,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::RelayError;
+use super::dns::{self, Embedded, RelayDns};
 use super::run::{Receiver, RelayRun, run};
 use super::verdict::{StepRules, judge};
 use crate::lab::{LabError, LabOptions, Mta, MtaLab};
@@ -60,6 +61,8 @@ pub struct RelayPlan {
     pub flush: bool,
     /// The embedded sink verifies DKIM signatures against this key.
     pub dkim_verify: Option<Arc<crate::sink::dkim::Verifier>>,
+    /// DNS in the benchmark: the embedded DNS server, the sink on several addresses.
+    pub dns: Option<RelayDns>,
 }
 
 /// `--find-max`: where to start, and what each step must show.
@@ -85,19 +88,37 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         mta.check().map_err(RelayError::Usage)?;
     }
     crate::limits::raise_nofile();
-    let listeners = Some(
-        bind(&[Listen::Tcp(plan.sink)])
+    let (listeners, sink_listen) = match &plan.dns {
+        Some(d) => dns::bind_sinks(d.sinks).await,
+        None => bind(&[Listen::Tcp(plan.sink)])
             .await
-            .map_err(RelayError::Failed)?,
-    );
-    let sink_addr: SocketAddr = listeners
-        .as_ref()
-        .and_then(|l| local_addrs(l).first()?.parse().ok())
+            .map(|l| (l, Vec::new())),
+    }
+    .map_err(RelayError::Failed)?;
+    let sink_addr: SocketAddr = local_addrs(&listeners)
+        .first()
+        .and_then(|a| a.parse().ok())
         .ok_or_else(|| RelayError::Failed("the sink did not bind".into()))?;
+    let sink_listen = match sink_listen {
+        l if l.is_empty() => vec![Listen::Tcp(sink_addr)],
+        l => l,
+    };
+    let embedded = match &plan.dns {
+        Some(d) => Some(Arc::new(
+            dns::start(d, &sink_listen)
+                .await
+                .map_err(RelayError::Failed)?,
+        )),
+        None => None,
+    };
     let lab = match plan.lab.take() {
         Some((mta, mut opts)) => {
             opts.relay = sink_addr;
             opts.hold = plan.flush;
+            opts.dns = embedded.as_ref().map(|e| crate::lab::LabDns {
+                resolver: e.resolver,
+                port: sink_addr.port(),
+            });
             let lab = start_lab(mta, opts).await?;
             for n in lab.notices() {
                 say(&format!("mailbench relay: notice: {n}"));
@@ -115,6 +136,16 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     relay["sink"] = sink_addr.to_string().into();
     relay["sink_rules"] = serde_json::to_value(&plan.sink_rules).unwrap_or_default();
     relay["drain_timeout_s"] = plan.drain_timeout.as_secs_f64().into();
+    if let (Some(d), Some(e)) = (&plan.dns, &embedded) {
+        relay["dns"] = serde_json::json!({
+            "resolver": format!("{}:53", e.resolver),
+            "domains": d.zones.domains.len(),
+            "mx_per_domain": d.zones.mx_per_domain,
+            "ttl_s": d.zones.ttl,
+            "sinks": sink_listen.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+            "rules": d.faults.rules,
+        });
+    }
     let lab = lab.map(|(_, l)| l);
     let queue_device = match (&lab, &plan.queue_device) {
         (Some(l), _) => Some(Device::holding(&l.queue_dir())),
@@ -130,11 +161,12 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         })
     };
     let mut runner = Runner {
-        listeners,
-        sink_addr,
+        listeners: Some(listeners),
+        sink_listen,
         pids: sut_pids,
         device: queue_device,
         lab: lab.clone(),
+        dns: embedded.clone(),
     };
     let mut steps = match plan.find_max {
         Some(f) => Steps::FindMax(FindMax::new(f.start_rate), f.rules),
@@ -234,17 +266,23 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         let dirs: Vec<String> = l.dirs().iter().map(|d| d.display().to_string()).collect();
         results.extra.insert("lab_dirs".into(), dirs.into());
     }
+    drop(runner);
+    if let Some(e) = embedded.and_then(Arc::into_inner) {
+        e.stop().await;
+    }
     Ok(results)
 }
 
-/// What every run of one benchmark shares: the sink's address (its listeners bound once
-/// and bound again for each later run), what is watched of the system under test, the lab.
+/// What every run of one benchmark shares: the sink's addresses (its listeners bound once
+/// and bound again for each later run), what is watched of the system under test, the lab,
+/// the DNS server.
 struct Runner {
     listeners: Option<Vec<Listener>>,
-    sink_addr: SocketAddr,
+    sink_listen: Vec<Listen>,
     pids: Pids,
     device: Option<Result<Device, String>>,
     lab: Option<Arc<dyn MtaLab>>,
+    dns: Option<Arc<Embedded>>,
 }
 
 impl Runner {
@@ -258,12 +296,15 @@ impl Runner {
     ) -> Result<Results, RelayError> {
         let listeners = match self.listeners.take() {
             Some(l) => l,
-            None => bind(&[Listen::Tcp(self.sink_addr)])
-                .await
-                .map_err(RelayError::Failed)?,
+            None => bind(&self.sink_listen).await.map_err(RelayError::Failed)?,
         };
         let watched = (self.pids.clone(), self.device.clone());
-        run_once(
+        let deferred = || self.lab.as_ref().map(|l| l.dns_deferred() as u64);
+        let deferred_before = deferred();
+        if let Some(d) = &self.dns {
+            d.begin();
+        }
+        let mut r = run_once(
             plan,
             send,
             listeners,
@@ -272,7 +313,14 @@ impl Runner {
             self.lab.clone(),
             shutdown,
         )
-        .await
+        .await?;
+        if let Some(d) = &self.dns {
+            let since = deferred()
+                .zip(deferred_before)
+                .map(|(a, b)| a.saturating_sub(b));
+            d.finish(&mut r, since);
+        }
+        Ok(r)
     }
 }
 

@@ -210,6 +210,7 @@ pub(super) fn combine(
             .released
             .as_ref()
             .map(|r| r.at_us.saturating_sub(x.origin_us) as f64 / 1e6),
+        ..RelaySummary::default()
     });
     if let Some(r) = &x.released {
         let first_us = arrived.at.iter().map(|(_, t)| *t).min();

@@ -7,16 +7,19 @@
 //! bounces and untraced mail are counted apart.
 //!
 //! `bench` is the whole benchmark (start-up order, sweeps and the capacity search, clean-up);
-//! `run` one run of it; `drain` the wait for deliveries; `combine` the results; `verdict`
+//! `run` one run of it; `dns` the embedded DNS server and the sink's addresses when the MTA
+//! resolves its destinations; `drain` the wait for deliveries; `combine` the results; `verdict`
 //! whether a search step was sustained.
 
 mod bench;
 mod combine;
+mod dns;
 mod drain;
 pub mod run;
 pub mod verdict;
 
 pub use bench::{FindMaxPlan, RelayPlan, bench};
+pub use dns::RelayDns;
 
 use crate::stats::Metric;
 use crate::stats::summary::Vocabulary;
@@ -50,6 +53,11 @@ pub const THRESHOLDS: Vocabulary = Vocabulary {
             "max_sustainable_mpm",
             "flush_held",
             "release_at_s",
+            "dns_queries",
+            "dns_queries_per_message",
+            "dns_p50_ms",
+            "dns_p99_ms",
+            "dns_deferred",
         ],
     ],
     steps: crate::smtp::steps::STEPS,

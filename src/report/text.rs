@@ -233,6 +233,9 @@ fn store_lines(out: &mut String, extra: &BTreeMap<String, serde_json::Value>) {
 
 fn render_tail(r: &Results, out: &mut String) {
     store_lines(out, &r.extra);
+    if let Some(d) = r.extra.get("dns") {
+        dns_lines(out, d);
+    }
     let s = &r.self_report;
     let _ = writeln!(
         out,
@@ -465,6 +468,73 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         1,
     ));
     out
+}
+
+/// `mailbench dns`'s report: questions, answers by code, latency by question type.
+pub fn render_dns(r: &Results, headline: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{headline}");
+    let _ = writeln!(out);
+    let Summary::Dns(s) = &r.summary else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "  questions  {}  answered {}  dropped {}  tcp {}  truncated {}  not queries {}   {:.1} per second",
+        s.questions, s.answered, s.dropped, s.tcp, s.truncated, s.ignored, s.queries_per_sec
+    );
+    let _ = writeln!(
+        out,
+        "  replies    noerror {}  nxdomain {}  servfail {}  refused {}  formerr {}   ({} zones)",
+        s.noerror, s.nxdomain, s.servfail, s.refused, s.formerr, s.zones
+    );
+    let _ = writeln!(out);
+    latency_table(&mut out, r, crate::dns::STEPS);
+    let _ = writeln!(out);
+    render_tail(r, &mut out);
+    out
+}
+
+/// The DNS server's counts (`extra.dns`): questions by type, replies by code, the rules
+/// that fired.
+fn dns_lines(out: &mut String, d: &serde_json::Value) {
+    let pairs = |v: &serde_json::Value| -> String {
+        v.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, n)| n.as_f64().unwrap_or(0.0) > 0.0)
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            })
+            .unwrap_or_default()
+    };
+    let _ = writeln!(
+        out,
+        "  dns        {} questions: {}   replies: {}",
+        d["questions"],
+        pairs(&d["by_type"]),
+        pairs(&d["by_rcode"])
+    );
+    if let Some(per) = d.get("per_message") {
+        let _ = writeln!(
+            out,
+            "  dns/msg    {} per delivered message ({} per recipient)   answered in p50 {} ms  p99 {} ms   MTA deferrals blamed on DNS {}",
+            pairs(per),
+            pairs(&d["per_recipient"]),
+            d["latency_p50_ms"],
+            d["latency_p99_ms"],
+            d["mta_deferred"]
+        );
+    }
+    for f in d["faults"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "  dns rule   {:<32} fired {}",
+            f["rule"].as_str().unwrap_or(""),
+            f["fired"]
+        );
+    }
 }
 
 /// A mail-store workload's report: the headline, the workload's own lines, then the

@@ -142,6 +142,22 @@ impl Live {
         self.show(p.t_s, &figures);
     }
 
+    /// A DNS server's interval: questions per second, totals, the tool's CPU.
+    pub fn update_dns(&self, p: &IntervalPoint, total: &Counters) {
+        let figures = [
+            ("rate", format!("{:>9.1} q/s", p.msgs_per_sec)),
+            (
+                "counts",
+                format!(
+                    "questions {} answered {} dropped {} ignored {}",
+                    total.sent, total.accepted, total.aborted, total.errors
+                ),
+            ),
+            ("tool", format!("cpu {:.0}%", p.cpu_pct)),
+        ];
+        self.show(p.t_s, &figures);
+    }
+
     /// Shows a line of the caller's own (e.g. a relay's drain progress).
     pub fn line(&self, text: &str) {
         match self {

@@ -140,8 +140,9 @@ impl Verifier {
     }
 }
 
-/// The DNS record of a key given as a record or as a PEM public key.
-fn record_of(text: &[u8]) -> Result<String, String> {
+/// The DNS record of a key given as a record or as a PEM public key (also what the test
+/// DNS server publishes for `--dkim-txt`).
+pub fn record_of(text: &[u8]) -> Result<String, String> {
     let s = String::from_utf8_lossy(text);
     if s.contains("p=") && !s.contains("-----BEGIN") {
         // A record as published, possibly quoted in zone-file chunks.

@@ -1,11 +1,13 @@
 //! The statistics layer shared by every command: metrics and counters (`recorder`), sharded
 //! collection and the time series (`collector`), the results file (`results`), histograms in
 //! JSON (`hist`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`) and
-//! its machine's: the queue device and the load average (`host`).
+//! its machine's: the queue device and the load average (`host`); the DNS server's summary
+//! (`dns`).
 
 pub mod clock;
 pub mod collector;
 pub mod cpu;
+pub mod dns;
 pub mod hist;
 pub mod host;
 pub mod metric;

@@ -3,6 +3,9 @@
 //! - `arrival`: `mailbox arrival`: every message through Postfix (or LMTP) into Dovecot seen
 //!   once over IMAP IDLE, imaplib's counts, a known IMAP delay in end to end
 //! - `cli`:  bad input, help, exit codes (no server needed)
+//! - `dns`: issue 14 — `mailbench dns` answering dig over UDP, TCP and IPv6 as the zone
+//!   spec says, fault shares and delays, bad specs; a lab Postfix resolving 50 domains
+//!   through it and a SERVFAIL window deferring mail that arrives once it is lifted
 //! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
 //!   violations, and a corrupting proxy caught by the state checks
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
@@ -35,6 +38,7 @@
 
 mod arrival;
 mod cli;
+mod dns;
 mod imap;
 mod layout;
 mod live;

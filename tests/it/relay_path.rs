@@ -27,6 +27,7 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
             starttls: false,
             hold: false,
             dkim: None,
+            dns: None,
         })
         .expect("lab Postfix starts (CI runs as root)");
     let target = lab.entry().to_string();

@@ -1,0 +1,146 @@
+//! `DnsArgs` → validated `DnsPlan`, and the run: bind, serve, report.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use super::args::{DnsArgs, ZoneArgs};
+use super::finish::deliver;
+use super::output::{self, OutputPlan};
+use super::{EXIT_FAILED, EXIT_USAGE};
+use crate::dns::answer::Responder;
+use crate::dns::faults::{Faults, parse_rule};
+use crate::dns::spec::{Synthetic, expand_domains};
+use crate::dns::{DnsPlan, server::Sockets};
+use crate::shutdown::Shutdown;
+
+/// The synthetic zones of `domains` over `addresses`, with `z`'s details.
+pub fn synthetic(domains: &str, addresses: Vec<IpAddr>, z: &ZoneArgs) -> Result<Synthetic, String> {
+    let ttl = crate::units::duration(&z.zone_ttl)?.as_secs();
+    let ttl = u32::try_from(ttl).map_err(|_| format!("--zone-ttl {}: too long", z.zone_ttl))?;
+    let dkim = z
+        .dkim_txt
+        .as_deref()
+        .map(|p| {
+            let text = std::fs::read(p)
+                .map_err(|e| format!("--dkim-txt {}: cannot read it: {e}", p.display()))?;
+            crate::sink::dkim::record_of(&text)
+                .map(|r| (z.dkim_txt_selector.clone(), r))
+                .map_err(|why| format!("--dkim-txt {}: {why}", p.display()))
+        })
+        .transpose()?;
+    Ok(Synthetic {
+        domains: expand_domains(domains)?,
+        mx_per_domain: z.mx_per_domain,
+        addresses,
+        dkim,
+        ttl,
+    })
+}
+
+/// Parses `--dns-rule`/`--rule` values.
+pub fn faults(rules: &[String]) -> Result<Faults, String> {
+    Ok(Faults {
+        rules: rules
+            .iter()
+            .map(|r| parse_rule(r))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+/// Validates the flags of `dns`.
+pub fn plan(a: &DnsArgs) -> Result<(DnsPlan, OutputPlan), String> {
+    let listen = a
+        .listen
+        .iter()
+        .map(|l| {
+            l.parse::<SocketAddr>().map_err(|_| {
+                format!("--listen {l:?}: not an address; write host:port, e.g. 127.0.0.1:5353 or [::1]:5353")
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let addresses = a
+        .mx_address
+        .split(',')
+        .map(|s| {
+            s.trim().parse::<IpAddr>().map_err(|_| {
+                format!("--mx-address {s:?}: not an IP address; write e.g. 127.0.2.1,::1")
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut responder = Responder::default();
+    let spec = match &a.domains {
+        Some(d) => {
+            let s = synthetic(d, addresses, &a.zone)?;
+            s.build(&mut responder.authority)?;
+            Some(s)
+        }
+        None => None,
+    };
+    for f in &a.zone_file {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("--zone-file {}: cannot read it: {e}", f.display()))?;
+        responder
+            .authority
+            .load_zone_file(&text, &f.display().to_string())?;
+    }
+    if responder.authority.zone_count() == 0 {
+        return Err("nothing to serve: give --domains SPEC (e.g. 'd{1..50}.example.test') or --zone-file FILE".into());
+    }
+    responder.faults = faults(&a.rule)?;
+    let (outputs, progress) = output::plan(&a.out, None, &crate::dns::THRESHOLDS)?;
+    let config_json = serde_json::json!({
+        "listen": listen.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+        "domains": spec.as_ref().map(|s| s.domains.len()),
+        "domain_spec": a.domains,
+        "mx_per_domain": a.zone.mx_per_domain,
+        "mx_addresses": spec.as_ref().map(|s| &s.addresses),
+        "ttl_s": spec.as_ref().map(|s| s.ttl),
+        "dkim_selector": spec.as_ref().and_then(|s| s.dkim.as_ref().map(|d| &d.0)),
+        "zone_files": a.zone_file,
+        "zones": responder.authority.zone_count(),
+        "names": responder.authority.name_count(),
+        "rules": responder.faults.rules,
+    });
+    let plan = DnsPlan {
+        listen,
+        responder: Arc::new(responder),
+        query_log: a.query_log.clone(),
+        duration: a
+            .duration
+            .as_deref()
+            .map(crate::units::duration)
+            .transpose()?,
+        progress,
+        config_json,
+    };
+    Ok((plan, outputs))
+}
+
+/// Runs `dns` and reports.
+pub async fn dns(plan: DnsPlan, outputs: OutputPlan) -> Result<u8, (u8, String)> {
+    let sockets = Sockets::bind(&plan.listen)
+        .await
+        .map_err(|e| (EXIT_FAILED, e))?;
+    let addrs: Vec<String> = sockets
+        .local_addrs()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let addrs = addrs.join(", ");
+    let zones = plan.responder.authority.zone_count();
+    // Tests and scripts wait for this line (the port may have been 0).
+    crate::run::live::say(&format!(
+        "mailbench dns: serving {zones} zones on {addrs} (udp and tcp)"
+    ));
+    let shutdown = Shutdown::install();
+    let results = crate::dns::run(plan, sockets, shutdown)
+        .await
+        .map_err(|e| (EXIT_USAGE, e))?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench dns: {} questions on {addrs} over {:.2} s",
+            r.counters.sent, r.duration_s
+        );
+        crate::report::text::render_dns(r, &headline)
+    })
+}

@@ -1,0 +1,132 @@
+//! `mailbench dns`: an authoritative DNS server for synthetic zones (`spec`) or zone files
+//! (`zone`), with fault rules (`faults`), answering over UDP and TCP (`server`) through a
+//! sans-IO responder (`answer`) and, over UDP, a cache of its replies (`cache`), counting what it is asked (`tally`) into the shared
+//! statistics layer. It answers only for its own zones (REFUSED otherwise) and never
+//! recurses or forwards. The relay benchmark embeds it so that a lab MTA resolves MX and
+//! address records the way it would in production.
+
+pub mod answer;
+pub mod cache;
+pub mod faults;
+pub mod server;
+pub mod spec;
+pub mod tally;
+pub mod zone;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::run::exporter::{self, Gauge};
+use crate::run::{Progress, Runner};
+use crate::shutdown::Shutdown;
+use crate::stats::dns::DnsSummary;
+use crate::stats::results::{Results, RunParts};
+use crate::stats::summary::{Summary, Vocabulary};
+use crate::stats::{Metric, Steps};
+
+use answer::Responder;
+use server::{Running, Shared, Sockets};
+
+/// A DNS run's steps: the question classes, whose latencies are kept apart.
+pub const STEPS: Steps = Steps(faults::QClass::NAMES);
+
+/// The numeric keys of `dns`'s summary, and its metrics: what `--threshold` may name.
+pub const THRESHOLDS: Vocabulary = Vocabulary {
+    keys: &[&[
+        "questions",
+        "answered",
+        "dropped",
+        "ignored",
+        "noerror",
+        "nxdomain",
+        "servfail",
+        "refused",
+        "formerr",
+        "truncated",
+        "tcp",
+        "queries_per_sec",
+        "p50_ms",
+        "p99_ms",
+        "zones",
+        "duration_s",
+    ]],
+    steps: STEPS,
+    metrics: |m| !matches!(m, Metric::Lag | Metric::E2e),
+};
+
+/// A validated `dns` run.
+pub struct DnsPlan {
+    /// Addresses to serve on, UDP and TCP each.
+    pub listen: Vec<SocketAddr>,
+    /// Zones and fault rules.
+    pub responder: Arc<Responder>,
+    /// One line per query to this file.
+    pub query_log: Option<PathBuf>,
+    /// Stop after this long.
+    pub duration: Option<std::time::Duration>,
+    /// Intervals and the live line.
+    pub progress: Progress,
+    /// The configuration as recorded in the results.
+    pub config_json: serde_json::Value,
+}
+
+/// Opens the query log, if one was asked for.
+fn open_log(path: Option<&PathBuf>) -> Result<Option<std::fs::File>, String> {
+    path.map(|p| {
+        std::fs::File::create(p)
+            .map_err(|e| format!("--query-log {}: cannot create it: {e}", p.display()))
+    })
+    .transpose()
+}
+
+/// Serves until stopped (a signal or `duration`); returns the results.
+pub async fn run(plan: DnsPlan, sockets: Sockets, shutdown: Shutdown) -> Result<Results, String> {
+    let start = Instant::now();
+    let log = open_log(plan.query_log.as_ref())?;
+    let shared = Arc::new(Shared::new(plan.responder.clone(), start, log));
+    let running = Running::start(sockets, shared.clone());
+    let mut runner = Runner::new(start, plan.progress);
+    let run_id = crate::run::new_run_id();
+    let deadline = plan.duration.map(|d| start + d);
+    loop {
+        tokio::select! {
+            _ = runner.tick() => {
+                let (p, total) = runner.close_interval(&shared.shards);
+                exporter::publish_interval(run_id, "questions", total, STEPS, &p, Vec::<Gauge>::new());
+                let c = total.counters.clone();
+                runner.live().update_dns(&p, &c);
+            }
+            _ = shutdown.stop.cancelled() => break,
+            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => break,
+        }
+    }
+    running.stop().await;
+    let finished = runner.finish(&shared.shards);
+    let rules: Vec<String> = plan
+        .responder
+        .faults
+        .rules
+        .iter()
+        .map(|r| r.spec.clone())
+        .collect();
+    let tally = shared.tally().report(&rules);
+    let zones = plan.responder.authority.zone_count() as u64;
+    let summary = DnsSummary::new(&tally, &finished.total, zones, finished.duration_s);
+    let mut results = Results::assemble(RunParts {
+        command: "dns",
+        run_id,
+        started_us: finished.started_us,
+        duration_s: finished.duration_s,
+        config: plan.config_json,
+        summary: Summary::Dns(summary),
+        steps: STEPS,
+        self_report: finished.self_report(Vec::new()),
+        total: finished.total,
+        series: finished.series,
+    });
+    results.extra.insert("dns".into(), tally);
+    results.interrupted = shutdown.interrupted();
+    Ok(results)
+}

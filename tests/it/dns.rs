@@ -1,0 +1,429 @@
+//! Issue 14, `mailbench dns` and DNS in the relay benchmark: dig (BIND's client) resolves
+//! MX, A, AAAA, TXT and PTR against the test server over UDP, TCP and IPv6 and gets what
+//! the spec says, REFUSED outside its zones; fault rules show with their share and delay;
+//! a lab Postfix resolves 50 domains through it from its chroot (never the machine's
+//! resolver), and a SERVFAIL window defers mail that is delivered once it is lifted.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::util::{
+    TempDir, Terminated, describe, mailbench, refused_in_one_line, require, results, run,
+};
+
+/// A running `mailbench dns` on a free port of 127.0.0.1 (and of ::1 when asked).
+struct Dns {
+    proc: Terminated,
+    /// What it printed: "serving N zones on 127.0.0.1:P[, [::1]:Q] (udp and tcp)".
+    line: String,
+}
+
+impl Dns {
+    fn start(args: &[&str], json: &Path) -> Dns {
+        let mut child = mailbench()
+            .args(["dns", "-q", "--listen", "127.0.0.1:0", "--json"])
+            .arg(json)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mailbench dns");
+        let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        reader
+            .read_line(&mut line)
+            .expect("dns says where it serves");
+        assert!(
+            line.contains("serving"),
+            "mailbench dns did not start: {line}"
+        );
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+        Dns {
+            proc: Terminated(child),
+            line,
+        }
+    }
+
+    /// The port it serves on at `server` (127.0.0.1 or ::1).
+    fn port(&self, server: &str) -> String {
+        let at = if server.contains(':') {
+            format!("[{server}]:")
+        } else {
+            format!("{server}:")
+        };
+        self.line
+            .split(&at)
+            .nth(1)
+            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+            .unwrap_or_else(|| panic!("expected {at}PORT in {:?}", self.line))
+            .to_string()
+    }
+
+    /// dig's short answers to `queries` (TYPE NAME pairs, one dig process for all).
+    fn dig(&self, server: &str, extra: &[&str], queries: &[(&str, &str)]) -> Vec<String> {
+        let dig = require("dig").expect("dig is installed with the test deps");
+        let mut cmd = Command::new(dig);
+        cmd.arg(format!("@{server}"))
+            .args(["-p", &self.port(server), "+tries=1", "+time=2"])
+            .args(extra);
+        for (t, n) in queries {
+            cmd.args([n, t]);
+        }
+        let out = cmd.output().expect("run dig");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn statuses(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|l| l.split("status: ").nth(1))
+        .map(|s| s.split(',').next().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn dig_gets_what_the_zone_spec_says_over_udp_tcp_and_ipv6() {
+    if require("dig").is_none() {
+        return;
+    }
+    let dir = TempDir::new("dns-spec");
+    let json = dir.0.join("d.json");
+    let dkim = dir.0.join("dkim.txt");
+    std::fs::write(
+        &dkim,
+        "v=DKIM1; k=ed25519; p=VGSi3z4XmusAda4+FQfEohGm1idfqp6dVtGRzEhy3gQ=",
+    )
+    .expect("write");
+    let dkim = dkim.to_string_lossy().to_string();
+    let mut dns = Dns::start(
+        &[
+            "--domains",
+            "d{1..254}.example.test",
+            "--mx-address",
+            "127.0.2.1,::1",
+            "--mx-per-domain",
+            "2",
+            "--dkim-txt",
+            &dkim,
+            "--listen",
+            "[::1]:0",
+        ],
+        &json,
+    );
+    let short = dns.dig(
+        "127.0.0.1",
+        &["+short"],
+        &[
+            ("MX", "d7.example.test"),
+            ("A", "mx1.d1.example.test"),
+            ("AAAA", "mx1.d2.example.test"),
+            ("TXT", "d3.example.test"),
+            ("TXT", "mailbench._domainkey.d3.example.test"),
+            ("PTR", "1.2.0.127.in-addr.arpa"),
+        ],
+    );
+    let expected = [
+        "10 mx1.d7.example.test.",
+        "20 mx2.d7.example.test.",
+        // Domain k's j-th MX host takes address (k + j) mod 2: d1's mx1 the first, d2's
+        // mx1 the second; a PTR names the first host given each address.
+        "127.0.2.1",
+        "::1",
+        "\"v=spf1 ip4:127.0.0.0/8 ip6:::1/128 -all\"",
+        "\"v=DKIM1; k=ed25519; p=VGSi3z4XmusAda4+FQfEohGm1idfqp6dVtGRzEhy3gQ=\"",
+        "mx1.d1.example.test.",
+    ];
+    assert_eq!(short, expected, "dig +short, one answer per line");
+    let tcp = dns.dig(
+        "127.0.0.1",
+        &["+short", "+tcp"],
+        &[("A", "mx2.d2.example.test")],
+    );
+    assert_eq!(tcp, ["127.0.2.1"], "over TCP");
+    let v6 = dns.dig("::1", &["+short"], &[("PTR", &ptr6_of_loopback())]);
+    assert_eq!(
+        v6,
+        ["mx2.d1.example.test."],
+        "over IPv6, the reverse of ::1"
+    );
+    let codes = statuses(&dns.dig(
+        "127.0.0.1",
+        &[],
+        &[
+            ("A", "example.com"),
+            ("A", "nope.d1.example.test"),
+            ("AAAA", "mx2.d2.example.test"),
+        ],
+    ));
+    assert_eq!(codes, ["REFUSED", "NXDOMAIN", "NOERROR"]);
+    assert_eq!(dns.proc.stop(), Some(0), "SIGTERM ends it cleanly");
+    let r = results(&json);
+    let d = &r["extra"]["dns"];
+    assert_eq!(r["summary"]["questions"], 11, "{d}");
+    assert_eq!((d["udp"].as_u64(), d["tcp"].as_u64()), (Some(10), Some(1)));
+    assert_eq!(d["by_type"]["txt"], 2);
+    assert_eq!(d["by_type"]["a"], 4);
+    assert_eq!(r["summary"]["refused"], 1);
+    assert_eq!(r["summary"]["nxdomain"], 1);
+    assert_eq!(d["clients"]["::1"], 1);
+    assert_eq!(
+        r["summary"]["zones"],
+        254 + 2,
+        "254 domains and two reverse zones"
+    );
+}
+
+/// `::1`'s reverse name.
+fn ptr6_of_loopback() -> String {
+    let mut n = vec!["1"];
+    n.extend(std::iter::repeat_n("0", 31));
+    format!("{}.ip6.arpa", n.join("."))
+}
+
+#[test]
+fn fault_rules_show_with_their_share_and_delay_and_truncation_sends_dig_to_tcp() {
+    if require("dig").is_none() {
+        return;
+    }
+    let dir = TempDir::new("dns-faults");
+    let json = dir.0.join("d.json");
+    let mut dns = Dns::start(
+        &[
+            "--domains",
+            "40",
+            "--rule",
+            "a:servfail:30%",
+            "--rule",
+            "mx:delay=150ms",
+            "--rule",
+            "txt:truncate",
+            "--rule",
+            "aaaa@mx1.d1.*:drop",
+        ],
+        &json,
+    );
+    let names: Vec<String> = (0..400)
+        .map(|i| format!("mx1.d{}.example.test", i % 40))
+        .collect();
+    let queries: Vec<(&str, &str)> = names.iter().map(|n| ("A", n.as_str())).collect();
+    let codes = statuses(&dns.dig("127.0.0.1", &[], &queries));
+    assert_eq!(codes.len(), 400, "every A question answered");
+    let failed = codes.iter().filter(|c| *c == "SERVFAIL").count();
+    // 30 % of 400 is 120, one standard deviation ~9: a range of more than five each way.
+    assert!(
+        (70..=170).contains(&failed),
+        "30 % of 400 A answers SERVFAIL: got {failed}"
+    );
+    let timed = dns.dig("127.0.0.1", &[], &[("MX", "d1.example.test")]);
+    let ms: u64 = timed
+        .iter()
+        .find_map(|l| {
+            l.strip_prefix(";; Query time: ")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("dig prints the query time: {timed:?}"));
+    assert!(
+        (150..1000).contains(&ms),
+        "MX answered after the 150 ms delay, dig saw {ms} ms"
+    );
+    let txt = dns.dig("127.0.0.1", &["+short"], &[("TXT", "d1.example.test")]);
+    assert_eq!(
+        txt.len(),
+        1,
+        "dig retried over TCP and got the record: {txt:?}"
+    );
+    let dropped = dns.dig(
+        "127.0.0.1",
+        &["+time=1"],
+        &[("AAAA", "mx1.d1.example.test")],
+    );
+    assert!(
+        dropped
+            .iter()
+            .any(|l| l.contains("timed out") || l.contains("no servers could be reached")),
+        "a dropped question times out: {dropped:?}"
+    );
+    assert_eq!(dns.proc.stop(), Some(0));
+    let r = results(&json);
+    let d = &r["extra"]["dns"];
+    assert_eq!(
+        r["summary"]["servfail"], failed as u64,
+        "the server counted what dig saw"
+    );
+    assert_eq!(d["faults"][0]["fired"], failed as u64);
+    assert_eq!(d["faults"][1]["fired"], 1);
+    assert_eq!(r["summary"]["truncated"], 1);
+    assert_eq!(
+        r["summary"]["tcp"], 1,
+        "the truncated TXT asked again over TCP"
+    );
+    assert_eq!(r["summary"]["dropped"], 1);
+    let mx = &r["latency"]["mx"];
+    assert!(
+        mx["p50_us"].as_u64().unwrap_or(0) >= 150_000,
+        "server-side MX time includes the delay: {mx}"
+    );
+}
+
+#[test]
+fn bad_zone_specs_files_and_rules_are_refused_in_one_line() {
+    let dir = TempDir::new("dns-bad");
+    let bad_zone = dir.0.join("bad.zone");
+    std::fs::write(&bad_zone, "$ORIGIN x.test.\n$TTL 60\n@ IN A 127.0.0.1\n").expect("write");
+    let z = bad_zone.to_string_lossy().to_string();
+    refused_in_one_line(
+        &["dns", "--domains", "d{5..1}.example.test"],
+        "is not a range",
+    );
+    refused_in_one_line(&["dns", "--domains", "bad!.test"], "is not a domain name");
+    refused_in_one_line(&["dns", "--zone-file", &z], "no SOA record");
+    refused_in_one_line(
+        &["dns", "--zone-file", "/nonexistent.zone"],
+        "cannot read it",
+    );
+    refused_in_one_line(&["dns"], "nothing to serve");
+    refused_in_one_line(
+        &["dns", "--domains", "5", "--rule", "mx:explode"],
+        "bad --dns-rule",
+    );
+    refused_in_one_line(
+        &["dns", "--domains", "5", "--mx-address", "mail.test"],
+        "not an IP address",
+    );
+    refused_in_one_line(
+        &["relay", "--lab", "postfix", "--dns-domains", "x{1..3}.test"],
+        "give --to with a template",
+    );
+}
+
+/// Runs a lab relay with `args`; the results file.
+fn relay(args: &[&str], json: &Path) -> Option<serde_json::Value> {
+    require("postfix")?;
+    let j = json.to_string_lossy().to_string();
+    let mut all = vec!["relay", "--lab", "postfix", "-q", "--json", &j];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&all, &out));
+    Some(results(json))
+}
+
+#[test]
+fn a_lab_postfix_resolves_fifty_domains_through_the_test_dns_and_delivers_each_once() {
+    let resolv_before = std::fs::read("/etc/resolv.conf").ok();
+    let dir = TempDir::new("relay-dns");
+    let json = dir.0.join("r.json");
+    let Some(r) = relay(
+        &[
+            "--dns-domains",
+            "50",
+            "-n",
+            "500",
+            "-c",
+            "8",
+            "--size",
+            "2k",
+        ],
+        &json,
+    ) else {
+        return;
+    };
+    let s = &r["summary"];
+    assert_eq!(
+        (
+            s["delivered"].as_u64(),
+            s["lost"].as_u64(),
+            s["duplicates"].as_u64()
+        ),
+        (Some(500), Some(0), Some(0)),
+        "{s}"
+    );
+    assert_eq!(s["maillog_sent"], 500);
+    let log =
+        std::fs::read_to_string(json.with_extension("maillog.0")).expect("the lab's log kept");
+    let sent: Vec<&str> = log.lines().filter(|l| l.contains("status=sent")).collect();
+    assert_eq!(sent.len(), 500);
+    assert!(
+        sent.iter()
+            .all(|l| l.contains("relay=mx1.d") && l.contains(".example.test[127.0.2.")),
+        "every delivery went to an MX host found in DNS, none to a bracketed relayhost: {}",
+        sent[0]
+    );
+    let d = &r["extra"]["dns"];
+    // Each of the 50 destinations needs at least its MX and its host's address.
+    assert!(d["by_type"]["mx"].as_u64().unwrap_or(0) >= 50, "{d}");
+    assert!(d["by_type"]["a"].as_u64().unwrap_or(0) >= 50, "{d}");
+    assert_eq!(d["by_type"]["aaaa"], 0, "the lab's Postfix is IPv4 only");
+    let q = s["dns_queries"].as_u64().unwrap_or(0);
+    assert_eq!(d["questions"].as_u64(), Some(q));
+    let per = s["dns_queries_per_message"].as_f64().unwrap_or(0.0);
+    assert!(
+        (per - q as f64 / 500.0).abs() < 0.001,
+        "{per} per message of {q} questions"
+    );
+    // Postfix keeps no DNS cache and glibc neither: no more than one MX and one A lookup
+    // per delivery (fewer when a cached connection is reused), at least one per domain.
+    assert!((0.2..=2.0).contains(&per), "{per} questions per message");
+    assert_eq!(s["dns_deferred"], 0);
+    assert_eq!(
+        std::fs::read("/etc/resolv.conf").ok(),
+        resolv_before,
+        "the machine's resolver untouched"
+    );
+    assert!(
+        crate::util::leftovers(&r).is_empty(),
+        "{:?}",
+        crate::util::leftovers(&r)
+    );
+}
+
+#[test]
+fn mx_servfail_defers_mail_that_is_delivered_once_the_rule_is_lifted() {
+    let dir = TempDir::new("relay-dns-fail");
+    let json = dir.0.join("r.json");
+    let Some(r) = relay(
+        &[
+            "--dns-domains",
+            "10",
+            "-n",
+            "200",
+            "-c",
+            "4",
+            "--size",
+            "1k",
+            "--dns-rule",
+            "mx:servfail:100%:until=2s",
+        ],
+        &json,
+    ) else {
+        return;
+    };
+    let s = &r["summary"];
+    assert_eq!(
+        (
+            s["delivered"].as_u64(),
+            s["lost"].as_u64(),
+            s["duplicates"].as_u64()
+        ),
+        (Some(200), Some(0), Some(0)),
+        "{s}"
+    );
+    assert!(
+        s["dns_deferred"].as_u64().unwrap_or(0) > 0,
+        "Postfix's log blames DNS for deferrals: {s}"
+    );
+    let d = &r["extra"]["dns"];
+    assert!(d["by_rcode"]["servfail"].as_u64().unwrap_or(0) > 0, "{d}");
+    assert_eq!(d["faults"][0]["fired"], d["by_rcode"]["servfail"]);
+    assert!(
+        s["drain_s"].as_f64().unwrap_or(0.0) > 2.0,
+        "nothing could be delivered before the rule was lifted at 2 s: {s}"
+    );
+}
