@@ -28,9 +28,11 @@
 //! - the parts: `send` (the SMTP driver for `load`, its plan and workload), `sink` (the
 //!   receiver: connections, faults, storage, bounces, correlation, deliveries, DKIM
 //!   verification).
+//! - `dns`: the test DNS server — synthetic zones or zone files, fault rules, a sans-IO
+//!   responder with a reply cache, UDP and TCP sockets, counters into the shared results.
 //! - `relay`: send → MTA under test → sink in one process: the benchmark, its runs (a
 //!   warm-up first, a flush's release), the drain, the combined results, the capacity
-//!   search's verdict.
+//!   search's verdict; with `--dns-domains`, the test DNS server the lab MTA resolves through.
 //! - `mailbox`: mail-store workloads — filling mailboxes over LMTP (with `send`), POP3
 //!   sessions (a driver for `load`), on a lab store when asked.
 //! - `report`: the output stage — text summary, CSV, thresholds, the HTML report, the

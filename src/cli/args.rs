@@ -709,14 +709,19 @@ pub struct RelayArgs {
     /// the domains (u{seq}@d{mod:N}.example.test).
     #[arg(long, value_name = "SPEC", requires = "lab")]
     pub dns_domains: Option<String>,
+    /// Seed 002's list server: one message (-n 1 unless given) to one recipient in each of
+    /// 254 domains (--dns-domains N for another count) that the lab MTA fans out through
+    /// the test DNS; end to end per recipient, DNS questions per delivered recipient.
+    #[arg(long, requires = "lab")]
+    pub list_server: bool,
     /// Sink addresses (127.0.2.1, .2, ...) the MX hosts are spread over, so that the
     /// MTA's per-destination limits apply as with real receivers.
-    #[arg(long, default_value_t = 4, value_name = "N", requires = "dns_domains",
+    #[arg(long, default_value_t = 4, value_name = "N",
           value_parser = clap::value_parser!(u8).range(1..=64))]
     pub dns_sinks: u8,
     /// DNS fault rule (repeatable), as `mailbench dns --rule`: e.g. 'mx:delay=200ms:10%',
     /// 'a:servfail:5%', 'mx:servfail:100%:until=5s'.
-    #[arg(long, value_name = "RULE", requires = "dns_domains")]
+    #[arg(long, value_name = "RULE")]
     pub dns_rule: Vec<String>,
     /// The synthetic zones' details.
     #[command(flatten)]

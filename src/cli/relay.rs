@@ -26,6 +26,26 @@ pub const RELAY_DEFAULTS: Defaults = Defaults {
 /// `--to`'s default (the relay spreads recipients over `--dns-domains` instead).
 pub const DEFAULT_TO: &str = "rcpt@example.com";
 
+/// Seed 002's list: one recipient in each of 254 domains.
+const LIST_SERVER_DOMAINS: &str = "254";
+
+/// `--list-server`: one message (unless `-n` says otherwise) with one recipient per domain
+/// of a count spec, one session (unless `-c`).
+fn list_server(load: &mut super::args::LoadArgs, spec: &str) -> Result<(), String> {
+    let n: u64 = spec.trim().parse().map_err(|_| {
+        format!("--list-server: --dns-domains must be a count (got {spec:?}); the recipients are u{{rcpt}}@d{{rcpt}}.example.test")
+    })?;
+    load.shape.messages.get_or_insert_with(|| "1".into());
+    load.shape.concurrency.get_or_insert_with(|| "1".into());
+    if load.message.rcpts == "1" {
+        load.message.rcpts = n.to_string();
+    }
+    if load.message.to == DEFAULT_TO {
+        load.message.to = "list{seq}-u{rcpt}@d{rcpt}.example.test".into();
+    }
+    Ok(())
+}
+
 /// Validates `relay`'s flags.
 fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String> {
     let sink: SocketAddr = match (&a.sink, a.lab.is_some()) {
@@ -61,7 +81,18 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
     if let Some(first) = levels.first() {
         load.shape.concurrency = Some(first.to_string());
     }
-    let dns = match &a.dns_domains {
+    let spec = match (&a.dns_domains, a.list_server) {
+        (Some(s), _) => Some(s.clone()),
+        (None, true) => Some(LIST_SERVER_DOMAINS.to_string()),
+        (None, false) if !a.dns_rule.is_empty() => {
+            return Err("--dns-rule needs DNS in the benchmark: add --dns-domains N".into());
+        }
+        (None, false) => None,
+    };
+    if a.list_server {
+        list_server(&mut load, spec.as_deref().unwrap_or(LIST_SERVER_DOMAINS))?;
+    }
+    let dns = match &spec {
         Some(spec) => {
             let zones = super::dns::synthetic(spec, Vec::new(), &a.dns_zone)?;
             if load.message.to == DEFAULT_TO {

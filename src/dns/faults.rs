@@ -38,7 +38,7 @@ impl QClass {
     ];
 
     /// Stable names, in [`QClass::ALL`]'s order: the steps of a DNS run's latency table.
-    pub const NAMES: &'static [&'static str] = &["a", "aaaa", "mx", "txt", "ptr", "other"];
+    pub const NAMES: &'static [&'static str] = crate::stats::dns::STEPS.0;
 
     /// The class of a record type.
     pub fn of(t: hickory_proto::rr::RecordType) -> QClass {

@@ -21,16 +21,15 @@ use std::time::Instant;
 use crate::run::exporter::{self, Gauge};
 use crate::run::{Progress, Runner};
 use crate::shutdown::Shutdown;
+use crate::stats::Metric;
 use crate::stats::dns::DnsSummary;
 use crate::stats::results::{Results, RunParts};
 use crate::stats::summary::{Summary, Vocabulary};
-use crate::stats::{Metric, Steps};
 
 use answer::Responder;
 use server::{Running, Shared, Sockets};
 
-/// A DNS run's steps: the question classes, whose latencies are kept apart.
-pub const STEPS: Steps = Steps(faults::QClass::NAMES);
+pub use crate::stats::dns::STEPS;
 
 /// The numeric keys of `dns`'s summary, and its metrics: what `--threshold` may name.
 pub const THRESHOLDS: Vocabulary = Vocabulary {

@@ -49,6 +49,27 @@ struct Arrived {
     lost_seqs: Vec<u64>,
 }
 
+/// End to end per recipient, when some message arrived in several copies (a fan-out):
+/// each copy's time since its acceptance, once per new recipient it brought. `None` when
+/// every message arrived whole (then it equals the per-message figure).
+fn per_recipient(accepts: &HashMap<u64, u64>, delivery: &Delivery) -> Option<HistJson> {
+    let copies = delivery
+        .recipient_arrivals
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let mut seen = std::collections::HashSet::new();
+    if copies.iter().all(|(seq, _, _)| seen.insert(*seq)) {
+        return None;
+    }
+    let mut h = new_histogram();
+    for (seq, at, n) in copies.iter() {
+        if let Some(acc) = accepts.get(seq) {
+            record_clamped(&mut h, at.saturating_sub(*acc), *n);
+        }
+    }
+    (!h.is_empty()).then(|| HistJson::from_hist(&h))
+}
+
 fn arrived(accepts: &HashMap<u64, u64>, arrivals: &TimeLog) -> Arrived {
     let times: HashMap<u64, u64> = arrivals.entries().into_iter().collect();
     let mut at = Vec::with_capacity(accepts.len());
@@ -167,6 +188,7 @@ pub(super) fn combine(
     // The sampler's readings count from the relay's start, a moment before injection.
     x.observed.fill(&mut series);
     let e2e = (!e2e.is_empty()).then(|| HistJson::from_hist(&e2e));
+    let e2e_rcpt = per_recipient(&x.accepts, delivery);
     // The MTA's averages cover what was measured of it: from the first reading (the
     // relay's start, a moment before injection) to the last arrival, or to the end of
     // injection when nothing arrived after it.
@@ -241,6 +263,13 @@ pub(super) fn combine(
         None => {
             send.latency.remove("e2e");
         }
+    }
+    if let Some(h) = e2e_rcpt {
+        if let Summary::Relay(s) = &mut send.summary {
+            s.e2e_recipient_p50_ms = Some(h.p50_us as f64 / 1000.0);
+            s.e2e_recipient_p99_ms = Some(h.p99_us as f64 / 1000.0);
+        }
+        send.latency.insert("e2e_recipient".into(), h);
     }
     send.command = "relay".into();
     send.series = series;

@@ -53,6 +53,8 @@ pub const THRESHOLDS: Vocabulary = Vocabulary {
             "max_sustainable_mpm",
             "flush_held",
             "release_at_s",
+            "e2e_recipient_p50_ms",
+            "e2e_recipient_p99_ms",
             "dns_queries",
             "dns_queries_per_message",
             "dns_p50_ms",

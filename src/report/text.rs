@@ -397,6 +397,12 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         "  end to end p50 {:.3} ms  p99 {:.3} ms   max backlog {}",
         s.e2e_p50_ms, s.e2e_p99_ms, s.max_backlog
     );
+    if let (Some(p50), Some(p99)) = (s.e2e_recipient_p50_ms, s.e2e_recipient_p99_ms) {
+        let _ = writeln!(
+            out,
+            "  per rcpt   end to end p50 {p50:.3} ms  p99 {p99:.3} ms (messages arrived in several copies: each recipient timed by its own)"
+        );
+    }
     let _ = writeln!(
         out,
         "  other mail bounces (null sender) {}  untraced {}  cut off by the end but delivered {}",
@@ -489,7 +495,7 @@ pub fn render_dns(r: &Results, headline: &str) -> String {
         s.noerror, s.nxdomain, s.servfail, s.refused, s.formerr, s.zones
     );
     let _ = writeln!(out);
-    latency_table(&mut out, r, crate::dns::STEPS);
+    latency_table(&mut out, r, crate::stats::dns::STEPS);
     let _ = writeln!(out);
     render_tail(r, &mut out);
     out

@@ -21,6 +21,11 @@ pub struct Delivery {
     pub correlator: Correlator,
     /// First confirmed arrival of each sequence number of `run`, wall-clock µs.
     pub arrivals: TimeLog,
+    /// Every confirmed copy of `run`'s messages that brought new recipients: (sequence
+    /// number, arrival µs, how many) — a message fanned out to many destinations arrives
+    /// many times, and its end to end per recipient is taken from these. Bounded by
+    /// `TimeLog::CAP`.
+    pub recipient_arrivals: Mutex<Vec<(u64, u64, u64)>>,
     /// Distinct recipients of `run`'s messages delivered.
     pub recipients: AtomicU64,
     /// Distinct messages of `run` delivered.
@@ -86,6 +91,15 @@ impl Delivery {
         }
         if self.run.is_some() {
             self.arrivals.record_at(t.seq, now_us);
+            if a.new_recipients > 0 {
+                let mut r = self
+                    .recipient_arrivals
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                if r.len() < TimeLog::CAP {
+                    r.push((t.seq, now_us, a.new_recipients));
+                }
+            }
         }
         self.recipients
             .fetch_add(a.new_recipients, Ordering::Relaxed);

@@ -4,8 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::hist::ms;
-use super::metric::Metric;
+use super::metric::{Metric, Steps};
 use super::recorder::Recorder;
+
+/// A DNS run's steps: the question classes, whose latencies are kept apart.
+pub const STEPS: Steps = Steps(&["a", "aaaa", "mx", "txt", "ptr", "other"]);
 
 /// The headline numbers of a `mailbench dns` run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

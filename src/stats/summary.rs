@@ -247,6 +247,13 @@ pub struct RelaySummary {
     /// A flush: seconds from the first injection to the release.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_at_s: Option<f64>,
+    /// End to end per recipient, median, ms: present when messages arrived in several
+    /// copies (a fan-out to many destinations), each recipient timed by its own copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_recipient_p50_ms: Option<f64>,
+    /// The same, 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_recipient_p99_ms: Option<f64>,
     /// With the embedded DNS server: questions the MTA asked it during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dns_queries: Option<u64>,
@@ -486,6 +493,8 @@ impl ProfileSummary {
 }
 
 /// One command's summary.
+// One per results document: the relay's being the largest costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Summary {

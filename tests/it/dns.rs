@@ -176,6 +176,7 @@ fn dig_gets_what_the_zone_spec_says_over_udp_tcp_and_ipv6() {
         254 + 2,
         "254 domains and two reverse zones"
     );
+    crate::util::assert_threshold_keys(&r, &mailbench::dns::THRESHOLDS, &[]);
 }
 
 /// `::1`'s reverse name.
@@ -266,6 +267,11 @@ fn fault_rules_show_with_their_share_and_delay_and_truncation_sends_dig_to_tcp()
         "the truncated TXT asked again over TCP"
     );
     assert_eq!(r["summary"]["dropped"], 1);
+    if let Some(chromium) = crate::report::chromium() {
+        let page = crate::report::report(&chromium, &[&json], &dir.0.join("dns.html"), &[]);
+        page.assert_drawn("dns", 2, &["throughput", "percentiles"]);
+        page.assert_summary("dns", 0, &r);
+    }
     let mx = &r["latency"]["mx"];
     assert!(
         mx["p50_us"].as_u64().unwrap_or(0) >= 150_000,
@@ -372,6 +378,19 @@ fn a_lab_postfix_resolves_fifty_domains_through_the_test_dns_and_delivers_each_o
     // per delivery (fewer when a cached connection is reused), at least one per domain.
     assert!((0.2..=2.0).contains(&per), "{per} questions per message");
     assert_eq!(s["dns_deferred"], 0);
+    // Every --threshold key is in the summary but the other modes' own.
+    crate::util::assert_threshold_keys(
+        &r,
+        &mailbench::relay::THRESHOLDS,
+        &[
+            "max_sustainable_per_sec",
+            "max_sustainable_mpm",
+            "flush_held",
+            "release_at_s",
+            "e2e_recipient_p50_ms",
+            "e2e_recipient_p99_ms",
+        ],
+    );
     assert_eq!(
         std::fs::read("/etc/resolv.conf").ok(),
         resolv_before,
@@ -425,5 +444,45 @@ fn mx_servfail_defers_mail_that_is_delivered_once_the_rule_is_lifted() {
     assert!(
         s["drain_s"].as_f64().unwrap_or(0.0) > 2.0,
         "nothing could be delivered before the rule was lifted at 2 s: {s}"
+    );
+}
+
+#[test]
+fn the_list_server_preset_fans_one_message_out_to_254_domains_timed_per_recipient() {
+    let dir = TempDir::new("relay-list");
+    let json = dir.0.join("r.json");
+    let Some(r) = relay(&["--list-server"], &json) else {
+        return;
+    };
+    let s = &r["summary"];
+    assert_eq!(
+        (s["accepted"].as_u64(), s["expected_recipients"].as_u64()),
+        (Some(1), Some(254)),
+        "{s}"
+    );
+    assert_eq!(
+        (s["delivered"].as_u64(), s["lost"].as_u64()),
+        (Some(254), Some(0)),
+        "{s}"
+    );
+    assert_eq!(
+        r["latency"]["e2e_recipient"]["count"], 254,
+        "each recipient timed by its own copy"
+    );
+    assert_eq!(
+        r["latency"]["e2e"]["count"], 1,
+        "the message's first arrival"
+    );
+    let (p50, p99) = (
+        s["e2e_recipient_p50_ms"].as_f64().unwrap_or(0.0),
+        s["e2e_recipient_p99_ms"].as_f64().unwrap_or(0.0),
+    );
+    assert!(p50 > 0.0 && p99 >= p50, "{s}");
+    let per = &r["extra"]["dns"]["per_recipient"];
+    // 254 destinations, one recipient each: an MX and an A lookup per delivered recipient.
+    assert_eq!(
+        (per["mx"].as_f64(), per["a"].as_f64()),
+        (Some(1.0), Some(1.0)),
+        "{per}"
     );
 }

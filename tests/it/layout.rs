@@ -93,9 +93,11 @@ fn modules_import_only_the_layers_below_them() {
                 "units",
             ],
         ),
+        ("dns", &["run", "shutdown", "stats", "units"]),
         (
             "relay",
             &[
+                "dns",
                 "lab",
                 "limits",
                 "load",

@@ -53,7 +53,13 @@ fn two_thousand_messages_through_a_lab_postfix_arrive_once_and_nothing_is_left()
             "max_sustainable_mpm",
             "flush_held",
             "release_at_s",
-        ],
+            "e2e_recipient_p50_ms",
+            "e2e_recipient_p99_ms",
+        ]
+        .iter()
+        .chain(crate::util::RELAY_DNS_KEYS)
+        .copied()
+        .collect::<Vec<_>>(),
     );
     let csv = std::fs::read_to_string(&csv).expect("the CSV is written");
     let header = csv.lines().next().unwrap_or_default();
@@ -465,7 +471,16 @@ fn issue_9_11_find_max_stays_below_a_known_delivery_capacity() {
     crate::util::assert_threshold_keys(
         &r,
         &mailbench::relay::THRESHOLDS,
-        &["flush_held", "release_at_s"],
+        &[
+            "flush_held",
+            "release_at_s",
+            "e2e_recipient_p50_ms",
+            "e2e_recipient_p99_ms",
+        ]
+        .iter()
+        .chain(crate::util::RELAY_DNS_KEYS)
+        .copied()
+        .collect::<Vec<_>>(),
     );
     let best = r["summary"]["max_sustainable_per_sec"]
         .as_f64()

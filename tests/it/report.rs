@@ -9,13 +9,13 @@ use crate::sink::Sink;
 use crate::util::{TempDir, describe, refused_in_one_line, require, results, run, run_expect};
 
 /// What the page says about itself after its script ran, and its whole DOM.
-struct Page {
+pub(crate) struct Page {
     dom: String,
 }
 
 impl Page {
     /// Opens `html` in headless Chromium (no network, fresh profile) and dumps its DOM.
-    fn open(chromium: &Path, html: &Path) -> Page {
+    pub(crate) fn open(chromium: &Path, html: &Path) -> Page {
         let profile = TempDir::new("chromium");
         let out = Command::new(chromium)
             .args([
@@ -57,7 +57,7 @@ impl Page {
 
     /// Checks that the script drew `charts` charts (at least), none blank, without errors,
     /// and that each of `ids` is on the page.
-    fn assert_drawn(&self, what: &str, min_charts: usize, ids: &[&str]) {
+    pub(crate) fn assert_drawn(&self, what: &str, min_charts: usize, ids: &[&str]) {
         assert_eq!(
             self.body("data-report-status").as_deref(),
             Some("ok"),
@@ -98,7 +98,7 @@ impl Page {
     }
 
     /// Every number of the results file's summary is in the page, exactly.
-    fn assert_summary(&self, what: &str, run: usize, r: &serde_json::Value) {
+    pub(crate) fn assert_summary(&self, what: &str, run: usize, r: &serde_json::Value) {
         let summary = r["summary"].as_object().expect("a summary");
         let mut checked = 0;
         for (key, v) in summary {
@@ -132,12 +132,12 @@ fn send(target: &str, args: &[&str], json: &Path) {
     run_json(&[&["send", target][..], args].concat(), json);
 }
 
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     require("chromium-headless-shell")
 }
 
 /// `mailbench report FILES -o OUT` (exit 0) and the page opened.
-fn report(chromium: &Path, files: &[&Path], out: &Path, extra: &[&str]) -> Page {
+pub(crate) fn report(chromium: &Path, files: &[&Path], out: &Path, extra: &[&str]) -> Page {
     let mut args: Vec<String> = vec!["report".into()];
     args.extend(files.iter().map(|f| f.display().to_string()));
     args.extend(["-o".into(), out.display().to_string()]);

@@ -238,6 +238,15 @@ pub fn assert_threshold_keys(
     }
 }
 
+/// The relay summary's keys that only a run with `--dns-domains` has.
+pub const RELAY_DNS_KEYS: &[&str] = &[
+    "dns_queries",
+    "dns_queries_per_message",
+    "dns_p50_ms",
+    "dns_p99_ms",
+    "dns_deferred",
+];
+
 /// What a run's lab left behind: its directories, mounts and processes still using them.
 pub fn leftovers(r: &serde_json::Value) -> Vec<String> {
     let dirs: Vec<String> = r["extra"]["lab_dirs"]
