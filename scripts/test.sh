@@ -9,7 +9,10 @@ cd "$(dirname "$0")/.."
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items --quiet
-./scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+./scripts/fuzz.sh "${FUZZ_SECONDS:-12}"
+# Both test binaries in one build: the library's unit tests and the integration tests
+# compile side by side on the two cores instead of one after the other.
+cargo test --no-run --lib --test it --quiet
 cargo test --lib
 # One integration test at a time: many of them assert timings (a known delay, late starts,
 # a capacity search) and run real servers that take both cores; beside another test on a

@@ -486,3 +486,74 @@ fn the_list_server_preset_fans_one_message_out_to_254_domains_timed_per_recipien
         "{per}"
     );
 }
+
+#[test]
+fn hostile_packets_and_streams_leave_the_server_answering_in_bounded_memory() {
+    use std::io::Write;
+    use std::net::{TcpStream, UdpSocket};
+    if require("dig").is_none() {
+        return;
+    }
+    let dir = TempDir::new("dns-hostile");
+    let json = dir.0.join("d.json");
+    let mut dns = Dns::start(&["--domains", "3"], &json);
+    let port: u16 = dns.port("127.0.0.1").parse().expect("port");
+    let to = ("127.0.0.1", port);
+    let udp = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    // Garbage of every length, half of it behind a query's header (so that it is parsed).
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for i in 0..5000 {
+        let len = (next() % 600) as usize;
+        let mut p: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        if i % 2 == 0 && p.len() >= 12 {
+            p[2] &= 0x7f; // a query, not a response
+            p[4..6].copy_from_slice(&1u16.to_be_bytes());
+        }
+        let _ = udp.send_to(&p, to);
+    }
+    // A stream that promises 65,535 bytes and stops, one with a zero length, one with
+    // garbage behind a plausible length — each closed by its client.
+    for payload in [vec![0xff, 0xff, 1, 2, 3], vec![0, 0], {
+        let mut v = vec![0, 40];
+        v.extend((0..40).map(|_| next() as u8));
+        v
+    }] {
+        let mut s = TcpStream::connect(to).expect("tcp");
+        let _ = s.write_all(&payload);
+    }
+    // More connections than the server serves at once, held open.
+    let held: Vec<TcpStream> = (0..1200)
+        .filter_map(|_| TcpStream::connect(to).ok())
+        .collect();
+    let mx = dns.dig("127.0.0.1", &["+short"], &[("MX", "d1.example.test")]);
+    assert_eq!(mx, ["10 mx1.d1.example.test."], "still answering over UDP");
+    drop(held);
+    let tcp = dns.dig(
+        "127.0.0.1",
+        &["+short", "+tcp"],
+        &[("MX", "d1.example.test")],
+    );
+    assert_eq!(tcp, ["10 mx1.d1.example.test."], "still answering over TCP");
+    assert_eq!(dns.proc.stop(), Some(0));
+    let r = results(&json);
+    let s = &r["summary"];
+    assert!(
+        s["ignored"].as_u64().unwrap_or(0) > 1000,
+        "garbage is no query: {s}"
+    );
+    assert!(
+        s["formerr"].as_u64().unwrap_or(0) > 100,
+        "unreadable queries get FORMERR: {s}"
+    );
+    let rss_mib = r["self"]["peak_rss_kib"].as_u64().unwrap_or(u64::MAX) / 1024;
+    assert!(
+        rss_mib < 64,
+        "peak RSS {rss_mib} MiB under 1,200 connections and 5,000 bad packets"
+    );
+}

@@ -104,14 +104,14 @@ fn deferred_recipients_arrive_exactly_once_after_postfix_retries() {
     let dir = TempDir::new("relay-defer");
     let args = [
         "-n",
-        "1000",
+        "400",
         "--size",
         "2k",
         "--sink-rule",
-        "rcpt:451:30%",
+        "rcpt:451:25%",
         "--queue",
         "disk",
-        // A recipient deferred again at every retry (0.3^k of 1,000) can take ten retries
+        // A recipient deferred again at every retry (0.25^k of 400) can take several retries
         // of up to 10 s each; the exact-once check must not be cut short by the drain.
         "--drain-timeout",
         "300s",
@@ -119,11 +119,12 @@ fn deferred_recipients_arrive_exactly_once_after_postfix_retries() {
     let Some(r) = relay(&args, &dir.0.join("r.json")) else {
         return;
     };
-    assert_exactly_once(&r, 1000);
+    assert_exactly_once(&r, 400);
     let deferred = r["extra"]["sink"]["faults"]["reply_4xx"]
         .as_u64()
         .expect("fault count");
-    assert!(deferred > 200, "the sink deferred about 30 %: {deferred}");
+    // 25 % of 400 first attempts is 100 (σ ≈ 9), and the retries add more.
+    assert!(deferred > 60, "the sink deferred about 25 %: {deferred}");
 }
 
 #[test]
