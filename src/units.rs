@@ -17,6 +17,21 @@ pub fn duration(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("invalid duration {s:?}; use e.g. 30s, 5m, 250ms"))
 }
 
+/// A duration or a range of them, `200ms` or `50ms-200ms`: (minimum, maximum).
+pub fn duration_range(s: &str) -> Result<(Duration, Duration), String> {
+    let (lo, hi) = match s.split_once('-') {
+        Some((a, b)) => (duration(a)?, duration(b)?),
+        None => {
+            let x = duration(s)?;
+            (x, x)
+        }
+    };
+    if lo > hi {
+        return Err(format!("{s:?}: the range's minimum is above its maximum"));
+    }
+    Ok((lo, hi))
+}
+
 /// `1000`, `1k`, `25KiB`, `1m`, `10kB`: k, K, KiB = 1024; M, MiB = 1024²; kB = 1000,
 /// MB = 1000².
 pub fn size(s: &str) -> Result<usize, String> {
@@ -131,6 +146,10 @@ mod tests {
         assert_eq!(size("10kB"), Ok(10_000));
         assert_eq!(size("1M"), Ok(1 << 20));
         assert_eq!(size_range("0-10k"), Ok((0, 10 * 1024)));
+        let ms = Duration::from_millis;
+        assert_eq!(duration_range("50ms-200ms"), Ok((ms(50), ms(200))));
+        assert_eq!(duration_range("200ms"), Ok((ms(200), ms(200))));
+        assert!(duration_range("2s-1s").is_err_and(|e| e.contains("minimum is above")));
         assert_eq!(rate("500/s"), Ok(500.0));
         assert_eq!(rate("12000/min"), Ok(200.0));
         assert_eq!(rate("1k"), Ok(1000.0));

@@ -237,14 +237,15 @@ impl Responder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::dns::faults::parse_rule;
     use crate::dns::spec::{Synthetic, expand_domains};
     use hickory_proto::op::Query;
     use hickory_proto::rr::Name;
 
-    fn responder(rules: &[&str]) -> Responder {
+    /// Three synthetic domains (d0..d2.example.test) with one MX each, and `rules`.
+    pub(crate) fn responder(rules: &[&str]) -> Responder {
         let mut r = Responder::default();
         Synthetic {
             domains: expand_domains("3").expect("spec"),
@@ -260,9 +261,14 @@ mod tests {
     }
 
     fn ask(name: &str, t: RecordType, edns: bool) -> Vec<u8> {
+        query(4242, name, t, true, edns)
+    }
+
+    /// A query as a resolver sends it.
+    pub(crate) fn query(id: u16, name: &str, t: RecordType, rd: bool, edns: bool) -> Vec<u8> {
         let mut m = Message::query();
-        m.metadata.id = 4242;
-        m.metadata.recursion_desired = true;
+        m.metadata.id = id;
+        m.metadata.recursion_desired = rd;
         m.add_query(Query::query(Name::from_ascii(name).expect("name"), t));
         if edns {
             m.set_edns(Edns::new());

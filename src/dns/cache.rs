@@ -139,38 +139,13 @@ impl AnswerCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dns::spec::{Synthetic, expand_domains};
-    use hickory_proto::op::{Edns, Message, Query};
-    use hickory_proto::rr::{Name, RecordType};
-
-    fn responder() -> Responder {
-        let mut r = Responder::default();
-        Synthetic {
-            domains: expand_domains("3").expect("spec"),
-            mx_per_domain: 2,
-            addresses: vec!["127.0.2.1".parse().expect("ip")],
-            dkim: None,
-            ttl: 60,
-        }
-        .build(&mut r.authority)
-        .expect("zones");
-        r
-    }
-
-    fn ask(id: u16, name: &str, t: RecordType, rd: bool, edns: bool) -> Vec<u8> {
-        let mut m = Message::query();
-        m.metadata.id = id;
-        m.metadata.recursion_desired = rd;
-        m.add_query(Query::query(Name::from_ascii(name).expect("name"), t));
-        if edns {
-            m.set_edns(Edns::new());
-        }
-        m.to_vec().expect("encode")
-    }
+    use crate::dns::answer::tests::{query as ask, responder};
+    use hickory_proto::op::Message;
+    use hickory_proto::rr::RecordType;
 
     #[test]
     fn a_stored_reply_says_what_the_responder_would_say() {
-        let r = responder();
+        let r = responder(&[]);
         let mut cache = AnswerCache::default();
         let mut rng = fastrand::Rng::with_seed(3);
         let first = ask(1, "d1.example.test.", RecordType::MX, false, true);
@@ -231,7 +206,7 @@ mod tests {
 
     #[test]
     fn rules_with_an_action_or_a_name_glob_are_decided_on_every_query() {
-        let mut r = responder();
+        let mut r = responder(&[]);
         r.faults.rules = vec![crate::dns::faults::parse_rule("mx:servfail:50%").expect("rule")];
         let mut cache = AnswerCache::default();
         let mut rng = fastrand::Rng::with_seed(5);

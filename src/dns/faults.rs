@@ -134,16 +134,7 @@ pub fn parse_rule(spec: &str) -> Result<Rule, String> {
             let d = a.strip_prefix("delay=").ok_or_else(|| {
                 bad("action must be delay=DUR[-DUR], servfail, nxdomain, refused, drop or truncate")
             })?;
-            let (lo, hi) = match d.split_once('-') {
-                Some((x, y)) => (crate::units::duration(x)?, crate::units::duration(y)?),
-                None => {
-                    let x = crate::units::duration(d)?;
-                    (x, x)
-                }
-            };
-            if lo > hi {
-                return Err(bad("delay range minimum above maximum"));
-            }
+            let (lo, hi) = crate::units::duration_range(d).map_err(|e| bad(&e))?;
             Action::Delay(lo, hi)
         }
     };
@@ -264,7 +255,7 @@ mod tests {
             ("soa:drop", "unknown type"),
             ("mx", "no action"),
             ("mx:explode", "action must be"),
-            ("mx:delay=2s-1s", "minimum above maximum"),
+            ("mx:delay=2s-1s", "minimum is above its maximum"),
             ("mx:drop:150%", "bad --dns-rule"),
             ("mx@:drop", "empty name glob"),
         ] {

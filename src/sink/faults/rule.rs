@@ -58,16 +58,7 @@ pub fn parse_rule(spec: &str) -> Result<Rule, String> {
     };
     let act = parts.next().ok_or_else(|| bad("no action"))?.trim();
     let action = if let Some(d) = act.strip_prefix("delay=") {
-        let (lo, hi) = match d.split_once('-') {
-            Some((a, b)) => (crate::units::duration(a)?, crate::units::duration(b)?),
-            None => {
-                let x = crate::units::duration(d)?;
-                (x, x)
-            }
-        };
-        if lo > hi {
-            return Err(bad("delay range minimum above maximum"));
-        }
+        let (lo, hi) = crate::units::duration_range(d).map_err(|e| bad(&e))?;
         Action::Delay(lo, hi)
     } else if act == "disconnect" {
         Action::Disconnect

@@ -238,14 +238,42 @@ pub fn assert_threshold_keys(
     }
 }
 
-/// The relay summary's keys that only a run with `--dns-domains` has.
-pub const RELAY_DNS_KEYS: &[&str] = &[
+/// The relay summary's keys that only some modes have: `--find-max`, `--flush`, a fan-out
+/// (several copies per message), `--dns-domains`.
+const RELAY_MODE_KEYS: &[&str] = &[
+    "max_sustainable_per_sec",
+    "max_sustainable_mpm",
+    "flush_held",
+    "release_at_s",
+    "e2e_recipient_p50_ms",
+    "e2e_recipient_p99_ms",
     "dns_queries",
     "dns_queries_per_message",
     "dns_p50_ms",
     "dns_p99_ms",
     "dns_deferred",
 ];
+
+/// The relay's mode-specific keys a run may lack: all but the `present` ones (its mode's).
+pub fn relay_keys_but(present: &[&str]) -> Vec<&'static str> {
+    RELAY_MODE_KEYS
+        .iter()
+        .filter(|k| !present.contains(k))
+        .copied()
+        .collect()
+}
+
+/// `mailbench relay --lab postfix -q --json JSON ARGS`, which must exit 0; the results.
+/// `None` (a skip, outside CI) without Postfix.
+pub fn lab_relay(args: &[&str], json: &Path) -> Option<serde_json::Value> {
+    require("postfix")?;
+    let j = json.to_string_lossy().to_string();
+    let mut all = vec!["relay", "--lab", "postfix", "-q", "--json", &j];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&all, &out));
+    Some(results(json))
+}
 
 /// What a run's lab left behind: its directories, mounts and processes still using them.
 pub fn leftovers(r: &serde_json::Value) -> Vec<String> {
