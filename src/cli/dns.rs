@@ -118,6 +118,8 @@ pub fn plan(a: &DnsArgs) -> Result<(DnsPlan, OutputPlan), String> {
 
 /// Runs `dns` and reports.
 pub async fn dns(plan: DnsPlan, outputs: OutputPlan) -> Result<u8, (u8, String)> {
+    // Up to MAX_TCP connections, beside the sockets.
+    crate::limits::raise_nofile();
     let sockets = Sockets::bind(&plan.listen)
         .await
         .map_err(|e| (EXIT_FAILED, e))?;

@@ -1,7 +1,7 @@
 //! The sockets: one UDP loop per address (answers inline; a delayed answer waits in its
 //! own task), and a TCP listener per address whose connections read length-prefixed
 //! queries with an idle timeout. Everything a query costs is bounded: one 64 KiB buffer
-//! per loop or connection, at most [`MAX_TCP`] connections, at most [`MAX_DELAYED`]
+//! per UDP loop, a TCP connection's no larger than the largest message it sent, at most [`MAX_TCP`] connections, at most [`MAX_DELAYED`]
 //! delayed answers waiting (more are answered at once and counted as `shed`).
 
 use std::io::Write;
@@ -286,8 +286,10 @@ async fn tcp_accept(l: TcpListener, sh: Arc<Shared>, conns: TaskTracker) {
 }
 
 /// Serves one TCP connection until it closes, idles, or sends something that is no query.
+/// Its buffer grows to the largest message it was sent (64 KiB at most): an idle
+/// connection costs no buffer at all.
 async fn tcp_conn(mut s: TcpStream, from: IpAddr, sh: &Shared) -> std::io::Result<()> {
-    let mut buf = vec![0u8; 65_535];
+    let mut buf = Vec::new();
     let mut rng = fastrand::Rng::new();
     let idle = |e| std::io::Error::new(std::io::ErrorKind::TimedOut, e);
     loop {
@@ -296,6 +298,9 @@ async fn tcp_conn(mut s: TcpStream, from: IpAddr, sh: &Shared) -> std::io::Resul
             .await
             .map_err(idle)??;
         let n = usize::from(u16::from_be_bytes(len));
+        if buf.len() < n {
+            buf.resize(n, 0);
+        }
         tokio::time::timeout(TCP_IDLE, s.read_exact(&mut buf[..n]))
             .await
             .map_err(idle)??;
