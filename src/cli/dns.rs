@@ -58,15 +58,11 @@ pub fn plan(a: &DnsArgs) -> Result<(DnsPlan, OutputPlan), String> {
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let addresses = a
-        .mx_address
-        .split(',')
-        .map(|s| {
-            s.trim().parse::<IpAddr>().map_err(|_| {
-                format!("--mx-address {s:?}: not an IP address; write e.g. 127.0.2.1,::1")
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let addresses = crate::transport::target::parse_ips(
+        &a.mx_address,
+        "--mx-address",
+        "addresses for the MX hosts, e.g. 127.0.2.1,::1",
+    )?;
     let mut responder = Responder::default();
     let spec = match &a.domains {
         Some(d) => {

@@ -2,7 +2,6 @@
 //! client are planned apart (each from its own flag group), and every cross-flag rule
 //! lives here.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::args::{
@@ -265,14 +264,7 @@ fn client_plan(
 ) -> Result<(ClientPlan, serde_json::Value), String> {
     let source_ips = match &a.source_ip {
         None => Vec::new(),
-        Some(list) => list
-            .split(',')
-            .map(|s| {
-                s.trim().parse::<IpAddr>().map_err(|_| {
-                    format!("--source-ip {s:?} is not an IP address; give a comma-separated list of local addresses")
-                })
-            })
-            .collect::<Result<_, _>>()?,
+        Some(list) => crate::transport::target::parse_ips(list, "--source-ip", "local addresses")?,
     };
     let tls = tls_plan(&a.tls)?;
     let auth = match a.auth.as_deref() {

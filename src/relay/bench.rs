@@ -299,7 +299,11 @@ impl Runner {
             None => bind(&self.sink_listen).await.map_err(RelayError::Failed)?,
         };
         let watched = (self.pids.clone(), self.device.clone());
-        let deferred = || self.lab.as_ref().map(|l| l.dns_deferred() as u64);
+        // The MTA's log is read for DNS deferrals only when DNS is in the benchmark.
+        let deferred = || {
+            self.dns.as_ref()?;
+            self.lab.as_ref().map(|l| l.dns_deferred() as u64)
+        };
         let deferred_before = deferred();
         if let Some(d) = &self.dns {
             d.begin();

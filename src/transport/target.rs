@@ -70,6 +70,18 @@ pub fn parse_tcp(spec: &str, default_port: u16, flag: &str) -> Result<SocketAddr
     }
 }
 
+/// Parses a comma-separated list of IP addresses given to `flag`; the error names the bad
+/// one and says what the list is for (`what`).
+pub fn parse_ips(list: &str, flag: &str, what: &str) -> Result<Vec<std::net::IpAddr>, String> {
+    list.split(',')
+        .map(|s| {
+            s.trim().parse().map_err(|_| {
+                format!("{flag} {s:?} is not an IP address; give a comma-separated list of {what}")
+            })
+        })
+        .collect()
+}
+
 /// Parses a comma-separated list of targets (used round-robin).
 pub fn parse_targets(list: &str, default_port: u16) -> Result<Vec<Target>, String> {
     list.split(',')
