@@ -2,7 +2,7 @@
 # Installs what mailbench's tests and benchmarks need, from Debian packages, without
 # prompts. Idempotent: does nothing when everything is present. Never configures or starts
 # the system's own Postfix or Dovecot (the labs run private instances). --for-tests adds
-# what only the tests use.
+# what only the tests use; --mtas (and --for-tests) the other lab MTAs (install-mtas.sh).
 set -euo pipefail
 
 need=()
@@ -31,16 +31,20 @@ fi
 # openssl makes a stranger's CA for the TLS-failure test and DKIM keys; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-if [ ${#need[@]} -eq 0 ]; then
-  exit 0
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: need root to install ${need[*]} (try: sudo $0)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${need[*]}" >&2
+  # Leave /etc/postfix/main.cf absent and the system instance stopped (see LAB-NOTES).
+  echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-if [ "$(id -u)" != 0 ]; then
-  echo "install-deps: need root to install ${need[*]} (try: sudo $0)" >&2
-  exit 1
-fi
-echo "install-deps: installing ${need[*]}" >&2
-# Leave /etc/postfix/main.cf absent and the system instance stopped (see LAB-NOTES).
-echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# The other lab MTAs (Exim, OpenSMTPD, Sendmail), unpacked beside Postfix: for the tests,
+# or when asked (--mtas) for `relay --lab postfix,exim,opensmtpd,sendmail`.
+case "${1:-}" in
+  --for-tests | --mtas) "$(dirname "$0")/install-mtas.sh" ;;
+esac

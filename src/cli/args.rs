@@ -622,10 +622,16 @@ pub struct OutputArgs {
 }
 
 /// Which lab MTA.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MtaArg {
     /// Postfix from Debian's package.
     Postfix,
+    /// Exim 4, unpacked beside it by scripts/install-mtas.sh.
+    Exim,
+    /// OpenSMTPD, unpacked beside it by scripts/install-mtas.sh.
+    Opensmtpd,
+    /// Sendmail, unpacked beside it by scripts/install-mtas.sh.
+    Sendmail,
 }
 
 /// Which lab mail store.
@@ -653,9 +659,21 @@ pub struct LabShape {
     /// Chain this many MTAs (MTA → MTA → sink).
     #[arg(long, default_value = "1", value_name = "N")]
     pub hops: u8,
-    /// Override a main.cf setting (repeatable), e.g. default_process_limit=100.
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub postconf: Vec<String>,
+    /// Override one of the MTA's own settings (repeatable): a main.cf parameter for
+    /// Postfix (default_process_limit=100), a main option for Exim (smtp_accept_max=50),
+    /// an smtpd.conf line `KEY VALUE` for OpenSMTPD, a sendmail.cf option `O KEY=VALUE`
+    /// for Sendmail (MaxDaemonChildren=50). A setting the MTA refuses is an error.
+    #[arg(long = "mta-conf", alias = "postconf", value_name = "KEY=VALUE")]
+    pub mta_conf: Vec<String>,
+    /// Processes or connections serving SMTP at once (Postfix default_process_limit, Exim
+    /// smtp_accept_max, Sendmail MaxDaemonChildren; the lab's default is 512).
+    #[arg(long, value_name = "N")]
+    pub mta_processes: Option<u32>,
+    /// Parallel deliveries to one destination (Postfix
+    /// default_destination_concurrency_limit, OpenSMTPD max-conn-per-host; the lab's
+    /// default is 100).
+    #[arg(long, value_name = "N")]
+    pub mta_dest_concurrency: Option<u32>,
     /// The lab MTA DKIM-signs every message it accepts with this PEM private key, through
     /// OpenDKIM as a milter (what does signing cost this MTA).
     #[arg(long, value_name = "FILE")]
@@ -681,9 +699,17 @@ pub struct LabShape {
 /// Flags of `mailbench relay`.
 #[derive(Debug, Args)]
 pub struct RelayArgs {
-    /// Start a disposable MTA for the run.
-    #[arg(long, value_enum, conflicts_with = "target")]
-    pub lab: Option<MtaArg>,
+    /// Start a disposable MTA for the run. Several (`postfix,exim,opensmtpd,sendmail`)
+    /// compare them: the same workload against each in turn, in rounds (at least 4; more
+    /// with --rounds) whose order rotates, ending with one table.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "MTA[,MTA…]",
+        conflicts_with = "target"
+    )]
+    pub lab: Vec<MtaArg>,
     /// Answer "what did this setting buy": run the lab with KEY=V1 and KEY=V2 in
     /// alternating rounds (at least 4 each; more with --rounds) and end with the compare
     /// table, e.g. default_process_limit=100,20.
@@ -773,20 +799,26 @@ pub struct RelayArgs {
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
     /// A disposable Postfix that relays to --relay.
-    Postfix(PostfixLabArgs),
+    Postfix(MtaLabArgs),
+    /// A disposable Exim that relays to --relay (scripts/install-mtas.sh unpacks it).
+    Exim(MtaLabArgs),
+    /// A disposable OpenSMTPD that relays to --relay (scripts/install-mtas.sh unpacks it).
+    Opensmtpd(MtaLabArgs),
+    /// A disposable Sendmail that relays to --relay (scripts/install-mtas.sh unpacks it).
+    Sendmail(MtaLabArgs),
     /// A disposable Dovecot (IMAP, POP3, LMTP) with numbered users.
     Dovecot(DovecotLabArgs),
 }
 
-/// Flags of `mailbench lab postfix`.
+/// Flags of `mailbench lab postfix|exim|opensmtpd|sendmail`.
 #[derive(Debug, Args)]
-pub struct PostfixLabArgs {
-    /// Where the lab relays to; `lmtp:HOST:PORT` delivers over LMTP instead, e.g. into
-    /// the LMTP port `mailbench lab dovecot` prints.
+pub struct MtaLabArgs {
+    /// Where the lab relays to; `lmtp:HOST:PORT` (Postfix) delivers over LMTP instead,
+    /// e.g. into the LMTP port `mailbench lab dovecot` prints.
     #[arg(long, default_value = "127.0.0.1:2525", value_name = "HOST:PORT")]
     pub relay: String,
-    /// Offer STARTTLS on the entry smtpd, with a certificate made for the lab (its path is
-    /// printed, for --tls-ca)
+    /// Offer STARTTLS on the entry smtpd (Postfix), with a certificate made for the lab
+    /// (its path is printed, for --tls-ca)
     #[arg(long)]
     pub starttls: bool,
     /// Lab shape.

@@ -5,11 +5,13 @@
 use std::net::SocketAddr;
 
 use super::args::{
-    DovecotLabArgs, LabCommand, LabShape, MailFormatArg, MtaArg, PlacementArg, PostfixLabArgs,
+    DovecotLabArgs, LabCommand, LabShape, MailFormatArg, MtaArg, MtaLabArgs, PlacementArg,
     StoreArgs,
 };
 use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::lab::{LabError, LabOptions, LabServer, MailFormat, Mta, QueueKind, StoreOptions};
+use crate::lab::{
+    LabError, LabOptions, LabServer, MailFormat, Mta, MtaLimits, QueueKind, StoreOptions,
+};
 use crate::mailbox::bench::StoreSetup;
 use crate::shutdown::Shutdown;
 use crate::transport::target::parse_tcp;
@@ -19,7 +21,31 @@ use crate::units;
 pub fn mta(kind: MtaArg) -> Mta {
     match kind {
         MtaArg::Postfix => Mta::Postfix,
+        MtaArg::Exim => Mta::Exim,
+        MtaArg::Opensmtpd => Mta::OpenSmtpd,
+        MtaArg::Sendmail => Mta::Sendmail,
     }
+}
+
+/// Refuses what only the Postfix lab does (STARTTLS on its entry, DKIM signing through a
+/// milter, LMTP onward) for another MTA, naming the flag.
+pub fn postfix_only(mta: Mta, opts: &LabOptions) -> Result<(), String> {
+    if mta == Mta::Postfix {
+        return Ok(());
+    }
+    let flag = if opts.starttls {
+        "--tls starttls (--starttls)"
+    } else if opts.dkim.is_some() {
+        "--mta-dkim-key"
+    } else if opts.relay_lmtp {
+        "--relay lmtp:"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "{flag}: the {} lab does not do this yet; only --lab postfix does",
+        mta.name()
+    ))
 }
 
 fn placement(p: PlacementArg) -> QueueKind {
@@ -47,7 +73,11 @@ pub fn settings(
 
 /// The lab MTA's options from its flags; it relays to `relay` over SMTP.
 pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<LabOptions, String> {
-    let settings = settings("--postconf", &shape.postconf, "default_process_limit=100")?;
+    let settings = settings("--mta-conf", &shape.mta_conf, "default_process_limit=100")?;
+    let positive = |flag: &str, n: Option<u32>| match n {
+        Some(0) => Err(format!("{flag} 0: give at least 1")),
+        n => Ok(n),
+    };
     if shape.hops == 0 || shape.hops > 8 {
         return Err("--hops must be between 1 and 8".into());
     }
@@ -55,6 +85,10 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
         hops: shape.hops,
         queue: placement(shape.queue),
         settings,
+        limits: MtaLimits {
+            processes: positive("--mta-processes", shape.mta_processes)?,
+            per_destination: positive("--mta-dest-concurrency", shape.mta_dest_concurrency)?,
+        },
         relay,
         relay_lmtp: false,
         hold: false,
@@ -125,16 +159,19 @@ pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, Stri
     })
 }
 
-/// Runs `lab postfix` or `lab dovecot`: start, print where it listens, wait for Ctrl-C or
-/// SIGTERM, clean up.
+/// Runs `lab postfix|exim|opensmtpd|sendmail` or `lab dovecot`: start, print where it
+/// listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
     match c {
-        LabCommand::Postfix(a) => postfix(a).await,
+        LabCommand::Postfix(a) => relaying(MtaArg::Postfix, a).await,
+        LabCommand::Exim(a) => relaying(MtaArg::Exim, a).await,
+        LabCommand::Opensmtpd(a) => relaying(MtaArg::Opensmtpd, a).await,
+        LabCommand::Sendmail(a) => relaying(MtaArg::Sendmail, a).await,
         LabCommand::Dovecot(a) => dovecot(a).await,
     }
 }
 
-async fn postfix(a: PostfixLabArgs) -> Result<u8, (u8, String)> {
+async fn relaying(kind: MtaArg, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     let (lmtp, next) = match a.relay.strip_prefix("lmtp:") {
         Some(addr) => (true, addr),
         None => (false, a.relay.as_str()),
@@ -142,7 +179,8 @@ async fn postfix(a: PostfixLabArgs) -> Result<u8, (u8, String)> {
     let relay = parse_tcp(next, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
     let mut opts = options(&a.shape, relay, a.starttls).map_err(|e| (EXIT_USAGE, e))?;
     opts.relay_lmtp = lmtp;
-    let mta = mta(MtaArg::Postfix);
+    let mta = mta(kind);
+    postfix_only(mta, &opts).map_err(|e| (EXIT_USAGE, e))?;
     mta.check().map_err(|e| (EXIT_USAGE, e))?;
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab MTA and removing its directories",

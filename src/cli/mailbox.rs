@@ -658,6 +658,12 @@ fn profile_plan(
                 .map_err(|e| e.replace("--threshold", "--capacity-rule"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(m) = a.mta.filter(|m| *m != super::args::MtaArg::Postfix) {
+        return Err(format!(
+            "--mta {}: only the Postfix lab delivers into the store (over LMTP); use --mta postfix",
+            super::lab::mta(m).name()
+        ));
+    }
     let timeouts = Timeouts::plan(&a.connect_timeout, &a.timeout)?;
     let mut config_json = serde_json::json!({
         "protocol": "imap",

@@ -6,6 +6,7 @@ use super::args::RelayArgs;
 use super::finish::deliver;
 use super::send::{Defaults, plan as send_plan};
 use super::{EXIT_FAILED, EXIT_USAGE};
+use crate::lab::Mta;
 use crate::relay::verdict::StepRules;
 use crate::relay::{FindMaxPlan, RelayDns, RelayError, RelayPlan};
 use crate::shutdown::Shutdown;
@@ -48,7 +49,7 @@ fn list_server(load: &mut super::args::LoadArgs, spec: &str) -> Result<(), Strin
 
 /// Validates `relay`'s flags.
 fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String> {
-    let sink: SocketAddr = match (&a.sink, a.lab.is_some()) {
+    let sink: SocketAddr = match (&a.sink, !a.lab.is_empty()) {
         (Some(s), _) => parse_tcp(s, 2525, "--sink")?,
         (None, true) => SocketAddr::from(([127, 0, 0, 1], 0)),
         (None, false) => SocketAddr::from(([127, 0, 0, 1], 2525)),
@@ -117,8 +118,8 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
         None => Vec::new(),
     };
     let (mut send, outputs) = send_plan(targets, a.target.as_deref(), &load, &RELAY_DEFAULTS)?;
-    let lab = match a.lab {
-        Some(kind) => {
+    let lab = match a.lab.first() {
+        Some(&first) => {
             if send.client.tls.mode == TlsMode::Implicit {
                 return Err(
                     "--tls implicit: the lab's Postfix offers STARTTLS only; use --tls starttls"
@@ -128,7 +129,26 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
             let starttls = send.client.tls.mode == TlsMode::Starttls;
             // The relay target (the sink) is known once its listener is bound.
             let opts = super::lab::options(&a.shape, sink, starttls)?;
-            Some((super::lab::mta(kind), opts))
+            for (i, &kind) in a.lab.iter().enumerate() {
+                let mta = super::lab::mta(kind);
+                if a.lab[..i].contains(&kind) {
+                    return Err(format!(
+                        "--lab: {} is named twice; name each MTA once",
+                        mta.name()
+                    ));
+                }
+                super::lab::postfix_only(mta, &opts)?;
+                if a.flush && mta != Mta::Postfix {
+                    return Err(format!(
+                        "--flush: the {} lab has no hold queue; the flush benchmark runs on --lab postfix",
+                        mta.name()
+                    ));
+                }
+            }
+            if a.lab.len() > 1 && !opts.settings.is_empty() {
+                return Err("--mta-conf with several MTAs in --lab: each MTA names its settings differently; compare them on the lab's settings (and --mta-processes, --mta-dest-concurrency), or run one MTA at a time".into());
+            }
+            Some((super::lab::mta(first), opts))
         }
         None => None,
     };
@@ -146,7 +166,7 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
     send.config_json["relay"] = serde_json::json!({
         "queue": format!("{:?}", a.shape.queue).to_lowercase(),
         "hops": a.shape.hops,
-        "postconf": a.shape.postconf,
+        "mta_conf": a.shape.mta_conf,
     });
     let plan = RelayPlan {
         send,
@@ -175,7 +195,17 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
 pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     let (plan, outputs) = plan(&a).map_err(|e| (EXIT_USAGE, e))?;
     if let Some(spec) = &a.compare_postconf {
-        return super::vary::relay(&a, spec, plan, outputs.files.json.clone()).await;
+        if a.lab.len() > 1 {
+            return Err((
+                EXIT_USAGE,
+                "--compare-postconf compares two settings of one MTA; give --lab one MTA".into(),
+            ));
+        }
+        return super::vary::settings(&a, spec, plan, outputs.files.json.clone()).await;
+    }
+    if a.lab.len() > 1 {
+        let mtas: Vec<Mta> = a.lab.iter().map(|k| super::lab::mta(*k)).collect();
+        return super::vary::mtas(&a, &mtas, plan, outputs.files.json.clone()).await;
     }
     let preflight =
         super::doctor::preflight_run("relay", &plan.send.load, &plan.send.client.targets, 2);

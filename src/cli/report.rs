@@ -40,6 +40,25 @@ pub fn report(a: &ReportArgs) -> Result<u8, (u8, String)> {
 /// Runs `compare`. Errors carry their exit code.
 pub fn compare(a: &CompareArgs) -> Result<u8, (u8, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
+    if let [one] = a.files.as_slice()
+        && a.baseline.is_empty()
+    {
+        // A comparison of several servers kept in one file (relay --lab a,b,…).
+        let runs = crate::report::load(std::slice::from_ref(one), &[]).map_err(usage)?;
+        if runs.len() > 1 {
+            let sides = runs
+                .into_iter()
+                .map(|(label, r)| {
+                    let doc = serde_json::to_value(&r).map_err(|e| (EXIT_FAILED, e.to_string()))?;
+                    Ok(Side {
+                        label,
+                        docs: vec![doc],
+                    })
+                })
+                .collect::<Result<Vec<_>, (u8, String)>>()?;
+            return finish_compare(a, &sides);
+        }
+    }
     let groups: Vec<(String, Vec<PathBuf>)> = if a.baseline.is_empty() {
         a.files
             .iter()
@@ -81,7 +100,13 @@ pub fn compare(a: &CompareArgs) -> Result<u8, (u8, String)> {
         let label = a.label.get(i).cloned().unwrap_or(stem);
         sides.push(Side { label, docs });
     }
-    let c = compare::compare(&sides, a.force).map_err(usage)?;
+    finish_compare(a, &sides)
+}
+
+/// Compares the sides, prints (and writes) the table, applies --fail-if-slower.
+fn finish_compare(a: &CompareArgs, sides: &[Side]) -> Result<u8, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    let c = compare::compare(sides, a.force).map_err(usage)?;
     let text = compare::render::render(&c, a.format);
     crate::report::print(&text);
     if let Some(p) = &a.output {

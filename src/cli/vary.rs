@@ -1,18 +1,29 @@
-//! `relay --lab … --compare-postconf KEY=V1,V2`: the seeds' "what did this tuning buy"
-//! question answered on one machine with its noise taken into account. The two settings
-//! run in alternating rounds (A B, B A, A B, …, so that a drift of the machine hits both
-//! alike), each side's rounds are kept as one results document, and the run ends with
+//! Relay benchmarks that vary one thing and compare: `--compare-postconf KEY=V1,V2` (the
+//! seeds' "what did this tuning buy") and `--lab postfix,exim,…` (the seeds' "which MTA is
+//! faster for this traffic"), answered on one machine with its noise taken into account.
+//! The variants run in rounds whose order rotates (A B, B A, … for two; A B C, B C A,
+//! C A B, … for more), so that a drift of the machine hits all alike, each on a fresh
+//! lab; each variant's rounds are kept as one results document, and the run ends with
 //! `compare`'s table.
+
+use std::path::PathBuf;
 
 use super::args::RelayArgs;
 use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::lab::Mta;
 use crate::relay::{RelayError, RelayPlan};
 use crate::report::compare::{self, Side};
 use crate::shutdown::Shutdown;
 use crate::stats::Results;
 
-/// Rounds per setting when `--rounds` asks for fewer: the least a verdict needs.
+/// Rounds per variant when `--rounds` asks for fewer: the least a verdict needs.
 const MIN_ROUNDS: u32 = compare::noise::MIN_ROUNDS as u32;
+
+/// One thing compared: its label and its plan.
+struct Variant {
+    label: String,
+    plan: RelayPlan,
+}
 
 /// `KEY=V1,V2` → the key and its two values.
 fn parse(spec: &str) -> Result<(String, [String; 2]), String> {
@@ -31,7 +42,7 @@ fn parse(spec: &str) -> Result<(String, [String; 2]), String> {
     }
 }
 
-/// The plan with `key=value` set in the lab (replacing the key if --postconf set it).
+/// The plan with `key=value` set in the lab (replacing the key if --mta-conf set it).
 fn with_setting(plan: &RelayPlan, key: &str, value: &str) -> RelayPlan {
     let mut p = plan.clone();
     if let Some((_, opts)) = &mut p.lab {
@@ -39,8 +50,8 @@ fn with_setting(plan: &RelayPlan, key: &str, value: &str) -> RelayPlan {
         opts.settings.push((key.to_string(), value.to_string()));
     }
     let setting = format!("{key}={value}");
-    let postconf = &mut p.send.config_json["relay"]["postconf"];
-    match postconf.as_array_mut() {
+    let conf = &mut p.send.config_json["relay"]["mta_conf"];
+    match conf.as_array_mut() {
         Some(list) => {
             list.retain(|v| {
                 !v.as_str()
@@ -48,37 +59,40 @@ fn with_setting(plan: &RelayPlan, key: &str, value: &str) -> RelayPlan {
             });
             list.push(setting.into());
         }
-        None => *postconf = serde_json::json!([setting]),
+        None => *conf = serde_json::json!([setting]),
     }
     p.keep_logs = None;
     p
 }
 
-/// Runs both settings in alternating rounds; writes `--json FILE` as `FILE-A.json` and
-/// `FILE-B.json` (A = the first value); prints the compare table.
-pub async fn relay(
-    a: &RelayArgs,
-    spec: &str,
-    plan: RelayPlan,
-    json: Option<std::path::PathBuf>,
-) -> Result<u8, (u8, String)> {
-    let (key, values) = parse(spec).map_err(|e| (EXIT_USAGE, e))?;
-    let plans = [
-        with_setting(&plan, &key, &values[0]),
-        with_setting(&plan, &key, &values[1]),
-    ];
-    let rounds = a.load.rounds.max(MIN_ROUNDS);
+/// The plan on another lab MTA.
+fn on_mta(plan: &RelayPlan, mta: Mta) -> RelayPlan {
+    let mut p = plan.clone();
+    if let Some((m, _)) = &mut p.lab {
+        *m = mta;
+    }
+    p.keep_logs = None;
+    p
+}
+
+/// The order of round `round` (0-based) over `n` variants: rotated by one each round.
+fn order(round: u32, n: usize) -> Vec<usize> {
+    (0..n).map(|i| (i + round as usize) % n).collect()
+}
+
+/// Runs every variant `rounds` times in rotating order; each variant's rounds combined.
+/// Stops after the round a first signal interrupts, keeping what was measured.
+async fn run(variants: &[Variant], rounds: u32) -> Result<Vec<Results>, (u8, String)> {
     let shutdown = Shutdown::install();
-    let mut done: [Vec<Results>; 2] = [Vec::new(), Vec::new()];
+    let mut done: Vec<Vec<Results>> = variants.iter().map(|_| Vec::new()).collect();
     'rounds: for round in 0..rounds {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for side in order {
+        for side in order(round, variants.len()) {
             crate::run::live::say(&format!(
-                "mailbench relay: round {} of {rounds}, {key}={}",
+                "mailbench relay: round {} of {rounds}, {}",
                 round + 1,
-                values[side]
+                variants[side].label
             ));
-            let r = crate::relay::bench(plans[side].clone(), shutdown.clone())
+            let r = crate::relay::bench(variants[side].plan.clone(), shutdown.clone())
                 .await
                 .map_err(|e| match e {
                     RelayError::Usage(e) => (EXIT_USAGE, e),
@@ -90,36 +104,96 @@ pub async fn relay(
             }
         }
     }
-    let [first, second] = done;
-    let combine = |v: Vec<Results>| {
-        crate::report::rounds::combine(v).ok_or((EXIT_FAILED, "no round ran".to_string()))
-    };
-    let sides = [combine(first)?, combine(second)?];
-    let labels = [
-        format!("{key}={}", values[0]),
-        format!("{key}={}", values[1]),
-    ];
-    if let Some(base) = json {
-        let stem = base.with_extension("");
-        for (r, tag) in sides.iter().zip(["A", "B"]) {
-            let path = std::path::PathBuf::from(format!("{}-{tag}.json", stem.display()));
-            r.write(&path).map_err(|e| (EXIT_FAILED, e))?;
-            crate::report::print(&format!("  results    {}\n", path.display()));
-        }
-    }
+    done.into_iter()
+        .map(|v| crate::report::rounds::combine(v).ok_or((EXIT_FAILED, "no round ran".into())))
+        .collect()
+}
+
+/// Prints `compare`'s table of the variants (the first is the baseline).
+fn table(labels: &[String], sides: &[Results]) -> Result<(), (u8, String)> {
     let docs: Vec<Side> = sides
         .iter()
         .zip(labels)
         .map(|(r, label)| {
             let doc = serde_json::to_value(r).map_err(|e| (EXIT_FAILED, e.to_string()))?;
             Ok(Side {
-                label,
+                label: label.clone(),
                 docs: vec![doc],
             })
         })
         .collect::<Result<_, (u8, String)>>()?;
     let c = compare::compare(&docs, false).map_err(|e| (EXIT_FAILED, e))?;
     crate::report::print(&compare::render::render(&c, compare::render::Format::Text));
+    Ok(())
+}
+
+/// `--compare-postconf`: both settings in alternating rounds; writes `--json FILE` as
+/// `FILE-A.json` and `FILE-B.json` (A = the first value); prints the compare table.
+pub async fn settings(
+    a: &RelayArgs,
+    spec: &str,
+    plan: RelayPlan,
+    json: Option<PathBuf>,
+) -> Result<u8, (u8, String)> {
+    let (key, values) = parse(spec).map_err(|e| (EXIT_USAGE, e))?;
+    let variants: Vec<Variant> = values
+        .iter()
+        .map(|v| Variant {
+            label: format!("{key}={v}"),
+            plan: with_setting(&plan, &key, v),
+        })
+        .collect();
+    let sides = run(&variants, a.load.rounds.max(MIN_ROUNDS)).await?;
+    if let Some(base) = json {
+        let stem = base.with_extension("");
+        for (r, tag) in sides.iter().zip(["A", "B"]) {
+            let path = PathBuf::from(format!("{}-{tag}.json", stem.display()));
+            r.write(&path).map_err(|e| (EXIT_FAILED, e))?;
+            crate::report::print(&format!("  results    {}\n", path.display()));
+        }
+    }
+    let labels: Vec<String> = variants.into_iter().map(|v| v.label).collect();
+    table(&labels, &sides)?;
+    Ok(EXIT_OK)
+}
+
+/// `--lab postfix,exim,…`: the same workload on each MTA in rotating rounds; writes one
+/// results file (the first MTA's document, with every MTA's under `extra.sides`, which
+/// `compare` and `report` read as one side each); prints the compare table.
+pub async fn mtas(
+    a: &RelayArgs,
+    mtas: &[Mta],
+    plan: RelayPlan,
+    json: Option<PathBuf>,
+) -> Result<u8, (u8, String)> {
+    let variants: Vec<Variant> = mtas
+        .iter()
+        .map(|m| Variant {
+            label: m.name().to_string(),
+            plan: on_mta(&plan, *m),
+        })
+        .collect();
+    // Four rounds unless --rounds asks for another number (two or three give the table
+    // without verdicts).
+    let rounds = if a.load.rounds > 1 {
+        a.load.rounds
+    } else {
+        MIN_ROUNDS
+    };
+    let sides = run(&variants, rounds).await?;
+    let labels: Vec<String> = variants.into_iter().map(|v| v.label).collect();
+    if let Some(path) = json {
+        let mut all = sides[0].clone();
+        let list: Vec<serde_json::Value> = labels
+            .iter()
+            .zip(&sides)
+            .map(|(label, r)| serde_json::json!({"label": label, "results": r}))
+            .collect();
+        all.extra.insert("sides".into(), list.into());
+        all.write(&path).map_err(|e| (EXIT_FAILED, e))?;
+        crate::report::print(&format!("  results    {}\n", path.display()));
+    }
+    table(&labels, &sides)?;
     Ok(EXIT_OK)
 }
 
@@ -139,6 +213,18 @@ mod tests {
         for bad in ["x=1", "x=1,1", "=1,2", "x", "x=1,2,3"] {
             let e = parse(bad).expect_err(bad);
             assert!(e.starts_with(&format!("--compare-postconf {bad}:")), "{e}");
+        }
+    }
+
+    #[test]
+    fn every_variant_takes_every_place_in_turn() {
+        let two: Vec<Vec<usize>> = (0..4).map(|r| order(r, 2)).collect();
+        assert_eq!(two, [[0, 1], [1, 0], [0, 1], [1, 0]]);
+        let four: Vec<Vec<usize>> = (0..4).map(|r| order(r, 4)).collect();
+        for place in 0..4 {
+            let mut firsts: Vec<usize> = four.iter().map(|o| o[place]).collect();
+            firsts.sort_unstable();
+            assert_eq!(firsts, [0, 1, 2, 3], "place {place}: {four:?}");
         }
     }
 }

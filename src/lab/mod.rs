@@ -1,14 +1,21 @@
-//! Disposable real mail servers for benchmarks: MTAs that relay (`postfix`) and mail
-//! stores that users read (`dovecot`). Each lab is started for a run in temporary
+//! Disposable real mail servers for benchmarks: MTAs that relay (`postfix`, and `exim`,
+//! `opensmtpd`, `sendmail` unpacked beside it, sharing `chain`) and mail stores that users
+//! read (`dovecot`). Each lab is started for a run in temporary
 //! directories with its own ports and is stopped and removed on drop, whatever happens.
 //! Every server is one file behind [`LabServer`] and either [`MtaLab`] or [`StoreLab`],
 //! registered in [`Mta`] or [`Store`]; what they share — free ports, the greeting check,
 //! queue and mail placement, certificates, checks — is in `host`.
 
+pub mod chain;
 pub mod dovecot;
+pub mod exim;
 pub mod host;
+pub mod isolate;
 pub mod opendkim;
+pub mod opensmtpd;
 pub mod postfix;
+pub mod sendmail;
+pub mod syslog;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,6 +39,8 @@ pub struct LabOptions {
     pub queue: QueueKind,
     /// The MTA's own settings, `key=value`, applied to every instance after the lab's.
     pub settings: Vec<(String, String)>,
+    /// The limits every MTA has in some form, under neutral names.
+    pub limits: MtaLimits,
     /// Where the last instance relays to.
     pub relay: SocketAddr,
     /// The last instance delivers to `relay` over LMTP instead of SMTP: into a mail store
@@ -49,6 +58,18 @@ pub struct LabOptions {
     /// The last instance resolves its destinations (MX, then address records) through
     /// this test DNS server and delivers to their port, instead of relaying to `relay`.
     pub dns: Option<LabDns>,
+}
+
+/// Limits the lab MTAs share under neutral names (`None`: the lab's default, which is
+/// raised far above what a benchmark uses so that no MTA's stock limit is measured).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MtaLimits {
+    /// Processes or connections serving SMTP at once (Postfix `default_process_limit`,
+    /// Exim `smtp_accept_max`, Sendmail `MaxDaemonChildren`; default 512).
+    pub processes: Option<u32>,
+    /// Parallel deliveries to one destination (Postfix
+    /// `default_destination_concurrency_limit`, OpenSMTPD `max-conn-per-host`; default 100).
+    pub per_destination: Option<u32>,
 }
 
 /// Where a lab MTA resolves and delivers when DNS is part of the benchmark.
@@ -228,33 +249,51 @@ pub trait StoreLab: LabServer {
     fn server_stats(&self) -> Vec<ServerMetric>;
 }
 
-/// The MTAs a lab can run. Adding one is a file implementing [`LabServer`] and a variant.
+/// The MTAs a lab can run. Adding one is a file implementing [`chain::Flavor`] (or
+/// [`MtaLab`]), a variant, and its install lines in `scripts/install-mtas.sh`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mta {
-    /// Postfix from Debian's package.
+    /// Postfix from Debian's package (the system's MTA).
     Postfix,
+    /// Exim, unpacked beside it.
+    Exim,
+    /// OpenSMTPD, unpacked beside it.
+    OpenSmtpd,
+    /// Sendmail, unpacked beside it.
+    Sendmail,
 }
 
 impl Mta {
     /// The name in results and messages.
     pub fn name(self) -> &'static str {
+        use chain::Flavor;
         match self {
             Mta::Postfix => "postfix",
+            Mta::Exim => exim::Exim::NAME,
+            Mta::OpenSmtpd => opensmtpd::OpenSmtpd::NAME,
+            Mta::Sendmail => sendmail::Sendmail::NAME,
         }
     }
 
     /// Checks that this lab can run here; the error says how to fix it.
     pub fn check(self) -> Result<(), String> {
+        use chain::Flavor;
         match self {
             Mta::Postfix => postfix::check(),
+            Mta::Exim => exim::Exim::check(),
+            Mta::OpenSmtpd => opensmtpd::OpenSmtpd::check(),
+            Mta::Sendmail => sendmail::Sendmail::check(),
         }
     }
 
     /// Starts the lab (blocking: it waits for the MTA to greet).
     pub fn start(self, opts: &LabOptions) -> Result<Box<dyn MtaLab>, LabError> {
-        match self {
-            Mta::Postfix => Ok(Box::new(postfix::Lab::start(opts)?)),
-        }
+        Ok(match self {
+            Mta::Postfix => Box::new(postfix::Lab::start(opts)?),
+            Mta::Exim => Box::new(exim::Lab::start(opts)?),
+            Mta::OpenSmtpd => Box::new(opensmtpd::Lab::start(opts)?),
+            Mta::Sendmail => Box::new(sendmail::Lab::start(opts)?),
+        })
     }
 }
 

@@ -130,9 +130,9 @@ smtpd_relay_restrictions = permit_mynetworks, reject
 alias_maps =
 alias_database =
 local_recipient_maps =
-default_process_limit = 512
-default_destination_concurrency_limit = 100
-smtp_destination_concurrency_limit = 100
+default_process_limit = {processes}
+default_destination_concurrency_limit = {per_destination}
+smtp_destination_concurrency_limit = {per_destination}
 smtpd_client_connection_count_limit = 0
 in_flow_delay = 0
 smtputf8_enable = no
@@ -148,6 +148,8 @@ maillog_file_prefixes = {d}
 ",
             q = inst.queue.path.display(),
             name = inst.name,
+            processes = opts.limits.processes.unwrap_or(512),
+            per_destination = opts.limits.per_destination.unwrap_or(100),
             route = match (opts.dns, last_hop) {
                 // Destinations by MX, as in production, through the test DNS server that
                 // the chrooted smtp client's own resolv.conf names; the sinks' port.

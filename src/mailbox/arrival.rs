@@ -93,6 +93,7 @@ pub async fn run(
                 hops: 1,
                 queue: QueueKind::Tmpfs,
                 settings: plan.postconf.clone(),
+                limits: Default::default(),
                 relay: l.endpoints().lmtp,
                 hold: false,
                 dns: None,

@@ -184,6 +184,7 @@ pub async fn workload(
                 hops: 1,
                 queue: crate::lab::QueueKind::Tmpfs,
                 settings: vec![("default_process_limit".into(), "100".into())],
+                limits: Default::default(),
                 relay: l.endpoints().lmtp,
                 hold: false,
                 dns: None,

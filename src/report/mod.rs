@@ -43,6 +43,14 @@ pub fn load(
     let mut out: Vec<(String, crate::stats::results::Results)> = Vec::new();
     for (i, f) in files.iter().enumerate() {
         let r = crate::stats::results::Results::read(f)?;
+        // A comparison of several servers in one file: one run per server.
+        let sides = r
+            .sides()
+            .map_err(|e| format!("results file {}: {e}", f.display()))?;
+        if !sides.is_empty() {
+            out.extend(sides);
+            continue;
+        }
         let mut label = labels.get(i).cloned().unwrap_or_else(|| {
             f.file_stem()
                 .map(|s| s.to_string_lossy().into_owned())

@@ -92,7 +92,7 @@ fn round_doc(round: usize, r: &Results) -> Value {
         "summary": r.summary,
         "latency": latency,
         "self": r.self_report,
-        "extra": {"sut": r.extra.get("sut")},
+        "extra": {"sut": r.extra.get("sut"), "sink": r.extra.get("sink")},
     })
 }
 

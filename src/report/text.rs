@@ -411,7 +411,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     if s.maillog_sent.is_some() {
         let _ = writeln!(
             out,
-            "  MTA log    status=sent {}  still queued {}",
+            "  MTA log    delivered {}  still queued {}",
             opt(s.maillog_sent),
             opt(s.queued_left)
         );

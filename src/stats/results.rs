@@ -271,13 +271,17 @@ impl Results {
             std::fs::read_to_string(path).map_err(|e| named(format!("cannot read it: {e}")))?;
         let raw: Stored =
             serde_json::from_str(&text).map_err(|e| named(format!("not a results file: {e}")))?;
+        Results::from_stored(raw).map_err(named)
+    }
+
+    fn from_stored(raw: Stored) -> Result<Results, String> {
         if raw.schema_version != SCHEMA_VERSION {
-            return Err(named(format!(
+            return Err(format!(
                 "schema_version {} is not {SCHEMA_VERSION}; read it with the mailbench that wrote it",
                 raw.schema_version
-            )));
+            ));
         }
-        let summary = Summary::from_json(&raw.command, raw.summary).map_err(named)?;
+        let summary = Summary::from_json(&raw.command, raw.summary)?;
         Ok(Results {
             schema_version: raw.schema_version,
             command: raw.command,
@@ -297,6 +301,25 @@ impl Results {
             thresholds: raw.thresholds,
             extra: raw.extra,
         })
+    }
+
+    /// The labelled documents a comparison of several servers keeps in `extra.sides`
+    /// (`relay --lab postfix,exim,…`), one per server; empty for an ordinary run.
+    pub fn sides(&self) -> Result<Vec<(String, Results)>, String> {
+        let Some(list) = self.extra.get("sides").and_then(|v| v.as_array()) else {
+            return Ok(Vec::new());
+        };
+        list.iter()
+            .map(|side| {
+                let label = side["label"].as_str().unwrap_or("?").to_string();
+                let raw: Stored = serde_json::from_value(side["results"].clone())
+                    .map_err(|e| format!("side {label}: not a results document: {e}"))?;
+                Ok((
+                    label.clone(),
+                    Results::from_stored(raw).map_err(|e| format!("side {label}: {e}"))?,
+                ))
+            })
+            .collect()
     }
 
     /// Writes the document, pretty-printed.

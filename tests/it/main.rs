@@ -12,6 +12,9 @@
 //! - `live`: the live view under tmux (figures while running, the summary intact after a
 //!   resize), `/metrics` parsed by the Prometheus client's OpenMetrics parser and equal to
 //!   the results file at the end
+//! - `mtas`: issue 15 — Exim, OpenSMTPD and Sendmail labs relaying exactly once and
+//!   leaving nothing behind, deferrals retried within the run, two MTAs compared over
+//!   rotated rounds in one table and one results file, refused settings in one line
 //! - `mailbox`: `mailbox pop3` and `populate` against `lab dovecot`, checked with Python's
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
 //! - `preflight`: `doctor` and a run's preflight under a low `ulimit -n` set in a child
@@ -43,6 +46,7 @@ mod imap;
 mod layout;
 mod live;
 mod mailbox;
+mod mtas;
 mod preflight;
 mod profile;
 mod relay;

@@ -230,24 +230,26 @@ fn the_lab_refuses_a_user_who_is_not_root_with_the_fix() {
     let dir = TempDir::new("relay-nonroot");
     let bin = dir.0.join("mailbench");
     std::fs::copy(env!("CARGO_BIN_EXE_mailbench"), &bin).expect("copy the binary");
-    let args = ["relay", "--lab", "postfix", "-n", "1"];
-    let out = if is_root() {
-        std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin)
-            .args(args)
-            .output()
-            .expect("run setpriv")
-    } else {
-        run(&args)
-    };
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
-    assert_eq!(err.lines().count(), 1, "one error line, got: {err}");
-    assert!(
-        err.contains("must run as root") && err.contains("sudo"),
-        "names the cause and the fix: {err}"
-    );
+    for mta in ["postfix", "exim", "opensmtpd", "sendmail"] {
+        let args = ["relay", "--lab", mta, "-n", "1"];
+        let out = if is_root() {
+            std::process::Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&bin)
+                .args(args)
+                .output()
+                .expect("run setpriv")
+        } else {
+            run(&args)
+        };
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+        assert_eq!(err.lines().count(), 1, "{mta}: one error line, got: {err}");
+        assert!(
+            err.contains("must run as root") && err.contains("sudo"),
+            "{mta}: names the cause and the fix: {err}"
+        );
+    }
 }
 
 fn is_root() -> bool {

@@ -22,6 +22,7 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
             hops: 1,
             queue: QueueKind::Disk,
             settings: Vec::new(),
+            limits: Default::default(),
             relay: ([127, 0, 0, 1], sink.port).into(),
             relay_lmtp: false,
             starttls: false,

@@ -555,7 +555,7 @@ fn compare_postconf_alternates_two_settings_and_ends_with_the_table() {
         for x in rounds {
             assert_eq!(x["summary"]["delivered"], 200, "{tag}: {x:#}");
         }
-        let postconf = r["config"]["relay"]["postconf"].to_string();
+        let postconf = r["config"]["relay"]["mta_conf"].to_string();
         assert!(
             postconf.contains(&format!("default_process_limit={value}")),
             "{tag}: {postconf}"

@@ -126,6 +126,27 @@ pub fn figures(doc: &Value) -> Vec<Figure> {
     ] {
         push(name.into(), Better::Less, sut[key].as_f64());
     }
+    let per_unit = |v: Option<f64>| {
+        v.zip(doc["duration_s"].as_f64())
+            .zip(messages)
+            .map(|((rate, secs), n)| rate * secs / n)
+    };
+    push(
+        "server disk write KiB/unit".into(),
+        Better::Less,
+        per_unit(sut["disk_write_kib_per_s"].as_f64()),
+    );
+    push(
+        "queue device writes/unit".into(),
+        Better::Less,
+        per_unit(sut["device_write_iops"].as_f64()),
+    );
+    // Each a delivery the server had to try again (a relay's receiver refusing).
+    push(
+        "receiver negative replies".into(),
+        Better::Less,
+        doc["extra"]["sink"]["rejected"].as_f64(),
+    );
     let tool = &doc["self"];
     push(
         "mailbench cpu % of a core".into(),
@@ -174,7 +195,10 @@ mod tests {
         let doc = serde_json::json!({
             "summary": {"mpm": 6000.0, "accepted": 1000, "lost": 0, "intended": 5},
             "latency": {"total": {"p50_us": 1500, "p99_us": 9000}},
-            "extra": {"sut": {"cpu_avg_pct": 50.0, "cpu_user_s": 1.5, "cpu_sys_s": 0.5}},
+            "duration_s": 4.0,
+            "extra": {"sut": {"cpu_avg_pct": 50.0, "cpu_user_s": 1.5, "cpu_sys_s": 0.5,
+                              "disk_write_kib_per_s": 500.0, "device_write_iops": 250.0},
+                      "sink": {"rejected": 7}},
             "self": {"cpu_avg_pct": 5.0, "cpu_user_s": 0.01, "cpu_sys_s": 0.01, "peak_rss_kib": 9000},
         });
         let f = figures(&doc);
@@ -185,6 +209,9 @@ mod tests {
         assert_eq!(get("p50(total) ms"), Some(1.5));
         assert_eq!(get("p99(total) ms"), Some(9.0));
         assert_eq!(get("server cpu ms/unit"), Some(2.0));
+        assert_eq!(get("server disk write KiB/unit"), Some(2.0));
+        assert_eq!(get("queue device writes/unit"), Some(1.0));
+        assert_eq!(get("receiver negative replies"), Some(7.0));
         assert_eq!(get("mailbench cpu µs/unit"), Some(20.0));
         assert_eq!(f[0].name, "mpm", "headline first");
     }

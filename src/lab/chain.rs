@@ -1,0 +1,399 @@
+//! What the lab MTAs unpacked beside the system's (Exim, OpenSMTPD, Sendmail) share: a
+//! chain of instances started last hop first, each in its own directory with its queue,
+//! log and private namespace (see `isolate`), stopped with its whole process tree and
+//! removed on drop. An MTA is a [`Flavor`]: how to configure and start one instance, and
+//! how to read its log and queue. Postfix, which Debian installs as the system MTA and
+//! which has its own stop command, hold queue and milter support, keeps its own file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use super::host::{self, QueueDir, io};
+use super::{LabError, LabOptions, LabServer, MtaLab, QueueKind};
+
+/// Where `scripts/install-mtas.sh` unpacks the MTAs (`$MAILBENCH_MTAS` overrides it).
+pub fn mta_root() -> PathBuf {
+    std::env::var_os("MAILBENCH_MTAS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/mailbench/mtas"))
+}
+
+/// Checks that `binary` (relative to the MTA's unpacked tree) is there and that we run
+/// as root; the error names the fix.
+pub fn check_unpacked(mta: &str, label: &str, binary: &str) -> Result<PathBuf, String> {
+    let path = mta_root().join(mta).join(binary);
+    if !path.exists() {
+        return Err(format!(
+            "{label} is not unpacked for the lab ({} is missing); run scripts/install-mtas.sh (Debian allows one system MTA, so the lab unpacks the others beside it)",
+            path.display()
+        ));
+    }
+    host::check_root(&format!("the {label} lab"))?;
+    Ok(path)
+}
+
+/// One running instance of an MTA.
+#[derive(Debug)]
+pub struct Hop {
+    /// Its host name, unique, so that its greeting identifies it.
+    pub name: String,
+    /// Its directory (configuration, log, pid file).
+    pub dir: PathBuf,
+    /// Its queue.
+    pub queue: QueueDir,
+    /// Where it listens.
+    pub entry: SocketAddr,
+    /// Where it relays to (the next hop, or the sink).
+    pub next: SocketAddr,
+    /// The last hop (which relays to the sink, or resolves through the test DNS).
+    pub last: bool,
+    /// Its log file's name in `dir`.
+    pub log_name: &'static str,
+    /// The daemon's process, when it stays in the foreground.
+    pub child: Option<Child>,
+    /// Its log socket, when it logs through syslog only.
+    pub capture: Option<super::syslog::Capture>,
+    /// A command run every few seconds, for an MTA whose retry timer cannot be shortened.
+    pub retrier: Option<Periodic>,
+}
+
+/// A command run at a fixed interval until dropped.
+#[derive(Debug)]
+pub struct Periodic {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Periodic {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Hop {
+    /// The log file.
+    pub fn log(&self) -> PathBuf {
+        self.dir.join(self.log_name)
+    }
+
+    /// The daemon's pid file.
+    pub fn pid_file(&self) -> PathBuf {
+        self.dir.join("daemon.pid")
+    }
+
+    /// The namespace this hop runs in: its host name, and the test DNS server in its
+    /// `/etc/resolv.conf` when it is the last hop of a DNS benchmark.
+    pub fn isolation(&self, opts: &LabOptions) -> Result<super::isolate::Isolation, LabError> {
+        let mut iso = super::isolate::Isolation {
+            hostname: self.name.clone(),
+            dir: self.dir.clone(),
+            ..Default::default()
+        };
+        if let (Some(dns), true) = (opts.dns, self.last) {
+            let resolv = self.dir.join("resolv.conf");
+            std::fs::write(&resolv, format!("nameserver {}\n", dns.resolver))
+                .map_err(|e| io("write the lab's resolv.conf", e))?;
+            iso.binds.push((resolv, PathBuf::from("/etc/resolv.conf")));
+        }
+        Ok(iso)
+    }
+
+    /// Runs `cmd` (a daemon that puts itself in the background) and fails with what it
+    /// said when it exits non-zero.
+    pub fn run_daemon(&self, mut cmd: Command, what: &str) -> Result<(), LabError> {
+        let out = cmd.output().map_err(|e| io(&format!("run {what}"), e))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(LabError::Failed(format!(
+            "lab: {what} did not start: {}",
+            said(&out.stderr)
+        )))
+    }
+
+    /// Runs `cmd` as a foreground daemon whose output is its log.
+    pub fn spawn_daemon(&mut self, mut cmd: Command, what: &str) -> Result<(), LabError> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log())
+            .map_err(|e| io("open the lab's log", e))?;
+        let err = log.try_clone().map_err(|e| io("open the lab's log", e))?;
+        let child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| io(&format!("run {what}"), e))?;
+        std::fs::write(self.pid_file(), child.id().to_string())
+            .map_err(|e| io("write the pid file", e))?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// Runs `argv` every `every` while the instance runs (its output discarded).
+    pub fn retry_every(&mut self, every: Duration, argv: Vec<String>) {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let tick = Duration::from_millis(100);
+            let mut waited = Duration::ZERO;
+            while !stopped.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                waited += tick;
+                if waited >= every {
+                    waited = Duration::ZERO;
+                    let _ = Command::new(&argv[0]).args(&argv[1..]).output();
+                }
+            }
+        });
+        self.retrier = Some(Periodic {
+            stop,
+            thread: Some(thread),
+        });
+    }
+
+    /// Stops the daemon and everything it started, unmounts and removes what this
+    /// instance made. Idempotent.
+    fn stop(&mut self) {
+        self.retrier = None;
+        let roots = host::trees(&[self.pid_file()]);
+        signal(&roots, "TERM");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while roots.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        signal(&roots, "KILL");
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.capture = None;
+        self.queue.remove();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A process still running (not a zombie waiting for its parent).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+fn signal(pids: &[u32], sig: &str) {
+    let live: Vec<String> = pids
+        .iter()
+        .filter(|p| alive(**p))
+        .map(u32::to_string)
+        .collect();
+    if !live.is_empty() {
+        let _ = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .args(&live)
+            .output();
+    }
+}
+
+/// The last lines a program wrote, trimmed, for an error message.
+pub fn said(out: &[u8]) -> String {
+    let text = String::from_utf8_lossy(out);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    match lines.len() {
+        0 => "it gave no reason".into(),
+        n => lines[n.saturating_sub(3)..].join("; "),
+    }
+}
+
+/// One MTA the chain can run: one file each.
+pub trait Flavor: Send + Sync + 'static {
+    /// The name in results and messages (`exim`).
+    const NAME: &'static str;
+    /// Its log file's name in the instance directory.
+    const LOG: &'static str;
+    /// Checks that the lab can run here; the error says how to fix it.
+    fn check() -> Result<(), String>;
+    /// Writes the instance's configuration (its `opts.settings` among it, refused with
+    /// the MTA's reason when it rejects one) and starts it.
+    fn start(hop: &mut Hop, opts: &LabOptions) -> Result<(), LabError>;
+    /// Recipients its log says were delivered to the next hop.
+    fn delivered(log: &str) -> usize;
+    /// Deferrals its log blames on DNS.
+    fn dns_deferred(log: &str) -> usize;
+    /// Messages its queue holds.
+    fn queued(queue: &Path) -> usize;
+}
+
+/// A running chain of one MTA; stopped and cleaned up on drop.
+#[derive(Debug)]
+pub struct Chain<F: Flavor> {
+    hops: Vec<Hop>,
+    notices: Vec<String>,
+    _flavor: std::marker::PhantomData<F>,
+}
+
+impl<F: Flavor> Chain<F> {
+    /// Starts the instances, last hop first; a port taken before the MTA bound it is
+    /// retried elsewhere.
+    pub fn start(opts: &LabOptions) -> Result<Chain<F>, LabError> {
+        F::check().map_err(LabError::Failed)?;
+        let mut chain = Chain {
+            hops: Vec::new(),
+            notices: Vec::new(),
+            _flavor: std::marker::PhantomData,
+        };
+        let hops = opts.hops.max(1);
+        let mut next = opts.relay;
+        for n in (0..hops).rev() {
+            let mut attempt = 0;
+            let hop = loop {
+                attempt += 1;
+                match chain.start_one(n, next, n + 1 == hops, opts) {
+                    Ok(hop) => break hop,
+                    Err(LabError::PortTaken(_)) if attempt < 3 => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            next = hop.entry;
+            chain.hops.insert(0, hop);
+        }
+        Ok(chain)
+    }
+
+    fn start_one(
+        &mut self,
+        n: u8,
+        next: SocketAddr,
+        last: bool,
+        opts: &LabOptions,
+    ) -> Result<Hop, LabError> {
+        let dir = host::instance_dir(n)?;
+        let (queue, notice) = QueueDir::make(&dir, "queue", n, opts.queue == QueueKind::Tmpfs)?;
+        self.notices.extend(notice);
+        let mut hop = Hop {
+            name: format!("lab{n}-{:08x}.mailbench.test", fastrand::u32(..)),
+            dir,
+            queue,
+            entry: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
+            next,
+            last,
+            log_name: F::LOG,
+            child: None,
+            capture: None,
+            retrier: None,
+        };
+        let started =
+            F::start(&mut hop, opts).and_then(|()| host::wait_for_greeting(hop.entry, &hop.name));
+        match started {
+            Ok(()) => Ok(hop),
+            Err(e) => {
+                hop.stop();
+                Err(e)
+            }
+        }
+    }
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+impl<F: Flavor> LabServer for Chain<F> {
+    fn pids(&self) -> Vec<u32> {
+        let files: Vec<PathBuf> = self.hops.iter().map(Hop::pid_file).collect();
+        host::trees(&files)
+    }
+
+    fn logs(&self) -> Vec<PathBuf> {
+        self.hops.iter().map(Hop::log).collect()
+    }
+
+    fn dirs(&self) -> Vec<PathBuf> {
+        self.hops
+            .iter()
+            .flat_map(|h| [h.dir.clone(), h.queue.path.clone()])
+            .collect()
+    }
+
+    fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    fn describe(&self) -> Vec<String> {
+        self.hops
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                format!(
+                    "{} {i}: listens on {}, config and log in {}",
+                    F::NAME,
+                    h.entry,
+                    h.dir.display()
+                )
+            })
+            .collect()
+    }
+
+    fn certificate(&self) -> Option<PathBuf> {
+        None
+    }
+}
+
+impl<F: Flavor> MtaLab for Chain<F> {
+    fn entry(&self) -> SocketAddr {
+        self.hops[0].entry
+    }
+
+    fn delivered_logged(&self) -> usize {
+        self.hops
+            .last()
+            .map_or(0, |h| F::delivered(&read(&h.log())))
+    }
+
+    fn queued(&self) -> usize {
+        self.hops.iter().map(|h| F::queued(&h.queue.path)).sum()
+    }
+
+    fn queue_dir(&self) -> PathBuf {
+        self.hops[0].queue.path.clone()
+    }
+
+    fn held(&self) -> usize {
+        0
+    }
+
+    fn release(&self) -> Result<usize, String> {
+        Err(format!(
+            "--flush: the {} lab has no hold queue; the flush benchmark runs on --lab postfix",
+            F::NAME
+        ))
+    }
+
+    fn dns_deferred(&self) -> usize {
+        self.hops
+            .last()
+            .map_or(0, |h| F::dns_deferred(&read(&h.log())))
+    }
+}
+
+impl<F: Flavor> Drop for Chain<F> {
+    fn drop(&mut self) {
+        for h in &mut self.hops {
+            h.stop();
+        }
+    }
+}

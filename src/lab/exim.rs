@@ -1,0 +1,232 @@
+//! A disposable Exim (Debian 12's exim4-daemon-light 4.96, unpacked by
+//! `scripts/install-mtas.sh`): its own configuration, spool and log in the lab directory,
+//! relaying everything from loopback to the next hop with `manualroute` (or by MX through
+//! the test DNS with `dnslookup`), connection limits raised to the Postfix lab's, quick
+//! retries. Run as `exim4 -C conf -bd -q2s`; deliveries are its ` => ` / ` -> ` log lines.
+
+use std::path::Path;
+
+use super::LabError;
+use super::chain::{self, Flavor, Hop};
+use super::host::io;
+use super::{LabOptions, MtaLimits};
+
+const BINARY: &str = "usr/sbin/exim4";
+/// The user Exim switches to (its compiled-in `exim_user`).
+const USER: &str = "Debian-exim";
+
+/// The Exim lab.
+pub struct Exim;
+
+/// The Exim lab's chain of instances.
+pub type Lab = chain::Chain<Exim>;
+
+fn binary() -> std::path::PathBuf {
+    chain::mta_root().join("exim").join(BINARY)
+}
+
+/// The main section, routers, transport and retry rule of one instance.
+fn config(hop: &Hop, opts: &LabOptions) -> Result<String, LabError> {
+    let d = hop.dir.display();
+    let MtaLimits {
+        processes,
+        per_destination,
+    } = opts.limits;
+    if per_destination.is_some() {
+        return Err(LabError::Setting(
+            "--mta-dest-concurrency: Exim has no per-destination limit (each message is delivered by its own process as it arrives); leave it out, or bound Exim with --mta-processes".into(),
+        ));
+    }
+    let dns = opts.dns.filter(|_| hop.last);
+    let mut main = format!(
+        "exim_path = {exe}
+spool_directory = {q}
+split_spool_directory = true
+log_file_path = {d}/%slog
+primary_hostname = {name}
+daemon_smtp_ports = {port}
+local_interfaces = 127.0.0.1
+host_lookup =
+rfc1413_hosts =
+keep_environment =
+tls_advertise_hosts =
+# Every connection delivers what it accepts at once (not queued after the 10th message),
+# with as many connections as the Postfix lab takes.
+smtp_accept_max = {processes}
+smtp_accept_queue_per_connection = 0
+smtp_connect_backlog = {processes}
+remote_max_parallel = 100
+queue_run_max = 16
+acl_smtp_rcpt = acl_check_rcpt
+domainlist local_domains =
+hostlist relay_from_hosts = 127.0.0.0/8
+",
+        exe = binary().display(),
+        q = hop.queue.path.display(),
+        name = hop.name,
+        port = hop.entry.port(),
+        processes = processes.unwrap_or(512),
+    );
+    for (k, v) in &opts.settings {
+        main.push_str(&format!("{k} = {v}\n"));
+    }
+    let router = match dns {
+        // By MX, as in production, through the test DNS the namespace's resolv.conf names.
+        Some(_) => "  driver = dnslookup\n  transport = remote_smtp\n  self = send\n".to_string(),
+        None => format!(
+            "  driver = manualroute\n  transport = remote_smtp\n  route_list = * {} byname\n  self = send\n",
+            // Exim's lists are colon-separated: an IPv6 address doubles its colons.
+            hop.next.ip().to_string().replace(':', "::")
+        ),
+    };
+    let port = dns.map_or(hop.next.port(), |d| d.port);
+    Ok(format!(
+        "{main}
+begin acl
+acl_check_rcpt:
+  accept hosts = +relay_from_hosts
+  deny
+
+begin routers
+onward:
+{router}
+begin transports
+remote_smtp:
+  driver = smtp
+  port = {port}
+  hosts_avoid_tls = *
+
+begin retry
+# Retried within a run: every 2 s for 10 minutes.
+* * F,10m,2s
+"
+    ))
+}
+
+impl Flavor for Exim {
+    const LOG: &'static str = "mainlog";
+    const NAME: &'static str = "exim";
+
+    fn check() -> Result<(), String> {
+        chain::check_unpacked("exim", "Exim", BINARY).map(|_| ())
+    }
+
+    fn start(hop: &mut Hop, opts: &LabOptions) -> Result<(), LabError> {
+        let conf = hop.dir.join("exim.conf");
+        std::fs::write(&conf, config(hop, opts)?).map_err(|e| io("write exim.conf", e))?;
+        for p in [&hop.queue.path, &hop.dir] {
+            chown_exim(p)?;
+        }
+        // Exim reads its configuration before it starts; what it refuses names the line.
+        let out = std::process::Command::new(binary())
+            .arg("-C")
+            .arg(&conf)
+            .arg("-bV")
+            .output()
+            .map_err(|e| io("run exim", e))?;
+        if !out.status.success() {
+            let why = chain::said(&out.stderr);
+            return Err(
+                match opts
+                    .settings
+                    .iter()
+                    .find(|(k, _)| why.contains(&format!("\"{k}\"")))
+                {
+                    Some((k, _)) => LabError::Setting(format!(
+                        "--mta-conf {k}: Exim refused it ({why}); fix or drop the value"
+                    )),
+                    None => LabError::Failed(format!("lab: Exim refused its configuration: {why}")),
+                },
+            );
+        }
+        let pid = hop.pid_file().display().to_string();
+        let args = [
+            "-C".to_string(),
+            conf.display().to_string(),
+            "-bd".into(),
+            "-q2s".into(),
+            "-oP".into(),
+            pid,
+        ];
+        let cmd = hop
+            .isolation(opts)?
+            .command(&binary(), &args)
+            .map_err(|e| io("prepare the namespace", e))?;
+        hop.run_daemon(cmd, "exim")
+    }
+
+    /// ` => ` (a delivery) and ` -> ` (another recipient of the same delivery) lines.
+    fn delivered(log: &str) -> usize {
+        log.lines()
+            .filter(|l| l.contains(" => ") || l.contains(" -> "))
+            .count()
+    }
+
+    /// ` == ` (deferred) lines whose reason is a lookup that failed.
+    fn dns_deferred(log: &str) -> usize {
+        log.lines()
+            .filter(|l| {
+                l.contains(" == ")
+                    && (l.contains("host lookup did not complete")
+                        || l.contains("DNS")
+                        || l.contains("all host address lookups failed"))
+            })
+            .count()
+    }
+
+    /// Each message is a `-H` (header) file under `input/`.
+    fn queued(queue: &Path) -> usize {
+        count_suffix(&queue.join("input"), "-H")
+    }
+}
+
+/// Files below `dir` whose name ends with `suffix`.
+fn count_suffix(dir: &Path, suffix: &str) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                count_suffix(&e.path(), suffix)
+            } else {
+                usize::from(e.file_name().to_string_lossy().ends_with(suffix))
+            }
+        })
+        .sum()
+}
+
+/// Gives `path` to Exim's user.
+fn chown_exim(path: &Path) -> Result<(), LabError> {
+    let ok = std::process::Command::new("chown")
+        .arg(format!("{USER}:{USER}"))
+        .arg(path)
+        .status()
+        .map_err(|e| io("run chown", e))?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err(LabError::Failed(format!(
+            "lab: cannot give {} to {USER} (run scripts/install-mtas.sh, which creates the user)",
+            path.display()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deliveries_and_dns_deferrals_are_read_from_the_main_log() {
+        let log = "2026-11-24 17:46:21 1xV-1e <= x@y.test H=(vm) [127.0.0.1] P=esmtp S=418
+2026-11-24 17:46:21 1xV-1e => a@b.test R=onward T=remote_smtp H=127.0.0.1 [127.0.0.1] C=\"250 ok\"
+2026-11-24 17:46:21 1xV-1e -> b@b.test R=onward T=remote_smtp H=127.0.0.1 [127.0.0.1] C=\"250 ok\"
+2026-11-24 17:46:21 1xV-2e == c@d1.example.test R=onward defer (-1): host lookup did not complete
+2026-11-24 17:46:21 1xV-3e == c@d1.example.test R=onward T=remote_smtp defer (-44): SMTP error from remote mail server after RCPT TO:<c@d1.example.test>: 451 try later
+";
+        assert_eq!(Exim::delivered(log), 2);
+        assert_eq!(Exim::dns_deferred(log), 1);
+    }
+}
