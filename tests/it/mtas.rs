@@ -348,3 +348,60 @@ fn a_missing_mta_or_a_refused_setting_is_one_line_exit_1() {
         "names the fix: {err}"
     );
 }
+
+#[test]
+fn exim_and_sendmail_resolve_through_the_test_dns_and_deliver_by_mx() {
+    if !unpacked() {
+        return;
+    }
+    let resolv = std::fs::read("/etc/resolv.conf").ok();
+    let dir = TempDir::new("mtas-dns");
+    for (mta, relay_field) in [("exim", " H=mx"), ("sendmail", "relay=mx")] {
+        let json = dir.0.join(format!("{mta}.json"));
+        let r = relay(
+            mta,
+            &[
+                "-n",
+                "100",
+                "-c",
+                "5",
+                "--size",
+                "2k",
+                "--dns-domains",
+                "10",
+            ],
+            &json,
+        );
+        assert_exactly_once(&r, 100);
+        let s = &r["summary"];
+        let per_message = s["dns_queries_per_message"].as_f64().expect("per message");
+        let mx = r["extra"]["dns"]["per_message"]["mx"]
+            .as_f64()
+            .unwrap_or_else(|| {
+                panic!("{mta}: MX questions per message in {:#}", r["extra"]["dns"])
+            });
+        assert!(
+            mx >= 1.0,
+            "{mta}: an MX question per message at least: {mx}"
+        );
+        assert!(
+            per_message >= 2.0,
+            "{mta}: MX then an address: {per_message}"
+        );
+        assert_eq!(s["dns_deferred"], 0, "{mta}");
+        let log = std::fs::read_to_string(dir.0.join(format!("{mta}.maillog.0"))).expect("log");
+        let by_mx = log
+            .lines()
+            .filter(|l| l.contains(relay_field) && l.contains(".example.test"))
+            .count();
+        assert!(
+            by_mx >= 100,
+            "{mta}: delivered to the MX hosts: {by_mx} lines"
+        );
+    }
+    assert_eq!(
+        std::fs::read("/etc/resolv.conf").ok(),
+        resolv,
+        "the machine's resolver is untouched"
+    );
+}
