@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""The same lab Postfix, the same messages, sessions and queue, measured twice in one run:
-by `mailbench relay --lab postfix`, and by the classic method (smtp-source into a lab
-Postfix whose relayhost is smtp-sink, the queue polled until empty). Prints both MPMs,
-both tools' CPU seconds, Postfix's own CPU seconds (its process tree, exited children
-included, taken the same way for both), and how far each count is from Postfix's own log.
+"""The same lab MTA, the same messages, sessions and queue, measured twice in one run:
+by `mailbench relay --lab MTA`, and by the classic method (smtp-source into a lab MTA
+whose relay is smtp-sink, the queue polled until empty). Prints both MPMs, both tools'
+CPU seconds, the MTA's own CPU seconds (its process tree, exited children included, taken
+the same way for both), and how far each count is from the MTA's own log.
 
-Usage: bench/relay_vs_classic.py [-n 10000] [--size-k 25] [--sessions 64] [--rounds 8] [--out DIR]
+Usage: bench/relay_vs_classic.py [--mta postfix|exim|opensmtpd|sendmail] [-n 10000]
+       [--size-k 25] [--sessions 64] [--rounds 8] [--queue tmpfs|disk] [--out DIR]
 Both relay smtp-source's own message (caught once by a storing sink), as the method asks
 for the same messages. Each round runs both methods on fresh labs, alternating which goes first, because two runs
 of the same method on this shared machine differ by up to 20 %; the verdict is the median
@@ -22,7 +23,34 @@ MB = os.path.join(ROOT, "target", "release", "mailbench")
 
 
 N, SIZE_K, SESSIONS, ROUNDS = arg("-n", 10000), arg("--size-k", 25), arg("--sessions", 64), arg("--rounds", 8)
-OUT = arg("--out", "")
+OUT, MTA, QUEUE = arg("--out", ""), arg("--mta", "postfix"), arg("--queue", "tmpfs")
+
+
+def count_files(top, keep):
+    n = 0
+    for _, _, files in os.walk(top):
+        n += sum(1 for f in files if keep(f))
+    return n
+
+
+# Per MTA: its log's name and delivery lines, how to count its queue (from the lab's
+# directory), and its daemon's pid file. The same readings the labs make.
+MTAS = {
+    "postfix": dict(log="maillog", sent=lambda l: "status=sent" in l,
+                    queued=lambda d, q: sum(count_files(os.path.join(q, s), lambda f: True)
+                                            for s in ("incoming", "active", "deferred")),
+                    pid=lambda d, q: os.path.join(q, "pid", "master.pid")),
+    "exim": dict(log="mainlog", sent=lambda l: " => " in l or " -> " in l,
+                 queued=lambda d, q: count_files(os.path.join(q, "input"), lambda f: f.endswith("-H")),
+                 pid=lambda d, q: os.path.join(d, "daemon.pid")),
+    "opensmtpd": dict(log="maillog", sent=lambda l: "mta delivery" in l and 'result="Ok"' in l,
+                      queued=lambda d, q: sum(count_files(os.path.join(q, s), lambda f: f == "message")
+                                              for s in ("incoming", "queue")),
+                      pid=lambda d, q: os.path.join(d, "daemon.pid")),
+    "sendmail": dict(log="maillog", sent=lambda l: "stat=Sent" in l,
+                     queued=lambda d, q: count_files(q, lambda f: f.startswith("qf")),
+                     pid=lambda d, q: os.path.join(d, "daemon.pid")),
+}
 
 
 
@@ -58,7 +86,7 @@ def smtp_source_message(tmp):
 def mailbench_relay(tmp, body):
     path = os.path.join(tmp, "relay.json")
     c0 = cpu_children()
-    subprocess.run([MB, "relay", "--lab", "postfix", "-n", str(N), "-c", str(SESSIONS), "--body", body,
+    subprocess.run([MB, "relay", "--lab", MTA, "--queue", QUEUE, "-n", str(N), "-c", str(SESSIONS), "--body", body,
                     "-q", "--json", path], check=True, stdout=subprocess.DEVNULL)
     with_lab = cpu_children() - c0
     r = json.load(open(path))
@@ -73,43 +101,42 @@ def mailbench_relay(tmp, body):
 
 
 def classic(tmp):
-    """smtp-source → lab Postfix → smtp-sink; MPM = messages / (queue empty − start) × 60."""
+    """smtp-source → lab MTA → smtp-sink; MPM = messages / (queue empty − start) × 60."""
+    m = MTAS[MTA]
     sink_port = free_port()
     sink = subprocess.Popen(["/usr/sbin/smtp-sink", "-u", "nobody", f"127.0.0.1:{sink_port}", "4096"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    lab = subprocess.Popen([MB, "lab", "postfix", "--relay", f"127.0.0.1:{sink_port}"],
+    lab = subprocess.Popen([MB, "lab", MTA, "--queue", QUEUE, "--relay", f"127.0.0.1:{sink_port}"],
                            stdout=subprocess.PIPE, text=True)
     entry, confdir = None, None
     for line in lab.stdout:
-        if line.startswith("postfix 0:"):
-            entry = line.split("smtpd on ")[1].split(",")[0]
-            confdir = line.split("config ")[1].strip()
+        if line.startswith(f"{MTA} 0:"):
+            # "postfix 0: smtpd on ADDR, config DIR" or "exim 0: listens on ADDR, config and log in DIR"
+            entry = line.split(" on ")[1].split(",")[0]
+            confdir = line.split(" in ")[-1].strip() if " log in " in line else line.split("config ")[1].strip()
         if line.startswith("relaying to"):
             break
     try:
-        queue = os.path.join(confdir, "main.cf")
-        qdir = [l.split("=", 1)[1].strip() for l in open(queue) if l.startswith("queue_directory")][0]
-        master = int(open(os.path.join(qdir, "pid", "master.pid")).read().split()[0])
+        if MTA == "postfix":
+            qdir = [l.split("=", 1)[1].strip() for l in open(os.path.join(confdir, "main.cf"))
+                    if l.startswith("queue_directory")][0]
+        else:
+            qdir = os.path.join(confdir, "queue")
+        master = int(open(m["pid"](confdir, qdir)).read().split()[0])
         mta0 = tree_cpu(master)
         c0 = cpu_children()
         t0 = time.monotonic()
         subprocess.run(["smtp-source", "-s", str(SESSIONS), "-m", str(N), "-l", str(SIZE_K * 1024 - 100), "-d", entry],
-                       check=True, stdout=subprocess.DEVNULL)
+                       check=True, stdout=subprocess.DEVNULL, timeout=600)
         inject_s = time.monotonic() - t0
         src_cpu = cpu_children() - c0
         # The stopwatch on mailq: poll until the queue is empty.
-        def queued():
-            n = 0
-            for sub in ("incoming", "active", "deferred"):
-                for _, _, files in os.walk(os.path.join(qdir, sub)):
-                    n += len(files)
-            return n
-        while queued() > 0 and time.monotonic() - t0 < 600:
+        while m["queued"](confdir, qdir) > 0 and time.monotonic() - t0 < 600:
             time.sleep(0.05)
         drain_s = time.monotonic() - t0
         mta_cpu = tree_cpu(master) - mta0
         sink_cpu = proc_cpu(sink.pid)
-        maillog = sum(1 for l in open(os.path.join(confdir, "maillog")) if "status=sent" in l)
+        maillog = sum(1 for l in open(os.path.join(confdir, m["log"]), errors="replace") if m["sent"](l))
     finally:
         lab.send_signal(2)
         lab.wait(timeout=60)
@@ -124,7 +151,7 @@ def main():
     tmp = scratch("mailbench-relaybench-")
     body = smtp_source_message(tmp)
     lines = [f"{N} x {SIZE_K} KiB (smtp-source's message for both; mailbench adds its trace header), "
-             f"{SESSIONS} sessions, lab Postfix with tmpfs queue, {ROUNDS} rounds, "
+             f"{SESSIONS} sessions, lab {MTA} with {QUEUE} queue, {ROUNDS} rounds, "
              "both methods in each round (alternating which goes first)", ""]
     lines.append(f"{'round':>5} {'method':<48} {'drain MPM':>10} {'inject MPM':>11} {'tool cpu s':>10} {'MTA cpu s':>9} {'delivered':>9} {'maillog':>8}")
     mpm_ratios, cpu_ratios, mta_ratios, disagreements = [], [], [], []
@@ -150,15 +177,16 @@ def main():
                  + f"; median {med(mpm_ratios):.2f}x")
     lines.append("tool CPU mailbench / classic per round: " + ", ".join(f"{r:.2f}x" for r in cpu_ratios)
                  + f"; median {med(cpu_ratios):.2f}x")
-    lines.append("Postfix CPU mailbench / classic per round: " + ", ".join(f"{r:.2f}x" for r in mta_ratios)
+    lines.append(f"{MTA} CPU mailbench / classic per round: " + ", ".join(f"{r:.2f}x" for r in mta_ratios)
                  + f"; median {med(mta_ratios):.2f}x")
-    lines.append("disagreement with Postfix's log per round (classic: sent - logged; mailbench: delivered - logged, "
+    lines.append(f"disagreement with {MTA}'s log per round (classic: sent - logged; mailbench: delivered - logged, "
                  "sent - delivered): " + ", ".join(f"{c}/{m}/{l}" for c, m, l in disagreements))
     text = "\n".join(lines)
     print(text)
     if OUT:
         os.makedirs(OUT, exist_ok=True)
-        open(os.path.join(OUT, "relay-summary.txt"), "w").write(text + "\n")
+        name = "relay-summary.txt" if MTA == "postfix" else f"relay-summary-{MTA}.txt"
+        open(os.path.join(OUT, name), "w").write(text + "\n")
 
 
 if __name__ == "__main__":
