@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the side-by-side benchmarks (send, sink, relay, pop3, imap), the report's size, the
-# live view's overhead, DKIM's cost, the flush benchmark, the test DNS against NSD and DNS
-# in the relay, and keeps their output in
+# live view's overhead, DKIM's cost, the flush benchmark, the test DNS against NSD, DNS
+# in the relay and the four lab MTAs compared, and keeps their output in
 # bench/runs/<date>-<host>/. Usage: bench/run.sh [--quick] [--no-postal]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,3 +28,4 @@ python3 bench/flush.py --out "$dir"
 command -v dnsperf >/dev/null 2>&1 || apt-get install -y -qq --no-install-recommends dnsperf >/dev/null
 python3 bench/dns_vs_nsd.py --out "$dir"
 python3 bench/relay_dns.py --out "$dir"
+python3 bench/mta_compare.py --out "$dir"

@@ -22,8 +22,10 @@
 //!   capabilities, dot-stuffing, the client and server state machines; `conn` drives the
 //!   client; `steps` names its phases for the statistics), `pop3` (the same three parts
 //!   for POP3's client), `message` (content prepared once, the trace header, address
-//!   templates, user lists, DKIM signing), `lab` (disposable real servers: MTAs that relay, `postfix`,
-//!   and mail stores that users read, `dovecot`).
+//!   templates, user lists, DKIM signing), `lab` (disposable real servers: MTAs that relay,
+//!   `postfix`, and `exim`, `opensmtpd`, `sendmail` unpacked beside it, sharing `chain`
+//!   and run in their own namespaces by `isolate`; and mail stores that users read,
+//!   `dovecot`).
 //! - `load`: the load engine — schedule, budget, workers over a protocol's driver.
 //! - the parts: `send` (the SMTP driver for `load`, its plan and workload), `sink` (the
 //!   receiver: connections, faults, storage, bounces, correlation, deliveries, DKIM

@@ -148,9 +148,11 @@ const RELAY_EXAMPLES: &str = "\
 Examples:
   mailbench relay --lab postfix
       the classic benchmark on a throwaway Postfix: 10,000 x 25 KiB, 64 sessions, tmpfs queue
-  mailbench relay --lab postfix --queue disk --hops 2 --postconf default_process_limit=100
+  mailbench relay --lab postfix --queue disk --hops 2 --mta-conf default_process_limit=100
   mailbench relay --lab postfix --compare-postconf default_process_limit=100,20 -n 2000
       the two settings in alternating rounds, then the compare table with its verdicts
+  mailbench relay --lab postfix,exim,opensmtpd,sendmail -n 2000 --json mtas.json
+      the same load on four MTAs in rotating rounds, one table, one results file
   mailbench relay --lab postfix --sink-rule 'rcpt:451:30%' -n 2000
       the receiver defers 30 % of recipients; Postfix retries until all arrive
   mailbench relay --target 10.0.0.5:25 --sink 0.0.0.0:2525 --sut-pid 1234 --rate 200/s -z 5m
@@ -158,7 +160,8 @@ Examples:
 
 Summary keys: sent, accepted, delivered, bounced, lost, duplicates, errors, inject_mpm,
 drain_mpm, e2e_p50_ms, e2e_p99_ms, max_backlog, drained ('lost==0' and 'drained==1' make
-good thresholds). Lab runs need root and Postfix (scripts/install-deps.sh).";
+good thresholds). Lab runs need root and Postfix (scripts/install-deps.sh); Exim,
+OpenSMTPD and Sendmail are unpacked beside it by scripts/install-deps.sh --mtas.";
 
 const SINK_EXAMPLES: &str = "\
 Examples:

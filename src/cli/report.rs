@@ -48,14 +48,8 @@ pub fn compare(a: &CompareArgs) -> Result<u8, (u8, String)> {
         if runs.len() > 1 {
             let sides = runs
                 .into_iter()
-                .map(|(label, r)| {
-                    let doc = serde_json::to_value(&r).map_err(|e| (EXIT_FAILED, e.to_string()))?;
-                    Ok(Side {
-                        label,
-                        docs: vec![doc],
-                    })
-                })
-                .collect::<Result<Vec<_>, (u8, String)>>()?;
+                .map(|(label, r)| Side::of(label, &r).map_err(|e| (EXIT_FAILED, e)))
+                .collect::<Result<Vec<_>, _>>()?;
             return finish_compare(a, &sides);
         }
     }

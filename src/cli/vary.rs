@@ -114,14 +114,8 @@ fn table(labels: &[String], sides: &[Results]) -> Result<(), (u8, String)> {
     let docs: Vec<Side> = sides
         .iter()
         .zip(labels)
-        .map(|(r, label)| {
-            let doc = serde_json::to_value(r).map_err(|e| (EXIT_FAILED, e.to_string()))?;
-            Ok(Side {
-                label: label.clone(),
-                docs: vec![doc],
-            })
-        })
-        .collect::<Result<_, (u8, String)>>()?;
+        .map(|(r, label)| Side::of(label.clone(), r).map_err(|e| (EXIT_FAILED, e)))
+        .collect::<Result<_, _>>()?;
     let c = compare::compare(&docs, false).map_err(|e| (EXIT_FAILED, e))?;
     crate::report::print(&compare::render::render(&c, compare::render::Format::Text));
     Ok(())

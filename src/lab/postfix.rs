@@ -231,7 +231,7 @@ maillog_file_prefixes = {d}
                 .find(|(k, _)| reason.contains(&format!("{k} =")));
             return Err(match named {
                 Some((k, _)) => LabError::Setting(format!(
-                    "--postconf {k}: Postfix refused it ({reason}); fix or drop the value"
+                    "--mta-conf {k}: Postfix refused it ({reason}); fix or drop the value"
                 )),
                 None => LabError::Failed(format!("lab: postfix start failed: {reason}")),
             });
@@ -412,7 +412,7 @@ fn check_overrides(dir: &Path, overrides: &[(String, String)]) -> Result<(), Lab
         .find(|(k, _)| warnings.contains(&format!("unused parameter: {k}=")))
     {
         Some((k, _)) => Err(LabError::Setting(format!(
-            "--postconf {k}: Postfix has no such parameter (postconf: unused parameter); check its spelling in postconf(5)"
+            "--mta-conf {k}: Postfix has no such parameter (postconf: unused parameter); check its spelling in postconf(5)"
         ))),
         None => Ok(()),
     }

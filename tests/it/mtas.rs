@@ -405,3 +405,74 @@ fn exim_and_sendmail_resolve_through_the_test_dns_and_deliver_by_mx() {
         "the machine's resolver is untouched"
     );
 }
+
+#[test]
+fn each_lab_for_manual_use_relays_what_swaks_sends_and_goes_away_on_sigterm() {
+    if !unpacked() || require("swaks").is_none() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    for mta in UNPACKED {
+        let sink = crate::sink::Sink::start(&[]);
+        let target = sink.target();
+        let mut lab = crate::util::Terminated(
+            crate::util::mailbench()
+                .args(["lab", mta, "--relay", &target])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("start mailbench lab"),
+        );
+        let stdout = lab.0.stdout.take().expect("stdout");
+        let lines: Vec<String> = BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .take_while(|l| !l.starts_with("relaying to"))
+            .collect();
+        let dir = lines
+            .iter()
+            .find_map(|l| l.split(" log in ").nth(1))
+            .unwrap_or_else(|| panic!("{mta}: the lab names its directory: {lines:?}"))
+            .trim()
+            .to_string();
+        let entry = lines
+            .iter()
+            .find_map(|l| l.split("listens on ").nth(1)?.split(',').next())
+            .unwrap_or_else(|| panic!("{mta}: the lab names its entry: {lines:?}"))
+            .to_string();
+        let out = std::process::Command::new("swaks")
+            .args([
+                "--server",
+                &entry,
+                "--to",
+                "x@example.com",
+                "--from",
+                "y@example.org",
+            ])
+            .output()
+            .expect("run swaks");
+        assert!(
+            out.status.success(),
+            "{mta}: swaks through the lab: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let arrived = crate::util::wait_until(std::time::Duration::from_secs(20), || {
+            std::fs::read_dir(&dir).is_ok_and(|_| {
+                let log = std::fs::read_to_string(Path::new(&dir).join(if mta == "exim" {
+                    "mainlog"
+                } else {
+                    "maillog"
+                }))
+                .unwrap_or_default();
+                log.contains(" => ") || log.contains("result=\"Ok\"") || log.contains("stat=Sent")
+            })
+        });
+        assert!(arrived, "{mta}: the lab logged the delivery");
+        assert_eq!(lab.stop(), Some(0), "{mta}: SIGTERM stops the lab cleanly");
+        assert!(!Path::new(&dir).exists(), "{mta}: {dir} removed");
+        let (_, summary) = sink.stop();
+        assert!(
+            summary.contains("1 messages") || summary.contains("messages 1"),
+            "{mta}: the sink got swaks's message: {summary}"
+        );
+    }
+}

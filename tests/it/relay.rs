@@ -284,7 +284,7 @@ fn a_postconf_value_postfix_refuses_is_one_line_exit_1_and_leaves_nothing() {
     assert_eq!(out.status.code(), Some(1), "stderr: {err}");
     assert_eq!(err.lines().count(), 1, "one error line, got: {err}");
     assert!(
-        err.contains("--postconf default_process_limit") && err.contains("bad numerical"),
+        err.contains("--mta-conf default_process_limit") && err.contains("bad numerical"),
         "names the setting and Postfix's reason: {err}"
     );
     let prefix = format!("mailbench-lab-{pid}-");
@@ -485,7 +485,7 @@ fn issue_9_17_a_misspelt_postconf_key_is_refused() {
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("--postconf default_proces_limit") && err.contains("no such parameter"),
+        err.contains("--mta-conf default_proces_limit") && err.contains("no such parameter"),
         "{err}"
     );
 }

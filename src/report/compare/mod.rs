@@ -24,6 +24,17 @@ pub struct Side {
     pub docs: Vec<Value>,
 }
 
+impl Side {
+    /// A side of one results document.
+    pub fn of(label: String, r: &crate::stats::Results) -> Result<Side, String> {
+        let doc = serde_json::to_value(r).map_err(|e| e.to_string())?;
+        Ok(Side {
+            label,
+            docs: vec![doc],
+        })
+    }
+}
+
 /// One compared figure across the sides.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
