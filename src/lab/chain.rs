@@ -34,6 +34,17 @@ pub fn check_unpacked(mta: &str, label: &str, binary: &str) -> Result<PathBuf, S
     Ok(path)
 }
 
+/// Refuses `--mta-dest-concurrency` for an MTA that delivers each message in its own
+/// process as it arrives, and so has no per-destination limit.
+pub fn no_per_destination(label: &str, per_destination: Option<u32>) -> Result<(), LabError> {
+    match per_destination {
+        Some(_) => Err(LabError::Setting(format!(
+            "--mta-dest-concurrency: {label} has no per-destination limit (each message is delivered by its own process as it arrives); leave it out, or bound it with --mta-processes"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// One running instance of an MTA.
 #[derive(Debug)]
 pub struct Hop {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::LabError;
 use super::chain::{self, Flavor, Hop};
-use super::host::io;
+use super::host::{self, io};
 use super::{LabOptions, MtaLimits};
 
 const BINARY: &str = "usr/sbin/exim4";
@@ -32,11 +32,7 @@ fn config(hop: &Hop, opts: &LabOptions) -> Result<String, LabError> {
         processes,
         per_destination,
     } = opts.limits;
-    if per_destination.is_some() {
-        return Err(LabError::Setting(
-            "--mta-dest-concurrency: Exim has no per-destination limit (each message is delivered by its own process as it arrives); leave it out, or bound Exim with --mta-processes".into(),
-        ));
-    }
+    chain::no_per_destination("Exim", per_destination)?;
     let dns = opts.dns.filter(|_| hop.last);
     let mut main = format!(
         "exim_path = {exe}
@@ -115,7 +111,7 @@ impl Flavor for Exim {
         let conf = hop.dir.join("exim.conf");
         std::fs::write(&conf, config(hop, opts)?).map_err(|e| io("write exim.conf", e))?;
         for p in [&hop.queue.path, &hop.dir] {
-            chown_exim(p)?;
+            host::chown_to(p, &format!("{USER}:{USER}"))?;
         }
         // Exim reads its configuration before it starts; what it refuses names the line.
         let out = std::process::Command::new(binary())
@@ -176,41 +172,7 @@ impl Flavor for Exim {
 
     /// Each message is a `-H` (header) file under `input/`.
     fn queued(queue: &Path) -> usize {
-        count_suffix(&queue.join("input"), "-H")
-    }
-}
-
-/// Files below `dir` whose name ends with `suffix`.
-fn count_suffix(dir: &Path, suffix: &str) -> usize {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    rd.filter_map(Result::ok)
-        .map(|e| {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                count_suffix(&e.path(), suffix)
-            } else {
-                usize::from(e.file_name().to_string_lossy().ends_with(suffix))
-            }
-        })
-        .sum()
-}
-
-/// Gives `path` to Exim's user.
-fn chown_exim(path: &Path) -> Result<(), LabError> {
-    let ok = std::process::Command::new("chown")
-        .arg(format!("{USER}:{USER}"))
-        .arg(path)
-        .status()
-        .map_err(|e| io("run chown", e))?
-        .success();
-    if ok {
-        Ok(())
-    } else {
-        Err(LabError::Failed(format!(
-            "lab: cannot give {} to {USER} (run scripts/install-mtas.sh, which creates the user)",
-            path.display()
-        )))
+        host::count_files_where(&queue.join("input"), &|f| f.ends_with("-H"))
     }
 }
 

@@ -182,15 +182,21 @@ pub fn set_mode(p: &Path, mode: u32) {
 
 /// Files below `dir`, recursively (a queue's messages).
 pub fn count_files(dir: &Path) -> usize {
+    count_files_where(dir, &|_| true)
+}
+
+/// Files below `dir`, recursively, whose name `keep` accepts (an MTA's queue files of one
+/// kind).
+pub fn count_files_where(dir: &Path, keep: &dyn Fn(&str) -> bool) -> usize {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return 0;
     };
     rd.filter_map(Result::ok)
         .map(|e| {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
-                count_files(&e.path())
+                count_files_where(&e.path(), keep)
             } else {
-                1
+                usize::from(keep(&e.file_name().to_string_lossy()))
             }
         })
         .sum()
@@ -264,8 +270,13 @@ pub fn nobody() -> Result<(u32, u32), LabError> {
 
 /// Gives `path` to `uid`:`gid`.
 pub fn chown(path: &Path, uid: u32, gid: u32) -> Result<(), LabError> {
+    chown_to(path, &format!("{uid}:{gid}"))
+}
+
+/// Gives `path` to `owner` (`user:group`, by name or number).
+pub fn chown_to(path: &Path, owner: &str) -> Result<(), LabError> {
     let ok = std::process::Command::new("chown")
-        .arg(format!("{uid}:{gid}"))
+        .arg(owner)
         .arg(path)
         .status()
         .map_err(|e| io("run chown", e))?
@@ -274,7 +285,7 @@ pub fn chown(path: &Path, uid: u32, gid: u32) -> Result<(), LabError> {
         Ok(())
     } else {
         Err(LabError::Failed(format!(
-            "lab: cannot give {} to {uid}:{gid}",
+            "lab: cannot give {} to {owner} (for an MTA's own user, run scripts/install-mtas.sh)",
             path.display()
         )))
     }

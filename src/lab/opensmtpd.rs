@@ -144,25 +144,9 @@ impl Flavor for OpenSmtpd {
     fn queued(queue: &Path) -> usize {
         ["incoming", "queue"]
             .iter()
-            .map(|d| count_named(&queue.join(d), "message"))
+            .map(|d| super::host::count_files_where(&queue.join(d), &|f| f == "message"))
             .sum()
     }
-}
-
-/// Files below `dir` called `name`.
-fn count_named(dir: &Path, name: &str) -> usize {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    rd.filter_map(Result::ok)
-        .map(|e| {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                count_named(&e.path(), name)
-            } else {
-                usize::from(e.file_name() == name)
-            }
-        })
-        .sum()
 }
 
 #[cfg(test)]

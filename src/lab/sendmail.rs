@@ -33,11 +33,7 @@ fn mc(hop: &Hop, opts: &LabOptions) -> Result<String, LabError> {
         processes,
         per_destination,
     } = opts.limits;
-    if per_destination.is_some() {
-        return Err(LabError::Setting(
-            "--mta-dest-concurrency: Sendmail has no per-destination limit (each message is delivered by its own process as it arrives); leave it out, or bound it with --mta-processes".into(),
-        ));
-    }
+    chain::no_per_destination("Sendmail", per_destination)?;
     let d = hop.dir.display();
     let dns = opts.dns.filter(|_| hop.last);
     let port = dns.map_or(hop.next.port(), |d| d.port);
