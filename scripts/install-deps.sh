@@ -43,6 +43,11 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# The Kubernetes schemas for checking deploy/kubernetes offline (tests only), from PyPI
+# into the python3 the tests run.
+if [ "${1:-}" = "--for-tests" ] && ! python3 -c 'import kubernetes_validate' >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
+fi
 # The other lab MTAs (Exim, OpenSMTPD, Sendmail), unpacked beside Postfix: for the tests,
 # or when asked (--mtas) for `relay --lab postfix,exim,opensmtpd,sendmail`.
 case "${1:-}" in

@@ -53,6 +53,9 @@ pub enum Command {
     /// whether it stands out from the noise of repeated rounds.
     #[command(after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
+    /// Merge the results files of the agents of one split run (send --shard), or of
+    /// several sinks, into the results one agent would have recorded.
+    Merge(MergeArgs),
     /// Authoritative test DNS for thousands of synthetic domains (MX, A/AAAA, SPF and DKIM
     /// TXT, PTR) or zone files, with fault rules and per-type counters; never recursive.
     #[command(after_help = DNS_EXAMPLES)]
@@ -233,6 +236,30 @@ pub struct SendArgs {
     /// The load.
     #[command(flatten)]
     pub load: LoadArgs,
+    /// Splitting the run over several agents.
+    #[command(flatten)]
+    pub scale: ScaleArgs,
+}
+
+/// One run split over many agents, each a `mailbench send` started by a launcher people
+/// already operate (Kubernetes, Slurm, Nomad, GNU parallel); `mailbench merge` adds their
+/// results up.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScaleArgs {
+    /// Be agent I of N (from 0): take every N-th message of the run (the same schedule
+    /// as one agent would keep, striped), 1/N of -c and of --source-ip. auto/N takes I
+    /// from JOB_COMPLETION_INDEX (Kubernetes Indexed Job), SLURM_ARRAY_TASK_ID,
+    /// SLURM_PROCID, NOMAD_ALLOC_INDEX or PARALLEL_SEQ (GNU parallel, from 1).
+    #[arg(long, value_name = "I/N|auto/N")]
+    pub shard: Option<String>,
+    /// Start the load at this time, so that agents started a little apart begin
+    /// together: RFC 3339 in UTC (2026-11-25T17:00:00Z), or +30s from now.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// The run id (up to 16 hex digits) in every trace header and in the results: the
+    /// same for all agents of a run, so that sinks and `merge` see one run.
+    #[arg(long, value_name = "HEX")]
+    pub run_id: Option<String>,
 }
 
 /// The flags `send` and `relay` share: the load, the messages, the SMTP client, outputs.
@@ -424,6 +451,24 @@ pub struct ReportArgs {
     pub label: Vec<String>,
 }
 
+/// Flags of `mailbench merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The agents' results files (merged files merge again).
+    #[arg(value_name = "RUN.json", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write the merged results here.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Merge files of different run ids or configurations, or the same shard twice
+    /// (recorded in the output's extra.merge.forced).
+    #[arg(long)]
+    pub force: bool,
+    /// Write the HTML report of the merged run here.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+}
+
 /// Flags of `mailbench doctor`.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
@@ -478,6 +523,10 @@ pub struct CompareArgs {
 /// Flags of `mailbench sink`.
 #[derive(Debug, Args)]
 pub struct SinkArgs {
+    /// The run id (up to 16 hex digits) of this sink's results: give several sinks of one
+    /// run the same, so that `mailbench merge` takes their files as one run.
+    #[arg(long, value_name = "HEX")]
+    pub run_id: Option<String>,
     /// Address to listen on (repeatable): host:port, [v6addr]:port or unix:/path.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:2525")]
     pub listen: Vec<String>,

@@ -13,6 +13,7 @@ pub mod mailbox;
 pub mod output;
 pub mod relay;
 pub mod report;
+pub mod scale;
 pub mod send;
 pub mod sink;
 pub mod vary;
@@ -36,6 +37,12 @@ pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Send(a) => crate::transport::target::parse_targets(&a.target, 25)
             .and_then(|t| send::plan(t, Some(&a.target), &a.load, &send::SEND_DEFAULTS))
+            .and_then(|(mut plan, outputs)| {
+                scale::apply(&mut plan, &a.scale, a.load.rounds, |v| {
+                    std::env::var(v).ok()
+                })?;
+                Ok((plan, outputs))
+            })
             .map_err(|e| (EXIT_USAGE, e))
             .and_then(|(plan, outputs)| {
                 runtime()
@@ -54,6 +61,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Report(a) => report::report(&a),
         Command::Doctor(a) => doctor::doctor(&a),
         Command::Compare(a) => report::compare(&a),
+        Command::Merge(a) => report::merge(&a),
         Command::Dns(a) => {
             dns::plan(&a)
                 .map_err(|e| (EXIT_USAGE, e))

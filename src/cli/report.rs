@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::args::{CompareArgs, ReportArgs};
+use super::args::{CompareArgs, MergeArgs, ReportArgs};
 use super::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
 use crate::report::compare::{self, Side};
 
@@ -35,6 +35,60 @@ pub fn report(a: &ReportArgs) -> Result<u8, (u8, String)> {
         if runs.len() == 1 { "" } else { "s" }
     ));
     Ok(EXIT_OK)
+}
+
+/// Runs `merge`: reads the files, merges them, checks the run's thresholds again on the
+/// merged figures, writes the result and prints its summary. Errors carry their exit code.
+pub fn merge(a: &MergeArgs) -> Result<u8, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    let inputs = a
+        .files
+        .iter()
+        .map(|f| {
+            crate::stats::Results::read(f).map(|results| crate::stats::merge::Input {
+                name: f.display().to_string(),
+                results,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    let steps = match inputs.first().map(|i| i.results.command.as_str()) {
+        Some("send") => crate::smtp::steps::STEPS,
+        _ => crate::stats::Steps::NONE,
+    };
+    let merged = crate::stats::merge::merge(&inputs, steps, a.force).map_err(usage)?;
+    let vocabulary = match merged.command.as_str() {
+        "sink" => crate::sink::THRESHOLDS,
+        _ => crate::send::THRESHOLDS,
+    };
+    let thresholds = merged.config["thresholds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_str())
+        .map(|t| crate::report::threshold::Threshold::parse(t, &vocabulary))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    let outputs = super::output::OutputPlan {
+        files: crate::report::Outputs {
+            json: Some(a.output.clone()),
+            csv: None,
+            postal_csv: None,
+            report: a.report.clone(),
+        },
+        thresholds,
+    };
+    let agents = merged.extra["agents"].as_array().map_or(0, |a| a.len());
+    let headline = format!(
+        "mailbench merge: {} files, {agents} agents of run {} over {:.2} s",
+        inputs.len(),
+        merged.run_id,
+        merged.duration_s
+    );
+    super::finish::deliver(merged, &outputs, |r| match r.command.as_str() {
+        "sink" => crate::report::text::render_sink(r, &headline),
+        _ => crate::report::text::render(r, crate::smtp::steps::STEPS, &headline),
+    })
 }
 
 /// Runs `compare`. Errors carry their exit code.

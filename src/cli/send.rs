@@ -189,6 +189,8 @@ pub fn load_plan(
         run_id: None,
         live_extra: None,
         units: crate::run::live::MESSAGES,
+        shard: crate::load::shard::Shard::WHOLE,
+        start_at: None,
     };
     Ok((plan, json))
 }

@@ -163,6 +163,11 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
             .unwrap_or(0) as u64,
         dkim: a.dkim_verify.as_deref().map(dkim_verifier).transpose()?,
         progress,
+        run_id: a
+            .run_id
+            .as_deref()
+            .map(|id| super::scale::run_id(id, "--run-id"))
+            .transpose()?,
         config_json,
     };
     Ok((plan, outputs))

@@ -6,6 +6,7 @@
 //! the live line and the generator's warnings unchanged.
 
 pub mod schedule;
+pub mod shard;
 mod worker;
 
 use std::future::Future;
@@ -25,6 +26,7 @@ use crate::stats::results::{Results, RunParts};
 use crate::stats::summary::Summary;
 use crate::stats::{Metric, Recorder, Shards, Steps};
 use schedule::{Pacing, Schedule};
+use shard::Shard;
 
 /// The shape of the load: how many units, how fast, over how many connections.
 #[derive(Debug, Clone)]
@@ -51,6 +53,10 @@ pub struct LoadPlan {
     pub live_extra: Option<LiveExtra>,
     /// What the units are called on the live line.
     pub units: Units,
+    /// This agent's part of a run split over several (`--shard`).
+    pub shard: Shard,
+    /// When the load starts, on the wall clock shared by all agents (`--start-at`).
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// What the engine needs to know of a failure that ended a connection.
@@ -144,6 +150,9 @@ pub struct Loaded {
     pub interrupted: bool,
     /// The protocol's step names.
     pub steps: Steps,
+    /// With `--start-at`: seconds between the shared start and this agent's (positive:
+    /// it began late, and its schedule still counts from the shared start).
+    pub start_offset_s: Option<f64>,
 }
 
 impl Loaded {
@@ -207,11 +216,21 @@ pub async fn run<D: Driver>(
     driver: D,
     shutdown: Shutdown,
 ) -> Result<Loaded, String> {
-    let start = Instant::now();
+    let (start, start_offset_s) = match plan.start_at {
+        Some(at) => start_at(at, &shutdown, plan.progress.quiet).await,
+        None => (Instant::now(), None),
+    };
     let run_id = plan.run_id.unwrap_or_else(crate::run::new_run_id);
     let shards_n = (crate::stats::cpu::cpu_count() * 4).min(plan.concurrency.max(1));
     let eng = Arc::new(Shared {
-        schedule: Schedule::new(start, plan.pacing, plan.count, plan.duration, run_id),
+        schedule: Schedule::new(
+            start,
+            plan.pacing,
+            plan.count,
+            plan.duration,
+            run_id,
+            plan.shard,
+        ),
         shards: Shards::new(shards_n),
         in_flight: AtomicU64::new(0),
         failures: AtomicU64::new(0),
@@ -299,7 +318,38 @@ pub async fn run<D: Driver>(
         warnings,
         interrupted: shutdown.interrupted(),
         steps: D::STEPS,
+        start_offset_s,
     })
+}
+
+/// Waits for the shared start `at` and returns it as time zero, with how far this agent
+/// is off it. An agent that comes late says so and still counts from `at`, so that its
+/// schedule and series stay on the grid the other agents share: its first units start
+/// late, and that lateness is measured, not hidden. A stop during the wait starts at once
+/// (the workers see the stop and the run ends empty).
+async fn start_at(
+    at: std::time::SystemTime,
+    shutdown: &Shutdown,
+    quiet: bool,
+) -> (Instant, Option<f64>) {
+    if let Ok(ahead) = at.duration_since(std::time::SystemTime::now()) {
+        tokio::select! {
+            _ = tokio::time::sleep(ahead) => {}
+            _ = shutdown.stop.cancelled() => {}
+        }
+    }
+    let now = Instant::now();
+    let (behind, offset) = match std::time::SystemTime::now().duration_since(at) {
+        Ok(late) => (late, late.as_secs_f64()),
+        Err(e) => (Duration::ZERO, -e.duration().as_secs_f64()),
+    };
+    if behind > Duration::from_millis(100) && !quiet {
+        crate::run::live::say(&format!(
+            "mailbench: started {:.3} s after --start-at; the schedule still counts from it, so the first units start late",
+            behind.as_secs_f64()
+        ));
+    }
+    (now.checked_sub(behind).unwrap_or(now), Some(offset))
 }
 
 /// How far the run is towards its end (`-n` or `-z`, whichever comes first), for the live

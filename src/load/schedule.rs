@@ -11,6 +11,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use super::shard::Shard;
+
 /// How arrivals are spaced in open loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -61,7 +63,10 @@ pub struct Slot {
 }
 
 struct OpenState {
+    /// The next global slot's place in message-count space.
     next_u: f64,
+    /// The next global sequence number (every agent walks all of them).
+    next_seq: u64,
     rng: fastrand::Rng,
 }
 
@@ -71,21 +76,27 @@ pub struct Schedule {
     pacing: Pacing,
     max_messages: u64,
     deadline: Option<Duration>,
+    /// Slots this agent has claimed (closed loop).
     claimed: AtomicU64,
     stopped: AtomicBool,
     open: Mutex<OpenState>,
     seed: u64,
+    shard: Shard,
 }
 
 impl Schedule {
     /// A schedule starting at `start`. `max_messages` of `u64::MAX` means "until the
-    /// deadline".
+    /// deadline". `shard` keeps this agent's stripe of the run's sequence numbers: every
+    /// agent computes the whole schedule from the shared `seed` (the run id) and takes
+    /// every N-th slot, so that the agents' slots together are exactly the whole run's,
+    /// at the same intended times.
     pub fn new(
         start: Instant,
         pacing: Pacing,
         max_messages: u64,
         deadline: Option<Duration>,
         seed: u64,
+        shard: Shard,
     ) -> Self {
         Schedule {
             start,
@@ -96,9 +107,11 @@ impl Schedule {
             stopped: AtomicBool::new(false),
             open: Mutex::new(OpenState {
                 next_u: 0.0,
+                next_seq: 0,
                 rng: fastrand::Rng::with_seed(seed),
             }),
             seed,
+            shard,
         }
     }
 
@@ -124,11 +137,15 @@ impl Schedule {
                 {
                     return None;
                 }
-                let seq = self.claimed.fetch_add(1, Ordering::Relaxed);
-                if seq >= self.max_messages {
+                let k = self.claimed.fetch_add(1, Ordering::Relaxed);
+                let seq = k
+                    .checked_mul(self.shard.count)
+                    .and_then(|s| s.checked_add(self.shard.index))
+                    .filter(|s| *s < self.max_messages);
+                let Some(seq) = seq else {
                     self.claimed.fetch_sub(1, Ordering::Relaxed);
                     return None;
-                }
+                };
                 Some(Slot {
                     seq,
                     intended: None,
@@ -136,39 +153,45 @@ impl Schedule {
             }
             Pacing::Open { arrivals, .. } => {
                 let mut st = self.open.lock().unwrap_or_else(|p| p.into_inner());
-                let seq = self.claimed.load(Ordering::Relaxed);
-                if seq >= self.max_messages {
-                    return None;
-                }
-                // Arrivals are placed in "message count" space (`u`: constant spacing 0, 1,
-                // 2, ... or unit-rate Poisson), then mapped to time through the inverse of
-                // the cumulative rate, so ramps are exact and nothing drifts.
-                let u = match arrivals {
-                    Arrivals::Constant => seq as f64,
-                    Arrivals::Poisson => {
-                        let u = st.next_u;
-                        st.next_u += -(1.0 - st.rng.f64()).ln();
-                        u
+                loop {
+                    let seq = st.next_seq;
+                    if seq >= self.max_messages {
+                        return None;
                     }
-                };
-                let at = self.time_of(u);
-                if let Some(d) = self.deadline
-                    && at >= d.as_secs_f64()
-                {
-                    return None;
+                    // Arrivals are placed in "message count" space (`u`: constant spacing
+                    // 0, 1, 2, ... or unit-rate Poisson), then mapped to time through the
+                    // inverse of the cumulative rate, so ramps are exact and nothing
+                    // drifts. Other agents' slots are drawn too, so that the Poisson
+                    // draws stay those of the whole run.
+                    let u = match arrivals {
+                        Arrivals::Constant => seq as f64,
+                        Arrivals::Poisson => {
+                            let u = st.next_u;
+                            st.next_u += -(1.0 - st.rng.f64()).ln();
+                            u
+                        }
+                    };
+                    let at = self.time_of(u);
+                    if let Some(d) = self.deadline
+                        && at >= d.as_secs_f64()
+                    {
+                        return None;
+                    }
+                    st.next_seq = seq + 1;
+                    if self.shard.owns(seq) {
+                        return Some(Slot {
+                            seq,
+                            intended: Some(self.start + Duration::from_secs_f64(at)),
+                        });
+                    }
                 }
-                self.claimed.store(seq + 1, Ordering::Relaxed);
-                Some(Slot {
-                    seq,
-                    intended: Some(self.start + Duration::from_secs_f64(at)),
-                })
             }
         }
     }
 
-    /// How many slots the schedule wanted started before `end` (from the run's start), and
-    /// within the budget: what an open-loop run intended to send by then, whether or not
-    /// it could. `None` in closed loop, where nothing is scheduled.
+    /// How many of this agent's slots the schedule wanted started before `end` (from the
+    /// run's start), and within the budget: what an open-loop run intended to send by
+    /// then, whether or not it could. `None` in closed loop, where nothing is scheduled.
     pub fn due_before(&self, end: Duration) -> Option<u64> {
         let Pacing::Open { arrivals, .. } = self.pacing else {
             return None;
@@ -209,7 +232,7 @@ impl Schedule {
                 n
             }
         };
-        Some(due.min(self.max_messages))
+        Some(self.shard.share(due.min(self.max_messages)))
     }
 
     /// Seconds after the start at which the cumulative count of scheduled messages reaches
@@ -274,6 +297,7 @@ mod tests {
             u64::MAX,
             Some(Duration::from_secs(10)),
             1,
+            Shard::WHOLE,
         );
         let t = offsets(&s);
         assert_eq!(t.len(), 1000, "100/s for 10 s");
@@ -288,6 +312,7 @@ mod tests {
             50,
             Some(Duration::from_secs(10)),
             1,
+            Shard::WHOLE,
         );
         assert_eq!(offsets(&s).len(), 50);
     }
@@ -300,6 +325,7 @@ mod tests {
             u64::MAX,
             Some(Duration::from_secs(100)),
             42,
+            Shard::WHOLE,
         );
         let n = offsets(&s).len() as f64;
         assert!(
@@ -322,6 +348,7 @@ mod tests {
             u64::MAX,
             Some(Duration::from_secs(20)),
             1,
+            Shard::WHOLE,
         );
         let n = offsets(&s).len() as f64;
         assert!((n - 1500.0).abs() < 30.0, "got {n}");
@@ -332,10 +359,23 @@ mod tests {
         for arrivals in [Arrivals::Constant, Arrivals::Poisson] {
             for (rate, secs) in [(200.0, 20), (7.0, 3), (1000.0, 1)] {
                 let run = Duration::from_secs(secs);
-                let s = Schedule::new(Instant::now(), open(rate, arrivals), u64::MAX, Some(run), 9);
+                let s = Schedule::new(
+                    Instant::now(),
+                    open(rate, arrivals),
+                    u64::MAX,
+                    Some(run),
+                    9,
+                    Shard::WHOLE,
+                );
                 let handed = offsets(&s).len() as u64;
-                let again =
-                    Schedule::new(Instant::now(), open(rate, arrivals), u64::MAX, Some(run), 9);
+                let again = Schedule::new(
+                    Instant::now(),
+                    open(rate, arrivals),
+                    u64::MAX,
+                    Some(run),
+                    9,
+                    Shard::WHOLE,
+                );
                 assert_eq!(
                     again.due_before(run),
                     Some(handed),
@@ -349,9 +389,16 @@ mod tests {
                 );
             }
         }
-        let capped = Schedule::new(Instant::now(), open(200.0, Arrivals::Constant), 50, None, 1);
+        let capped = Schedule::new(
+            Instant::now(),
+            open(200.0, Arrivals::Constant),
+            50,
+            None,
+            1,
+            Shard::WHOLE,
+        );
         assert_eq!(capped.due_before(Duration::from_secs(20)), Some(50));
-        let closed = Schedule::new(Instant::now(), Pacing::Closed, 50, None, 1);
+        let closed = Schedule::new(Instant::now(), Pacing::Closed, 50, None, 1, Shard::WHOLE);
         assert_eq!(closed.due_before(Duration::from_secs(20)), None);
     }
 
@@ -363,6 +410,7 @@ mod tests {
             10_000,
             None,
             1,
+            Shard::WHOLE,
         ));
         let handles: Vec<_> = (0..4)
             .map(|_| {
@@ -374,5 +422,53 @@ mod tests {
         assert_eq!(total, 10_000);
         s.stop();
         assert_eq!(s.claim(), None);
+    }
+
+    #[test]
+    fn agents_together_hand_out_exactly_the_whole_schedule() {
+        let start = Instant::now();
+        let slots = |pacing: Pacing, n: u64, shard: Shard| -> Vec<(u64, Option<Duration>)> {
+            let s = Schedule::new(start, pacing, n, Some(Duration::from_secs(30)), 77, shard);
+            std::iter::from_fn(|| s.claim())
+                .map(|slot| (slot.seq, slot.intended.map(|t| t - start)))
+                .collect()
+        };
+        let ramp = Pacing::Open {
+            rate: 300.0,
+            arrivals: Arrivals::Poisson,
+            ramp_from: Some(10.0),
+            ramp_over: Some(Duration::from_secs(5)),
+        };
+        for pacing in [
+            Pacing::Closed,
+            open(250.0, Arrivals::Constant),
+            open(250.0, Arrivals::Poisson),
+            ramp,
+        ] {
+            let whole = slots(pacing, 2_001, Shard::WHOLE);
+            assert_eq!(whole.len(), 2_001);
+            for count in 2..=4 {
+                let mut union: Vec<_> = (0..count)
+                    .flat_map(|index| {
+                        let part = slots(pacing, 2_001, Shard { index, count });
+                        assert!(part.iter().all(|(seq, _)| seq % count == index));
+                        part
+                    })
+                    .collect();
+                union.sort_by_key(|(seq, _)| *seq);
+                assert_eq!(union, whole, "{pacing:?} over {count} agents");
+                let due: u64 = (0..count)
+                    .map(|index| {
+                        Schedule::new(start, pacing, 2_001, None, 77, Shard { index, count })
+                            .due_before(Duration::from_secs(3))
+                            .unwrap_or(0)
+                    })
+                    .sum();
+                let whole_due = Schedule::new(start, pacing, 2_001, None, 77, Shard::WHOLE)
+                    .due_before(Duration::from_secs(3))
+                    .unwrap_or(0);
+                assert_eq!(due, whole_due, "{pacing:?}: due over {count} agents");
+            }
+        }
     }
 }

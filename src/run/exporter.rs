@@ -86,6 +86,17 @@ pub struct Snapshot {
     latency: Vec<(String, Buckets)>,
     /// The gauges.
     pub gauges: Vec<Gauge>,
+    /// This agent of a split run (`I/N`), a label on every series so that one query sums
+    /// the agents (`sum without (shard)`) or splits them (`by (shard)`).
+    shard: Option<String>,
+}
+
+/// The shard label of this process, once `label_shard` set it.
+static SHARD: OnceLock<String> = OnceLock::new();
+
+/// Labels every series this process serves with `shard="I/N"`.
+pub fn label_shard(label: String) {
+    let _ = SHARD.set(label);
 }
 
 impl Snapshot {
@@ -107,6 +118,7 @@ impl Snapshot {
                 .map(|(name, h)| (name.to_string(), Buckets::of(h)))
                 .collect(),
             gauges,
+            shard: SHARD.get().cloned(),
         }
     }
 
@@ -131,13 +143,14 @@ impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s = &self.0;
         let c = &s.counters;
+        let shard = s.shard.as_deref();
         enc.encode_descriptor(
             "mailbench_run",
             "The run these figures belong to.",
             None,
             MetricType::Info,
         )?
-        .encode_info(&[("run_id", s.run_id.as_str())])?;
+        .encode_info(&with_shard(vec![("run_id", s.run_id.as_str())], shard))?;
         let unit_name = format!("mailbench_{}", s.unit);
         let labelled: [LabelledCounter; 2] = [
             (
@@ -166,7 +179,7 @@ impl Collector for Scrape {
         for (name, help, label, values) in labelled {
             let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (value_label, v) in values {
-                m.encode_family(&[(label, value_label)])?
+                m.encode_family(&with_shard(vec![(label, value_label)], shard))?
                     .encode_counter::<NoLabelSet, u64, u64>(&v, None)?;
             }
         }
@@ -197,8 +210,13 @@ impl Collector for Scrape {
                 c.late_starts,
             ),
         ] {
-            enc.encode_descriptor(name, help, None, MetricType::Counter)?
-                .encode_counter::<NoLabelSet, u64, u64>(&v, None)?;
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+            match &s.shard {
+                Some(shard) => m
+                    .encode_family(&[("shard", shard.as_str())])?
+                    .encode_counter::<NoLabelSet, u64, u64>(&v, None)?,
+                None => m.encode_counter::<NoLabelSet, u64, u64>(&v, None)?,
+            }
         }
         if !s.latency.is_empty() {
             let mut m = enc.encode_descriptor(
@@ -208,21 +226,31 @@ impl Collector for Scrape {
                 MetricType::Histogram,
             )?;
             for (phase, b) in &s.latency {
-                m.encode_family(&[("phase", phase.as_str())])?
+                m.encode_family(&with_shard(vec![("phase", phase.as_str())], shard))?
                     .encode_histogram::<NoLabelSet>(b.sum_s, b.count, &b.per_bucket, None)?;
             }
         }
         for g in &s.gauges {
-            enc.encode_descriptor(
-                &format!("mailbench_{}", g.name),
-                g.help,
-                None,
-                MetricType::Gauge,
-            )?
-            .encode_gauge(&g.value)?;
+            let name = format!("mailbench_{}", g.name);
+            let mut m = enc.encode_descriptor(&name, g.help, None, MetricType::Gauge)?;
+            match &s.shard {
+                Some(shard) => m
+                    .encode_family(&[("shard", shard.as_str())])?
+                    .encode_gauge(&g.value)?,
+                None => m.encode_gauge(&g.value)?,
+            }
         }
         Ok(())
     }
+}
+
+/// `labels` and, for an agent of a split run, its shard: every family carries it.
+fn with_shard<'a>(
+    mut labels: Vec<(&'a str, &'a str)>,
+    shard: Option<&'a str>,
+) -> Vec<(&'a str, &'a str)> {
+    labels.extend(shard.map(|v| ("shard", v)));
+    labels
 }
 
 /// The exporter of this process, once `serve` started it.
@@ -394,6 +422,20 @@ mod tests {
             "mailbench_latency_seconds_bucket{le=\"+Inf\",phase=\"total\"} 5",
             "mailbench_in_flight 3.0",
             "# EOF",
+        ] {
+            assert!(text.contains(line), "expected {line:?} in\n{text}");
+        }
+        let agent = Arc::new(Snapshot {
+            shard: Some("2/4".into()),
+            ..(*s).clone()
+        });
+        let text = agent.encode();
+        for line in [
+            "mailbench_run_info{run_id=\"00ff\",shard=\"2/4\"} 1",
+            "mailbench_messages_total{result=\"accepted\",shard=\"2/4\"} 5",
+            "mailbench_connections_total{shard=\"2/4\"} 0",
+            "mailbench_latency_seconds_count{phase=\"total\",shard=\"2/4\"} 5",
+            "mailbench_in_flight{shard=\"2/4\"} 3.0",
         ] {
             assert!(text.contains(line), "expected {line:?} in\n{text}");
         }

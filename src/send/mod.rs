@@ -58,7 +58,10 @@ pub async fn run(mut plan: SendPlan, shutdown: Shutdown) -> Result<Results, Stri
     let warmed = match plan.warmup.take() {
         Some(d) => {
             announce_warmup("send", d, plan.load.progress.quiet);
-            Some(Box::pin(run(plan.warm_up_for(d), shutdown.clone())).await?)
+            let w = Box::pin(run(plan.warm_up_for(d), shutdown.clone())).await?;
+            // Agents with a shared start warmed up from it; the measured load follows.
+            plan.load.start_at = plan.load.start_at.map(|t| t + d);
+            Some(w)
         }
         None => None,
     };
@@ -98,7 +101,11 @@ async fn measure(mut plan: SendPlan, shutdown: Shutdown) -> Result<Results, Stri
     let driver = SmtpDriver::new(plan.clone(), run_id);
     let signed_before = plan.message.dkim.as_ref().map(|d| d.cost());
     let loaded = load::run(plan.load.clone(), driver, shutdown).await?;
+    let offset = loaded.start_offset_s;
     let mut r = results(loaded, config);
+    if let Some(s) = load::shard::record(plan.load.shard, plan.load.start_at, offset) {
+        r.extra.insert("shard".into(), s);
+    }
     if let (Some(d), Some(before)) = (&plan.message.dkim, signed_before) {
         let c = d.cost().since(&before);
         r.extra.insert(

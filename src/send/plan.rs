@@ -13,6 +13,10 @@ use crate::smtp::proto::Credentials;
 use crate::transport::target::Target;
 use crate::transport::tls::TlsPlan;
 
+/// What a given run id is XORed with for its warm-up's: a different run for the sinks,
+/// the same for every agent.
+const WARMUP_RUN_ID_MASK: u64 = 0x7761_726d_7570;
+
 /// Where envelope addresses come from.
 #[derive(Debug, Clone)]
 pub enum Addresses {
@@ -95,13 +99,14 @@ pub struct MessagePlan {
 }
 
 impl SendPlan {
-    /// The warm-up's plan: the same load for `d`, on its own run id, without warming up
+    /// The warm-up's plan: the same load for `d`, on its own run id (derived from a given
+    /// one, so that split agents warm up on one shared schedule too), without warming up
     /// again.
     pub fn warm_up_for(&self, d: Duration) -> SendPlan {
         let mut p = self.clone();
         p.load.duration = Some(d);
         p.load.count = u64::MAX;
-        p.load.run_id = None;
+        p.load.run_id = self.load.run_id.map(|id| id ^ WARMUP_RUN_ID_MASK);
         p.warmup = None;
         p
     }

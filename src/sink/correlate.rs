@@ -7,6 +7,7 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::Mutex;
 
 use crate::message::trace::Trace;
+use crate::stats::seen::{RunReport, ranges};
 
 /// Most (sequence, recipient) arrivals remembered; beyond it arrivals are counted as
 /// untracked instead of growing memory.
@@ -20,23 +21,6 @@ struct Run {
     seqs: HashSet<u64>,
     max_seq: u64,
     duplicates: u64,
-}
-
-/// What was seen for one run.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct RunReport {
-    /// Distinct sequence numbers that arrived.
-    pub distinct: u64,
-    /// Recipient arrivals (a message to three recipients counts three).
-    pub arrivals: u64,
-    /// The same sequence number to the same recipient again.
-    pub duplicates: u64,
-    /// Highest sequence number seen.
-    pub max_seq: u64,
-    /// Sequence numbers below `max_seq` never seen (the first 1,000).
-    pub missing: Vec<u64>,
-    /// How many sequence numbers below `max_seq` were never seen.
-    pub missing_count: u64,
 }
 
 /// What one arrival added.
@@ -169,6 +153,7 @@ impl Correlator {
                         max_seq: r.max_seq,
                         missing,
                         missing_count,
+                        seen: ranges(r.seqs.iter().copied()),
                     },
                 )
             })
@@ -205,6 +190,7 @@ mod tests {
             (2, 1, 2, 1)
         );
         assert_eq!(r.missing, vec![1]);
+        assert_eq!(r.seen, vec![[0, 0], [2, 2]]);
         let acc = c.accounted(7, |seq| seq != 2);
         assert_eq!(
             acc,

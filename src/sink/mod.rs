@@ -108,7 +108,7 @@ pub async fn run(
         acceptors.spawn(accept_loop(l, sh.clone(), conns.clone(), cut.clone()));
     }
     let mut runner = Runner::new(start, progress);
-    let run_id = crate::run::new_run_id();
+    let run_id = sh.plan.run_id.unwrap_or_else(crate::run::new_run_id);
     let deadline = duration.map(|d| start + d);
     loop {
         tokio::select! {

@@ -42,6 +42,8 @@ pub struct SinkPlan {
     pub dkim: Option<Arc<super::dkim::Verifier>>,
     /// Intervals and the live line.
     pub progress: Progress,
+    /// The run id of the sink's results (`--run-id`; a fresh random one when `None`).
+    pub run_id: Option<u64>,
     /// The configuration as recorded in the results.
     pub config_json: serde_json::Value,
 }
@@ -95,6 +97,7 @@ impl SinkPlan {
                 quiet: true,
                 ..progress
             },
+            run_id: None,
             config_json: serde_json::Value::Null,
         })
     }

@@ -4,6 +4,7 @@
 //! practically uncontended); the collector drains the shards once per interval into a time
 //! series point and a cumulative recorder. No channel message per event, no raw samples.
 
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -68,6 +69,11 @@ pub struct IntervalPoint {
     pub e2e_p99_ms: Option<f64>,
     /// CPU used by this process during the interval, in percent of one core.
     pub cpu_pct: f64,
+    /// The interval's whole-unit, lag and end-to-end histograms (those with samples), by
+    /// metric name, compactly encoded ([`super::hist::encode`]): what `mailbench merge`
+    /// adds across agents to recompute each interval's percentiles exactly.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hists: BTreeMap<String, String>,
     /// The delivery side and the system under test (relay runs), written beside the rest.
     #[serde(flatten)]
     pub relay: RelayPoint,
@@ -133,6 +139,13 @@ pub fn busiest_cpu(series: &[IntervalPoint], interval: std::time::Duration, aver
         .fold(average, f64::max)
 }
 
+/// The histograms each series point keeps, by the name they have in the results.
+pub const SERIES_HISTS: [(&str, Metric); 3] = [
+    ("total", Metric::Total),
+    ("lag", Metric::Lag),
+    ("e2e", Metric::E2e),
+];
+
 /// Drains shards on every tick into the series and the cumulative recorder.
 pub struct Collector {
     start: Instant,
@@ -176,6 +189,11 @@ impl Collector {
             lag_p99_ms: ms(iv.hist(Metric::Lag), 0.99),
             e2e_p99_ms: (!iv.hist(Metric::E2e).is_empty()).then(|| ms(iv.hist(Metric::E2e), 0.99)),
             cpu_pct: used / dt * 100.0,
+            hists: SERIES_HISTS
+                .iter()
+                .filter(|(_, m)| !iv.hist(*m).is_empty())
+                .map(|(name, m)| (name.to_string(), super::hist::encode(iv.hist(*m))))
+                .collect(),
             relay: RelayPoint::default(),
         };
         self.total.merge(&self.interval);

@@ -64,6 +64,33 @@ impl HistJson {
     }
 }
 
+/// A histogram in HdrHistogram's compressed V2 encoding, base64: the form every HDR
+/// library reads, a few hundred bytes where a bucket list takes kilobytes (the series
+/// keeps one per interval).
+pub fn encode(h: &Histogram<u64>) -> String {
+    use base64::Engine;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+    let mut bytes = Vec::new();
+    // Serializing into memory fails only on a histogram that cannot be encoded at all.
+    let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The histogram [`encode`] wrote; the error says what is wrong with the text.
+pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    use base64::Engine;
+    use hdrhistogram::serialization::Deserializer;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("a histogram is not base64: {e}"))?;
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("a histogram does not decode: {e:?}"))?;
+    let mut out = new_histogram();
+    super::recorder::add_hist(&mut out, &h);
+    Ok(out)
+}
+
 /// A percentile of a histogram in milliseconds, for people.
 pub fn ms(h: &Histogram<u64>, q: f64) -> f64 {
     if h.is_empty() {
@@ -90,5 +117,13 @@ mod tests {
             assert_eq!(back.value_at_quantile(q), h.value_at_quantile(q), "q={q}");
         }
         assert_eq!(HistJson::from_hist(&back), json);
+        let decoded = decode(&encode(&h)).expect("decodes");
+        assert_eq!(
+            HistJson::from_hist(&decoded),
+            json,
+            "the compact form is exact"
+        );
+        assert!(decode("not base64!").is_err());
+        assert!(decode("aGVsbG8=").is_err());
     }
 }

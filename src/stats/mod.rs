@@ -2,7 +2,7 @@
 //! collection and the time series (`collector`), the results file (`results`), histograms in
 //! JSON (`hist`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`) and
 //! its machine's: the queue device and the load average (`host`); the DNS server's summary
-//! (`dns`).
+//! (`dns`); the results of a run split over agents added back into one (`merge`).
 
 pub mod clock;
 pub mod collector;
@@ -10,9 +10,11 @@ pub mod cpu;
 pub mod dns;
 pub mod hist;
 pub mod host;
+pub mod merge;
 pub mod metric;
 pub mod recorder;
 pub mod results;
+pub mod seen;
 pub mod summary;
 pub mod sut;
 pub mod timelog;

@@ -285,6 +285,12 @@ impl Recorder {
         &self.hists[metric.index()]
     }
 
+    /// Adds the samples of `h` to `metric`'s histogram (a results file's histograms,
+    /// when `mailbench merge` rebuilds a run from them).
+    pub fn add_samples(&mut self, metric: Metric, h: &Histogram<u64>) {
+        add_hist(&mut self.hists[metric.index()], h);
+    }
+
     /// Total failures in the error table.
     pub fn error_count(&self) -> u64 {
         self.errors.values().sum()

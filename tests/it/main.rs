@@ -3,6 +3,8 @@
 //! - `arrival`: `mailbox arrival`: every message through Postfix (or LMTP) into Dovecot seen
 //!   once over IMAP IDLE, imaplib's counts, a known IMAP delay in end to end
 //! - `cli`:  bad input, help, exit codes (no server needed)
+//! - `deploy`: issue 16 — the Kubernetes example against the bundled schemas
+//!   (kubernetes-validate) and the meaning checks the schemas cannot make
 //! - `dns`: issue 14 — `mailbench dns` answering dig over UDP, TCP and IPv6 as the zone
 //!   spec says, fault shares and delays, bad specs; a lab Postfix resolving 50 domains
 //!   through it and a SERVFAIL window deferring mail that arrives once it is lifted
@@ -22,6 +24,9 @@
 //! - `profile`: `mailbox profile`: a preset's action counts within Poisson's range, its
 //!   sends in the Sent folders imaplib reads, a capacity ramp against a Dovecot held to
 //!   fewer processes
+//! - `scale`: issue 16 — a send split over 2, 3 and 4 agent processes (launcher index
+//!   variables, a shared `--start-at` and `--run-id`) merged into the single run's counts
+//!   and schedule, two sinks merged, two agents through a lab Postfix, refusals
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup)
@@ -41,6 +46,7 @@
 
 mod arrival;
 mod cli;
+mod deploy;
 mod dns;
 mod imap;
 mod layout;
@@ -53,6 +59,7 @@ mod relay;
 mod relay_path;
 mod relay_round2;
 mod report;
+mod scale;
 mod send;
 mod sink;
 mod truth;

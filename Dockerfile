@@ -1,0 +1,21 @@
+# The mailbench image for agents on a cluster (deploy/kubernetes): the release binary
+# built on Debian 12 with the project's own toolchain version, run on a slim Debian 12.
+# The binary links only glibc (TLS is rustls on ring, no OpenSSL), so the runtime image
+# needs nothing but the CA certificates for --tls against real servers.
+#   docker build -t mailbench:latest .
+FROM rust:1.95-slim-bookworm AS build
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY src ./src
+COPY examples ./examples
+COPY tests ./tests
+RUN cargo build --release --locked --bin mailbench
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /src/target/release/mailbench /usr/local/bin/mailbench
+# Agents raise their descriptor limit themselves; run unprivileged.
+USER 65534:65534
+ENTRYPOINT ["mailbench"]

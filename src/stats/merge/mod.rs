@@ -1,0 +1,391 @@
+//! `mailbench merge`: the results files of the agents of one split run (`send --shard`)
+//! or of several sinks, made into exactly the results one agent would have recorded:
+//! counters summed, HDR histograms added bucket by bucket (never percentiles averaged),
+//! series aligned on the shared interval grid (`series`), the summary derived again from
+//! the sums, the sinks' sequence numbers united (`runs`). Each agent's environment, own
+//! figures and warnings are kept in `extra.agents`. A merged file merges again (the
+//! operation is associative), and `report` and `compare` read it like any other.
+
+mod runs;
+mod series;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::collector::busiest_cpu;
+use super::hist::HistJson;
+use super::results::{ErrorRow, Results, SelfReport};
+use super::seen::RunReport;
+use super::summary::{SendSummary, SinkSummary, Summary};
+use super::{Recorder, Steps};
+
+/// One results file to merge, with the name that error lines and `extra.agents` use.
+pub struct Input {
+    /// The file's name as given.
+    pub name: String,
+    /// Its contents.
+    pub results: Results,
+}
+
+/// Configuration keys that may differ between agents of one run: each agent's share of
+/// the connections, where it sent, where a sink listened.
+const PER_AGENT_KEYS: &[&str] = &["concurrency", "target", "targets", "listen"];
+
+/// Merges `inputs` into one results document; `steps` names the latency rows of their
+/// command (SMTP's phases for `send`, none for `sink`). Refuses (one line) files of
+/// different kinds, and, unless `force`, files of different runs, configurations or the
+/// same shard twice; what `force` overrode is recorded in `extra.merge.forced`.
+pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, String> {
+    let Some(first) = inputs.first() else {
+        return Err("merge: give the results files of the agents to merge".into());
+    };
+    let command = first.results.command.as_str();
+    if !matches!(command, "send" | "sink") {
+        return Err(format!(
+            "{}: a {command} run; merge adds up send agents and sinks (a relay split over machines runs as send agents against the MTA and sinks where it delivers)",
+            first.name
+        ));
+    }
+    let mut forced = Vec::new();
+    for other in &inputs[1..] {
+        if other.results.command != command {
+            return Err(format!(
+                "{} is a {command} run and {} a {} run; merge files of one kind",
+                first.name, other.name, other.results.command
+            ));
+        }
+        let mut objections = Vec::new();
+        if other.results.run_id != first.results.run_id {
+            objections.push(format!(
+                "{} has run id {} and {} has {}: not agents of one run (give every agent the same --run-id)",
+                first.name, first.results.run_id, other.name, other.results.run_id
+            ));
+        }
+        if let Some(key) = config_difference(&first.results.config, &other.results.config) {
+            objections.push(format!(
+                "{} and {} ran different configurations (config.{key}: {} against {})",
+                first.name, other.name, first.results.config[&key], other.results.config[&key]
+            ));
+        }
+        forced.extend(objections);
+    }
+    let agents: Vec<Value> = inputs.iter().flat_map(agents_of).collect();
+    if let Some(twice) = shard_twice(&agents) {
+        forced.push(twice);
+    }
+    if let Some(why) = forced.first()
+        && !force
+    {
+        return Err(format!("{why}; --force merges anyway"));
+    }
+
+    let t0_us = inputs
+        .iter()
+        .map(|i| i.results.started_at_us)
+        .min()
+        .unwrap_or(0);
+    let end_us = inputs
+        .iter()
+        .map(|i| i.results.started_at_us + (i.results.duration_s * 1e6) as u64)
+        .max()
+        .unwrap_or(t0_us);
+    let duration_s = (end_us.saturating_sub(t0_us) as f64 / 1e6).max(1e-9);
+    let offset_s = |r: &Results| r.started_at_us.saturating_sub(t0_us) as f64 / 1e6;
+
+    let mut total = Recorder::new();
+    for i in inputs {
+        total.counters.add(&i.results.counters);
+        for (name, h) in &i.results.latency {
+            let metric = steps
+                .find(name)
+                .ok_or_else(|| format!("{}: latency {name:?} is not a {command} metric", i.name))?;
+            total.add_samples(metric, &h.to_hist());
+        }
+    }
+    let latency: BTreeMap<String, HistJson> = steps
+        .metrics()
+        .filter(|m| !total.hist(*m).is_empty())
+        .map(|m| {
+            (
+                steps.name(m).to_string(),
+                HistJson::from_hist(total.hist(m)),
+            )
+        })
+        .collect();
+
+    let interval_s = first.results.config["interval_s"].as_f64().unwrap_or(1.0);
+    let named: Vec<(&str, &Results)> = inputs
+        .iter()
+        .map(|i| (i.name.as_str(), &i.results))
+        .collect();
+    let series = series::merge(&named, t0_us, interval_s)?;
+
+    let mut extra = BTreeMap::new();
+    let summary = match command {
+        "send" => {
+            let intended = inputs
+                .iter()
+                .map(|i| i.results.summary.number("intended").unwrap_or(0.0) as u64)
+                .sum();
+            let active_s = inputs
+                .iter()
+                .map(|i| offset_s(&i.results) + i.results.summary.number("active_s").unwrap_or(0.0))
+                .fold(0.0, f64::max);
+            Summary::Send(SendSummary::derive(&total, intended, duration_s, active_s))
+        }
+        _ => {
+            let reports = inputs
+                .iter()
+                .map(sink_runs)
+                .collect::<Result<Vec<_>, _>>()?;
+            let runs = runs::merge(&reports);
+            let summary = sink_summary(inputs, &total, &runs, duration_s);
+            extra.insert(
+                "runs".into(),
+                serde_json::to_value(&runs).unwrap_or_default(),
+            );
+            Summary::Sink(summary)
+        }
+    };
+
+    let mut config = first.results.config.clone();
+    let concurrency: u64 = inputs
+        .iter()
+        .filter_map(|i| i.results.config["concurrency"].as_u64())
+        .sum();
+    if concurrency > 0 {
+        config["concurrency"] = concurrency.into();
+    }
+    let cpu_avg_pct = inputs
+        .iter()
+        .map(|i| i.results.self_report.cpu_avg_pct)
+        .sum();
+    let self_report = SelfReport {
+        cpu_user_s: inputs
+            .iter()
+            .map(|i| i.results.self_report.cpu_user_s)
+            .sum(),
+        cpu_sys_s: inputs.iter().map(|i| i.results.self_report.cpu_sys_s).sum(),
+        cpu_avg_pct,
+        cpu_peak_pct: busiest_cpu(
+            &series,
+            std::time::Duration::from_secs_f64(interval_s.max(1e-3)),
+            cpu_avg_pct,
+        ),
+        peak_rss_kib: inputs
+            .iter()
+            .map(|i| i.results.self_report.peak_rss_kib)
+            .max()
+            .unwrap_or(0),
+        warnings: agents
+            .iter()
+            .flat_map(|a| {
+                let who = a["shard"]["label"]
+                    .as_str()
+                    .map(|s| format!("shard {s}"))
+                    .unwrap_or_else(|| a["file"].as_str().unwrap_or("?").to_string());
+                a["self"]["warnings"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|w| w.as_str())
+                    .map(move |w| format!("{who}: {w}"))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+    };
+    extra.insert("agents".into(), Value::Array(agents));
+    extra.insert(
+        "merge".into(),
+        json!({
+            "files": inputs.iter().map(|i| i.name.clone()).collect::<Vec<_>>(),
+            "forced": forced,
+        }),
+    );
+    Ok(Results {
+        schema_version: first.results.schema_version,
+        command: command.into(),
+        run_id: first.results.run_id.clone(),
+        started_at: humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_micros(t0_us),
+        )
+        .to_string(),
+        started_at_us: t0_us,
+        duration_s,
+        interrupted: inputs.iter().any(|i| i.results.interrupted),
+        config,
+        environment: first.results.environment.clone(),
+        summary,
+        counters: total.counters.clone(),
+        errors: merge_errors(inputs),
+        latency,
+        series,
+        self_report,
+        thresholds: Vec::new(),
+        extra,
+    })
+}
+
+/// The first configuration key (other than [`PER_AGENT_KEYS`]) whose values differ.
+fn config_difference(a: &Value, b: &Value) -> Option<String> {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return (a != b).then(|| "(the whole configuration)".to_string());
+    };
+    a.keys()
+        .chain(b.keys())
+        .filter(|k| !PER_AGENT_KEYS.contains(&k.as_str()))
+        .find(|k| a.get(*k) != b.get(*k))
+        .cloned()
+}
+
+/// The agents a file holds: those a merged file lists, or the file's own run.
+fn agents_of(i: &Input) -> Vec<Value> {
+    if let Some(list) = i.results.extra.get("agents").and_then(|a| a.as_array()) {
+        return list.clone();
+    }
+    let r = &i.results;
+    vec![json!({
+        "file": i.name,
+        "shard": r.extra.get("shard"),
+        "started_at_us": r.started_at_us,
+        "duration_s": r.duration_s,
+        "environment": r.environment,
+        "self": r.self_report,
+        "summary": r.summary,
+        "interrupted": r.interrupted,
+    })]
+}
+
+/// A line naming two agents that are the same shard of a split run, or of splits into
+/// different numbers of agents.
+fn shard_twice(agents: &[Value]) -> Option<String> {
+    let mut seen: BTreeMap<(u64, u64), &str> = BTreeMap::new();
+    let mut counts: BTreeMap<u64, &str> = BTreeMap::new();
+    for a in agents {
+        let s = &a["shard"];
+        let (Some(index), Some(count)) = (s["index"].as_u64(), s["count"].as_u64()) else {
+            continue;
+        };
+        let file = a["file"].as_str().unwrap_or("?");
+        if let Some(other) = counts.values().next()
+            && !counts.contains_key(&count)
+        {
+            return Some(format!(
+                "{other} and {file} split the run differently (into {} and {count} agents)",
+                counts.keys().next().copied().unwrap_or(0)
+            ));
+        }
+        counts.insert(count, file);
+        if count > 1
+            && let Some(other) = seen.insert((index, count), file)
+        {
+            return Some(format!(
+                "{other} and {file} are both shard {index}/{count}: the same agent's results twice would count its messages twice"
+            ));
+        }
+    }
+    None
+}
+
+/// The error tables added up: rows of one class, step and code are one row, with up to
+/// three distinct samples.
+fn merge_errors(inputs: &[Input]) -> Vec<ErrorRow> {
+    let mut rows: BTreeMap<(String, String, u16), ErrorRow> = BTreeMap::new();
+    for row in inputs.iter().flat_map(|i| &i.results.errors) {
+        let key = (row.class.clone(), row.phase.clone(), row.code);
+        let merged = rows.entry(key).or_insert_with(|| ErrorRow {
+            count: 0,
+            sample: None,
+            samples: Vec::new(),
+            ..row.clone()
+        });
+        merged.count += row.count;
+        for s in row.samples.iter().chain(row.sample.iter()) {
+            if merged.samples.len() < 3 && !merged.samples.contains(s) {
+                merged.samples.push(s.clone());
+            }
+        }
+        merged.sample = merged.samples.first().cloned();
+    }
+    rows.into_values().collect()
+}
+
+/// A sink file's runs (`extra.runs`).
+fn sink_runs(i: &Input) -> Result<BTreeMap<String, RunReport>, String> {
+    match i.results.extra.get("runs") {
+        None => Ok(BTreeMap::new()),
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| format!("{}: extra.runs is not a sink's run list: {e}", i.name)),
+    }
+}
+
+/// The sinks' summary, from the summed counters and histograms, the sums of what the
+/// sinks counted apart, and the united runs.
+fn sink_summary(
+    inputs: &[Input],
+    total: &Recorder,
+    runs: &BTreeMap<String, RunReport>,
+    duration_s: f64,
+) -> SinkSummary {
+    let parts: Vec<&SinkSummary> = inputs
+        .iter()
+        .filter_map(|i| match &i.results.summary {
+            Summary::Sink(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let sum = |f: fn(&SinkSummary) -> u64| parts.iter().map(|s| f(s)).sum::<u64>();
+    let c = &total.counters;
+    let e2e = total.hist(super::Metric::E2e);
+    let (refused, abandoned, unconfirmed) = (
+        sum(|s| s.refused),
+        sum(|s| s.abandoned),
+        sum(|s| s.unconfirmed),
+    );
+    let missing = runs.values().map(|r| r.missing_count).sum::<u64>();
+    let mut faults = BTreeMap::new();
+    for s in &parts {
+        for (k, v) in &s.faults {
+            *faults.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    let bounces = parts.iter().filter_map(|s| s.bounces.as_ref()).fold(
+        None,
+        |acc: Option<super::summary::BouncesSent>, b| {
+            let mut a = acc.unwrap_or_default();
+            a.sent += b.sent;
+            a.failed += b.failed;
+            a.dropped += b.dropped;
+            Some(a)
+        },
+    );
+    SinkSummary {
+        sessions: c.connections,
+        tls_sessions: c.tls_connections,
+        transactions: c.sent,
+        messages: c.accepted,
+        recipients: c.rcpts.delivered,
+        bytes: c.bytes,
+        rejected: c.rejected,
+        refused,
+        abandoned,
+        unconfirmed,
+        protocol_errors: c.errors,
+        duplicates: runs.values().map(|r| r.duplicates).sum(),
+        missing,
+        lost: missing.saturating_sub(refused + abandoned + unconfirmed),
+        null_sender: sum(|s| s.null_sender),
+        untracked: sum(|s| s.untracked),
+        msgs_per_sec: c.accepted as f64 / duration_s,
+        mpm: c.accepted as f64 / duration_s * 60.0,
+        e2e_p50_ms: super::hist::ms(e2e, 0.5),
+        e2e_p99_ms: super::hist::ms(e2e, 0.99),
+        faults,
+        bounces,
+        duration_s,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,81 @@
+//! The agents' series on one interval grid: points that end at the same time since the
+//! shared start (`--start-at` + k × interval) are one point, their counters summed and
+//! their histograms added, so every interval's rate and percentiles are recomputed from
+//! the merged data rather than averaged.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+
+use crate::stats::collector::SERIES_HISTS;
+use crate::stats::hist::{decode, encode, ms};
+use crate::stats::recorder::{add_hist, new_histogram};
+use crate::stats::{Counters, IntervalPoint, Results};
+
+/// A share of an interval by which a point's end may miss the grid and still be on it
+/// (timer wake-up, a late tick); a run's final sliver past a grid line is a point of its own.
+const ON_GRID: f64 = 0.25;
+
+#[derive(Default)]
+struct Cell {
+    t_s: f64,
+    dt_s: f64,
+    counters: Counters,
+    cpu_pct: f64,
+    hists: BTreeMap<String, Histogram<u64>>,
+}
+
+/// The merged series of `runs`, time zero at `t0_us` (µs since the Unix epoch), on a grid
+/// of `interval_s`. The error names a histogram that does not decode.
+pub fn merge(
+    runs: &[(&str, &Results)],
+    t0_us: u64,
+    interval_s: f64,
+) -> Result<Vec<IntervalPoint>, String> {
+    let interval_s = interval_s.max(1e-3);
+    let mut cells: BTreeMap<u64, Cell> = BTreeMap::new();
+    for (name, r) in runs {
+        let offset_s = r.started_at_us.saturating_sub(t0_us) as f64 / 1e6;
+        for p in &r.series {
+            let end_s = offset_s + p.t_s;
+            let k = (end_s / interval_s - ON_GRID).ceil().max(1.0) as u64;
+            let c = cells.entry(k).or_default();
+            c.t_s = c.t_s.max(end_s);
+            c.dt_s = c.dt_s.max(p.dt_s);
+            c.counters.add(&p.counters);
+            c.cpu_pct += p.cpu_pct;
+            for (metric, text) in &p.hists {
+                let h =
+                    decode(text).map_err(|e| format!("{name}: series at {:.1} s: {e}", p.t_s))?;
+                add_hist(
+                    c.hists.entry(metric.clone()).or_insert_with(new_histogram),
+                    &h,
+                );
+            }
+        }
+    }
+    Ok(cells.into_values().map(point).collect())
+}
+
+/// One merged point, its figures recomputed from its sums.
+fn point(c: Cell) -> IntervalPoint {
+    let empty = new_histogram();
+    let hist = |name: &str| c.hists.get(name).unwrap_or(&empty);
+    let dt = c.dt_s.max(1e-9);
+    IntervalPoint {
+        t_s: c.t_s,
+        dt_s: c.dt_s,
+        msgs_per_sec: c.counters.accepted as f64 / dt,
+        p50_ms: ms(hist("total"), 0.5),
+        p99_ms: ms(hist("total"), 0.99),
+        lag_p99_ms: ms(hist("lag"), 0.99),
+        e2e_p99_ms: (!hist("e2e").is_empty()).then(|| ms(hist("e2e"), 0.99)),
+        cpu_pct: c.cpu_pct,
+        hists: SERIES_HISTS
+            .iter()
+            .filter_map(|(name, _)| c.hists.get(*name).map(|h| (name.to_string(), encode(h))))
+            .collect(),
+        counters: c.counters,
+        relay: Default::default(),
+    }
+}

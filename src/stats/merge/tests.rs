@@ -1,0 +1,241 @@
+use std::ops::Range;
+
+use serde_json::json;
+
+use super::*;
+use crate::stats::Metric;
+use crate::stats::hist::encode;
+use crate::stats::recorder::new_histogram;
+use crate::stats::results::RunParts;
+use crate::stats::{IntervalPoint, Recorder, Steps};
+
+/// Merges send results.
+fn merge_send(inputs: &[Input], force: bool) -> Result<Results, String> {
+    merge(inputs, STEPS, force)
+}
+
+const STEPS: Steps = Steps(&["connect", "banner", "mail", "rcpt", "data", "quit"]);
+
+const T0: u64 = 1_800_000_000_000_000;
+
+/// An agent that had `ms` as whole-transaction latencies, one second per point of
+/// `per_point` messages, started `late_us` after T0.
+fn agent(name: &str, run_id: u64, ms: Range<u64>, shard: Option<(u64, u64)>) -> Input {
+    agent_at(name, run_id, ms, shard, 0)
+}
+
+fn agent_at(
+    name: &str,
+    run_id: u64,
+    ms: Range<u64>,
+    shard: Option<(u64, u64)>,
+    late_us: u64,
+) -> Input {
+    let mut total = Recorder::new();
+    let mut series = Vec::new();
+    let values: Vec<u64> = ms.collect();
+    for (i, chunk) in values.chunks(10).enumerate() {
+        let mut iv = Recorder::new();
+        for v in chunk {
+            iv.record_us(Metric::Total, v * 1000);
+            iv.counters.sent += 1;
+            iv.counters.accepted += 1;
+        }
+        series.push(IntervalPoint {
+            t_s: (i + 1) as f64 + 0.002,
+            dt_s: 1.0,
+            counters: iv.counters.clone(),
+            hists: [("total".to_string(), encode(iv.hist(Metric::Total)))].into(),
+            ..IntervalPoint::default()
+        });
+        total.merge(&iv);
+    }
+    let secs = series.len() as f64;
+    let n = total.counters.sent;
+    let mut r = Results::assemble(RunParts {
+        command: "send",
+        run_id,
+        started_us: T0 + late_us,
+        duration_s: secs,
+        config: json!({"interval_s": 1.0, "concurrency": 2, "rate": 10, "thresholds": ["p99(total)<150ms"]}),
+        summary: Summary::Send(SendSummary::derive(&total, n, secs, secs)),
+        steps: STEPS,
+        self_report: SelfReport::default(),
+        total,
+        series,
+    });
+    if let Some((index, count)) = shard {
+        r.extra.insert(
+            "shard".into(),
+            json!({"index": index, "count": count, "label": format!("{index}/{count}")}),
+        );
+    }
+    Input {
+        name: name.into(),
+        results: r,
+    }
+}
+
+#[test]
+fn histograms_add_to_exactly_the_one_agent_percentiles() {
+    let a = agent("a.json", 7, 1..101, Some((0, 2)));
+    let b = agent("b.json", 7, 101..201, Some((1, 2)));
+    let m = merge_send(&[a, b], false).expect("merges");
+    let mut all = new_histogram();
+    for v in 1..201u64 {
+        all.record(v * 1000).expect("record");
+    }
+    let expected = HistJson::from_hist(&all);
+    assert_eq!(m.latency["total"], expected, "merged histogram");
+    assert_eq!(
+        (expected.p50_us / 1000, expected.p99_us / 1000),
+        (100, 198),
+        "the known percentiles"
+    );
+    assert_eq!((m.counters.sent, m.counters.accepted), (200, 200));
+    let Summary::Send(s) = &m.summary else {
+        panic!("a send summary, got {:?}", m.summary)
+    };
+    assert_eq!((s.injection.intended, s.injection.accepted), (200, 200));
+    assert_eq!(s.p99_ms, expected.p99_us as f64 / 1000.0);
+    assert_eq!(m.config["concurrency"], 4, "the agents' connections add up");
+    assert_eq!(m.series.len(), 10, "ten aligned seconds");
+    assert_eq!(m.series[0].counters.accepted, 20);
+    assert!(
+        (m.series[0].msgs_per_sec - 20.0).abs() < 1e-9,
+        "rate of the merged interval: {}",
+        m.series[0].msgs_per_sec
+    );
+    // Seconds 0 and 5 hold 1..10 ms and 101..110 ms: the interval's p99 is 110 ms.
+    assert_eq!(m.series[0].p99_ms.round(), 110.0);
+    assert_eq!(m.extra["agents"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn merging_is_associative() {
+    let parts = || {
+        [
+            agent("a.json", 7, 1..41, Some((0, 3))),
+            agent("b.json", 7, 41..101, Some((1, 3))),
+            agent_at("c.json", 7, 5..75, Some((2, 3)), 400_000),
+        ]
+    };
+    let [a, b, c] = parts();
+    let ab = merge_send(&[a, b], false).expect("a+b");
+    let left = merge_send(
+        &[
+            Input {
+                name: "ab.json".into(),
+                results: ab,
+            },
+            c,
+        ],
+        false,
+    )
+    .expect("(a+b)+c");
+    let [a, b, c] = parts();
+    let bc = merge_send(&[b, c], false).expect("b+c");
+    let right = merge_send(
+        &[
+            a,
+            Input {
+                name: "bc.json".into(),
+                results: bc,
+            },
+        ],
+        false,
+    )
+    .expect("a+(b+c)");
+    assert_eq!(left.counters, right.counters);
+    assert_eq!(left.latency, right.latency);
+    assert_eq!(left.summary, right.summary);
+    let per_point = |r: &Results| -> Vec<(u64, u64)> {
+        r.series
+            .iter()
+            .map(|p| (p.counters.accepted, (p.p99_ms * 1000.0) as u64))
+            .collect()
+    };
+    assert_eq!(per_point(&left), per_point(&right));
+    assert_eq!(left.extra["agents"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn different_runs_configurations_and_repeated_shards_are_refused_in_one_line() {
+    let cases: [(Vec<Input>, &str); 4] = [
+        (
+            vec![
+                agent("a.json", 7, 1..11, None),
+                agent("b.json", 8, 1..11, None),
+            ],
+            "a.json has run id 0000000000000007 and b.json has 0000000000000008",
+        ),
+        (
+            vec![
+                agent("a.json", 7, 1..11, Some((1, 2))),
+                agent("b.json", 7, 1..11, Some((1, 2))),
+            ],
+            "a.json and b.json are both shard 1/2",
+        ),
+        (
+            vec![
+                agent("a.json", 7, 1..11, Some((0, 2))),
+                agent("b.json", 7, 1..11, Some((1, 3))),
+            ],
+            "split the run differently",
+        ),
+        (
+            {
+                let mut b = agent("b.json", 7, 1..11, None);
+                b.results.config["rate"] = 20.into();
+                vec![agent("a.json", 7, 1..11, None), b]
+            },
+            "config.rate: 10 against 20",
+        ),
+    ];
+    for (inputs, says) in cases {
+        let err = merge_send(&inputs, false).expect_err(says);
+        assert!(
+            err.contains(says) && err.ends_with("--force merges anyway") && !err.contains('\n'),
+            "expected one line with {says:?}, got {err:?}"
+        );
+        let forced = merge_send(&inputs, true).expect("--force merges");
+        let recorded = forced.extra["merge"]["forced"].to_string();
+        assert!(recorded.contains(says), "forced: {recorded}");
+    }
+    let mut sink = agent("s.json", 7, 1..11, None);
+    sink.results.command = "relay".into();
+    let err = merge_send(&[sink], false).expect_err("a relay");
+    assert!(err.starts_with("s.json: a relay run"), "{err}");
+}
+
+#[test]
+fn sinks_unite_their_sequence_numbers() {
+    let report = |seen: Vec<[u64; 2]>, duplicates: u64| {
+        let distinct = seen.iter().map(|[a, b]| b - a + 1).sum();
+        let max_seq = seen.last().map_or(0, |r| r[1]);
+        BTreeMap::from([(
+            "0000000000000007".to_string(),
+            RunReport {
+                distinct,
+                arrivals: distinct + duplicates,
+                duplicates,
+                max_seq,
+                missing: Vec::new(),
+                missing_count: 0,
+                seen,
+            },
+        )])
+    };
+    // Even numbers at one sink, odd at the other, 7 at both, 12 and 14 nowhere.
+    let evens: Vec<[u64; 2]> = (0..=10).step_by(2).map(|s| [s, s]).collect();
+    let odds: Vec<[u64; 2]> = [1, 3, 5, 7, 9, 11, 13].iter().map(|s| [*s, *s]).collect();
+    let mut b = odds.clone();
+    b.push([16, 16]);
+    let runs = runs::merge(&[report(evens, 1), report(b, 0), report(vec![[7, 7]], 0)]);
+    let r = &runs["0000000000000007"];
+    assert_eq!(r.seen, vec![[0, 11], [13, 13], [16, 16]]);
+    assert_eq!(r.distinct, 14);
+    assert_eq!(r.duplicates, 2, "one at a sink, one across sinks");
+    assert_eq!((r.max_seq, r.missing_count), (16, 3));
+    assert_eq!(r.missing, vec![12, 14, 15]);
+}

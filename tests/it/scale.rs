@@ -1,0 +1,522 @@
+//! Issue 16: one run split over agents started as separate processes, the way a launcher
+//! starts them (its index variable, a shared `--start-at` and `--run-id`), and merged:
+//! the merged counts equal the single run's, the merged arrivals keep the single
+//! schedule, the sinks see one run without loss or duplicates; several sinks merge too;
+//! two agents drive a lab Postfix; bad splits and merges are refused in one line.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use mailbench::lab::{LabOptions, Mta, QueueKind};
+
+use crate::sink::Sink;
+use crate::util::{
+    TempDir, describe, mailbench, refused_in_one_line, require, results, run_expect, wait_until,
+};
+
+/// The launchers' index variables, all removed from an agent's environment before its
+/// own is set.
+const INDEX_VARIABLES: &[&str] = &[
+    "JOB_COMPLETION_INDEX",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_PROCID",
+    "NOMAD_ALLOC_INDEX",
+    "PARALLEL_SEQ",
+];
+
+/// A UTC time `ahead` from now in RFC 3339 with milliseconds, as an operator would give
+/// every agent.
+fn start_in(ahead: Duration) -> String {
+    let at = SystemTime::now() + ahead;
+    let ms = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis();
+    let out = Command::new("date")
+        .args(["-u", "-d", &format!("@{}", ms / 1000), "+%Y-%m-%dT%H:%M:%S"])
+        .output()
+        .expect("date");
+    format!(
+        "{}.{:03}Z",
+        String::from_utf8_lossy(&out.stdout).trim(),
+        ms % 1000
+    )
+}
+
+/// Starts agent `index` of a split send, its index given the launcher's way: `var` set to
+/// `value` (`None`: `--shard` names the index itself).
+fn agent(args: &[String], launcher: Option<(&str, String)>) -> Child {
+    let mut cmd = mailbench();
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for v in INDEX_VARIABLES {
+        cmd.env_remove(v);
+    }
+    if let Some((var, value)) = launcher {
+        cmd.env(var, value);
+    }
+    cmd.spawn().expect("start an agent")
+}
+
+fn wait_ok(child: Child, what: &str) {
+    let out = child.wait_with_output().expect("agent ends");
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&[what], &out));
+}
+
+fn path(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// The sink's record of one run id.
+fn seen_run(sink: &serde_json::Value, run_id: &str) -> serde_json::Value {
+    sink["extra"]["runs"][run_id].clone()
+}
+
+#[test]
+fn open_loop_agents_merge_into_the_single_schedule() {
+    let dir = TempDir::new("scale-open");
+    let sink_json = dir.0.join("sink.json");
+    let sink = Sink::start(&["--json", &path(&sink_json)]);
+    // 50 messages a second for 2 s: a gap of 20 ms, so that each one ends inside the
+    // interval it was scheduled in and the per-interval counts are exact.
+    let shape = |run_id: &str, json: &Path| -> Vec<String> {
+        [
+            "send",
+            &sink.target(),
+            "--rate",
+            "50/s",
+            "-n",
+            "100",
+            "-c",
+            "8",
+            "--run-id",
+            run_id,
+            "--json",
+            &path(json),
+            "-q",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let single_json = dir.0.join("single.json");
+    let single = agent(&shape("5ca1e001", &single_json), None);
+    wait_ok(single, "the single agent");
+    let one = results(&single_json);
+    for (count, var, one_based) in [
+        (2u64, "JOB_COMPLETION_INDEX", false),
+        (3, "PARALLEL_SEQ", true),
+        (4, "SLURM_PROCID", false),
+    ] {
+        let run_id = format!("5ca1e00{count}");
+        let start_at = start_in(Duration::from_millis(1200));
+        let files: Vec<PathBuf> = (0..count)
+            .map(|i| dir.0.join(format!("agent-{count}-{i}.json")))
+            .collect();
+        let agents: Vec<Child> = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut args = shape(&run_id, f);
+                args.extend([
+                    "--shard".into(),
+                    format!("auto/{count}"),
+                    "--start-at".into(),
+                    start_at.clone(),
+                ]);
+                let index = if one_based { i + 1 } else { i };
+                agent(&args, Some((var, index.to_string())))
+            })
+            .collect();
+        for a in agents {
+            wait_ok(a, &format!("an agent of {count}"));
+        }
+        for (i, f) in files.iter().enumerate() {
+            let r = results(f);
+            let shard = &r["extra"]["shard"];
+            assert_eq!(
+                (shard["index"].as_u64(), shard["count"].as_u64()),
+                (Some(i as u64), Some(count)),
+                "{var} gave agent {i} of {count}: {shard:#}"
+            );
+            let offset = shard["start_offset_s"].as_f64().expect("an offset");
+            assert!(
+                (-0.05..0.5).contains(&offset),
+                "agent {i} of {count} began {offset} s off the shared start"
+            );
+            assert_eq!(r["run_id"], format!("00000000{run_id}"));
+        }
+        let merged_json = dir.0.join(format!("merged-{count}.json"));
+        let mut args = vec!["merge".to_string()];
+        args.extend(files.iter().map(|f| path(f)));
+        args.extend(["-o".into(), path(&merged_json)]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_expect(&args, 0);
+        let m = results(&merged_json);
+        let s = &m["summary"];
+        for key in ["intended", "sent", "accepted"] {
+            assert_eq!(
+                s[key], one["summary"][key],
+                "{count} agents merged: {key} (merged {s:#})"
+            );
+        }
+        assert_eq!(s["accepted"], 100);
+        assert_eq!(s["failed"], 0);
+        // The merged arrivals keep the single schedule: 50 a second in each interval.
+        let per_interval: Vec<u64> = m["series"]
+            .as_array()
+            .expect("series")
+            .iter()
+            .map(|p| p["sent"].as_u64().unwrap_or(0))
+            .filter(|n| *n > 0)
+            .collect();
+        assert_eq!(per_interval.len(), 2, "{count} agents: {per_interval:?}");
+        for n in &per_interval {
+            assert!(
+                n.abs_diff(50) <= 1,
+                "{count} agents, per interval: {per_interval:?}"
+            );
+        }
+        // Latency: within noise of the one agent doing the same work on loopback.
+        let p50 = |r: &serde_json::Value| r["latency"]["total"]["p50_us"].as_f64().unwrap_or(0.0);
+        assert!(
+            (p50(&m) - p50(&one)).abs() < 5_000.0,
+            "p50 merged {} µs against one agent {} µs",
+            p50(&m),
+            p50(&one)
+        );
+        assert_eq!(
+            m["extra"]["agents"].as_array().map(Vec::len),
+            Some(count as usize)
+        );
+    }
+    let (code, _) = sink.stop();
+    assert_eq!(code, Some(0));
+    let sunk = results(&sink_json);
+    for count in 1..=4 {
+        let run = seen_run(&sunk, &format!("000000005ca1e00{count}"));
+        assert_eq!(
+            (
+                run["distinct"].as_u64(),
+                run["missing_count"].as_u64(),
+                run["duplicates"].as_u64(),
+                run["max_seq"].as_u64()
+            ),
+            (Some(100), Some(0), Some(0), Some(99)),
+            "the sink saw run {count} whole: {run:#}"
+        );
+    }
+}
+
+#[test]
+fn closed_loop_agents_and_two_sinks_merge_exactly() {
+    let dir = TempDir::new("scale-closed");
+    let sink_files = [dir.0.join("sink-a.json"), dir.0.join("sink-b.json")];
+    let sinks: Vec<Sink> = sink_files
+        .iter()
+        .map(|f| Sink::start(&["--json", &path(f), "--run-id", "5e5e"]))
+        .collect();
+    let files: Vec<PathBuf> = (0..3)
+        .map(|i| dir.0.join(format!("agent-{i}.json")))
+        .collect();
+    let agents: Vec<Child> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let args: Vec<String> = [
+                "send",
+                &sinks[i % 2].target(),
+                "-n",
+                "1000",
+                "-c",
+                "7",
+                "--shard",
+                &format!("{i}/3"),
+                "--run-id",
+                "c105ed",
+                "--json",
+                &path(f),
+                "-q",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            agent(&args, None)
+        })
+        .collect();
+    for a in agents {
+        wait_ok(a, "a closed-loop agent");
+    }
+    let concurrency: Vec<u64> = files
+        .iter()
+        .map(|f| results(f)["config"]["concurrency"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(concurrency, vec![3, 2, 2], "-c 7 over 3 agents");
+    let merged = dir.0.join("merged.json");
+    let mut args = vec!["merge".to_string()];
+    args.extend(files.iter().map(|f| path(f)));
+    args.extend(["-o".into(), path(&merged)]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_expect(&args, 0);
+    let m = results(&merged);
+    assert_eq!(
+        (
+            m["summary"]["sent"].as_u64(),
+            m["summary"]["accepted"].as_u64()
+        ),
+        (Some(1000), Some(1000)),
+        "{:#}",
+        m["summary"]
+    );
+    assert_eq!(
+        m["summary"]["connections"], 7,
+        "one connection per slot of -c"
+    );
+    assert_eq!(m["config"]["concurrency"], 7);
+    for s in sinks {
+        let (code, _) = s.stop();
+        assert_eq!(code, Some(0));
+    }
+    let sinks_merged = dir.0.join("sinks.json");
+    run_expect(
+        &[
+            "merge",
+            &path(&sink_files[0]),
+            &path(&sink_files[1]),
+            "-o",
+            &path(&sinks_merged),
+        ],
+        0,
+    );
+    let s = results(&sinks_merged);
+    assert_eq!(
+        (
+            s["summary"]["messages"].as_u64(),
+            s["summary"]["lost"].as_u64(),
+            s["summary"]["duplicates"].as_u64(),
+            s["summary"]["missing"].as_u64()
+        ),
+        (Some(1000), Some(0), Some(0), Some(0)),
+        "{:#}",
+        s["summary"]
+    );
+    let run = seen_run(&s, "0000000000c105ed");
+    assert_eq!(run["seen"], serde_json::json!([[0, 999]]), "{run:#}");
+    // Each sink alone saw a part with gaps: neither is the whole picture.
+    let alone = results(&sink_files[0]);
+    assert!(seen_run(&alone, "0000000000c105ed")["missing_count"].as_u64() > Some(0));
+}
+
+#[test]
+fn two_agents_drive_one_lab_postfix_into_one_sink() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let dir = TempDir::new("scale-postfix");
+    let sink_json = dir.0.join("sink.json");
+    let sink = Sink::start(&["--json", &path(&sink_json)]);
+    let lab = Mta::Postfix
+        .start(&LabOptions {
+            hops: 1,
+            queue: QueueKind::Tmpfs,
+            settings: Vec::new(),
+            limits: Default::default(),
+            relay: ([127, 0, 0, 1], sink.port).into(),
+            relay_lmtp: false,
+            starttls: false,
+            hold: false,
+            dkim: None,
+            dns: None,
+        })
+        .expect("lab Postfix starts (CI runs as root)");
+    let target = lab.entry().to_string();
+    let start_at = start_in(Duration::from_millis(1000));
+    let files: Vec<PathBuf> = (0..2)
+        .map(|i| dir.0.join(format!("agent-{i}.json")))
+        .collect();
+    let agents: Vec<Child> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let args: Vec<String> = [
+                "send",
+                &target,
+                "--rate",
+                "200/s",
+                "-n",
+                "600",
+                "-c",
+                "16",
+                "--shard",
+                "auto/2",
+                "--start-at",
+                &start_at,
+                "--run-id",
+                "9057f1c",
+                "--json",
+                &path(f),
+                "-q",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            agent(&args, Some(("NOMAD_ALLOC_INDEX", i.to_string())))
+        })
+        .collect();
+    for a in agents {
+        wait_ok(a, "an agent against Postfix");
+    }
+    let merged = dir.0.join("merged.json");
+    run_expect(
+        &[
+            "merge",
+            &path(&files[0]),
+            &path(&files[1]),
+            "-o",
+            &path(&merged),
+        ],
+        0,
+    );
+    let m = results(&merged);
+    assert_eq!(m["summary"]["accepted"], 600, "{:#}", m["summary"]);
+    assert!(
+        wait_until(Duration::from_secs(60), || lab.delivered_logged() >= 600),
+        "Postfix delivered {} of 600",
+        lab.delivered_logged()
+    );
+    let (code, _) = sink.stop();
+    assert_eq!(code, Some(0));
+    let run = seen_run(&results(&sink_json), "0000000009057f1c");
+    assert_eq!(
+        (
+            run["distinct"].as_u64(),
+            run["missing_count"].as_u64(),
+            run["duplicates"].as_u64()
+        ),
+        (Some(600), Some(0), Some(0)),
+        "the sink saw one run through Postfix: {run:#}"
+    );
+    assert_eq!(lab.delivered_logged(), 600, "maillog agrees");
+}
+
+#[test]
+fn bad_splits_and_merges_are_refused_in_one_line() {
+    let dir = TempDir::new("scale-refused");
+    for (args, needle) in [
+        (
+            vec!["send", "127.0.0.1:1", "--shard", "2/2", "--run-id", "ab"],
+            "--shard 2/2",
+        ),
+        (
+            vec!["send", "127.0.0.1:1", "--shard", "0/2"],
+            "give every agent the same --run-id",
+        ),
+        (
+            vec![
+                "send",
+                "127.0.0.1:1",
+                "--shard",
+                "0/4",
+                "-c",
+                "2",
+                "--run-id",
+                "ab",
+            ],
+            "give -c 4 or more",
+        ),
+        (vec!["send", "127.0.0.1:1", "--run-id", "zz"], "--run-id zz"),
+        (
+            vec!["send", "127.0.0.1:1", "--start-at", "noon"],
+            "--start-at noon",
+        ),
+        (
+            vec!["send", "127.0.0.1:1", "--start-at", "+1s", "--rounds", "2"],
+            "one round",
+        ),
+    ] {
+        refused_in_one_line(&args, needle);
+    }
+    // auto/N with no launcher variable: the clean environment says which ones it read.
+    let mut cmd = mailbench();
+    cmd.args(["send", "127.0.0.1:1", "--shard", "auto/2", "--run-id", "ab"]);
+    for v in INDEX_VARIABLES {
+        cmd.env_remove(v);
+    }
+    let out = cmd.output().expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("JOB_COMPLETION_INDEX") && err.lines().count() == 1,
+        "{err}"
+    );
+
+    // Two runs' files, and a file of another schema version.
+    let sink = Sink::start(&[]);
+    let files: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .zip(["aaaa", "bbbb"])
+        .map(|(name, id)| {
+            let f = dir.0.join(format!("{name}.json"));
+            run_expect(
+                &[
+                    "send",
+                    &sink.target(),
+                    "-n",
+                    "20",
+                    "--run-id",
+                    id,
+                    "--json",
+                    &path(&f),
+                    "-q",
+                ],
+                0,
+            );
+            f
+        })
+        .collect();
+    let out = dir.0.join("m.json");
+    refused_in_one_line(
+        &[
+            "merge",
+            &path(&files[0]),
+            &path(&files[1]),
+            "-o",
+            &path(&out),
+        ],
+        "has run id 000000000000aaaa",
+    );
+    run_expect(
+        &[
+            "merge",
+            &path(&files[0]),
+            &path(&files[1]),
+            "-o",
+            &path(&out),
+            "--force",
+        ],
+        0,
+    );
+    let forced = results(&out);
+    assert_eq!(forced["summary"]["accepted"], 40);
+    assert!(
+        forced["extra"]["merge"]["forced"][0]
+            .as_str()
+            .is_some_and(|s| s.contains("run id"))
+    );
+    let mut other = results(&files[1]);
+    other["schema_version"] = 99.into();
+    let v99 = dir.0.join("v99.json");
+    std::fs::write(&v99, other.to_string()).expect("write");
+    refused_in_one_line(
+        &[
+            "merge",
+            &path(&files[0]),
+            &path(&v99),
+            "-o",
+            &path(&out),
+            "--force",
+        ],
+        "schema_version 99",
+    );
+    drop(sink);
+}
