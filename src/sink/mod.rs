@@ -25,9 +25,8 @@ use tokio_util::task::TaskTracker;
 use crate::run::exporter::{self, Gauge};
 use crate::run::{Finished, Runner};
 use crate::shutdown::Shutdown;
-use crate::stats::hist::ms;
 use crate::stats::results::{Results, RunParts};
-use crate::stats::summary::{BouncesSent, SinkSummary, Summary, Vocabulary};
+use crate::stats::summary::{BouncesSent, SinkSummary, SinkTallies, Summary, Vocabulary};
 use crate::stats::{Metric, Shards, Steps};
 use crate::transport::listen::{Listener, accept};
 
@@ -202,47 +201,21 @@ async fn accept_loop(l: Listener, sh: Arc<Shared>, conns: TaskTracker, cut: Canc
 
 /// The sink's summary, from what it recorded and counted.
 fn summarize(sh: &Shared, f: &Finished) -> SinkSummary {
-    let c = &f.total.counters;
-    let e2e = f.total.hist(Metric::E2e);
     let d = &sh.delivery;
-    let missing: u64 = d
-        .correlator
-        .report()
-        .values()
-        .map(|r| r.missing_count)
-        .sum();
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    let (refused, abandoned, unconfirmed) = (
-        load(&sh.refused),
-        load(&sh.abandoned),
-        load(&sh.unconfirmed),
-    );
-    let secs = f.duration_s;
-    SinkSummary {
-        sessions: c.connections,
-        tls_sessions: c.tls_connections,
-        transactions: c.sent,
-        messages: c.accepted,
-        recipients: c.rcpts.delivered,
-        bytes: c.bytes,
-        rejected: c.rejected,
-        refused,
-        abandoned,
-        unconfirmed,
-        protocol_errors: c.errors,
-        duplicates: d.correlator.duplicates(),
-        missing,
-        // A sequence number that never arrived is lost only if the sink did not refuse it
-        // and its client did not give it up: each of those ends one attempt without a
-        // delivery. Exact when the clients do not retry (mailbench send); behind a
-        // retrying MTA use `relay`, which knows what the MTA accepted.
-        lost: missing.saturating_sub(refused + abandoned + unconfirmed),
+    let tallies = SinkTallies {
+        refused: load(&sh.refused),
+        abandoned: load(&sh.abandoned),
+        unconfirmed: load(&sh.unconfirmed),
         null_sender: load(&d.bounces),
         untracked: d.correlator.untracked(),
-        msgs_per_sec: c.accepted as f64 / secs,
-        mpm: c.accepted as f64 / secs * 60.0,
-        e2e_p50_ms: ms(e2e, 0.5),
-        e2e_p99_ms: ms(e2e, 0.99),
+        duplicates: d.correlator.duplicates(),
+        missing: d
+            .correlator
+            .report()
+            .values()
+            .map(|r| r.missing_count)
+            .sum(),
         faults: sh
             .faults
             .counts()
@@ -254,6 +227,6 @@ fn summarize(sh: &Shared, f: &Finished) -> SinkSummary {
             failed: load(&b.counts.failed),
             dropped: load(&b.counts.dropped),
         }),
-        duration_s: secs,
-    }
+    };
+    SinkSummary::derive(&f.total, tallies, f.duration_s)
 }

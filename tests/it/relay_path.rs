@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use mailbench::lab::{LabOptions, Mta, QueueKind};
+use mailbench::lab::QueueKind;
 
 use crate::sink::Sink;
-use crate::util::{TempDir, Terminated, require, results, run_expect, wait_until};
+use crate::util::{TempDir, Terminated, postfix_to_sink, require, results, run_expect, wait_until};
 
 #[test]
 fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
@@ -17,20 +17,7 @@ fn postfix_relays_every_message_from_send_to_sink_exactly_once() {
     let dir = TempDir::new("relay-path");
     let json = dir.0.join("sink.json");
     let sink = Sink::start(&["--json", &json.to_string_lossy()]);
-    let lab = Mta::Postfix
-        .start(&LabOptions {
-            hops: 1,
-            queue: QueueKind::Disk,
-            settings: Vec::new(),
-            limits: Default::default(),
-            relay: ([127, 0, 0, 1], sink.port).into(),
-            relay_lmtp: false,
-            starttls: false,
-            hold: false,
-            dkim: None,
-            dns: None,
-        })
-        .expect("lab Postfix starts (CI runs as root)");
+    let lab = postfix_to_sink(sink.port, QueueKind::Disk);
     let target = lab.entry().to_string();
     let send_json = dir.0.join("send.json");
     run_expect(

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use mailbench::lab::{LabOptions, Mta, QueueKind};
+use mailbench::lab::QueueKind;
 
 use crate::sink::Sink;
 use crate::util::{
-    TempDir, describe, mailbench, refused_in_one_line, require, results, run_expect, wait_until,
+    TempDir, describe, mailbench, postfix_to_sink, refused_in_one_line, require, results,
+    run_expect, wait_until,
 };
 
 /// The launchers' index variables, all removed from an agent's environment before its
@@ -44,27 +45,68 @@ fn start_in(ahead: Duration) -> String {
     )
 }
 
-/// Starts agent `index` of a split send, its index given the launcher's way: `var` set to
-/// `value` (`None`: `--shard` names the index itself).
-fn agent(args: &[String], launcher: Option<(&str, String)>) -> Child {
-    let mut cmd = mailbench();
-    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for v in INDEX_VARIABLES {
-        cmd.env_remove(v);
-    }
-    if let Some((var, value)) = launcher {
-        cmd.env(var, value);
-    }
-    cmd.spawn().expect("start an agent")
-}
+/// What starts one agent: its arguments, and the launcher's index variable with its
+/// value (`None`: `--shard` names the index itself).
+type AgentStart = (Vec<String>, Option<(&'static str, String)>);
 
-fn wait_ok(child: Child, what: &str) {
-    let out = child.wait_with_output().expect("agent ends");
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&[what], &out));
+/// Starts `count` agents at once, agent i as `start(i, its results file)` says, the way a
+/// launcher would (every index variable removed but its own), and waits for all of them to
+/// succeed; their results files, `DIR/TAG-i.json`.
+fn run_agents(
+    dir: &Path,
+    tag: &str,
+    count: usize,
+    start: impl Fn(usize, &Path) -> AgentStart,
+) -> Vec<PathBuf> {
+    let files: Vec<PathBuf> = (0..count)
+        .map(|i| dir.join(format!("{tag}-{i}.json")))
+        .collect();
+    let agents: Vec<Child> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let (args, launcher) = start(i, f);
+            let mut cmd = mailbench();
+            cmd.args(&args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            for v in INDEX_VARIABLES {
+                cmd.env_remove(v);
+            }
+            if let Some((var, value)) = launcher {
+                cmd.env(var, value);
+            }
+            cmd.spawn().expect("start an agent")
+        })
+        .collect();
+    for (i, a) in agents.into_iter().enumerate() {
+        let out = a.wait_with_output().expect("agent ends");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            describe(&[&format!("agent {i} of {count} ({tag})")], &out)
+        );
+    }
+    files
 }
 
 fn path(p: &Path) -> String {
     p.to_string_lossy().into_owned()
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+/// `mailbench merge FILES -o OUT` (exit 0 expected), and the merged results.
+fn merged(files: &[PathBuf], out: &Path) -> serde_json::Value {
+    let mut args = vec!["merge".to_string()];
+    args.extend(files.iter().map(|f| path(f)));
+    args.extend(["-o".into(), path(out)]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_expect(&args, 0);
+    results(out)
 }
 
 /// The sink's record of one run id.
@@ -80,7 +122,7 @@ fn open_loop_agents_merge_into_the_single_schedule() {
     // 50 messages a second for 2 s: a gap of 20 ms, so that each one ends inside the
     // interval it was scheduled in and the per-interval counts are exact.
     let shape = |run_id: &str, json: &Path| -> Vec<String> {
-        [
+        strings(&[
             "send",
             &sink.target(),
             "--rate",
@@ -94,15 +136,10 @@ fn open_loop_agents_merge_into_the_single_schedule() {
             "--json",
             &path(json),
             "-q",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+        ])
     };
-    let single_json = dir.0.join("single.json");
-    let single = agent(&shape("5ca1e001", &single_json), None);
-    wait_ok(single, "the single agent");
-    let one = results(&single_json);
+    let single = run_agents(&dir.0, "single", 1, |_, f| (shape("5ca1e001", f), None));
+    let one = results(&single[0]);
     for (count, var, one_based) in [
         (2u64, "JOB_COMPLETION_INDEX", false),
         (3, "PARALLEL_SEQ", true),
@@ -110,27 +147,17 @@ fn open_loop_agents_merge_into_the_single_schedule() {
     ] {
         let run_id = format!("5ca1e00{count}");
         let start_at = start_in(Duration::from_millis(1200));
-        let files: Vec<PathBuf> = (0..count)
-            .map(|i| dir.0.join(format!("agent-{count}-{i}.json")))
-            .collect();
-        let agents: Vec<Child> = files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let mut args = shape(&run_id, f);
-                args.extend([
-                    "--shard".into(),
-                    format!("auto/{count}"),
-                    "--start-at".into(),
-                    start_at.clone(),
-                ]);
-                let index = if one_based { i + 1 } else { i };
-                agent(&args, Some((var, index.to_string())))
-            })
-            .collect();
-        for a in agents {
-            wait_ok(a, &format!("an agent of {count}"));
-        }
+        let files = run_agents(&dir.0, &format!("agent-{count}"), count as usize, |i, f| {
+            let mut args = shape(&run_id, f);
+            args.extend([
+                "--shard".into(),
+                format!("auto/{count}"),
+                "--start-at".into(),
+                start_at.clone(),
+            ]);
+            let index = if one_based { i + 1 } else { i };
+            (args, Some((var, index.to_string())))
+        });
         for (i, f) in files.iter().enumerate() {
             let r = results(f);
             let shard = &r["extra"]["shard"];
@@ -146,13 +173,7 @@ fn open_loop_agents_merge_into_the_single_schedule() {
             );
             assert_eq!(r["run_id"], format!("00000000{run_id}"));
         }
-        let merged_json = dir.0.join(format!("merged-{count}.json"));
-        let mut args = vec!["merge".to_string()];
-        args.extend(files.iter().map(|f| path(f)));
-        args.extend(["-o".into(), path(&merged_json)]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        run_expect(&args, 0);
-        let m = results(&merged_json);
+        let m = merged(&files, &dir.0.join(format!("merged-{count}.json")));
         let s = &m["summary"];
         for key in ["intended", "sent", "accepted"] {
             assert_eq!(
@@ -216,49 +237,30 @@ fn closed_loop_agents_and_two_sinks_merge_exactly() {
         .iter()
         .map(|f| Sink::start(&["--json", &path(f), "--run-id", "5e5e"]))
         .collect();
-    let files: Vec<PathBuf> = (0..3)
-        .map(|i| dir.0.join(format!("agent-{i}.json")))
-        .collect();
-    let agents: Vec<Child> = files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let args: Vec<String> = [
-                "send",
-                &sinks[i % 2].target(),
-                "-n",
-                "1000",
-                "-c",
-                "7",
-                "--shard",
-                &format!("{i}/3"),
-                "--run-id",
-                "c105ed",
-                "--json",
-                &path(f),
-                "-q",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            agent(&args, None)
-        })
-        .collect();
-    for a in agents {
-        wait_ok(a, "a closed-loop agent");
-    }
+    let files = run_agents(&dir.0, "agent", 3, |i, f| {
+        let args = strings(&[
+            "send",
+            &sinks[i % 2].target(),
+            "-n",
+            "1000",
+            "-c",
+            "7",
+            "--shard",
+            &format!("{i}/3"),
+            "--run-id",
+            "c105ed",
+            "--json",
+            &path(f),
+            "-q",
+        ]);
+        (args, None)
+    });
     let concurrency: Vec<u64> = files
         .iter()
         .map(|f| results(f)["config"]["concurrency"].as_u64().unwrap_or(0))
         .collect();
     assert_eq!(concurrency, vec![3, 2, 2], "-c 7 over 3 agents");
-    let merged = dir.0.join("merged.json");
-    let mut args = vec!["merge".to_string()];
-    args.extend(files.iter().map(|f| path(f)));
-    args.extend(["-o".into(), path(&merged)]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    run_expect(&args, 0);
-    let m = results(&merged);
+    let m = merged(&files, &dir.0.join("merged.json"));
     assert_eq!(
         (
             m["summary"]["sent"].as_u64(),
@@ -277,18 +279,7 @@ fn closed_loop_agents_and_two_sinks_merge_exactly() {
         let (code, _) = s.stop();
         assert_eq!(code, Some(0));
     }
-    let sinks_merged = dir.0.join("sinks.json");
-    run_expect(
-        &[
-            "merge",
-            &path(&sink_files[0]),
-            &path(&sink_files[1]),
-            "-o",
-            &path(&sinks_merged),
-        ],
-        0,
-    );
-    let s = results(&sinks_merged);
+    let s = merged(&sink_files, &dir.0.join("sinks.json"));
     assert_eq!(
         (
             s["summary"]["messages"].as_u64(),
@@ -315,69 +306,32 @@ fn two_agents_drive_one_lab_postfix_into_one_sink() {
     let dir = TempDir::new("scale-postfix");
     let sink_json = dir.0.join("sink.json");
     let sink = Sink::start(&["--json", &path(&sink_json)]);
-    let lab = Mta::Postfix
-        .start(&LabOptions {
-            hops: 1,
-            queue: QueueKind::Tmpfs,
-            settings: Vec::new(),
-            limits: Default::default(),
-            relay: ([127, 0, 0, 1], sink.port).into(),
-            relay_lmtp: false,
-            starttls: false,
-            hold: false,
-            dkim: None,
-            dns: None,
-        })
-        .expect("lab Postfix starts (CI runs as root)");
+    let lab = postfix_to_sink(sink.port, QueueKind::Tmpfs);
     let target = lab.entry().to_string();
     let start_at = start_in(Duration::from_millis(1000));
-    let files: Vec<PathBuf> = (0..2)
-        .map(|i| dir.0.join(format!("agent-{i}.json")))
-        .collect();
-    let agents: Vec<Child> = files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let args: Vec<String> = [
-                "send",
-                &target,
-                "--rate",
-                "200/s",
-                "-n",
-                "600",
-                "-c",
-                "16",
-                "--shard",
-                "auto/2",
-                "--start-at",
-                &start_at,
-                "--run-id",
-                "9057f1c",
-                "--json",
-                &path(f),
-                "-q",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            agent(&args, Some(("NOMAD_ALLOC_INDEX", i.to_string())))
-        })
-        .collect();
-    for a in agents {
-        wait_ok(a, "an agent against Postfix");
-    }
-    let merged = dir.0.join("merged.json");
-    run_expect(
-        &[
-            "merge",
-            &path(&files[0]),
-            &path(&files[1]),
-            "-o",
-            &path(&merged),
-        ],
-        0,
-    );
-    let m = results(&merged);
+    let files = run_agents(&dir.0, "agent", 2, |i, f| {
+        let args = strings(&[
+            "send",
+            &target,
+            "--rate",
+            "200/s",
+            "-n",
+            "600",
+            "-c",
+            "16",
+            "--shard",
+            "auto/2",
+            "--start-at",
+            &start_at,
+            "--run-id",
+            "9057f1c",
+            "--json",
+            &path(f),
+            "-q",
+        ]);
+        (args, Some(("NOMAD_ALLOC_INDEX", i.to_string())))
+    });
+    let m = merged(&files, &dir.0.join("merged.json"));
     assert_eq!(m["summary"]["accepted"], 600, "{:#}", m["summary"]);
     assert!(
         wait_until(Duration::from_secs(60), || lab.delivered_logged() >= 600),

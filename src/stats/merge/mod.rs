@@ -14,10 +14,9 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::collector::busiest_cpu;
-use super::hist::HistJson;
 use super::results::{ErrorRow, Results, SelfReport};
 use super::seen::RunReport;
-use super::summary::{SendSummary, SinkSummary, Summary};
+use super::summary::{BouncesSent, SendSummary, SinkSummary, SinkTallies, Summary};
 use super::{Recorder, Steps};
 
 /// One results file to merge, with the name that error lines and `extra.agents` use.
@@ -103,16 +102,8 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
             total.add_samples(metric, &h.to_hist());
         }
     }
-    let latency: BTreeMap<String, HistJson> = steps
-        .metrics()
-        .filter(|m| !total.hist(*m).is_empty())
-        .map(|m| {
-            (
-                steps.name(m).to_string(),
-                HistJson::from_hist(total.hist(m)),
-            )
-        })
-        .collect();
+    // The merged recorder holds no error rows: those are merged as rows (`merge_errors`).
+    let (latency, _) = Results::tables(&total, steps);
 
     let interval_s = first.results.config["interval_s"].as_f64().unwrap_or(1.0);
     let named: Vec<(&str, &Results)> = inputs
@@ -336,14 +327,6 @@ fn sink_summary(
         })
         .collect();
     let sum = |f: fn(&SinkSummary) -> u64| parts.iter().map(|s| f(s)).sum::<u64>();
-    let c = &total.counters;
-    let e2e = total.hist(super::Metric::E2e);
-    let (refused, abandoned, unconfirmed) = (
-        sum(|s| s.refused),
-        sum(|s| s.abandoned),
-        sum(|s| s.unconfirmed),
-    );
-    let missing = runs.values().map(|r| r.missing_count).sum::<u64>();
     let mut faults = BTreeMap::new();
     for s in &parts {
         for (k, v) in &s.faults {
@@ -352,7 +335,7 @@ fn sink_summary(
     }
     let bounces = parts.iter().filter_map(|s| s.bounces.as_ref()).fold(
         None,
-        |acc: Option<super::summary::BouncesSent>, b| {
+        |acc: Option<BouncesSent>, b| {
             let mut a = acc.unwrap_or_default();
             a.sent += b.sent;
             a.failed += b.failed;
@@ -360,31 +343,18 @@ fn sink_summary(
             Some(a)
         },
     );
-    SinkSummary {
-        sessions: c.connections,
-        tls_sessions: c.tls_connections,
-        transactions: c.sent,
-        messages: c.accepted,
-        recipients: c.rcpts.delivered,
-        bytes: c.bytes,
-        rejected: c.rejected,
-        refused,
-        abandoned,
-        unconfirmed,
-        protocol_errors: c.errors,
-        duplicates: runs.values().map(|r| r.duplicates).sum(),
-        missing,
-        lost: missing.saturating_sub(refused + abandoned + unconfirmed),
+    let tallies = SinkTallies {
+        refused: sum(|s| s.refused),
+        abandoned: sum(|s| s.abandoned),
+        unconfirmed: sum(|s| s.unconfirmed),
         null_sender: sum(|s| s.null_sender),
         untracked: sum(|s| s.untracked),
-        msgs_per_sec: c.accepted as f64 / duration_s,
-        mpm: c.accepted as f64 / duration_s * 60.0,
-        e2e_p50_ms: super::hist::ms(e2e, 0.5),
-        e2e_p99_ms: super::hist::ms(e2e, 0.99),
+        duplicates: runs.values().map(|r| r.duplicates).sum(),
+        missing: runs.values().map(|r| r.missing_count).sum(),
         faults,
         bounces,
-        duration_s,
-    }
+    };
+    SinkSummary::derive(total, tallies, duration_s)
 }
 
 #[cfg(test)]

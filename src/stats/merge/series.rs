@@ -16,13 +16,18 @@ use crate::stats::{Counters, IntervalPoint, Results};
 /// (timer wake-up, a late tick); a run's final sliver past a grid line is a point of its own.
 const ON_GRID: f64 = 0.25;
 
+/// The points of one grid interval, gathered before their histograms are decoded: each
+/// interval's histograms are decoded, added and encoded again in turn, so that memory
+/// holds one interval's at a time (an HDR histogram takes ~100 KiB in memory, and a
+/// one-hour run has 3,600 intervals).
 #[derive(Default)]
-struct Cell {
+struct Cell<'a> {
     t_s: f64,
     dt_s: f64,
     counters: Counters,
     cpu_pct: f64,
-    hists: BTreeMap<String, Histogram<u64>>,
+    /// (file, its point's time, metric, encoded histogram).
+    hists: Vec<(&'a str, f64, &'a str, &'a str)>,
 }
 
 /// The merged series of `runs`, time zero at `t0_us` (µs since the Unix epoch), on a grid
@@ -44,25 +49,27 @@ pub fn merge(
             c.dt_s = c.dt_s.max(p.dt_s);
             c.counters.add(&p.counters);
             c.cpu_pct += p.cpu_pct;
-            for (metric, text) in &p.hists {
-                let h =
-                    decode(text).map_err(|e| format!("{name}: series at {:.1} s: {e}", p.t_s))?;
-                add_hist(
-                    c.hists.entry(metric.clone()).or_insert_with(new_histogram),
-                    &h,
-                );
-            }
+            c.hists.extend(
+                p.hists
+                    .iter()
+                    .map(|(metric, text)| (*name, p.t_s, metric.as_str(), text.as_str())),
+            );
         }
     }
-    Ok(cells.into_values().map(point).collect())
+    cells.into_values().map(point).collect()
 }
 
-/// One merged point, its figures recomputed from its sums.
-fn point(c: Cell) -> IntervalPoint {
+/// One merged point, its figures recomputed from its sums and added histograms.
+fn point(c: Cell) -> Result<IntervalPoint, String> {
+    let mut hists: BTreeMap<&str, Histogram<u64>> = BTreeMap::new();
+    for (name, t_s, metric, text) in &c.hists {
+        let h = decode(text).map_err(|e| format!("{name}: series at {t_s:.1} s: {e}"))?;
+        add_hist(hists.entry(metric).or_insert_with(new_histogram), &h);
+    }
     let empty = new_histogram();
-    let hist = |name: &str| c.hists.get(name).unwrap_or(&empty);
+    let hist = |name: &str| hists.get(name).unwrap_or(&empty);
     let dt = c.dt_s.max(1e-9);
-    IntervalPoint {
+    Ok(IntervalPoint {
         t_s: c.t_s,
         dt_s: c.dt_s,
         msgs_per_sec: c.counters.accepted as f64 / dt,
@@ -73,9 +80,9 @@ fn point(c: Cell) -> IntervalPoint {
         cpu_pct: c.cpu_pct,
         hists: SERIES_HISTS
             .iter()
-            .filter_map(|(name, _)| c.hists.get(*name).map(|h| (name.to_string(), encode(h))))
+            .filter_map(|(name, _)| hists.get(name).map(|h| (name.to_string(), encode(h))))
             .collect(),
         counters: c.counters,
         relay: Default::default(),
-    }
+    })
 }

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::stats::Metric;
-use crate::stats::hist::encode;
+use crate::stats::hist::{HistJson, encode};
 use crate::stats::recorder::new_histogram;
 use crate::stats::results::RunParts;
 use crate::stats::{IntervalPoint, Recorder, Steps};

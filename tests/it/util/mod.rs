@@ -391,3 +391,25 @@ pub fn delay_proxy(target: &str, delay: Duration) -> (Proc, u16) {
     assert_eq!(line.trim(), "ready", "the delaying proxy did not start");
     (Proc(child), listen)
 }
+
+/// A one-hop lab Postfix relaying to a sink on 127.0.0.1:`sink_port`, its queue `queue`,
+/// nothing else set (CI runs as root, which a lab needs).
+pub fn postfix_to_sink(
+    sink_port: u16,
+    queue: mailbench::lab::QueueKind,
+) -> Box<dyn mailbench::lab::MtaLab> {
+    mailbench::lab::Mta::Postfix
+        .start(&mailbench::lab::LabOptions {
+            hops: 1,
+            queue,
+            settings: Vec::new(),
+            limits: Default::default(),
+            relay: ([127, 0, 0, 1], sink_port).into(),
+            relay_lmtp: false,
+            starttls: false,
+            hold: false,
+            dkim: None,
+            dns: None,
+        })
+        .expect("lab Postfix starts (CI runs as root)")
+}
