@@ -14,6 +14,7 @@ pub mod faults;
 pub mod plan;
 pub mod store;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -26,6 +27,7 @@ use crate::run::exporter::{self, Gauge};
 use crate::run::{Finished, Runner};
 use crate::shutdown::Shutdown;
 use crate::stats::results::{Results, RunParts};
+use crate::stats::seen::RunReport;
 use crate::stats::summary::{BouncesSent, SinkSummary, SinkTallies, Summary, Vocabulary};
 use crate::stats::{Metric, Shards, Steps};
 use crate::transport::listen::{Listener, accept};
@@ -142,8 +144,9 @@ pub async fn run(
     cut.cancel();
     conns.wait().await;
     let finished = runner.finish(&sh.shards);
-    let summary = summarize(&sh, &finished);
+    // Once: the report sorts every sequence number seen into ranges.
     let runs = sh.delivery.correlator.report();
+    let summary = summarize(&sh, &finished, &runs);
     let cpu_peak = finished.cpu_peak_pct();
     let mut warnings = Vec::new();
     if cpu_peak >= 90.0 * crate::stats::cpu::cpu_count() as f64 {
@@ -199,8 +202,8 @@ async fn accept_loop(l: Listener, sh: Arc<Shared>, conns: TaskTracker, cut: Canc
     }
 }
 
-/// The sink's summary, from what it recorded and counted.
-fn summarize(sh: &Shared, f: &Finished) -> SinkSummary {
+/// The sink's summary, from what it recorded and counted, and its runs' report.
+fn summarize(sh: &Shared, f: &Finished, runs: &BTreeMap<String, RunReport>) -> SinkSummary {
     let d = &sh.delivery;
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let tallies = SinkTallies {
@@ -210,12 +213,7 @@ fn summarize(sh: &Shared, f: &Finished) -> SinkSummary {
         null_sender: load(&d.bounces),
         untracked: d.correlator.untracked(),
         duplicates: d.correlator.duplicates(),
-        missing: d
-            .correlator
-            .report()
-            .values()
-            .map(|r| r.missing_count)
-            .sum(),
+        missing: runs.values().map(|r| r.missing_count).sum(),
         faults: sh
             .faults
             .counts()

@@ -251,25 +251,23 @@ fn agents_of(i: &Input) -> Vec<Value> {
 /// A line naming two agents that are the same shard of a split run, or of splits into
 /// different numbers of agents.
 fn shard_twice(agents: &[Value]) -> Option<String> {
-    let mut seen: BTreeMap<(u64, u64), &str> = BTreeMap::new();
-    let mut counts: BTreeMap<u64, &str> = BTreeMap::new();
+    // The split the first agent names, and which file had each index of it.
+    let mut split: Option<(u64, &str)> = None;
+    let mut seen: BTreeMap<u64, &str> = BTreeMap::new();
     for a in agents {
         let s = &a["shard"];
         let (Some(index), Some(count)) = (s["index"].as_u64(), s["count"].as_u64()) else {
             continue;
         };
         let file = a["file"].as_str().unwrap_or("?");
-        if let Some(other) = counts.values().next()
-            && !counts.contains_key(&count)
-        {
+        let (first_count, first_file) = *split.get_or_insert((count, file));
+        if count != first_count {
             return Some(format!(
-                "{other} and {file} split the run differently (into {} and {count} agents)",
-                counts.keys().next().copied().unwrap_or(0)
+                "{first_file} and {file} split the run differently (into {first_count} and {count} agents)"
             ));
         }
-        counts.insert(count, file);
         if count > 1
-            && let Some(other) = seen.insert((index, count), file)
+            && let Some(other) = seen.insert(index, file)
         {
             return Some(format!(
                 "{other} and {file} are both shard {index}/{count}: the same agent's results twice would count its messages twice"
