@@ -152,12 +152,7 @@ impl Sockets {
             tcp: Vec::new(),
         };
         for a in addrs {
-            let udp = udp_socket(*a).map_err(|e| format!("cannot listen on udp {a}: {e}"))?;
-            let port = udp.local_addr().map_err(|e| e.to_string())?.port();
-            let at = SocketAddr::new(a.ip(), port);
-            let tcp = TcpListener::bind(at)
-                .await
-                .map_err(|e| format!("cannot listen on tcp {at}: {e}"))?;
+            let (udp, tcp) = bind_pair(*a).await?;
             s.udp.push(udp);
             s.tcp.push(tcp);
         }
@@ -170,6 +165,25 @@ impl Sockets {
             .iter()
             .filter_map(|u| u.local_addr().ok())
             .collect()
+    }
+}
+
+/// Free UDP ports tried for port 0 before giving up: the TCP side of a port the kernel
+/// gave UDP may be taken (an outgoing connection's local port, in the same range).
+const PAIR_TRIES: usize = 32;
+
+/// UDP and TCP on `a`, on the same port; for port 0, on a port free for both.
+async fn bind_pair(a: SocketAddr) -> Result<(UdpSocket, TcpListener), String> {
+    let mut tries = if a.port() == 0 { PAIR_TRIES } else { 1 };
+    loop {
+        let udp = udp_socket(a).map_err(|e| format!("cannot listen on udp {a}: {e}"))?;
+        let port = udp.local_addr().map_err(|e| e.to_string())?.port();
+        let at = SocketAddr::new(a.ip(), port);
+        match TcpListener::bind(at).await {
+            Ok(tcp) => return Ok((udp, tcp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries > 1 => tries -= 1,
+            Err(e) => return Err(format!("cannot listen on tcp {at}: {e}")),
+        }
     }
 }
 
@@ -321,5 +335,31 @@ async fn tcp_conn(mut s: TcpStream, from: IpAddr, sh: &Shared) -> std::io::Resul
         if a.outcome == Outcome::Ignored {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn port_zero_gives_udp_and_tcp_one_port_and_a_taken_port_is_named() {
+        let any: SocketAddr = "127.0.0.1:0".parse().expect("address");
+        for _ in 0..20 {
+            let (udp, tcp) = bind_pair(any).await.expect("a free pair");
+            let (u, t) = (
+                udp.local_addr().expect("udp").port(),
+                tcp.local_addr().expect("tcp").port(),
+            );
+            assert_eq!(u, t, "UDP and TCP on one port");
+        }
+        // A port whose TCP side is taken: named, not retried elsewhere.
+        let taken = std::net::TcpListener::bind(any).expect("bind");
+        let at = taken.local_addr().expect("addr");
+        let err = bind_pair(at).await.err().unwrap_or_default();
+        assert!(
+            err.starts_with(&format!("cannot listen on tcp {at}:")),
+            "expected the taken port named, got {err:?}"
+        );
     }
 }
