@@ -110,6 +110,7 @@ pub fn plan(
         client,
         message,
         accept_log: None,
+        data_end_log: None,
         warmup,
         config_json,
     };

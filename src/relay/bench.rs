@@ -342,6 +342,7 @@ async fn run_once(
     let accepts = Arc::new(TimeLog::default());
     send.load.run_id = Some(run_id);
     send.accept_log = Some(accepts.clone());
+    send.data_end_log = Some(Arc::new(TimeLog::default()));
     let sink = SinkPlan::embedded(
         Listen::Tcp(plan.sink),
         plan.sink_rules.clone(),

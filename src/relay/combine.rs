@@ -1,14 +1,18 @@
 //! Putting a relay run together: the generator's results (what the MTA accepted) and the
 //! sink's (what arrived) become the relay's. Deliveries are this run's traced messages that
 //! the MTA had accepted, counted per recipient (loss) and per message (rate); what the
-//! MTA bounced is matched to the message it returns; end to end runs from the MTA's
-//! acceptance to the sink's confirmed reply, per message; the series gets the delivery
-//! side and the MTA's resources per interval.
+//! MTA bounced is matched to the message it returns; end to end runs from the end of each
+//! message's data (the MTA cannot pass a message on before it has all of it, while its 250
+//! may reach the client after the next hop has the message: those are counted, never
+//! clamped) to the sink's confirmed reply; the series gets the delivery side on the
+//! generator's grid (`grid`) and the MTA's resources per interval. When messages arrive in
+//! several copies (a fan-out), the drain and the backlog count recipients.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::grid::Grid;
 use crate::run::sampler::Observed;
 use crate::sink::delivery::Delivery;
 use crate::stats::Results;
@@ -23,9 +27,14 @@ use crate::stats::timelog::TimeLog;
 pub(super) struct CombineInputs {
     /// Accept time (wall µs) per sequence number the MTA accepted.
     pub(super) accepts: HashMap<u64, u64>,
-    /// Wall-clock µs when injection started: time zero of the series.
+    /// When each accepted message's data had been written to its end (wall µs), where the
+    /// generator logged it: end to end counts from it (from the acceptance otherwise).
+    pub(super) data_ends: HashMap<u64, u64>,
+    /// Wall-clock µs when injection started: the drain counts from it.
     pub(super) origin_us: u64,
     pub(super) interval: Duration,
+    /// Wall-clock µs when the watch for deliveries ended: the end of the series.
+    pub(super) end_us: u64,
     /// The MTA, as the sampler saw it.
     pub(super) observed: Observed,
     pub(super) expected: u64,
@@ -41,58 +50,100 @@ pub(super) struct CombineInputs {
     pub(super) released: Option<super::run::Released>,
 }
 
+/// One accepted message that arrived, on the wall clock (µs).
+struct Msg {
+    /// The client read the MTA's 250.
+    accept_us: u64,
+    /// End to end counts from here: the end of its data write (or the acceptance).
+    from_us: u64,
+    /// Its first confirmed arrival.
+    arrival_us: u64,
+}
+
 /// One run's delivery side, per message: what arrived of what the MTA accepted.
 struct Arrived {
-    /// Arrival time (wall µs) of each accepted message that arrived.
-    at: Vec<(u64, u64)>,
+    /// Each accepted message that arrived.
+    msgs: Vec<Msg>,
     /// Accepted sequence numbers that never arrived (the first 1,000, in order).
     lost_seqs: Vec<u64>,
 }
 
-/// End to end per recipient, when some message arrived in several copies (a fan-out):
-/// each copy's time since its acceptance, once per new recipient it brought. `None` when
-/// every message arrived whole (then it equals the per-message figure).
-fn per_recipient(accepts: &HashMap<u64, u64>, delivery: &Delivery) -> Option<HistJson> {
-    let copies = delivery
+/// Where end to end counts from for message `seq`: the end of its data, else its acceptance.
+fn from_us(x: &CombineInputs, seq: u64, accept_us: u64) -> u64 {
+    x.data_ends.get(&seq).copied().unwrap_or(accept_us)
+}
+
+/// The copies of accepted messages that brought new recipients: (sequence number, arrival
+/// µs, how many); and whether some message arrived in several (a fan-out).
+fn copies(accepts: &HashMap<u64, u64>, delivery: &Delivery) -> (Vec<(u64, u64, u64)>, bool) {
+    let all = delivery
         .recipient_arrivals
         .lock()
         .unwrap_or_else(|p| p.into_inner());
+    let mine: Vec<(u64, u64, u64)> = all
+        .iter()
+        .filter(|(seq, _, _)| accepts.contains_key(seq))
+        .copied()
+        .collect();
     let mut seen = std::collections::HashSet::new();
-    if copies.iter().all(|(seq, _, _)| seen.insert(*seq)) {
-        return None;
-    }
+    let several = !mine.iter().all(|(seq, _, _)| seen.insert(*seq));
+    (mine, several)
+}
+
+/// End to end per recipient, when some message arrived in several copies: each copy's
+/// time since its message's data ended, once per new recipient it brought.
+fn per_recipient(x: &CombineInputs, copies: &[(u64, u64, u64)]) -> Option<HistJson> {
     let mut h = new_histogram();
-    for (seq, at, n) in copies.iter() {
-        if let Some(acc) = accepts.get(seq) {
-            record_clamped(&mut h, at.saturating_sub(*acc), *n);
+    for (seq, at, n) in copies {
+        if let Some(acc) = x.accepts.get(seq) {
+            let from = from_us(x, *seq, *acc);
+            if *at >= from {
+                record_clamped(&mut h, at - from, *n);
+            }
         }
     }
     (!h.is_empty()).then(|| HistJson::from_hist(&h))
 }
 
-fn arrived(accepts: &HashMap<u64, u64>, arrivals: &TimeLog) -> Arrived {
+fn arrived(x: &CombineInputs, arrivals: &TimeLog) -> Arrived {
     let times: HashMap<u64, u64> = arrivals.entries().into_iter().collect();
-    let mut at = Vec::with_capacity(accepts.len());
+    let mut msgs = Vec::with_capacity(x.accepts.len());
     let mut lost = Vec::new();
-    for (seq, acc) in accepts {
+    for (seq, acc) in &x.accepts {
         match times.get(seq) {
-            Some(t) => at.push((*acc, *t)),
+            Some(t) => msgs.push(Msg {
+                accept_us: *acc,
+                from_us: from_us(x, *seq, *acc),
+                arrival_us: *t,
+            }),
             None => lost.push(*seq),
         }
     }
     lost.sort_unstable();
     lost.truncate(1000);
     Arrived {
-        at,
+        msgs,
         lost_seqs: lost,
     }
 }
 
+/// Messages that reached the receiver before the client read the MTA's 250: how many, and
+/// the largest lead, ms.
+fn before_accept(msgs: &[Msg]) -> (u64, Option<f64>) {
+    let leads: Vec<u64> = msgs
+        .iter()
+        .filter(|m| m.arrival_us < m.accept_us)
+        .map(|m| m.accept_us - m.arrival_us)
+        .collect();
+    let max = leads.iter().max().map(|us| *us as f64 / 1000.0);
+    (leads.len() as u64, max)
+}
+
 /// Puts the generator's and the sink's results together into the relay's: deliveries
 /// are this run's traced messages that the MTA had accepted, counted per recipient
-/// (loss) and per message (rate); end to end runs from the MTA's acceptance to the
-/// sink's confirmed reply, per message; the series gets the delivery side and the MTA's
-/// resources per interval.
+/// (loss) and per message (rate, unless messages arrived in several copies); end to end
+/// runs from the end of each message's data to the sink's confirmed reply; the series
+/// gets the delivery side on the generator's grid and the MTA's resources per interval.
 pub(super) fn combine(
     mut send: Results,
     sink: Results,
@@ -130,65 +181,97 @@ pub(super) fn combine(
         .map(|(_, n)| n)
         .sum();
     let lost = x.expected.saturating_sub(acc.recipients + bounced);
-    let arrived = arrived(&x.accepts, &delivery.arrivals);
+    let arrived = arrived(x, &delivery.arrivals);
+    // A fan-out: the drain and the backlog follow the recipients, each copy in its turn.
+    let (copies, by_recipient) = copies(&x.accepts, delivery);
     let accepted = send.counters.accepted;
     let inject_s = send.duration_s.max(1e-9);
-    // Delivery rate: accepted messages that arrived, over first injection → last arrival.
-    let last_us = arrived
-        .at
-        .iter()
-        .map(|(_, t)| *t)
-        .max()
-        .unwrap_or(x.origin_us);
+    // The drain: first injection → last arrival (of any copy in a fan-out).
+    let last_us = if by_recipient {
+        copies.iter().map(|(_, t, _)| *t).max()
+    } else {
+        arrived.msgs.iter().map(|m| m.arrival_us).max()
+    }
+    .unwrap_or(x.origin_us);
     // A flush's drain starts at the release: nothing could be delivered before.
     let drain_from_us = x.released.as_ref().map_or(x.origin_us, |r| r.at_us);
     let drain_s = (last_us.saturating_sub(drain_from_us) as f64 / 1e6).max(1e-9);
-    // End to end from acceptance by the MTA, per message, overall and per interval.
-    let interval_us = (x.interval.as_micros() as u64).max(1);
-    let bucket = |t: u64| (t.saturating_sub(x.origin_us) / interval_us) as usize;
+    let drained_units = if by_recipient {
+        acc.recipients
+    } else {
+        acc.messages
+    };
+    // One grid for injection and delivery, from the generator's time zero to the end of
+    // the watch (or the last arrival, were it later).
+    let zero_us = if send.started_at_us > 0 {
+        send.started_at_us
+    } else {
+        x.origin_us
+    };
+    let grid = Grid::new(
+        &send.series,
+        x.interval,
+        zero_us,
+        x.end_us.max(last_us.saturating_add(1)),
+    );
+    let n = grid.len();
+    // Per point: handed to the MTA, delivered, and the end to end of what arrived in it.
+    let mut per_iv: Vec<(u64, u64, hdrhistogram::Histogram<u64>)> =
+        (0..n).map(|_| (0, 0, new_histogram())).collect();
     let mut e2e = new_histogram();
-    let n = arrived
-        .at
-        .iter()
-        .map(|(_, t)| bucket(*t) + 1)
-        .max()
-        .unwrap_or(0)
-        .max(send.series.len())
-        .max(x.observed.len());
-    let mut per_iv: Vec<(u64, hdrhistogram::Histogram<u64>)> =
-        (0..n).map(|_| (0, new_histogram())).collect();
-    for (acc_us, arr_us) in &arrived.at {
-        let us = arr_us.saturating_sub(*acc_us);
-        record_clamped(&mut e2e, us, 1);
-        let iv = &mut per_iv[bucket(*arr_us)];
-        iv.0 += 1;
-        record_clamped(&mut iv.1, us, 1);
-    }
-    // Backlog per interval: accepted so far minus delivered so far.
-    let (mut acc_n, mut del_n, mut max_backlog) = (0i64, 0i64, 0i64);
-    let mut series = Vec::with_capacity(n);
-    for (i, (delivered, hist)) in per_iv.iter().enumerate() {
-        // Intervals after injection (the drain) have no generator point: an empty one.
-        let mut p = send.series.get(i).cloned().unwrap_or_else(|| {
-            let t_s = (i + 1) as f64 * x.interval.as_secs_f64();
-            crate::stats::IntervalPoint {
-                t_s,
-                dt_s: x.interval.as_secs_f64(),
-                ..Default::default()
+    let mut before_data_end = 0u64;
+    for m in &arrived.msgs {
+        let iv = &mut per_iv[grid.index(m.arrival_us)];
+        if !by_recipient {
+            iv.1 += 1;
+        }
+        // Never negative on one clock: an MTA cannot deliver what it has not all received.
+        // Were the wall clock stepped between the two stamps (or only the 250 is known),
+        // the message is counted apart, never put at zero.
+        match m.arrival_us.checked_sub(m.from_us) {
+            Some(us) => {
+                record_clamped(&mut e2e, us, 1);
+                record_clamped(&mut iv.2, us, 1);
             }
-        });
-        acc_n += p.counters.accepted as i64;
+            None => before_data_end += 1,
+        }
+    }
+    if by_recipient {
+        for (_, at, k) in &copies {
+            per_iv[grid.index(*at)].1 += k;
+        }
+        // What the MTA took on, per recipient: the generator's count at each 250.
+        for (i, p) in send.series.iter().enumerate() {
+            per_iv[i].0 += p.counters.rcpts.delivered;
+        }
+    } else {
+        // What the MTA took on, per message: each accepted one at the end of its data.
+        for (seq, acc) in &x.accepts {
+            per_iv[grid.index(from_us(x, *seq, *acc))].0 += 1;
+        }
+    }
+    // Backlog per point: handed over so far minus delivered so far.
+    let (mut in_n, mut del_n, mut max_backlog) = (0i64, 0i64, 0i64);
+    let mut series = Vec::with_capacity(n);
+    for (i, (handed, delivered, hist)) in per_iv.iter().enumerate() {
+        // Points after injection (the drain) have no generator point: an empty one.
+        let mut p = send.series.get(i).cloned().unwrap_or_default();
+        if i < grid.len() {
+            (p.t_s, p.dt_s) = grid.span_s(i);
+        }
+        in_n += *handed as i64;
         del_n += *delivered as i64;
         p.relay.delivered = Some(*delivered);
-        p.relay.backlog = Some(acc_n - del_n);
+        p.relay.backlog = Some(in_n - del_n);
         p.e2e_p99_ms = (!hist.is_empty()).then(|| ms(hist, 0.99));
-        max_backlog = max_backlog.max(acc_n - del_n);
+        max_backlog = max_backlog.max(in_n - del_n);
         series.push(p);
     }
     // The sampler's readings count from the relay's start, a moment before injection.
     x.observed.fill(&mut series);
     let e2e = (!e2e.is_empty()).then(|| HistJson::from_hist(&e2e));
-    let e2e_rcpt = per_recipient(&x.accepts, delivery);
+    let e2e_rcpt = by_recipient.then(|| per_recipient(x, &copies)).flatten();
+    let (delivered_before_accept, before_accept_max_ms) = before_accept(&arrived.msgs);
     // The MTA's averages cover what was measured of it: from the first reading (the
     // relay's start, a moment before injection) to the last arrival, or to the end of
     // injection when nothing arrived after it.
@@ -200,6 +283,12 @@ pub(super) fn combine(
     let intended = match &send.summary {
         Summary::Send(s) => s.injection.intended,
         _ => send.counters.sent,
+    };
+    // The receiver's negative replies: each one a delivery the MTA had to try again (or
+    // bounce), the way its log counts `status=deferred`.
+    let receiver_rejected = match &sink.summary {
+        Summary::Sink(s) => Some(s.rejected),
+        _ => None,
     };
     send.summary = Summary::Relay(RelaySummary {
         injection: Injection::new(&send.counters, intended, inject_s),
@@ -214,10 +303,13 @@ pub(super) fn combine(
         untraced: load(&delivery.untraced),
         drained: x.drained,
         inject_mpm: accepted as f64 / inject_s * 60.0,
-        drain_mpm: acc.messages as f64 / drain_s * 60.0,
+        drain_mpm: drained_units as f64 / drain_s * 60.0,
         drain_s,
+        drain_per_recipient: by_recipient,
         e2e_p50_ms: e2e.as_ref().map_or(0.0, |h| h.p50_us as f64 / 1000.0),
         e2e_p99_ms: e2e.as_ref().map_or(0.0, |h| h.p99_us as f64 / 1000.0),
+        delivered_before_accept,
+        before_accept_max_ms,
         max_backlog,
         max_queue: series
             .iter()
@@ -225,6 +317,7 @@ pub(super) fn combine(
             .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q)))),
         maillog_sent: x.maillog_sent,
         queued_left: x.queued_left,
+        receiver_rejected,
         max_sustainable_per_sec: None,
         max_sustainable_mpm: None,
         flush_held: x.released.as_ref().map(|r| r.held),
@@ -234,8 +327,13 @@ pub(super) fn combine(
             .map(|r| r.at_us.saturating_sub(x.origin_us) as f64 / 1e6),
         ..RelaySummary::default()
     });
+    if before_data_end > 0 {
+        send.self_report.warnings.push(format!(
+            "{before_data_end} messages arrived before the instant end to end counts from (the end of their data, or their 250 where that is not known; was the wall clock stepped?): they are left out of end to end"
+        ));
+    }
     if let Some(r) = &x.released {
-        let first_us = arrived.at.iter().map(|(_, t)| *t).min();
+        let first_us = arrived.msgs.iter().map(|m| m.arrival_us).min();
         send.extra.insert(
             "flush".into(),
             serde_json::json!({
@@ -244,7 +342,7 @@ pub(super) fn combine(
                 "release_at_s": r.at_us.saturating_sub(x.origin_us) as f64 / 1e6,
                 "release_took_ms": r.took_ms,
                 "first_arrival_s": first_us.map(|t| t.saturating_sub(x.origin_us) as f64 / 1e6),
-                "arrived_before_release": arrived.at.iter().filter(|(_, t)| *t < r.at_us).count(),
+                "arrived_before_release": arrived.msgs.iter().filter(|m| m.arrival_us < r.at_us).count(),
             }),
         );
     }

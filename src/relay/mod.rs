@@ -8,13 +8,15 @@
 //!
 //! `bench` is the whole benchmark (start-up order, sweeps and the capacity search, clean-up);
 //! `run` one run of it; `dns` the embedded DNS server and the sink's addresses when the MTA
-//! resolves its destinations; `drain` the wait for deliveries; `combine` the results; `verdict`
-//! whether a search step was sustained.
+//! resolves its destinations; `drain` the wait for deliveries; `combine` the results, on the
+//! one time grid `grid` gives injection and delivery; `verdict` whether a search step was
+//! sustained.
 
 mod bench;
 mod combine;
 mod dns;
 mod drain;
+mod grid;
 pub mod run;
 pub mod verdict;
 
@@ -43,12 +45,16 @@ pub const THRESHOLDS: Vocabulary = Vocabulary {
             "inject_mpm",
             "drain_mpm",
             "drain_s",
+            "drain_per_recipient",
             "e2e_p50_ms",
             "e2e_p99_ms",
+            "delivered_before_accept",
+            "before_accept_max_ms",
             "max_backlog",
             "max_queue",
             "maillog_sent",
             "queued_left",
+            "receiver_rejected",
             "max_sustainable_per_sec",
             "max_sustainable_mpm",
             "flush_held",

@@ -1,6 +1,7 @@
 //! One relay run: the embedded sink and a sampler of the MTA start, the generator injects,
 //! the drain waits for deliveries, and the results are put together.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -151,6 +152,7 @@ pub async fn run(
         }
         (text, gauges)
     })));
+    let data_ends = r.send.data_end_log.clone();
     let origin_us = crate::stats::clock::unix_us();
     let send_start = Instant::now();
     let send = match crate::send::run(r.send, shutdown.clone()).await {
@@ -185,6 +187,7 @@ pub async fn run(
         &shutdown,
     )
     .await;
+    let end_us = crate::stats::clock::unix_us();
     sink_stop.stop.cancel();
     let observed = sampler.finish().await;
     let sink = sink_joined(sink_task.await)?;
@@ -194,8 +197,10 @@ pub async fn run(
         &delivery,
         &CombineInputs {
             accepts: r.accepts.entries().into_iter().collect(),
+            data_ends: data_ends.map_or_else(HashMap::new, |l| l.entries().into_iter().collect()),
             origin_us,
             interval: progress.interval,
+            end_us,
             observed,
             expected,
             drained,

@@ -176,13 +176,27 @@ pub fn render(r: &Results, steps: Steps, headline: &str) -> String {
         "  recipients accepted {}  refused {}",
         c.rcpts.accepted, c.rcpts.refused
     );
+    // Every rate of the line over one span, named (results before it had no span: then
+    // the bytes are put over the same span as the messages, the active one if known).
+    let span_s = r
+        .summary
+        .number("rate_span_s")
+        .filter(|s| *s > 0.0)
+        .or_else(|| r.summary.number("active_s"))
+        .unwrap_or(r.duration_s)
+        .max(1e-9);
+    let span_name = match r.summary {
+        Summary::Relay(_) => "the injection",
+        _ => "the active span",
+    };
     let _ = writeln!(
         out,
-        "  rate       {:.1} msg/s   {:.0} msg/min   {:.2} MB accepted ({:.2} MB/s)",
+        "  rate       {:.1} msg/s   {:.0} msg/min   {:.2} MB accepted ({:.2} MB/s), over {span_name} ({:.3} s)",
         num(r, "msgs_per_sec"),
         num(r, "mpm"),
         c.bytes as f64 / 1e6,
-        c.bytes as f64 / 1e6 / r.duration_s.max(1e-9)
+        c.bytes as f64 / 1e6 / span_s,
+        span_s
     );
     let _ = writeln!(
         out,
@@ -370,7 +384,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "  delivered  {} of {} recipients ({} messages)  bounced {}  lost {}  duplicates {}{}   drain MPM {:.0} (last arrival {:.2} s after the {})",
+        "  delivered  {} of {} recipients ({} messages)  bounced {}  lost {}  duplicates {}{}   drain {:.0} {}/min (last arrival {:.2} s after the {})",
         s.delivered,
         s.expected_recipients,
         s.delivered_messages,
@@ -379,6 +393,11 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         s.duplicates,
         if s.drained { "" } else { "  NOT DRAINED" },
         s.drain_mpm,
+        if s.drain_per_recipient {
+            "recipients"
+        } else {
+            "messages"
+        },
         s.drain_s,
         if s.release_at_s.is_some() {
             "release"
@@ -394,9 +413,25 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "  end to end p50 {:.3} ms  p99 {:.3} ms   max backlog {}",
-        s.e2e_p50_ms, s.e2e_p99_ms, s.max_backlog
+        "  end to end p50 {:.3} ms  p99 {:.3} ms (from the end of each message's data)   max backlog {}{}",
+        s.e2e_p50_ms,
+        s.e2e_p99_ms,
+        s.max_backlog,
+        if s.drain_per_recipient {
+            " recipients (messages arrived in several copies: drain and backlog count recipients)"
+        } else {
+            ""
+        }
     );
+    if s.delivered_before_accept > 0 {
+        let _ = writeln!(
+            out,
+            "  before 250 {} of {} messages reached the receiver before the MTA's 250 reached the client (by up to {:.3} ms)",
+            s.delivered_before_accept,
+            s.delivered_messages,
+            s.before_accept_max_ms.unwrap_or(0.0)
+        );
+    }
     if let (Some(p50), Some(p99)) = (s.e2e_recipient_p50_ms, s.e2e_recipient_p99_ms) {
         let _ = writeln!(
             out,
@@ -408,6 +443,27 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         "  other mail bounces (null sender) {}  untraced {}  cut off by the end but delivered {}",
         s.bounces, s.untraced, s.aborted_delivered
     );
+    if let Some(n) = s.receiver_rejected {
+        let faults = r.extra["sink"]["faults"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  receiver   negative replies {n}{}: each a delivery the MTA had to try again or bounce",
+            if faults.is_empty() {
+                String::new()
+            } else {
+                format!(" (sink rules fired: {faults})")
+            }
+        );
+    }
     if s.maillog_sent.is_some() {
         let _ = writeln!(
             out,

@@ -23,6 +23,7 @@ pub struct SmtpDriver {
     plan: Arc<SendPlan>,
     workload: Workload,
     accept_log: Option<Arc<TimeLog>>,
+    data_end_log: Option<Arc<TimeLog>>,
 }
 
 /// One SMTP connection, with the sizes of the transactions on the wire.
@@ -42,6 +43,7 @@ impl SmtpDriver {
         SmtpDriver {
             workload: Workload::new(&plan.message, run_id),
             accept_log: plan.accept_log.clone(),
+            data_end_log: plan.data_end_log.clone(),
             plan,
         }
     }
@@ -176,12 +178,18 @@ impl Driver for SmtpDriver {
             rec.record(phase.metric(), d);
         }
         rec.counters.bytes_out += std::mem::take(&mut conn.conn.bytes_out);
+        let data_end = conn.conn.data_end.take();
         let Some(o) = outcome else {
             return false;
         };
         let failed = record_outcome(rec, o, conn.size);
         if !failed && let Some(log) = &self.accept_log {
             log.record(seq);
+        }
+        if !failed && let (Some(log), Some(at)) = (&self.data_end_log, data_end) {
+            // The same wall clock as the acceptance: now, less how long ago the data ended.
+            let ago = u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX);
+            log.record_at(seq, crate::stats::clock::unix_us().saturating_sub(ago));
         }
         failed
     }

@@ -32,6 +32,8 @@ pub const INJECTION_KEYS: &[&str] = &[
     "msgs_per_sec",
     "mpm",
     "bytes",
+    "bytes_per_sec",
+    "rate_span_s",
 ];
 
 /// The numeric keys of `send`'s summary, and its metrics: what `--threshold` may name.

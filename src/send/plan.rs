@@ -49,6 +49,10 @@ pub struct SendPlan {
     /// When set, the wall-clock time each message was accepted (relay runs measure
     /// accept → arrival with it).
     pub accept_log: Option<Arc<crate::stats::timelog::TimeLog>>,
+    /// When set, the wall-clock time each accepted message's content was written to its
+    /// end (relay runs time end to end from it: an MTA may deliver before its 250 reaches
+    /// the client).
+    pub data_end_log: Option<Arc<crate::stats::timelog::TimeLog>>,
     /// Load this long first, kept out of the statistics (recorded apart): servers start
     /// processes and fill caches under the first load.
     pub warmup: Option<Duration>,

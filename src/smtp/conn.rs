@@ -117,6 +117,13 @@ pub struct ClientConn {
     pub timings: Vec<(Phase, Duration)>,
     /// Bytes written on this connection.
     pub bytes_out: u64,
+    /// When the write that ended the last message's content finished (the end of the
+    /// data, or the BDAT LAST chunk), set as its final reply is read: the instant a relay
+    /// times end to end from, since an MTA cannot pass a message on before it has all of
+    /// it (its 250 may reach the client after the message reached the next hop).
+    pub data_end: Option<Instant>,
+    /// When the last write finished.
+    flushed: Instant,
 }
 
 impl ClientConn {
@@ -145,6 +152,8 @@ impl ClientConn {
             tls,
             timings: Vec::with_capacity(8),
             bytes_out: 0,
+            data_end: None,
+            flushed: connected,
         };
         conn.timings.push((Phase::Connect, connected - started));
         if opts.implicit_tls && conn.tls.is_some() {
@@ -233,6 +242,9 @@ impl ClientConn {
                 Step::Read(phase) => {
                     let reply = self.read_reply(phase).await?;
                     let now = Instant::now();
+                    if phase == Phase::DataDot {
+                        self.data_end = Some(self.flushed);
+                    }
                     self.timings.push((phase, now - self.last_mark));
                     self.last_mark = now;
                     self.session.on_reply(reply)?;
@@ -285,6 +297,7 @@ impl ClientConn {
         let result = link::write(write, self.command_timeout, phase).await;
         self.chunks.clear();
         self.last_mark = Instant::now();
+        self.flushed = self.last_mark;
         Ok(result?)
     }
 

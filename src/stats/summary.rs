@@ -65,6 +65,13 @@ pub struct Injection {
     pub mpm: f64,
     /// Octets of accepted messages.
     pub bytes: u64,
+    /// The same per second over `rate_span_s`.
+    #[serde(default)]
+    pub bytes_per_sec: f64,
+    /// The span every rate here is taken over, seconds: `send`'s active span, `relay`'s
+    /// injection.
+    #[serde(default)]
+    pub rate_span_s: f64,
 }
 
 impl Injection {
@@ -84,6 +91,8 @@ impl Injection {
             msgs_per_sec: c.accepted as f64 / span_s,
             mpm: c.accepted as f64 / span_s * 60.0,
             bytes: c.bytes,
+            bytes_per_sec: c.bytes as f64 / span_s,
+            rate_span_s: span_s,
         }
     }
 }
@@ -282,15 +291,29 @@ pub struct RelaySummary {
     pub drained: bool,
     /// Accepted messages per minute over the injection.
     pub inject_mpm: f64,
-    /// Delivered messages per minute, first injection to last arrival.
+    /// Delivered messages per minute, first injection to last arrival (recipients per
+    /// minute when `drain_per_recipient`).
     pub drain_mpm: f64,
-    /// First injection to last arrival, seconds.
+    /// First injection to last arrival (of any copy when `drain_per_recipient`), seconds.
     pub drain_s: f64,
-    /// Acceptance by the MTA to the sink's confirmed reply, median, ms.
+    /// Messages arrived in several copies (a fan-out): the drain, its rate, the series'
+    /// `delivered` and the backlog count recipients, not messages.
+    #[serde(default)]
+    pub drain_per_recipient: bool,
+    /// End of the message's data (the client's last write of it) to the sink's confirmed
+    /// reply, median, ms.
     pub e2e_p50_ms: f64,
     /// The same, 99th percentile.
     pub e2e_p99_ms: f64,
-    /// Largest accepted − delivered at an interval's end.
+    /// Messages that reached the receiver before the client read the MTA's 250 (an MTA
+    /// that delivers before it replies).
+    #[serde(default)]
+    pub delivered_before_accept: u64,
+    /// The largest lead of such an arrival on its 250, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_accept_max_ms: Option<f64>,
+    /// Largest handed-over − delivered at an interval's end: messages whose data the MTA
+    /// had and accepted, not yet delivered (recipients when `drain_per_recipient`).
     pub max_backlog: i64,
     /// Largest `--queue-cmd` value.
     pub max_queue: Option<f64>,
@@ -298,6 +321,10 @@ pub struct RelaySummary {
     pub maillog_sent: Option<u64>,
     /// Messages a lab MTA still held at the end.
     pub queued_left: Option<u64>,
+    /// Negative replies the embedded sink gave the MTA (its `--sink-rule` faults among
+    /// them): each a delivery the MTA had to try again or bounce.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_rejected: Option<u64>,
     /// With `--find-max`: the highest rate sustained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_sustainable_per_sec: Option<f64>,
@@ -622,6 +649,8 @@ mod tests {
         let i = Injection::new(&c, 100, 10.0);
         assert_eq!((i.intended, i.unstarted, i.failed), (100, 10, 10));
         assert_eq!((i.msgs_per_sec, i.mpm), (8.0, 480.0));
+        // Issue 25 item 13: bytes over the same span as messages, and the span named.
+        assert_eq!((i.bytes_per_sec, i.rate_span_s), (800.0, 10.0));
         // Closed loop intends what it sent.
         assert_eq!(Injection::new(&c, 0, 10.0).unstarted, 0);
     }

@@ -67,35 +67,56 @@ pub struct Figure {
     pub better: Better,
     /// The value.
     pub value: f64,
+    /// A latency read from a microsecond histogram: two values within its resolution
+    /// (see [`resolution_ms`]) cannot be told apart.
+    pub from_hist: bool,
+}
+
+/// The smallest difference between two latencies (ms) read from the run's histograms
+/// that means anything: the width of the histogram's bucket holding the larger of them,
+/// at least the microsecond they are recorded in.
+pub fn resolution_ms(a: f64, b: f64) -> f64 {
+    let us = (a.abs().max(b.abs()) * 1000.0).round() as u64;
+    let h = crate::stats::recorder::new_histogram();
+    h.equivalent_range(us).max(1) as f64 / 1000.0
 }
 
 /// Every figure of a results document (or round), in reading order.
 pub fn figures(doc: &Value) -> Vec<Figure> {
     let mut out = Vec::new();
-    let mut push = |name: String, better, value: Option<f64>| {
+    let mut push_as = |name: String, better, value: Option<f64>, from_hist: bool| {
         if let Some(value) = value.filter(|v| v.is_finite()) {
             out.push(Figure {
                 name,
                 better,
                 value,
+                from_hist,
             });
         }
     };
     let summary = &doc["summary"];
     for (key, better) in SUMMARY {
-        push((*key).to_string(), *better, summary[*key].as_f64());
+        // Every `_ms` figure of a summary is a histogram's percentile or mean.
+        push_as(
+            (*key).to_string(),
+            *better,
+            summary[*key].as_f64(),
+            key.ends_with("_ms"),
+        );
     }
     if let Some(latency) = doc["latency"].as_object() {
         for (metric, h) in latency {
             for (q, field) in [("p50", "p50_us"), ("p99", "p99_us")] {
-                push(
+                push_as(
                     format!("{q}({metric}) ms"),
                     Better::Lower,
                     h[field].as_f64().map(|us| us / 1000.0),
+                    true,
                 );
             }
         }
     }
+    let mut push = |name: String, better, value: Option<f64>| push_as(name, better, value, false);
     let messages = [
         "delivered_messages",
         "accepted",
@@ -214,5 +235,16 @@ mod tests {
         assert_eq!(get("receiver negative replies"), Some(7.0));
         assert_eq!(get("mailbench cpu µs/unit"), Some(20.0));
         assert_eq!(f[0].name, "mpm", "headline first");
+        let hist = |n: &str| f.iter().find(|x| x.name == n).map(|x| x.from_hist);
+        assert_eq!(hist("p99(total) ms"), Some(true));
+        assert_eq!(hist("mpm"), Some(false));
+    }
+
+    #[test]
+    fn issue_25_13_the_resolution_is_a_microsecond_below_two_ms_and_a_bucket_above() {
+        assert_eq!(resolution_ms(0.0, 0.001), 0.001);
+        assert_eq!(resolution_ms(1.5, 1.2), 0.001);
+        // 3 significant figures: 100 ms sits in a bucket 64 µs wide.
+        assert_eq!(resolution_ms(100.0, 99.0), 0.064);
     }
 }

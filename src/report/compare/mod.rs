@@ -58,8 +58,9 @@ pub struct Cell {
     /// Change of the median against the baseline's, in % (`None` for the baseline, or
     /// when the baseline is 0).
     pub change_pct: Option<f64>,
-    /// `faster`, `slower`, `better`, `worse`, `within noise`, `too few rounds` or
-    /// `single runs` (`None` for the baseline).
+    /// `faster`, `slower`, `better`, `worse`, `within noise`, `within resolution` (a
+    /// latency difference the histograms cannot resolve), `too few rounds` or `single
+    /// runs` (`None` for the baseline).
     pub verdict: Option<String>,
     /// Mann-Whitney p-value where a test was made.
     pub p: Option<f64>,
@@ -169,15 +170,15 @@ pub fn compare(sides: &[Side], force: bool) -> Result<Comparison, String> {
     }
     let per_side: Vec<Vec<Vec<Figure>>> = sides.iter().map(samples).collect();
     // Row names in the baseline's order, then those only candidates have.
-    let mut names: Vec<(String, Better)> = Vec::new();
+    let mut names: Vec<(String, Better, bool)> = Vec::new();
     for f in per_side.iter().flatten().flatten() {
-        if !names.iter().any(|(n, _)| *n == f.name) {
-            names.push((f.name.clone(), f.better));
+        if !names.iter().any(|(n, _, _)| *n == f.name) {
+            names.push((f.name.clone(), f.better, f.from_hist));
         }
     }
     let primary = metrics::PRIMARY
         .iter()
-        .find(|p| names.iter().any(|(n, _)| n == *p))
+        .find(|p| names.iter().any(|(n, _, _)| n == *p))
         .map(|p| (*p).to_string());
     // With one run per side, the primary rate's verdict uses batch means of its series.
     let single = sides.iter().all(|s| s.docs.len() == 1) && per_side.iter().all(|s| s.len() == 1);
@@ -187,7 +188,7 @@ pub fn compare(sides: &[Side], force: bool) -> Result<Comparison, String> {
         .collect();
     let rows = names
         .into_iter()
-        .map(|(name, better)| {
+        .map(|(name, better, from_hist)| {
             let values: Vec<Vec<f64>> = per_side
                 .iter()
                 .map(|s| {
@@ -205,7 +206,18 @@ pub fn compare(sides: &[Side], force: bool) -> Result<Comparison, String> {
             let cells = values
                 .iter()
                 .enumerate()
-                .map(|(i, v)| cell(i, v, base, better, tested[0], tested[i]))
+                .map(|(i, v)| {
+                    let mut c = cell(i, v, base, better, tested[0], tested[i]);
+                    // A latency difference below the histograms' resolution is no verdict.
+                    if from_hist
+                        && let (true, Some(m)) = (i > 0, c.median)
+                        && (m - base).abs() <= metrics::resolution_ms(m, base)
+                    {
+                        c.verdict = Some("within resolution".into());
+                        c.p = None;
+                    }
+                    c
+                })
                 .collect();
             Row {
                 name,
@@ -286,7 +298,10 @@ impl Comparison {
             .skip(1)
             .filter(|(_, c)| {
                 let beyond = c.change_pct.is_some_and(|ch| ch < -pct);
-                let noise = matches!(c.verdict.as_deref(), Some("within noise" | "faster"));
+                let noise = matches!(
+                    c.verdict.as_deref(),
+                    Some("within noise" | "within resolution" | "faster")
+                );
                 beyond && !noise
             })
             .map(|(i, _)| self.sides[i].clone())
@@ -410,5 +425,37 @@ mod tests {
         .expect("comparable");
         assert_eq!(slower.rows[0].cells[1].verdict.as_deref(), Some("slower"));
         assert_eq!(slower.slower_than(5.0), vec!["b".to_string()]);
+    }
+
+    #[test]
+    fn issue_25_13_a_latency_difference_below_the_resolution_is_no_verdict() {
+        // Six rounds each: the e2e median 0 against 0.001 ms (one microsecond, the unit
+        // the histograms record in), and a p99 of 2 against 3 ms (clearly apart).
+        let rounds = |e2e_ms: f64, p99_us: u64| -> Vec<Value> {
+            (0..6)
+                .map(|k| {
+                    let mut r = run(1000.0 + k as f64, p99_us + k, 1);
+                    r["summary"]["e2e_p50_ms"] = e2e_ms.into();
+                    r
+                })
+                .collect()
+        };
+        let c = compare(
+            &[side("a", rounds(0.0, 2000)), side("b", rounds(0.001, 3000))],
+            false,
+        )
+        .expect("comparable");
+        let row = |n: &str| c.rows.iter().find(|r| r.name == n).expect(n);
+        assert_eq!(
+            row("e2e_p50_ms").cells[1].verdict.as_deref(),
+            Some("within resolution"),
+            "0 against 0.001 ms is no verdict"
+        );
+        assert_eq!(row("e2e_p50_ms").cells[1].p, None);
+        assert_eq!(
+            row("p99(total) ms").cells[1].verdict.as_deref(),
+            Some("slower"),
+            "a millisecond is resolved"
+        );
     }
 }
