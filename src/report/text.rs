@@ -838,6 +838,34 @@ mod tests {
     }
 
     #[test]
+    fn issue_25_13_every_rate_of_the_send_line_is_over_one_named_span() {
+        use crate::stats::Recorder;
+        use crate::stats::results::{Results, RunParts, SelfReport};
+        use crate::stats::summary::{SendSummary, Summary};
+        let mut total = Recorder::new();
+        total.counters.sent = 1000;
+        total.counters.accepted = 1000;
+        total.counters.bytes = 2_000_000;
+        // The last transaction ended 2 s in; closing the connections took the run to 20 s.
+        let summary = Summary::Send(SendSummary::derive(&total, 1000, 20.0, 2.0));
+        let r = Results::assemble(RunParts {
+            command: "send",
+            run_id: 1,
+            started_us: 0,
+            duration_s: 20.0,
+            config: serde_json::json!({}),
+            summary,
+            steps: crate::smtp::steps::STEPS,
+            self_report: SelfReport::default(),
+            total,
+            series: Vec::new(),
+        });
+        let out = super::render(&r, crate::smtp::steps::STEPS, "send");
+        let want = "rate       500.0 msg/s   30000 msg/min   2.00 MB accepted (1.00 MB/s), over the active span (2.000 s)";
+        assert!(out.contains(want), "expected {want:?} in:\n{out}");
+    }
+
+    #[test]
     fn no_mta_samples_no_table() {
         let mut out = String::new();
         sut_table(&mut out, &[IntervalPoint::default()], "MTA");
