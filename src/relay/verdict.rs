@@ -40,7 +40,7 @@ pub fn judge(r: &Results, rate: f64, rules: &StepRules) -> Result<(), String> {
 }
 
 /// Whether delivery kept pace with an open-loop step of `step_s` seconds at `rate`: the
-/// backlog (accepted minus delivered) must not grow over the step. Its trend is the mean
+/// backlog (handed over minus delivered) must not grow over the step. Its trend is the mean
 /// backlog of the second half of the step against the first half (the first interval,
 /// while the MTA warms up, left out), projected over the whole step; growth within
 /// noise is allowed: the larger of 5 messages, three standard deviations of a Poisson

@@ -29,7 +29,9 @@
 //!   and schedule, two sinks merged, two agents through a lab Postfix, refusals
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
-//! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup)
+//! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup;
+//!   issue 25: deliveries per interval and the receiver's 451s against Postfix's log, a
+//!   fan-out's drain against its `delay=`, deliveries before the 250 behind a delaying proxy)
 //! - `report`: `report` pages of every command's results opened in headless Chromium
 //!   (drawn, no script errors, the summary exact), `compare` verdicts on known numbers,
 //!   `--rounds` kept whole
