@@ -8,10 +8,12 @@
 pub mod answer;
 pub mod cache;
 pub mod faults;
+pub mod rdata;
 pub mod server;
 pub mod spec;
 pub mod tally;
 pub mod zone;
+pub mod zonefile;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
