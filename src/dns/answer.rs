@@ -133,7 +133,14 @@ impl Responder {
                 if e.version() > 0 {
                     // RFC 6891 §6.1.3: a version we do not speak is BADVERS, as version 0.
                     reply.metadata.response_code = ResponseCode::BADVERS;
-                    return self.encoded(reply, transport, 512, Decision::default(), (qname, qtype), class);
+                    return self.encoded(
+                        reply,
+                        transport,
+                        512,
+                        Decision::default(),
+                        (qname, qtype),
+                        class,
+                    );
                 }
                 e.max_payload().clamp(512, MAX_UDP)
             }

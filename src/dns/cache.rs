@@ -224,7 +224,11 @@ mod tests {
                 assert_eq!(m.answers.is_empty(), version == 1);
             }
         }
-        assert_eq!(cache.replies.len(), 2, "DO and no DO apart; BADVERS never stored");
+        assert_eq!(
+            cache.replies.len(),
+            2,
+            "DO and no DO apart; BADVERS never stored"
+        );
     }
 
     #[test]

@@ -39,9 +39,8 @@ pub fn record_type(t: &Token) -> Result<RecordType, String> {
     let s = text(t).to_ascii_uppercase();
     let rt = match s.strip_prefix("TYPE").and_then(|n| n.parse::<u16>().ok()) {
         Some(n) => RecordType::from(n),
-        None => RecordType::from_str(&s).map_err(|_| {
-            format!("{s:?} is not a record type (or the TTL or class is misspelt)")
-        })?,
+        None => RecordType::from_str(&s)
+            .map_err(|_| format!("{s:?} is not a record type (or the TTL or class is misspelt)"))?,
     };
     if REFUSED.contains(&u16::from(rt)) {
         return Err(format!(
@@ -97,9 +96,10 @@ pub fn parse(rt: RecordType, t: &[Token], origin: Option<&Name>) -> Result<RData
         RecordType::AAAA => {
             want(1)?;
             let s = text(&t[0]);
-            RData::AAAA(AAAA(s
-                .parse()
-                .map_err(|_| format!("AAAA: {s:?} is not an IPv6 address"))?))
+            RData::AAAA(AAAA(
+                s.parse()
+                    .map_err(|_| format!("AAAA: {s:?} is not an IPv6 address"))?,
+            ))
         }
         RecordType::NS => {
             want(1)?;
@@ -162,7 +162,10 @@ pub fn parse(rt: RecordType, t: &[Token], origin: Option<&Name>) -> Result<RData
                 .map_err(|_| format!("CAA: flags {:?} is not 0-255", text(&t[0])))?;
             let tag = unescape(&t[1].text)?;
             if tag.is_empty() || tag.len() > 15 || !tag.iter().all(u8::is_ascii_alphanumeric) {
-                return Err(format!("CAA: tag {:?} is not 1-15 letters or digits", text(&t[1])));
+                return Err(format!(
+                    "CAA: tag {:?} is not 1-15 letters or digits",
+                    text(&t[1])
+                ));
             }
             let value = unescape(&t[2].text)?;
             let mut w = vec![flags, tag.len() as u8];
@@ -198,7 +201,7 @@ pub fn parse(rt: RecordType, t: &[Token], origin: Option<&Name>) -> Result<RData
 /// Hex digits over one or more tokens.
 fn hex(t: &[Token]) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = t.iter().flat_map(|x| x.text.iter().copied()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err("an odd number of hex digits".into());
     }
     digits
@@ -214,13 +217,15 @@ fn hex(t: &[Token]) -> Result<Vec<u8>, String> {
 
 /// RFC 3597's `LENGTH HEX…`, the length checked.
 fn generic(t: &[Token]) -> Result<Vec<u8>, String> {
-    let (len, rest) = t
-        .split_first()
-        .ok_or("\\# needs a length and hex data")?;
+    let (len, rest) = t.split_first().ok_or("\\# needs a length and hex data")?;
     let len: usize = text(len)
         .parse()
         .map_err(|_| format!("\\# length {:?} is not a number", text(len)))?;
-    let bytes = if rest.is_empty() { Vec::new() } else { hex(rest)? };
+    let bytes = if rest.is_empty() {
+        Vec::new()
+    } else {
+        hex(rest)?
+    };
     if bytes.len() != len || len > 65_535 {
         return Err(format!("\\# says {len} bytes, the hex has {}", bytes.len()));
     }

@@ -351,21 +351,53 @@ mod tests {
     /// A zone with every case of the lookup, built record by record.
     fn authority() -> Authority {
         let mut a = Authority::default();
-        let soa = SOA::new(n("ns.lab.test."), n("h.lab.test."), 1, 3600, 600, 86400, 300);
+        let soa = SOA::new(
+            n("ns.lab.test."),
+            n("h.lab.test."),
+            1,
+            3600,
+            600,
+            86400,
+            300,
+        );
         a.add_zone(rec("lab.test.", 3600, RData::SOA(soa)))
             .expect("zone");
         let ip = |s: &str| RData::A(A(s.parse().expect("ip")));
         for r in [
             rec("lab.test.", 60, RData::MX(MX::new(10, n("mx.lab.test.")))),
             rec("mx.lab.test.", 60, ip("127.0.2.1")),
-            rec("alias.lab.test.", 60, RData::CNAME(CNAME(n("mx.lab.test.")))),
-            rec("dangle.lab.test.", 60, RData::CNAME(CNAME(n("no.lab.test.")))),
-            rec("loop.lab.test.", 60, RData::CNAME(CNAME(n("loop.lab.test.")))),
-            rec("*.wild.lab.test.", 60, RData::TXT(TXT::new(vec!["w".into()]))),
+            rec(
+                "alias.lab.test.",
+                60,
+                RData::CNAME(CNAME(n("mx.lab.test."))),
+            ),
+            rec(
+                "dangle.lab.test.",
+                60,
+                RData::CNAME(CNAME(n("no.lab.test."))),
+            ),
+            rec(
+                "loop.lab.test.",
+                60,
+                RData::CNAME(CNAME(n("loop.lab.test."))),
+            ),
+            rec(
+                "*.wild.lab.test.",
+                60,
+                RData::TXT(TXT::new(vec!["w".into()])),
+            ),
             rec("real.wild.lab.test.", 60, ip("127.0.0.9")),
             rec("x.ent.wild.lab.test.", 60, ip("127.0.0.8")),
-            rec("sel._domainkey.lab.test.", 60, RData::TXT(TXT::new(vec!["k".into()]))),
-            rec("child.lab.test.", 60, RData::NS(NS(n("ns.child.lab.test.")))),
+            rec(
+                "sel._domainkey.lab.test.",
+                60,
+                RData::TXT(TXT::new(vec!["k".into()])),
+            ),
+            rec(
+                "child.lab.test.",
+                60,
+                RData::NS(NS(n("ns.child.lab.test."))),
+            ),
             rec("ns.child.lab.test.", 60, ip("127.0.0.7")),
         ] {
             a.add(r);
@@ -379,7 +411,9 @@ mod tests {
     }
 
     fn datas(rs: &[Record]) -> Vec<String> {
-        rs.iter().map(|r| format!("{} {}", r.name, r.data)).collect()
+        rs.iter()
+            .map(|r| format!("{} {}", r.name, r.data))
+            .collect()
     }
 
     #[test]
@@ -399,15 +433,24 @@ mod tests {
         assert_eq!(f.authorities[0].ttl, 300, "min(SOA TTL 3600, MINIMUM 300)");
         let f = ask(&a, "nope.lab.test.", RecordType::A);
         assert_eq!(f.rcode, ResponseCode::NXDomain);
-        assert_eq!(ask(&a, "other.test.", RecordType::A).rcode, ResponseCode::Refused);
+        assert_eq!(
+            ask(&a, "other.test.", RecordType::A).rcode,
+            ResponseCode::Refused
+        );
     }
 
     #[test]
     fn empty_non_terminals_are_nodata_and_names_below_them_nxdomain() {
         let a = authority();
         let f = ask(&a, "_domainkey.lab.test.", RecordType::TXT);
-        assert_eq!((f.rcode, f.answers.len(), f.authorities.len()), (ResponseCode::NoError, 0, 1));
-        assert_eq!(ask(&a, "x._domainkey.lab.test.", RecordType::TXT).rcode, ResponseCode::NXDomain);
+        assert_eq!(
+            (f.rcode, f.answers.len(), f.authorities.len()),
+            (ResponseCode::NoError, 0, 1)
+        );
+        assert_eq!(
+            ask(&a, "x._domainkey.lab.test.", RecordType::TXT).rcode,
+            ResponseCode::NXDomain
+        );
     }
 
     #[test]
@@ -419,10 +462,17 @@ mod tests {
             ["alias.lab.test. mx.lab.test.", "mx.lab.test. 127.0.2.1"]
         );
         let f = ask(&a, "dangle.lab.test.", RecordType::A);
-        assert_eq!((f.rcode, f.answers.len(), f.authorities.len()), (ResponseCode::NXDomain, 1, 1));
+        assert_eq!(
+            (f.rcode, f.answers.len(), f.authorities.len()),
+            (ResponseCode::NXDomain, 1, 1)
+        );
         let f = ask(&a, "alias.lab.test.", RecordType::CNAME);
         assert_eq!(f.answers.len(), 1, "a CNAME question gets the CNAME only");
-        assert_eq!(ask(&a, "loop.lab.test.", RecordType::A).answers.len(), 1, "a loop stops");
+        assert_eq!(
+            ask(&a, "loop.lab.test.", RecordType::A).answers.len(),
+            1,
+            "a loop stops"
+        );
     }
 
     #[test]
@@ -433,9 +483,17 @@ mod tests {
         let f = ask(&a, "a.b.wild.lab.test.", RecordType::TXT);
         assert_eq!(f.answers.len(), 1, "deeper names match too");
         let f = ask(&a, "real.wild.lab.test.", RecordType::TXT);
-        assert_eq!((f.rcode, f.answers.len()), (ResponseCode::NoError, 0), "exists: NODATA");
+        assert_eq!(
+            (f.rcode, f.answers.len()),
+            (ResponseCode::NoError, 0),
+            "exists: NODATA"
+        );
         let f = ask(&a, "ent.wild.lab.test.", RecordType::TXT);
-        assert_eq!((f.rcode, f.answers.len()), (ResponseCode::NoError, 0), "ENT: NODATA");
+        assert_eq!(
+            (f.rcode, f.answers.len()),
+            (ResponseCode::NoError, 0),
+            "ENT: NODATA"
+        );
         let f = ask(&a, "y.ent.wild.lab.test.", RecordType::TXT);
         assert_eq!(f.rcode, ResponseCode::NXDomain, "no wildcard at ent.wild");
         let f = ask(&a, "any.wild.lab.test.", RecordType::A);
@@ -445,14 +503,21 @@ mod tests {
     #[test]
     fn names_at_and_below_a_cut_get_a_referral_with_glue() {
         let a = authority();
-        for q in ["child.lab.test.", "www.child.lab.test.", "ns.child.lab.test."] {
+        for q in [
+            "child.lab.test.",
+            "www.child.lab.test.",
+            "ns.child.lab.test.",
+        ] {
             let f = ask(&a, q, RecordType::A);
             assert_eq!(
                 (f.rcode, f.authoritative, f.answers.len()),
                 (ResponseCode::NoError, false, 0),
                 "{q}"
             );
-            assert_eq!(datas(&f.authorities), ["child.lab.test. ns.child.lab.test."]);
+            assert_eq!(
+                datas(&f.authorities),
+                ["child.lab.test. ns.child.lab.test."]
+            );
             assert_eq!(datas(&f.additionals), ["ns.child.lab.test. 127.0.0.7"]);
         }
         let f = ask(&a, "child.lab.test.", RecordType::DS);

@@ -378,9 +378,9 @@ pub fn read(text: &[u8]) -> Result<Vec<Read>, (usize, String)> {
                 last_ttl = Some(t);
                 t
             }
-            None => default_ttl.or(last_ttl).ok_or_else(|| {
-                at("no TTL: add $TTL at the top or a TTL to the record".into())
-            })?,
+            None => default_ttl
+                .or(last_ttl)
+                .ok_or_else(|| at("no TTL: add $TTL at the top or a TTL to the record".into()))?,
         };
         out.push(Read {
             line: e.line,
@@ -429,7 +429,9 @@ fn check(records: &[Read], apex: &Name) -> Result<(), (usize, String)> {
         .filter(|r| r.record.record_type() == RecordType::NS && r.record.name != *apex)
         .map(|r| key(&r.record.name))
         .collect();
-    let below = |k: &str, cut: &str| k.len() > cut.len() && k.ends_with(cut) && k.as_bytes()[k.len() - cut.len() - 1] == b'.';
+    let below = |k: &str, cut: &str| {
+        k.len() > cut.len() && k.ends_with(cut) && k.as_bytes()[k.len() - cut.len() - 1] == b'.'
+    };
     let mut sets: std::collections::HashMap<(String, RecordType), (u32, usize)> =
         std::collections::HashMap::new();
     for r in records {
@@ -444,23 +446,35 @@ fn check(records: &[Read], apex: &Name) -> Result<(), (usize, String)> {
         {
             return Err((
                 line,
-                format!("{} {t} is below the delegation at {cut}. and would never be served; remove it", rec.name),
+                format!(
+                    "{} {t} is below the delegation at {cut}. and would never be served; remove it",
+                    rec.name
+                ),
             ));
         }
         if cuts.contains(&k) && !matches!(t, RecordType::NS | RecordType::DS) {
             return Err((
                 line,
-                format!("{} {t} is at the delegation {k}. and would never be served; remove it", rec.name),
+                format!(
+                    "{} {t} is at the delegation {k}. and would never be served; remove it",
+                    rec.name
+                ),
             ));
         }
         if k.starts_with("*.") && t == RecordType::NS {
-            return Err((line, "a wildcard delegation is not served (RFC 4592 §4.2)".into()));
+            return Err((
+                line,
+                "a wildcard delegation is not served (RFC 4592 §4.2)".into(),
+            ));
         }
         if let Some((ttl0, line0)) = sets.get(&(k.clone(), t)) {
             if *ttl0 != rec.ttl {
                 return Err((
                     line,
-                    format!("TTL {} differs from the {} of the same set on line {line0} (RFC 2181 §5.2)", rec.ttl, ttl0),
+                    format!(
+                        "TTL {} differs from the {} of the same set on line {line0} (RFC 2181 §5.2)",
+                        rec.ttl, ttl0
+                    ),
                 ));
             }
         } else {
@@ -476,12 +490,17 @@ fn check(records: &[Read], apex: &Name) -> Result<(), (usize, String)> {
         });
         let two = t == RecordType::CNAME
             && records.iter().any(|o| {
-                key(&o.record.name) == k && o.record.record_type() == RecordType::CNAME && o.record.data != r.record.data
+                key(&o.record.name) == k
+                    && o.record.record_type() == RecordType::CNAME
+                    && o.record.data != r.record.data
             });
         if t == RecordType::CNAME && (others || two || k == apex_key) {
             return Err((
                 r.line,
-                format!("{} has a CNAME and other data (RFC 1034 §3.6.2); keep one", r.record.name),
+                format!(
+                    "{} has a CNAME and other data (RFC 1034 §3.6.2); keep one",
+                    r.record.name
+                ),
             ));
         }
     }
@@ -497,7 +516,15 @@ mod tests {
         read(text.as_bytes())
             .expect("reads")
             .iter()
-            .map(|r| format!("{} {} {} {}", r.record.name, r.record.ttl, r.record.record_type(), r.record.data))
+            .map(|r| {
+                format!(
+                    "{} {} {} {}",
+                    r.record.name,
+                    r.record.ttl,
+                    r.record.record_type(),
+                    r.record.data
+                )
+            })
             .collect()
     }
 
@@ -539,7 +566,8 @@ mod tests {
 
     #[test]
     fn omitted_ttl_class_and_owner_and_ttl_units() {
-        let got = one("$ORIGIN lab.test.\nw 1h IN A 127.0.0.1\n  A 127.0.0.2\nx IN 2d A 127.0.0.3\n");
+        let got =
+            one("$ORIGIN lab.test.\nw 1h IN A 127.0.0.1\n  A 127.0.0.2\nx IN 2d A 127.0.0.3\n");
         assert_eq!(
             got,
             [
@@ -579,14 +607,26 @@ mod tests {
         let head = "$ORIGIN lab.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n";
         assert_eq!(load(&format!("{head}@ MX 10 mx\nmx A 127.0.0.1\n")), Ok(()));
         for (body, why) in [
-            ("www.other.test. A 127.0.0.1\n", "z:4: www.other.test. is outside"),
-            ("c NS ns.c\nns.c A 127.0.0.1\nx.c TXT \"y\"\n", "z:6: x.c.lab.test. TXT is below"),
+            (
+                "www.other.test. A 127.0.0.1\n",
+                "z:4: www.other.test. is outside",
+            ),
+            (
+                "c NS ns.c\nns.c A 127.0.0.1\nx.c TXT \"y\"\n",
+                "z:6: x.c.lab.test. TXT is below",
+            ),
             ("c CNAME x\nc A 127.0.0.1\n", "CNAME and other data"),
-            ("a 60 A 127.0.0.1\na 61 A 127.0.0.2\n", "z:5: TTL 61 differs"),
+            (
+                "a 60 A 127.0.0.1\na 61 A 127.0.0.2\n",
+                "z:5: TTL 61 differs",
+            ),
             ("@ SOA ns h 1 2 3 4 5\n", "second SOA"),
         ] {
             let e = load(&format!("{head}{body}")).expect_err(body);
-            assert!(e.starts_with("--zone-file z:") && e.contains(why), "{body:?}: {e}");
+            assert!(
+                e.starts_with("--zone-file z:") && e.contains(why),
+                "{body:?}: {e}"
+            );
         }
         let e = load("$ORIGIN t.\n$TTL 1\nx A 127.0.0.1\n").expect_err("no SOA");
         assert!(e.starts_with("--zone-file z: no SOA record"), "{e}");

@@ -355,7 +355,13 @@ fn the_zone_file_example_of_dns_help_runs() {
     let args: Vec<&str> = line
         .split_whitespace()
         .skip(1)
-        .map(|a| if a == "127.53.0.1:53" { "127.0.0.1:0" } else { a })
+        .map(|a| {
+            if a == "127.53.0.1:53" {
+                "127.0.0.1:0"
+            } else {
+                a
+            }
+        })
         .collect();
     let out = mailbench()
         .current_dir(&dir.0)

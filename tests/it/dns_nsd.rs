@@ -132,7 +132,11 @@ struct Reply {
 
 impl std::fmt::Display for Reply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "    status {} flags {:?} edns {:?}", self.status, self.flags, self.edns)?;
+        writeln!(
+            f,
+            "    status {} flags {:?} edns {:?}",
+            self.status, self.flags, self.edns
+        )?;
         for (s, rs) in [
             ("answer", &self.answer),
             ("authority", &self.authority),
@@ -294,7 +298,10 @@ fn start_nsd(dir: &Path, zones: &[(&str, PathBuf)]) -> (Terminated, u16) {
          remote-control:\n  control-enable: no\n"
     );
     for (apex, file) in zones {
-        conf.push_str(&format!("zone:\n  name: {apex}\n  zonefile: {}\n", file.display()));
+        conf.push_str(&format!(
+            "zone:\n  name: {apex}\n  zonefile: {}\n",
+            file.display()
+        ));
     }
     let path = dir.join("nsd.conf");
     std::fs::write(&path, conf).expect("write nsd.conf");
@@ -321,7 +328,9 @@ fn start_mailbench(args: &[&str]) -> (Terminated, u16) {
         .expect("start mailbench dns");
     let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
     let mut line = String::new();
-    reader.read_line(&mut line).expect("dns says where it serves");
+    reader
+        .read_line(&mut line)
+        .expect("dns says where it serves");
     let port = line
         .split("127.0.0.1:")
         .nth(1)
@@ -338,7 +347,16 @@ fn wait_ready(port: u16, apex: &str, log: &Path) {
     let dig = require("dig").expect("dig");
     while Instant::now() < deadline {
         let out = Command::new(&dig)
-            .args(["@127.0.0.1", "-p", &port.to_string(), "+short", "+tries=1", "+time=1", apex, "SOA"])
+            .args([
+                "@127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "+short",
+                "+tries=1",
+                "+time=1",
+                apex,
+                "SOA",
+            ])
             .output()
             .expect("dig");
         if !out.stdout.is_empty() {
