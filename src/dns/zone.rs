@@ -87,7 +87,7 @@ pub fn key(name: &Name) -> String {
 
 /// The key of `k`'s parent ("" for a top-level name, `None` for the root), skipping dots
 /// that `to_ascii` escaped inside a label.
-fn parent(k: &str) -> Option<&str> {
+pub fn parent(k: &str) -> Option<&str> {
     let b = k.as_bytes();
     let mut i = 0;
     while i < b.len() {

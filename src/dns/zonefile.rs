@@ -7,7 +7,7 @@
 use hickory_proto::rr::{DNSClass, Name, Record, RecordType};
 
 use super::rdata;
-use super::zone::{Authority, key};
+use super::zone::{Authority, key, parent};
 
 /// One token of a record: its text as written (escapes kept), and whether it was quoted.
 #[derive(Debug, Clone, PartialEq)]
@@ -296,7 +296,10 @@ fn class_of(t: &Token) -> Option<DNSClass> {
     let s = String::from_utf8_lossy(&t.text).to_ascii_uppercase();
     match s.as_str() {
         "IN" => Some(DNSClass::IN),
-        "CH" | "CS" | "HS" | "NONE" | "ANY" => Some(DNSClass::CH),
+        "CH" => Some(DNSClass::CH),
+        "HS" => Some(DNSClass::HS),
+        "NONE" => Some(DNSClass::NONE),
+        "ANY" => Some(DNSClass::ANY),
         _ => s
             .strip_prefix("CLASS")
             .and_then(|n| n.parse::<u16>().ok())
@@ -424,13 +427,21 @@ impl Authority {
 /// The checks across records of one zone at `apex`.
 fn check(records: &[Read], apex: &Name) -> Result<(), (usize, String)> {
     let apex_key = key(apex);
-    let cuts: Vec<String> = records
+    let cuts: std::collections::HashSet<String> = records
         .iter()
         .filter(|r| r.record.record_type() == RecordType::NS && r.record.name != *apex)
         .map(|r| key(&r.record.name))
         .collect();
-    let below = |k: &str, cut: &str| {
-        k.len() > cut.len() && k.ends_with(cut) && k.as_bytes()[k.len() - cut.len() - 1] == b'.'
+    // The delegation strictly above `k`, if any.
+    let cut_above = |k: &str| -> Option<String> {
+        let mut up = parent(k);
+        while let Some(p) = up.filter(|p| p.len() > apex_key.len()) {
+            if cuts.contains(p) {
+                return Some(p.to_string());
+            }
+            up = parent(p);
+        }
+        None
     };
     let mut sets: std::collections::HashMap<(String, RecordType), (u32, usize)> =
         std::collections::HashMap::new();
@@ -441,7 +452,7 @@ fn check(records: &[Read], apex: &Name) -> Result<(), (usize, String)> {
         if !apex.zone_of(&rec.name) {
             return Err((line, format!("{} is outside the zone {apex}", rec.name)));
         }
-        if let Some(cut) = cuts.iter().find(|c| below(&k, c))
+        if let Some(cut) = cut_above(&k)
             && !matches!(t, RecordType::A | RecordType::AAAA)
         {
             return Err((
@@ -481,20 +492,27 @@ fn check(records: &[Read], apex: &Name) -> Result<(), (usize, String)> {
             sets.insert((k.clone(), t), (rec.ttl, line));
         }
     }
+    // A CNAME owner has nothing else (RFC 1034 §3.6.2), and one CNAME only.
+    let mut cnames: std::collections::HashMap<&str, &Read> = std::collections::HashMap::new();
+    let with_data: std::collections::HashSet<&str> = sets
+        .keys()
+        .filter(|(_, t)| *t != RecordType::CNAME)
+        .map(|(k, _)| k.as_str())
+        .collect();
     for r in records {
-        let k = key(&r.record.name);
-        let t = r.record.record_type();
-        let others = records.iter().any(|o| {
-            key(&o.record.name) == k
-                && (o.record.record_type() != RecordType::CNAME) != (t != RecordType::CNAME)
-        });
-        let two = t == RecordType::CNAME
-            && records.iter().any(|o| {
-                key(&o.record.name) == k
-                    && o.record.record_type() == RecordType::CNAME
-                    && o.record.data != r.record.data
-            });
-        if t == RecordType::CNAME && (others || two || k == apex_key) {
+        if r.record.record_type() != RecordType::CNAME {
+            continue;
+        }
+        let k = sets
+            .get_key_value(&(key(&r.record.name), RecordType::CNAME))
+            .map(|((k, _), _)| k.as_str())
+            .unwrap_or_default();
+        let conflict = k == apex_key
+            || cnames
+                .get(k)
+                .is_some_and(|o| o.record.data != r.record.data)
+            || with_data.contains(k);
+        if conflict {
             return Err((
                 r.line,
                 format!(
@@ -503,6 +521,7 @@ fn check(records: &[Read], apex: &Name) -> Result<(), (usize, String)> {
                 ),
             ));
         }
+        cnames.insert(k, r);
     }
     Ok(())
 }
