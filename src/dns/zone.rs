@@ -117,6 +117,9 @@ impl Authority {
         let RData::SOA(s) = &soa.data else {
             return Err(format!("{apex}: a zone starts with its SOA record"));
         };
+        if apex.is_empty() {
+            return Err("the root zone is not served; serve zones below it".into());
+        }
         if self.zones.contains_key(&apex) {
             return Err(format!("the zone {apex} is loaded twice"));
         }
