@@ -1,7 +1,8 @@
 //! One packet in, one answer out, without sockets: parse the query (hickory-proto), apply
-//! the fault rules, look the question up in the authority, and encode the reply (with the
-//! EDNS OPT echoed, additional addresses for MX targets, and the TC bit when a UDP reply
-//! does not fit). What happened is returned for the counters; nothing here blocks or
+//! the fault rules, look the question up in the authority (RFC 1034 §4.3.2, `zone`), and
+//! encode the reply (with the EDNS OPT and its DO bit echoed, BADVERS for an EDNS version
+//! above 0, additional records left out and then the TC bit set when a UDP reply does not
+//! fit). What happened is returned for the counters; nothing here blocks or
 //! panics on any input (fuzzed in `fuzz/fuzz_targets/dns_packet.rs`).
 
 use std::time::Duration;
