@@ -27,6 +27,10 @@ if [ "${1:-}" = "--for-tests" ]; then
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
   # BIND's dig: a DNS client no one here wrote, for the test DNS server.
   command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
+  # NSD's libraries: its package is only unpacked (below), so apt does not pull them in.
+  for lib in libevent-2.1-7 libfstrm0 libprotobuf-c1 libssl3 libsystemd0; do
+    dpkg -s "$lib" >/dev/null 2>&1 || need+=("$lib")
+  done
 fi
 # openssl makes a stranger's CA for the TLS-failure test and DKIM keys; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
@@ -42,6 +46,17 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+# NSD, the reference of the differential DNS test (tests/it/dns_nsd.rs): Debian's package
+# unpacked into target/peers/nsd, as bench/dns_vs_nsd.py does, never installed (its
+# postinst would add a user and start a system service).
+if [ "${1:-}" = "--for-tests" ]; then
+  peers="$(cd "$(dirname "$0")/.." && pwd)/target/peers"
+  if [ ! -x "$peers/nsd/usr/sbin/nsd" ]; then
+    mkdir -p "$peers"
+    (cd "$peers" && { apt-get download -q nsd >/dev/null 2>&1 ||
+      { apt-get update -qq && apt-get download -q nsd >/dev/null; }; } && dpkg -x nsd_*.deb nsd)
+  fi
 fi
 # The Kubernetes schemas for checking deploy/kubernetes offline (tests only), from PyPI
 # into the python3 the tests run.

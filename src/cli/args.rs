@@ -69,7 +69,9 @@ Examples:
       addresses; check with: dig @127.0.0.1 -p 5353 MX d1.example.test
   mailbench dns --domains 50 --rule 'mx:delay=200ms:10%' --rule 'a:servfail:5%' -z 60s --json dns.json
       domains d0..d49.example.test, slow MX answers and failing A answers, 60 s
-  mailbench dns --zone lab.zone --listen 127.53.0.1:53 --query-log queries.log
+  mailbench dns --zone-file lab.zone --listen 127.53.0.1:53 --query-log queries.log
+      a zone file (RFC 1035 master format, one zone with its SOA) on port 53 of
+      127.53.0.1, one line per question in queries.log
 
 Rules: TYPE[@NAME-GLOB]:ACTION[:PERCENT%][:until=DURATION] with TYPE a|aaaa|mx|txt|ptr|other|any
 and ACTION delay=DUR[-DUR], servfail, nxdomain, refused, drop (no answer) or truncate (TC bit).";

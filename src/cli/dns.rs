@@ -73,7 +73,7 @@ pub fn plan(a: &DnsArgs) -> Result<(DnsPlan, OutputPlan), String> {
         None => None,
     };
     for f in &a.zone_file {
-        let text = std::fs::read_to_string(f)
+        let text = std::fs::read(f)
             .map_err(|e| format!("--zone-file {}: cannot read it: {e}", f.display()))?;
         responder
             .authority

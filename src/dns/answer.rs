@@ -1,16 +1,17 @@
 //! One packet in, one answer out, without sockets: parse the query (hickory-proto), apply
-//! the fault rules, look the question up in the authority, and encode the reply (with the
-//! EDNS OPT echoed, additional addresses for MX targets, and the TC bit when a UDP reply
-//! does not fit). What happened is returned for the counters; nothing here blocks or
+//! the fault rules, look the question up in the authority (RFC 1034 §4.3.2, `zone`), and
+//! encode the reply (with the EDNS OPT and its DO bit echoed, BADVERS for an EDNS version
+//! above 0, additional records left out and then the TC bit set when a UDP reply does not
+//! fit). What happened is returned for the counters; nothing here blocks or
 //! panics on any input (fuzzed in `fuzz/fuzz_targets/dns_packet.rs`).
 
 use std::time::Duration;
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::{DNSClass, RData, RecordType};
+use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use super::faults::{Action, Decision, Faults, QClass};
-use super::zone::{Authority, Lookup, key};
+use super::zone::{Authority, key};
 
 /// Largest UDP reply sent, whatever a query's EDNS offers (the DNS flag day's figure).
 pub const MAX_UDP: u16 = 1232;
@@ -128,7 +129,20 @@ impl Responder {
             Some(e) => {
                 let mut edns = Edns::new();
                 edns.set_max_payload(MAX_UDP);
+                edns.set_dnssec_ok(e.flags().dnssec_ok);
                 reply.set_edns(edns);
+                if e.version() > 0 {
+                    // RFC 6891 §6.1.3: a version we do not speak is BADVERS, as version 0.
+                    reply.metadata.response_code = ResponseCode::BADVERS;
+                    return self.encoded(
+                        reply,
+                        transport,
+                        512,
+                        Decision::default(),
+                        (qname, qtype),
+                        class,
+                    );
+                }
                 e.max_payload().clamp(512, MAX_UDP)
             }
             None => 512,
@@ -149,9 +163,7 @@ impl Responder {
             Some(Action::Refused) => ResponseCode::Refused,
             Some(Action::Nxdomain) => {
                 reply.metadata.authoritative = true;
-                if let Lookup::NoData(soa) | Lookup::NxDomain(soa) =
-                    self.authority.lookup(&qname, RecordType::NULL)
-                {
+                if let Some(soa) = self.authority.negative_soa(&qname) {
                     reply.add_authority(soa.clone());
                 }
                 ResponseCode::NXDomain
@@ -166,61 +178,70 @@ impl Responder {
             {
                 ResponseCode::Refused
             }
-            _ => self.zone_answer(&mut reply, &qname, qtype),
+            _ => self.zone_answer(&mut reply, q.name(), &qname, qtype),
         };
         reply.metadata.response_code = rcode;
         reply.metadata.truncation = truncated;
+        self.encoded(reply, transport, limit, decision, (qname, qtype), class)
+    }
+
+    /// Encodes `reply` within `limit` bytes over UDP: additional records that do not fit
+    /// are left out (RFC 2181 §9), except a referral's glue; if the rest does not fit
+    /// either, the reply goes out truncated (TC) for the client to ask over TCP.
+    fn encoded(
+        &self,
+        mut reply: Message,
+        transport: Transport,
+        limit: u16,
+        decision: Decision,
+        question: (String, RecordType),
+        class: QClass,
+    ) -> Answer {
+        let id = reply.metadata.id;
+        let op = reply.metadata.op_code;
+        let mut truncated = reply.metadata.truncation;
         let mut bytes = reply.to_vec().unwrap_or_default();
         if transport == Transport::Udp && bytes.len() > usize::from(limit) {
-            truncated = true;
-            bytes = reply.truncate().to_vec().unwrap_or_default();
+            let referral = !reply.metadata.authoritative && !reply.authorities.is_empty();
+            if !referral && !reply.additionals.is_empty() {
+                reply.additionals.clear();
+                bytes = reply.to_vec().unwrap_or_default();
+            }
+            if bytes.len() > usize::from(limit) {
+                truncated = true;
+                bytes = reply.truncate().to_vec().unwrap_or_default();
+            }
         }
         if bytes.is_empty() {
             return self.error(id, op, ResponseCode::ServFail);
         }
+        let code = reply.metadata.response_code;
         Answer {
             reply: Some(bytes),
             delay: decision.delay,
             outcome: Outcome::Answered,
             class: Some(class),
-            rcode: rcode.low(),
+            rcode: code.low(),
             truncated,
             fired: decision.fired,
-            question: Some((qname, qtype)),
+            question: Some(question),
         }
     }
 
-    /// Fills the answer from the zones; returns its code.
-    fn zone_answer(&self, reply: &mut Message, qname: &str, qtype: RecordType) -> ResponseCode {
-        match self.authority.lookup(qname, qtype) {
-            Lookup::Answer(set) => {
-                reply.metadata.authoritative = true;
-                reply.answers.extend(set.iter().cloned());
-                // Addresses of the mail exchangers, as NSD and BIND add them.
-                for r in set {
-                    if let RData::MX(mx) = &r.data {
-                        let host = key(&mx.exchange);
-                        for t in [RecordType::A, RecordType::AAAA] {
-                            if let Lookup::Answer(addrs) = self.authority.lookup(&host, t) {
-                                reply.additionals.extend(addrs.iter().cloned());
-                            }
-                        }
-                    }
-                }
-                ResponseCode::NoError
-            }
-            Lookup::NoData(soa) => {
-                reply.metadata.authoritative = true;
-                reply.add_authority(soa.clone());
-                ResponseCode::NoError
-            }
-            Lookup::NxDomain(soa) => {
-                reply.metadata.authoritative = true;
-                reply.add_authority(soa.clone());
-                ResponseCode::NXDomain
-            }
-            Lookup::Refused => ResponseCode::Refused,
-        }
+    /// Fills the reply from the zones (RFC 1034 §4.3.2); returns its code.
+    fn zone_answer(
+        &self,
+        reply: &mut Message,
+        qname: &Name,
+        k: &str,
+        qtype: RecordType,
+    ) -> ResponseCode {
+        let found = self.authority.resolve(qname, k, qtype);
+        reply.metadata.authoritative = found.authoritative;
+        reply.answers = found.answers;
+        reply.authorities = found.authorities;
+        reply.additionals = found.additionals;
+        found.rcode
     }
 
     /// A bare error reply.
@@ -389,12 +410,13 @@ pub(crate) mod tests {
     #[test]
     fn a_reply_too_big_for_udp_is_truncated() {
         let mut r = responder(&[]);
-        let long = "x".repeat(200);
-        for _ in 0..5 {
+        for i in 0..5 {
+            // Five different strings: a set holds no duplicates.
+            let long = format!("{i}{}", "x".repeat(200));
             r.authority.add(hickory_proto::rr::Record::from_rdata(
                 Name::from_ascii("big.d0.example.test.").expect("n"),
                 60,
-                RData::TXT(hickory_proto::rr::rdata::TXT::new(vec![long.clone()])),
+                hickory_proto::rr::RData::TXT(hickory_proto::rr::rdata::TXT::new(vec![long])),
             ));
         }
         let q = ask("big.d0.example.test.", RecordType::TXT, false);

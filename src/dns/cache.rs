@@ -22,6 +22,8 @@ struct Plain {
     qtype: u16,
     /// The EDNS payload size offered, when the query has an OPT record.
     edns: Option<u16>,
+    /// The OPT record's DO bit, echoed in the reply.
+    dnssec_ok: bool,
 }
 
 /// Reads a plain query, or says it is not one (the slow path then handles it).
@@ -50,22 +52,26 @@ fn plain(p: &[u8]) -> Option<Plain> {
     let end = i + 4;
     let edns = match word(10)? {
         0 if p.len() == end => None,
-        // The OPT record: root name, type 41, its payload size, and nothing after it.
-        1 if p.get(end) == Some(&0) && word(end + 1)? == 41 => {
+        // The OPT record: root name, type 41, its payload size, EDNS version 0 (another
+        // is BADVERS, the slow path's), and nothing after it.
+        1 if p.get(end) == Some(&0) && word(end + 1)? == 41 && *p.get(end + 6)? == 0 => {
             let rdlen = usize::from(word(end + 9)?);
             (p.len() == end + 11 + rdlen).then_some(())?;
             Some(word(end + 3)?)
         }
         _ => return None,
     };
+    let dnssec_ok = edns.is_some() && p[end + 7] & 0x80 != 0;
     Some(Plain {
         name_end: i,
         qtype,
         edns,
+        dnssec_ok,
     })
 }
 
-/// Stored replies, by lower-cased question (name, type) and whether EDNS was used.
+/// Stored replies, by lower-cased question (name, type), whether EDNS was used and its DO
+/// bit (echoed in the reply).
 #[derive(Debug, Default)]
 pub struct AnswerCache {
     replies: HashMap<Box<[u8]>, Box<[u8]>>,
@@ -89,7 +95,8 @@ impl AnswerCache {
         self.key
             .extend(packet[12..q.name_end].iter().map(u8::to_ascii_lowercase));
         self.key.extend(q.qtype.to_be_bytes());
-        self.key.push(u8::from(q.edns.is_some()));
+        self.key
+            .push(u8::from(q.edns.is_some()) + u8::from(q.dnssec_ok));
         let class = QClass::of(q.qtype.into());
         let limit = q.edns.map_or(512, |e| e.clamp(512, super::answer::MAX_UDP));
         // No rule names a glob: the decision needs the question's class only.
@@ -185,6 +192,43 @@ mod tests {
                 .reply
         );
         assert_eq!(cache.replies.len(), 2, "with and without EDNS are apart");
+    }
+
+    /// A query with EDNS, its DO bit and version set as given.
+    fn with_opt(dnssec_ok: bool, version: u8) -> Vec<u8> {
+        let mut q = ask(7, "d1.example.test.", RecordType::MX, false, true);
+        let n = q.len();
+        q[n - 5] = version;
+        q[n - 4] = if dnssec_ok { 0x80 } else { 0 };
+        q
+    }
+
+    #[test]
+    fn the_do_bit_is_echoed_and_another_edns_version_is_badvers_cached_or_not() {
+        let r = responder(&[]);
+        let mut cache = AnswerCache::default();
+        let mut rng = fastrand::Rng::with_seed(3);
+        for _ in 0..2 {
+            for (dnssec_ok, version) in [(false, 0), (true, 0), (true, 1)] {
+                let a = cache.answer(&r, &with_opt(dnssec_ok, version), Duration::ZERO, &mut rng);
+                let m = Message::from_vec(a.reply.as_deref().expect("reply")).expect("decodes");
+                let edns = m.edns.as_ref().expect("OPT in the reply");
+                assert_eq!(
+                    (edns.flags().dnssec_ok, edns.version()),
+                    (dnssec_ok, 0),
+                    "DO echoed, version 0 spoken"
+                );
+                // BADVERS is 16 (hickory decodes 16 as BADSIG, the TSIG code of the same value).
+                let badvers = u16::from(m.metadata.response_code) == 16;
+                assert_eq!(badvers, version == 1, "do={dnssec_ok} version={version}");
+                assert_eq!(m.answers.is_empty(), version == 1);
+            }
+        }
+        assert_eq!(
+            cache.replies.len(),
+            2,
+            "DO and no DO apart; BADVERS never stored"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `mailbench dns`: an authoritative DNS server for synthetic zones (`spec`) or zone files
-//! (`zone`), with fault rules (`faults`), answering over UDP and TCP (`server`) through a
+//! (`zonefile`, `rdata`), answering as RFC 1034 §4.3.2 says (`zone`), with fault rules (`faults`), answering over UDP and TCP (`server`) through a
 //! sans-IO responder (`answer`) and, over UDP, a cache of its replies (`cache`), counting what it is asked (`tally`) into the shared
 //! statistics layer. It answers only for its own zones (REFUSED otherwise) and never
 //! recurses or forwards. The relay benchmark embeds it so that a lab MTA resolves MX and
@@ -8,10 +8,12 @@
 pub mod answer;
 pub mod cache;
 pub mod faults;
+pub mod rdata;
 pub mod server;
 pub mod spec;
 pub mod tally;
 pub mod zone;
+pub mod zonefile;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

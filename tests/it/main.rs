@@ -8,6 +8,8 @@
 //! - `dns`: issue 14 — `mailbench dns` answering dig over UDP, TCP and IPv6 as the zone
 //!   spec says, fault shares and delays, bad specs; a lab Postfix resolving 50 domains
 //!   through it and a SERVFAIL window deferring mail that arrives once it is lifted
+//! - `dns_nsd`: issue 26 — zone files and synthetic zones answered as NSD answers them,
+//!   question by question (dig), every difference listed with the RFC that allows it
 //! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
 //!   violations, and a corrupting proxy caught by the state checks
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
@@ -50,6 +52,7 @@ mod arrival;
 mod cli;
 mod deploy;
 mod dns;
+mod dns_nsd;
 mod imap;
 mod layout;
 mod live;
