@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::util::lab_relay as relay;
-use crate::util::{TempDir, Terminated, mailbench, refused_in_one_line, require, results};
+use crate::util::{
+    TempDir, Terminated, mailbench, refused_in_one_line, require, results, wait_until,
+};
 
 /// A running `mailbench dns` on a free port of 127.0.0.1 (and of ::1 when asked).
 struct Dns {
@@ -588,12 +590,19 @@ fn issue_26_two_udp_threads_count_every_question_once() {
         line,
     };
     let port: u16 = dns.port("127.0.0.1").parse().expect("port");
-    let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .expect("the server's threads")
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|comm| comm.starts_with("dns-udp"))
-        .count();
-    assert_eq!(threads, 2, "UDP threads of --threads 2");
+    // The threads start just after the line (the socket is bound: queries wait for them).
+    let udp_threads = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|tasks| {
+                tasks
+                    .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                    .filter(|comm| comm.starts_with("dns-udp"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    wait_until(Duration::from_secs(10), || udp_threads() >= 2);
+    assert_eq!(udp_threads(), 2, "UDP threads of --threads 2");
     const PER_CLIENT: usize = 1500;
     const WINDOW: usize = 30;
     // Each client sends a window of questions, then reads every reply; it returns the
