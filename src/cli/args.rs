@@ -15,7 +15,8 @@ pub struct Cli {
     pub command: Command,
     /// Threads that run connections. One (the default) is the cheapest per message: no
     /// wakeups cross threads, so more of a shared machine is left to the server under
-    /// test. Raise it only when the run warns that mailbench saturates its core.
+    /// test. Raise it only when the run warns that mailbench saturates its core. For `dns`:
+    /// the threads that serve each UDP socket.
     #[arg(long, global = true, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: u16,

@@ -47,8 +47,8 @@ pub fn faults(rules: &[String]) -> Result<Faults, String> {
     })
 }
 
-/// Validates the flags of `dns`.
-pub fn plan(a: &DnsArgs) -> Result<(DnsPlan, OutputPlan), String> {
+/// Validates the flags of `dns`; `threads` (`--threads`) serve each UDP socket.
+pub fn plan(a: &DnsArgs, threads: u16) -> Result<(DnsPlan, OutputPlan), String> {
     let listen = a
         .listen
         .iter()
@@ -96,11 +96,13 @@ pub fn plan(a: &DnsArgs) -> Result<(DnsPlan, OutputPlan), String> {
         "zones": responder.authority.zone_count(),
         "names": responder.authority.name_count(),
         "rules": responder.faults.rules,
+        "threads": threads,
     });
     let plan = DnsPlan {
         listen,
         responder: Arc::new(responder),
         query_log: a.query_log.clone(),
+        threads: usize::from(threads),
         duration: a
             .duration
             .as_deref()

@@ -62,15 +62,13 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Doctor(a) => doctor::doctor(&a),
         Command::Compare(a) => report::compare(&a),
         Command::Merge(a) => report::merge(&a),
-        Command::Dns(a) => {
-            dns::plan(&a)
-                .map_err(|e| (EXIT_USAGE, e))
-                .and_then(|(plan, outputs)| {
-                    runtime()
-                        .map_err(|e| (EXIT_FAILED, e))?
-                        .block_on(dns::dns(plan, outputs))
-                })
-        }
+        Command::Dns(a) => dns::plan(&a, cli.threads)
+            .map_err(|e| (EXIT_USAGE, e))
+            .and_then(|(plan, outputs)| {
+                runtime()
+                    .map_err(|e| (EXIT_FAILED, e))?
+                    .block_on(dns::dns(plan, outputs))
+            }),
         Command::Sink(a) => {
             sink::plan(&a)
                 .map_err(|e| (EXIT_USAGE, e))

@@ -12,6 +12,7 @@ pub mod rdata;
 pub mod server;
 pub mod spec;
 pub mod tally;
+pub mod udp;
 pub mod zone;
 pub mod zonefile;
 
@@ -65,6 +66,8 @@ pub struct DnsPlan {
     pub responder: Arc<Responder>,
     /// One line per query to this file.
     pub query_log: Option<PathBuf>,
+    /// Threads serving each UDP socket (`--threads`).
+    pub threads: usize,
     /// Stop after this long.
     pub duration: Option<std::time::Duration>,
     /// Intervals and the live line.
@@ -87,7 +90,7 @@ pub async fn run(plan: DnsPlan, sockets: Sockets, shutdown: Shutdown) -> Result<
     let start = Instant::now();
     let log = open_log(plan.query_log.as_ref())?;
     let shared = Arc::new(Shared::new(plan.responder.clone(), start, log));
-    let running = Running::start(sockets, shared.clone());
+    let running = Running::start(sockets, shared.clone(), plan.threads)?;
     let mut runner = Runner::new(start, plan.progress);
     let run_id = crate::run::new_run_id();
     let deadline = plan.duration.map(|d| start + d);

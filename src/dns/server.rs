@@ -1,23 +1,25 @@
-//! The sockets: one UDP loop per address (answers inline; a delayed answer waits in its
-//! own task), and a TCP listener per address whose connections read length-prefixed
-//! queries with an idle timeout. Everything a query costs is bounded: one 64 KiB buffer
-//! per UDP loop, a TCP connection's no larger than the largest message it sent, at most [`MAX_TCP`] connections, at most [`MAX_DELAYED`]
-//! delayed answers waiting (more are answered at once and counted as `shed`).
+//! The sockets: on each address, UDP served by one or more threads taking queries in
+//! batches ([`super::udp`]; a delayed answer waits in its own task), and a TCP listener
+//! whose connections read length-prefixed queries with an idle timeout. Everything a
+//! query costs is bounded: [`udp::BATCH`] × [`udp::SLOT`] bytes of buffer per UDP thread,
+//! a TCP connection's no larger than the largest message it sent, at most [`MAX_TCP`]
+//! connections, at most [`MAX_DELAYED`] delayed answers waiting (more are answered at
+//! once and counted as `shed`).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::task::TaskTracker;
 
 use super::answer::{Answer, Outcome, Responder, Transport};
-use super::cache::AnswerCache;
 use super::tally::Tally;
+use super::udp;
 use crate::stats::{Metric, Recorder, Shards};
 
 /// Most TCP connections served at once; more are closed on arrival.
@@ -43,7 +45,8 @@ pub struct Shared {
     /// One line per query, when asked (`--query-log`).
     log: Option<Mutex<std::io::BufWriter<std::fs::File>>>,
     tcp_open: AtomicUsize,
-    delayed: AtomicUsize,
+    /// Delayed answers waiting.
+    pub(super) delayed: AtomicUsize,
 }
 
 impl Shared {
@@ -66,8 +69,18 @@ impl Shared {
         self.tally.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Whether no query log is kept (then UDP may answer from its reply cache).
+    pub(super) fn log_off(&self) -> bool {
+        self.log.is_none()
+    }
+
+    /// Counts a delayed answer sent at once because too many were waiting.
+    pub(super) fn count_shed(&self) {
+        self.tally.lock().unwrap_or_else(|p| p.into_inner()).shed += 1;
+    }
+
     /// How long after the rules' time zero `t` is.
-    fn rule_time(&self, t: Instant) -> Duration {
+    pub(super) fn rule_time(&self, t: Instant) -> Duration {
         let from = Duration::from_micros(self.rules_from_us.load(Ordering::Relaxed));
         t.duration_since(self.start).saturating_sub(from)
     }
@@ -90,11 +103,23 @@ impl Shared {
         }
     }
 
-    /// Counts one packet, `t0` being when it arrived.
-    fn record(&self, a: &Answer, transport: Transport, from: IpAddr, t0: Instant) {
+    /// Counts a batch of packets that arrived at `t0` and were answered just now, into
+    /// latency shard `shard`: one lock of each kind for the batch, not one per packet.
+    pub(super) fn record<'a>(
+        &self,
+        shard: usize,
+        transport: Transport,
+        t0: Instant,
+        batch: impl IntoIterator<Item = (&'a Answer, IpAddr)>,
+    ) {
         let took = t0.elapsed();
-        {
-            let mut rec = self.shards.get(0);
+        let mut rec = self.shards.get(shard);
+        let mut tally = self.tally.lock().unwrap_or_else(|p| p.into_inner());
+        let mut log = self
+            .log
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
+        for (a, from) in batch {
             rec.counters.sent += 1;
             match a.outcome {
                 Outcome::Answered => rec.counters.accepted += 1,
@@ -105,42 +130,57 @@ impl Shared {
                 rec.record(Metric::Step(c.index() as u8), took);
                 rec.record(Metric::Total, took);
             }
-        }
-        self.tally
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .count(a, transport, from);
-        if let Some(l) = &self.log {
-            let (name, qtype) = a
-                .question
-                .as_ref()
-                .map(|(n, t)| (n.as_str(), t.to_string()))
-                .unwrap_or(("-", "-".into()));
-            let what = match a.outcome {
-                Outcome::Answered => {
-                    format!("rcode={}{}", a.rcode, if a.truncated { " tc" } else { "" })
-                }
-                Outcome::Dropped => "dropped".into(),
-                Outcome::Ignored => "ignored".into(),
-            };
-            let mut l = l.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = writeln!(
-                l,
-                "{:.6} {from} {} {name} {qtype} {what} {:.3}ms",
-                t0.duration_since(self.start).as_secs_f64(),
-                match transport {
-                    Transport::Udp => "udp",
-                    Transport::Tcp => "tcp",
-                },
-                took.as_secs_f64() * 1e3
-            );
+            tally.count(a, transport, from);
+            if let Some(l) = &mut log {
+                write_log(
+                    &mut **l,
+                    a,
+                    transport,
+                    from,
+                    t0.duration_since(self.start),
+                    took,
+                );
+            }
         }
     }
 }
 
+/// One line of the query log.
+fn write_log(
+    l: &mut impl Write,
+    a: &Answer,
+    transport: Transport,
+    from: IpAddr,
+    at: Duration,
+    took: Duration,
+) {
+    let (name, qtype) = a
+        .question
+        .as_ref()
+        .map(|(n, t)| (n.as_str(), t.to_string()))
+        .unwrap_or(("-", "-".into()));
+    let what = match a.outcome {
+        Outcome::Answered => {
+            format!("rcode={}{}", a.rcode, if a.truncated { " tc" } else { "" })
+        }
+        Outcome::Dropped => "dropped".into(),
+        Outcome::Ignored => "ignored".into(),
+    };
+    let _ = writeln!(
+        l,
+        "{:.6} {from} {} {name} {qtype} {what} {:.3}ms",
+        at.as_secs_f64(),
+        match transport {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        },
+        took.as_secs_f64() * 1e3
+    );
+}
+
 /// The bound sockets of a server, UDP and TCP on each address.
 pub struct Sockets {
-    udp: Vec<UdpSocket>,
+    udp: Vec<std::net::UdpSocket>,
     tcp: Vec<TcpListener>,
 }
 
@@ -173,7 +213,7 @@ impl Sockets {
 const PAIR_TRIES: usize = 32;
 
 /// UDP and TCP on `a`, on the same port; for port 0, on a port free for both.
-async fn bind_pair(a: SocketAddr) -> Result<(UdpSocket, TcpListener), String> {
+async fn bind_pair(a: SocketAddr) -> Result<(std::net::UdpSocket, TcpListener), String> {
     let mut tries = if a.port() == 0 { PAIR_TRIES } else { 1 };
     loop {
         let udp = udp_socket(a).map_err(|e| format!("cannot listen on udp {a}: {e}"))?;
@@ -191,8 +231,8 @@ async fn bind_pair(a: SocketAddr) -> Result<(UdpSocket, TcpListener), String> {
 /// the default ~200 KiB overflows in a burst of a few thousand queries.
 const UDP_BUFFER: usize = 4 << 20;
 
-/// A UDP socket bound to `a` with a large receive buffer.
-fn udp_socket(a: SocketAddr) -> std::io::Result<UdpSocket> {
+/// A UDP socket bound to `a` with a large receive buffer, ready for [`udp::serve`].
+fn udp_socket(a: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
     use socket2::{Domain, Protocol, Socket, Type};
     let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
     if a.is_ipv6() {
@@ -200,39 +240,69 @@ fn udp_socket(a: SocketAddr) -> std::io::Result<UdpSocket> {
     }
     let _ = s.set_recv_buffer_size(UDP_BUFFER);
     let _ = s.set_send_buffer_size(UDP_BUFFER);
-    s.set_nonblocking(true)?;
     s.bind(&a.into())?;
-    UdpSocket::from_std(s.into())
+    let s = std::net::UdpSocket::from(s);
+    udp::prepare(&s)?;
+    Ok(s)
 }
 
-/// A running server; dropping it stops every socket and connection.
+/// A running server; dropping it stops every socket and connection (the UDP threads
+/// within [`udp::WAKE`]).
 pub struct Running {
     tasks: JoinSet<()>,
     conns: TaskTracker,
+    /// Tells the UDP threads to stop.
+    stop: Arc<AtomicBool>,
+    udp: Vec<std::thread::JoinHandle<()>>,
     /// What the sockets share.
     pub shared: Arc<Shared>,
 }
 
 impl Running {
-    /// Starts serving on `sockets`.
-    pub fn start(sockets: Sockets, shared: Arc<Shared>) -> Running {
-        let mut tasks = JoinSet::new();
-        let conns = TaskTracker::new();
+    /// Starts serving on `sockets`, with `threads` threads on each UDP socket (they share
+    /// it: the kernel gives each query to one of them, so no client's queries wait behind
+    /// another's thread); TCP runs on the async runtime.
+    pub fn start(sockets: Sockets, shared: Arc<Shared>, threads: usize) -> Result<Running, String> {
+        let mut run = Running {
+            tasks: JoinSet::new(),
+            conns: TaskTracker::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            udp: Vec::new(),
+            shared,
+        };
+        let rt = tokio::runtime::Handle::current();
         for u in sockets.udp {
-            tasks.spawn(udp_loop(Arc::new(u), shared.clone()));
+            let u = Arc::new(u);
+            for _ in 0..threads.max(1) {
+                let (u, sh, stop, rt) =
+                    (u.clone(), run.shared.clone(), run.stop.clone(), rt.clone());
+                // Each thread records into its own latency shard (TCP uses shard 0).
+                let shard = run.udp.len() + 1;
+                let t = std::thread::Builder::new()
+                    .name(format!("dns-udp-{shard}"))
+                    .spawn(move || udp::serve(u, sh, stop, shard, rt))
+                    .map_err(|e| format!("cannot start a UDP thread: {e}"))?;
+                run.udp.push(t);
+            }
         }
         for t in sockets.tcp {
-            tasks.spawn(tcp_accept(t, shared.clone(), conns.clone()));
+            run.tasks
+                .spawn(tcp_accept(t, run.shared.clone(), run.conns.clone()));
         }
-        Running {
-            tasks,
-            conns,
-            shared,
-        }
+        Ok(run)
     }
 
-    /// Stops the sockets and the open connections.
+    /// Stops the sockets and the open connections; every query answered is counted when
+    /// this returns.
     pub async fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let threads = std::mem::take(&mut self.udp);
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         self.conns.close();
@@ -241,43 +311,9 @@ impl Running {
     }
 }
 
-async fn udp_loop(sock: Arc<UdpSocket>, sh: Arc<Shared>) {
-    let mut buf = vec![0u8; 65_535];
-    let mut rng = fastrand::Rng::new();
-    // The query log wants every question's name: it goes the slow way.
-    let mut cache = sh.log.is_none().then(AnswerCache::default);
-    loop {
-        // A failed receive is an ICMP error of an earlier send (the client went away).
-        let Ok((n, from)) = sock.recv_from(&mut buf).await else {
-            continue;
-        };
-        let t0 = Instant::now();
-        let (packet, at) = (&buf[..n], sh.rule_time(t0));
-        let mut a = match &mut cache {
-            Some(c) => c.answer(&sh.responder, packet, at, &mut rng),
-            None => sh.responder.respond(packet, Transport::Udp, at, &mut rng),
-        };
-        if !a.delay.is_zero() && sh.delayed.fetch_add(1, Ordering::Relaxed) >= MAX_DELAYED {
-            sh.delayed.fetch_sub(1, Ordering::Relaxed);
-            a.delay = Duration::ZERO;
-            sh.tally.lock().unwrap_or_else(|p| p.into_inner()).shed += 1;
-        }
-        if a.delay.is_zero() {
-            if let Some(r) = &a.reply {
-                let _ = sock.send_to(r, from).await;
-            }
-            sh.record(&a, Transport::Udp, from.ip(), t0);
-            continue;
-        }
-        let (sock, sh) = (sock.clone(), sh.clone());
-        tokio::spawn(async move {
-            tokio::time::sleep(a.delay).await;
-            if let Some(r) = &a.reply {
-                let _ = sock.send_to(r, from).await;
-            }
-            sh.delayed.fetch_sub(1, Ordering::Relaxed);
-            sh.record(&a, Transport::Udp, from.ip(), t0);
-        });
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -331,7 +367,7 @@ async fn tcp_conn(mut s: TcpStream, from: IpAddr, sh: &Shared) -> std::io::Resul
             out.extend_from_slice(r);
             s.write_all(&out).await?;
         }
-        sh.record(&a, Transport::Tcp, from, t0);
+        sh.record(0, Transport::Tcp, t0, [(&a, from)]);
         if a.outcome == Outcome::Ignored {
             return Ok(());
         }

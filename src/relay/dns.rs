@@ -89,7 +89,7 @@ pub async fn start(plan: &RelayDns, sinks: &[Listen]) -> Result<Embedded, String
             Ok(sockets) => {
                 let shared = Arc::new(Shared::new(Arc::new(responder), Instant::now(), None));
                 return Ok(Embedded {
-                    running: Running::start(sockets, shared),
+                    running: Running::start(sockets, shared, 1)?,
                     resolver,
                     rules: plan.faults.rules.iter().map(|r| r.spec.clone()).collect(),
                 });

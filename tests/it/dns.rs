@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::util::lab_relay as relay;
-use crate::util::{TempDir, Terminated, mailbench, refused_in_one_line, require, results};
+use crate::util::{
+    TempDir, Terminated, mailbench, refused_in_one_line, require, results, wait_until,
+};
 
 /// A running `mailbench dns` on a free port of 127.0.0.1 (and of ::1 when asked).
 struct Dns {
@@ -591,4 +593,158 @@ fn hostile_packets_and_streams_leave_the_server_answering_in_bounded_memory() {
         rss_mib < 32,
         "peak RSS {rss_mib} MiB under 1,200 connections and 5,000 bad packets"
     );
+}
+
+/// A query for `name` and `qtype` (no EDNS, RD clear) with id `id`, as RFC 1035 §4.1
+/// lays it out.
+fn wire_query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
+    let mut q = id.to_be_bytes().to_vec();
+    q.extend([0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+    for label in name.split('.') {
+        q.push(label.len() as u8);
+        q.extend(label.as_bytes());
+    }
+    q.push(0);
+    q.extend(qtype.to_be_bytes());
+    q.extend(1u16.to_be_bytes());
+    q
+}
+
+/// Issue 26: with `--threads 2` two threads serve the UDP socket, and what they count
+/// adds up exactly to what a client sent and got back: 6,000 questions from four client
+/// sockets at once (MX, A, TXT under a 40 % SERVFAIL rule, A outside the zones), plus
+/// 100 packets that are no query.
+#[test]
+fn issue_26_two_udp_threads_count_every_question_once() {
+    use std::net::UdpSocket;
+    use std::time::Duration;
+    let dir = TempDir::new("dns-threads");
+    let json = dir.0.join("d.json");
+    let mut child = mailbench()
+        .args([
+            "--threads",
+            "2",
+            "dns",
+            "-q",
+            "--listen",
+            "127.0.0.1:0",
+            "--json",
+        ])
+        .arg(&json)
+        .args(["--domains", "5", "--rule", "txt:servfail:40%"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mailbench dns");
+    let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    reader
+        .read_line(&mut line)
+        .expect("dns says where it serves");
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let pid = child.id();
+    let mut dns = Dns {
+        proc: Terminated(child),
+        line,
+    };
+    let port: u16 = dns.port("127.0.0.1").parse().expect("port");
+    // The threads start just after the line (the socket is bound: queries wait for them).
+    let udp_threads = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|tasks| {
+                tasks
+                    .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                    .filter(|comm| comm.starts_with("dns-udp"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    wait_until(Duration::from_secs(10), || udp_threads() >= 2);
+    assert_eq!(udp_threads(), 2, "UDP threads of --threads 2");
+    const PER_CLIENT: usize = 1500;
+    const WINDOW: usize = 30;
+    // Each client sends a window of questions, then reads every reply; it returns the
+    // reply codes it saw, by question kind (MX, A, TXT, outside).
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
+                s.set_read_timeout(Some(Duration::from_secs(10)))
+                    .expect("timeout");
+                let mut seen = [[0u64; 16]; 4];
+                let mut buf = [0u8; 1500];
+                for start in (0..PER_CLIENT).step_by(WINDOW) {
+                    for i in start..start + WINDOW {
+                        let d = format!("d{}.example.test", (i + c) % 5);
+                        let (name, qtype) = match i % 4 {
+                            0 => (d, 15),
+                            1 => (format!("mx1.{d}"), 1),
+                            2 => (d, 16),
+                            _ => ("elsewhere.invalid".to_string(), 1),
+                        };
+                        s.send_to(&wire_query(i as u16, &name, qtype), ("127.0.0.1", port))
+                            .expect("send");
+                    }
+                    for _ in 0..WINDOW {
+                        let n = s.recv(&mut buf).unwrap_or_else(|e| {
+                            panic!("client {c}: a reply of window {start} is missing: {e}")
+                        });
+                        assert!(n >= 12, "a reply has a header");
+                        let id = usize::from(u16::from_be_bytes([buf[0], buf[1]]));
+                        seen[id % 4][usize::from(buf[3] & 0xf)] += 1;
+                    }
+                }
+                seen
+            })
+        })
+        .collect();
+    let mut seen = [[0u64; 16]; 4];
+    for c in clients {
+        let s = c.join().expect("client");
+        for (k, codes) in s.iter().enumerate() {
+            for (rc, n) in codes.iter().enumerate() {
+                seen[k][rc] += n;
+            }
+        }
+    }
+    let garbage = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    for _ in 0..100 {
+        garbage
+            .send_to(&[1, 2, 3], ("127.0.0.1", port))
+            .expect("send");
+    }
+    // The garbage is counted before the server stops: one more question after it, whose
+    // reply comes once the packets ahead of it in the socket's queue were taken.
+    let last = dns.dig("127.0.0.1", &["+short"], &[("MX", "d1.example.test")]);
+    assert_eq!(last, ["10 mx1.d1.example.test."]);
+    assert_eq!(dns.proc.stop(), Some(0));
+    // Four clients, each asking a quarter of its questions of each kind.
+    let quarter = PER_CLIENT as u64;
+    let servfail = seen[2][2];
+    assert_eq!(seen[0][0], quarter, "every MX answered NOERROR: {seen:?}");
+    assert_eq!(seen[1][0], quarter, "every A answered NOERROR: {seen:?}");
+    assert_eq!(seen[2][0] + servfail, quarter, "TXT: {seen:?}");
+    assert_eq!(seen[3][5], quarter, "outside the zones: REFUSED: {seen:?}");
+    assert!(
+        (400..=800).contains(&servfail),
+        "40 % of {quarter} TXT SERVFAIL: got {servfail}"
+    );
+    let r = results(&json);
+    let (s, d) = (&r["summary"], &r["extra"]["dns"]);
+    let sent = quarter * 4 + 1;
+    let expected = serde_json::json!({
+        "questions": sent, "udp": sent, "tcp": 0, "ignored": 100,
+        "by_type": {"mx": quarter + 1, "a": 2 * quarter, "txt": quarter},
+        "by_rcode": {"noerror": 3 * quarter + 1 - servfail, "servfail": servfail, "refused": quarter},
+        "fired": servfail, "clients": {"127.0.0.1": sent},
+        "answered": sent, "threads": 2,
+    });
+    let got = serde_json::json!({
+        "questions": d["questions"], "udp": d["udp"], "tcp": d["tcp"], "ignored": d["ignored"],
+        "by_type": {"mx": d["by_type"]["mx"], "a": d["by_type"]["a"], "txt": d["by_type"]["txt"]},
+        "by_rcode": d["by_rcode"],
+        "fired": d["faults"][0]["fired"], "clients": d["clients"],
+        "answered": s["answered"], "threads": r["config"]["threads"],
+    });
+    assert_eq!(got, expected, "the server's counts against the clients'");
 }
