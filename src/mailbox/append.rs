@@ -313,7 +313,10 @@ mod tests {
             let m = generate("u@x", 0xabc, 7, size);
             let want = size.max(generate("u@x", 0xabc, 7, 0).len());
             assert_eq!(m.len(), want, "size {size}");
-            assert!(!m.windows(2).any(|w| w[1] == b'\n' && w[0] != b'\r'), "CRLF only");
+            assert!(
+                !m.windows(2).any(|w| w[1] == b'\n' && w[0] != b'\r'),
+                "CRLF only"
+            );
         }
         let m = generate("u@x", 0xabc, 7, 4000);
         assert_eq!(Trace::find(&m).map(|t| (t.run, t.seq)), Some((0xabc, 7)));
@@ -326,9 +329,19 @@ mod tests {
             pad(&mut m, size);
             assert_eq!(m.len(), size.max(8), "size {size}");
             if size > 9 {
-                assert!(m.ends_with(b"\r\n"), "size {size}: {:?}", String::from_utf8_lossy(&m));
-                assert!(!m.windows(2).any(|w| w[1] == b'\n' && w[0] != b'\r'), "size {size}");
-                assert!(!m.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n'), "size {size}");
+                assert!(
+                    m.ends_with(b"\r\n"),
+                    "size {size}: {:?}",
+                    String::from_utf8_lossy(&m)
+                );
+                assert!(
+                    !m.windows(2).any(|w| w[1] == b'\n' && w[0] != b'\r'),
+                    "size {size}"
+                );
+                assert!(
+                    !m.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n'),
+                    "size {size}"
+                );
             }
         }
     }

@@ -252,7 +252,13 @@ impl Failure for ConnError {
     }
 
     fn login_refused(&self) -> bool {
-        matches!(self, ConnError::Refused { phase: Phase::Login, .. })
+        matches!(
+            self,
+            ConnError::Refused {
+                phase: Phase::Login,
+                ..
+            }
+        )
     }
 }
 

@@ -60,7 +60,13 @@ impl Failure for ConnError {
     }
 
     fn login_refused(&self) -> bool {
-        matches!(self, ConnError::Refused { phase: Phase::Auth, .. })
+        matches!(
+            self,
+            ConnError::Refused {
+                phase: Phase::Auth,
+                ..
+            }
+        )
     }
 }
 
