@@ -1238,7 +1238,8 @@ pub struct ImapArgs {
     /// Most messages one `fetch` asks for.
     #[arg(long, default_value = "10", value_name = "N")]
     pub fetch_range: String,
-    /// Size of each appended message.
+    /// Size of each appended message, headers included: exactly what the server stores
+    /// (RFC822.SIZE); a size below the headers' gives the headers alone.
     #[arg(long, default_value = "10k", value_name = "SIZE")]
     pub append_size: String,
     /// How long an `idle` command stays in IDLE before DONE (what the server pushes

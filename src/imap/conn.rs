@@ -132,6 +132,12 @@ pub struct ImapConn {
     tls_active: bool,
     /// LOGOUT was sent.
     ended: bool,
+    /// In IDLE: the server's continuation came and DONE was not said yet.
+    idling: bool,
+    /// When kept (`Some`): the count of every untagged EXISTS read, with the wall-clock µs
+    /// it was read at — when each message became visible, for a caller that times
+    /// arrivals. An EXPUNGE lowers the counts it renumbers (RFC 3501 §7.4.1).
+    pub exists_log: Option<Vec<(u32, u64)>>,
 }
 
 impl ImapConn {
@@ -157,6 +163,8 @@ impl ImapConn {
             caps: Vec::new(),
             tls_active: false,
             ended: false,
+            idling: false,
+            exists_log: None,
         };
         c.timings.push((Phase::Connect, connected - started));
         let tls = opts.tls.clone();
@@ -190,14 +198,15 @@ impl ImapConn {
     }
 
     /// Sends `cmd` and reads until its completion, timing it under its phase. A NO or BAD
-    /// is a reply, not an error.
+    /// is a reply, not an error. In IDLE, DONE is said first (RFC 2177: no command before
+    /// it); what the server pushed meanwhile comes first in the reply's data.
     pub async fn run(&mut self, cmd: &Command) -> Result<Reply, ConnError> {
+        let mut data = self.idle_end().await?;
         let phase = cmd.phase();
         self.ended |= *cmd == Command::Logout;
         self.client.send(cmd);
         let start = Instant::now();
         self.flush(phase).await?;
-        let mut data = Vec::new();
         loop {
             match self.event(phase).await? {
                 Event::Data(d) => data.push(d),
@@ -218,11 +227,28 @@ impl ImapConn {
         wake: impl std::future::Future<Output = ()>,
         enough: impl Fn(&Data) -> bool,
     ) -> Result<Vec<Data>, ConnError> {
+        let mut data = self.idle_wait(wake, enough).await?;
+        data.extend(self.idle_end().await?);
+        Ok(data)
+    }
+
+    /// True while in IDLE (confirmed by the server, DONE not said).
+    pub fn idling(&self) -> bool {
+        self.idling
+    }
+
+    /// Enters IDLE and returns once the server confirms it (its `+ idling` continuation):
+    /// from then on it pushes what changes. Returns what came before the continuation; the
+    /// time to it is the `idle` step. Nothing is done when already in IDLE.
+    pub async fn idle_begin(&mut self) -> Result<Vec<Data>, ConnError> {
+        let mut data = Vec::new();
+        if self.idling {
+            return Ok(data);
+        }
         let phase = Phase::Idle;
         self.client.send(&Command::Idle);
         let start = Instant::now();
         self.flush(phase).await?;
-        let mut data = Vec::new();
         loop {
             match self.event(phase).await? {
                 Event::Data(d) => data.push(d),
@@ -236,6 +262,20 @@ impl ImapConn {
             }
         }
         self.timings.push((phase, start.elapsed()));
+        self.idling = true;
+        Ok(data)
+    }
+
+    /// Waits in IDLE (entering it first when not in it) until `wake` resolves or the server
+    /// pushes data that `enough` accepts, and stays in IDLE: returns what was pushed. DONE
+    /// is [`ImapConn::idle_end`], or the next command's.
+    pub async fn idle_wait(
+        &mut self,
+        wake: impl std::future::Future<Output = ()>,
+        enough: impl Fn(&Data) -> bool,
+    ) -> Result<Vec<Data>, ConnError> {
+        let phase = Phase::Idle;
+        let mut data = self.idle_begin().await?;
         tokio::pin!(wake);
         loop {
             // What has arrived (some may have come with the continuation) may be enough.
@@ -245,7 +285,7 @@ impl ImapConn {
                 }
             }
             if data.iter().any(&enough) {
-                break;
+                return Ok(data);
             }
             let read = async {
                 self.rbuf.reserve(READ_CHUNK);
@@ -253,7 +293,7 @@ impl ImapConn {
                 tokio::io::AsyncReadExt::read_buf(&mut self.stream, &mut self.rbuf).await
             };
             tokio::select! {
-                _ = &mut wake => break,
+                _ = &mut wake => return Ok(data),
                 n = read => match n {
                     Ok(0) => {
                         let source = io::Error::new(io::ErrorKind::UnexpectedEof, "closed by the server");
@@ -264,6 +304,17 @@ impl ImapConn {
                 }
             }
         }
+    }
+
+    /// Ends IDLE: DONE, then what the server pushed until its completion. Nothing is done
+    /// when not in IDLE.
+    pub async fn idle_end(&mut self) -> Result<Vec<Data>, ConnError> {
+        let mut data = Vec::new();
+        if !self.idling {
+            return Ok(data);
+        }
+        self.idling = false;
+        let phase = Phase::Idle;
         self.client.done();
         self.flush(phase).await?;
         loop {
@@ -384,6 +435,19 @@ impl ImapConn {
         match self.client.feed(&self.rbuf) {
             Ok(Some((used, e))) => {
                 self.rbuf.advance(used);
+                if let Some(log) = &mut self.exists_log {
+                    match &e {
+                        Event::Data(Data::Exists(n)) => {
+                            log.push((*n, crate::stats::clock::unix_us()));
+                        }
+                        Event::Data(Data::Expunge(n)) => {
+                            for (count, _) in log.iter_mut().filter(|(c, _)| *n <= *c) {
+                                *count -= 1;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
                 Ok(Some(e))
             }
             Ok(None) => Ok(None),

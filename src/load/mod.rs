@@ -70,6 +70,11 @@ pub trait Failure: std::fmt::Display {
     /// For a failure to connect at all, the one line that says the target is unreachable
     /// (used when no connection of the run ever opened).
     fn unreachable(&self) -> Option<String>;
+    /// True when the connection was made and the server refused the login: counted apart
+    /// from failures to connect (the server was reached; the credentials were not taken).
+    fn login_refused(&self) -> bool {
+        false
+    }
 }
 
 /// What comes after a unit on the same connection, when the protocol can send it in the

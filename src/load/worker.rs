@@ -95,7 +95,14 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                                 eng.schedule.stop();
                                 eng.stop.cancel();
                             }
-                            eng.shards.get(id).counters.connect_failures += 1;
+                            {
+                                let c = &mut eng.shards.get(id).counters;
+                                if e.login_refused() {
+                                    c.mailbox.login_failures += 1;
+                                } else {
+                                    c.connect_failures += 1;
+                                }
+                            }
                             lost(&eng, id, &e, slot.intended, begun, t0);
                             // Do not spin on a dead target; open loop shows this as lag.
                             tokio::time::sleep(Duration::from_millis(10)).await;

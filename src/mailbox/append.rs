@@ -73,6 +73,8 @@ pub async fn fill(plan: AppendPlan, shutdown: Shutdown) -> Result<Results, Strin
         return Err("no mailbox users to fill".into());
     }
     let started_us = crate::stats::clock::unix_us();
+    // One id for the run, in every appended message's trace header and in the results.
+    let run_id = crate::run::new_run_id();
     let start = Instant::now();
     let cpu0 = crate::stats::cpu::CpuTimes::of_self();
     let rec = Arc::new(Mutex::new(Recorder::new()));
@@ -95,7 +97,7 @@ pub async fn fill(plan: AppendPlan, shutdown: Shutdown) -> Result<Results, Strin
                     break;
                 }
                 let mut mine = Recorder::new();
-                if let Err(e) = user(&plan, &imap, i, &mut mine, &mut rng).await {
+                if let Err(e) = user(&plan, &imap, i, run_id, &mut mine, &mut rng).await {
                     if e.unreachable() && i == 0 {
                         return Err(e.to_string());
                     }
@@ -122,7 +124,7 @@ pub async fn fill(plan: AppendPlan, shutdown: Shutdown) -> Result<Results, Strin
     let summary = ImapSummary::derive(&total, total.counters.sent, secs, secs);
     let mut r = Results::assemble(RunParts {
         command: "populate",
-        run_id: crate::run::new_run_id(),
+        run_id,
         started_us,
         duration_s: secs,
         config,
@@ -153,6 +155,7 @@ async fn user(
     plan: &AppendPlan,
     imap: &Target,
     i: usize,
+    run_id: u64,
     rec: &mut Recorder,
     rng: &mut fastrand::Rng,
 ) -> Result<(), ConnError> {
@@ -180,7 +183,7 @@ async fn user(
             .map(|(f, _)| *f)
             .collect();
         let size = rng.usize(plan.size.0..=plan.size.1);
-        let message = generate(&u.address, (i as u64) << 32 | n, size);
+        let message = generate(&u.address, run_id, (i as u64) << 32 | n, size);
         let octets = message.len() as u64;
         let cmd = Command::Append {
             mailbox: folder,
@@ -240,28 +243,49 @@ fn intern(flags: &[&str]) -> &'static str {
     ALL[bits]
 }
 
-/// A message of about `size` octets to `to`, with a unique Message-ID and the trace header.
-fn generate(to: &str, seq: u64, size: usize) -> Bytes {
+/// A message of exactly `size` octets to `to` (its headers alone when they are longer),
+/// with a unique Message-ID and run `run`'s trace header.
+fn generate(to: &str, run: u64, seq: u64, size: usize) -> Bytes {
     use std::fmt::Write as _;
     let mut m = String::with_capacity(size + 300);
     let _ = write!(
         m,
         "From: filler@mailbench.test\r\nTo: {to}\r\nSubject: mailbench fill {seq}\r\n\
-         Message-ID: <{seq:x}.{}@mailbench.test>\r\n",
-        crate::stats::clock::unix_us()
+         Message-ID: <{run:016x}.{seq:x}@mailbench.test>\r\n",
     );
     Trace {
-        run: 0,
+        run,
         seq,
         sent_us: crate::stats::clock::unix_us(),
     }
     .write(&mut m);
     m.push_str("\r\n");
-    let line = "Filler text of a message appended by mailbench to fill a mailbox.\r\n";
-    while m.len() + line.len() <= size {
-        m.push_str(line);
-    }
+    let mut m = m.into_bytes();
+    pad(&mut m, size);
     Bytes::from(m)
+}
+
+/// Fills `m` with text lines up to exactly `size` octets, every line ending in CRLF: what
+/// a server stores from an APPEND literal, and reports as RFC822.SIZE, is then `size`
+/// (nothing is added when `m` is already that long).
+pub(super) fn pad(m: &mut Vec<u8>, size: usize) {
+    const TEXT: &[u8] = b"Filler text of a message written by mailbench to reach its size.";
+    const LINE: usize = TEXT.len() + 2;
+    while m.len() < size {
+        let left = size - m.len();
+        if left == 1 {
+            // Only when a single octet was asked for after the headers: it cannot be a line.
+            m.push(b'.');
+            break;
+        }
+        // A full line, unless it would leave a single octet behind (too short for a CRLF).
+        let mut line = left.min(LINE);
+        if left - line == 1 {
+            line -= 1;
+        }
+        m.extend_from_slice(&TEXT[..line - 2]);
+        m.extend_from_slice(b"\r\n");
+    }
 }
 
 #[cfg(test)]
@@ -285,8 +309,40 @@ mod tests {
 
     #[test]
     fn messages_have_the_size_asked_and_a_trace() {
-        let m = generate("u@x", 7, 4000);
-        assert!((3900..=4000).contains(&m.len()), "{}", m.len());
-        assert_eq!(Trace::find(&m).map(|t| t.seq), Some(7));
+        for size in [4000, 5120, 0, 300, 301, 302, 367, 368, 369] {
+            let m = generate("u@x", 0xabc, 7, size);
+            let want = size.max(generate("u@x", 0xabc, 7, 0).len());
+            assert_eq!(m.len(), want, "size {size}");
+            assert!(
+                !m.windows(2).any(|w| w[1] == b'\n' && w[0] != b'\r'),
+                "CRLF only"
+            );
+        }
+        let m = generate("u@x", 0xabc, 7, 4000);
+        assert_eq!(Trace::find(&m).map(|t| (t.run, t.seq)), Some((0xabc, 7)));
+    }
+
+    #[test]
+    fn padding_ends_every_line_in_crlf_at_every_length() {
+        for size in 0..300 {
+            let mut m = b"H: v\r\n\r\n".to_vec();
+            pad(&mut m, size);
+            assert_eq!(m.len(), size.max(8), "size {size}");
+            if size > 9 {
+                assert!(
+                    m.ends_with(b"\r\n"),
+                    "size {size}: {:?}",
+                    String::from_utf8_lossy(&m)
+                );
+                assert!(
+                    !m.windows(2).any(|w| w[1] == b'\n' && w[0] != b'\r'),
+                    "size {size}"
+                );
+                assert!(
+                    !m.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n'),
+                    "size {size}"
+                );
+            }
+        }
     }
 }

@@ -140,7 +140,11 @@ pub async fn run(
     };
     let delivery = Arc::new(Delivery::tracking(run_id));
     let open = open_all(&imap, watched, &connect, &delivery).await?;
-    let watch = watchers(open);
+    // The watchers start now, and the first message only once every one of them is in
+    // IDLE (the server said so): injected earlier, a message is found when the IDLE
+    // begins (or by a fetch), not announced, and its arrival is timed as no other is.
+    let watch = Watching::start(open, delivery.clone());
+    let watch = watch.ready(plan.send.client.command_timeout).await?;
     let (s, m, extra) = (store_lab.clone(), mta.clone(), plan.sut_pids.clone());
     let sut_pids: Pids = Arc::new(move || {
         let mut pids = crate::stats::sut::descendants(&extra);
@@ -171,6 +175,8 @@ pub async fn run(
             crate::relay::RelayError::Failed(e) => MailboxError::Failed(e),
         })?;
     results.command = "arrival".into();
+    // One's own MTA and store, no --sut-pid: nothing of the system under test was seen.
+    super::bench::forget_unobserved(&mut results);
     if let Some(l) = &store_lab {
         let limits: serde_json::Map<String, serde_json::Value> =
             l.limits().into_iter().map(|(k, v)| (k, v.into())).collect();
@@ -234,55 +240,129 @@ async fn open_all(
     Ok(open)
 }
 
-/// The receiver: the watchers, each in IDLE; its results are their IMAP sessions'.
-fn watchers(open: Vec<(Watcher, ImapConn)>) -> crate::relay::run::ReceiverRun {
-    Box::new(move |delivery, stop, start| {
-        Box::pin(async move {
-            let rec = Arc::new(Mutex::new(Recorder::new()));
-            let began = Instant::now();
-            let cpu0 = crate::stats::cpu::CpuTimes::of_self();
-            let mut tasks = tokio::task::JoinSet::new();
-            for (w, conn) in open {
-                let seen = Seen {
-                    delivery: delivery.clone(),
-                    start,
-                    rec: rec.clone(),
-                };
-                tasks.spawn(w.run(conn, seen, stop.clone()));
-            }
-            while tasks.join_next().await.is_some() {}
-            let total = std::mem::take(&mut *rec.lock().unwrap_or_else(|p| p.into_inner()));
-            let secs = began.elapsed().as_secs_f64();
-            let cpu = crate::stats::cpu::CpuTimes::of_self().since(&cpu0);
-            let summary = ImapSummary::derive(&total, total.counters.sent, secs, secs);
-            Results::assemble(RunParts {
-                command: "imap",
-                run_id: delivery.run.unwrap_or_default(),
-                started_us: crate::stats::clock::unix_us(),
-                duration_s: secs,
-                config: serde_json::json!({"watchers": true}),
-                summary: Summary::Imap(summary),
-                steps: STEPS,
-                self_report: SelfReport::new(cpu, secs, 0.0, Vec::new()),
-                total,
-                series: Vec::new(),
-            })
-        })
-    })
+/// The watchers, started before the run: each in IDLE, confirming arrivals in the run's
+/// delivery record.
+struct Watching {
+    tasks: tokio::task::JoinSet<()>,
+    /// One per watcher: its first IDLE confirmed, or why it was not.
+    idle: Vec<(String, tokio::sync::oneshot::Receiver<Result<(), String>>)>,
+    rec: Arc<Mutex<Recorder>>,
+    /// The run's time zero, set when the relay run takes the watchers over.
+    zero: Arc<std::sync::OnceLock<Instant>>,
+    stop: Shutdown,
+    began: Instant,
+    cpu0: crate::stats::cpu::CpuTimes,
 }
 
-/// Where a watcher reports: the run's delivery record, its time zero, and the watchers'
-/// own statistics.
+impl Watching {
+    /// Starts every watcher on its open session.
+    fn start(open: Vec<(Watcher, ImapConn)>, delivery: Arc<Delivery>) -> Watching {
+        let rec = Arc::new(Mutex::new(Recorder::new()));
+        let zero = Arc::new(std::sync::OnceLock::new());
+        let stop = Shutdown::default();
+        let (began, cpu0) = (Instant::now(), crate::stats::cpu::CpuTimes::of_self());
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut idle = Vec::new();
+        for (w, conn) in open {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            idle.push((w.user.address.clone(), rx));
+            let seen = Seen {
+                delivery: delivery.clone(),
+                zero: zero.clone(),
+                rec: rec.clone(),
+                idle: Some(tx),
+            };
+            tasks.spawn(w.run(conn, seen, stop.clone()));
+        }
+        Watching {
+            tasks,
+            idle,
+            rec,
+            zero,
+            stop,
+            began,
+            cpu0,
+        }
+    }
+
+    /// Waits until every watcher is in IDLE (at most `limit` each), then hands over the
+    /// receiver: its results are the watchers' IMAP sessions'.
+    async fn ready(
+        mut self,
+        limit: Duration,
+    ) -> Result<crate::relay::run::ReceiverRun, MailboxError> {
+        for (user, rx) in std::mem::take(&mut self.idle) {
+            let why = match tokio::time::timeout(limit, rx).await {
+                Ok(Ok(Ok(()))) => continue,
+                Ok(Ok(Err(e))) => e,
+                Ok(Err(_)) => "the watcher ended".into(),
+                Err(_) => format!("not in IDLE after {limit:?}"),
+            };
+            // Dropping the tasks ends the other watchers.
+            return Err(MailboxError::Failed(format!("watching {user}: {why}")));
+        }
+        Ok(Box::new(move |delivery, stop, start| {
+            let _ = self.zero.set(start);
+            Box::pin(async move {
+                let Watching {
+                    mut tasks,
+                    rec,
+                    stop: mine,
+                    began,
+                    cpu0,
+                    ..
+                } = self;
+                stop.stop.cancelled().await;
+                mine.stop.cancel();
+                while tasks.join_next().await.is_some() {}
+                let total = std::mem::take(&mut *rec.lock().unwrap_or_else(|p| p.into_inner()));
+                let secs = began.elapsed().as_secs_f64();
+                let cpu = crate::stats::cpu::CpuTimes::of_self().since(&cpu0);
+                let summary = ImapSummary::derive(&total, total.counters.sent, secs, secs);
+                Results::assemble(RunParts {
+                    command: "imap",
+                    run_id: delivery.run.unwrap_or_default(),
+                    started_us: crate::stats::clock::unix_us(),
+                    duration_s: secs,
+                    config: serde_json::json!({"watchers": true}),
+                    summary: Summary::Imap(summary),
+                    steps: STEPS,
+                    self_report: SelfReport::new(cpu, secs, 0.0, Vec::new()),
+                    total,
+                    series: Vec::new(),
+                })
+            })
+        }))
+    }
+}
+
+/// Where a watcher reports: the run's delivery record, its time zero, the watchers' own
+/// statistics, and (until its first IDLE) the run waiting for it.
 struct Seen {
     delivery: Arc<Delivery>,
-    start: Instant,
+    zero: Arc<std::sync::OnceLock<Instant>>,
     rec: Arc<Mutex<Recorder>>,
+    idle: Option<tokio::sync::oneshot::Sender<Result<(), String>>>,
 }
 
 impl Seen {
     fn record(&self, f: impl FnOnce(&mut Recorder)) {
         let mut r = self.rec.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut r);
+    }
+
+    /// Milliseconds since the run's time zero.
+    fn now_ms(&self) -> u64 {
+        self.zero
+            .get()
+            .map_or(0, |z| z.elapsed().as_millis() as u64)
+    }
+
+    /// Tells the run this watcher's first IDLE began, or why it did not.
+    fn idle(&mut self, r: Result<(), String>) {
+        if let Some(tx) = self.idle.take() {
+            let _ = tx.send(r);
+        }
     }
 }
 
@@ -329,17 +409,18 @@ impl Watcher {
     }
 
     /// Watches until `stop`, logging in again after a lost session.
-    async fn run(mut self, conn: ImapConn, seen: Seen, stop: Shutdown) {
+    async fn run(mut self, conn: ImapConn, mut seen: Seen, stop: Shutdown) {
         let mut conn = Some(conn);
         while !stop.stop.is_cancelled() {
             let result = match conn.take() {
-                Some(c) => self.watch(c, &seen, &stop).await,
+                Some(c) => self.watch(c, &mut seen, &stop).await,
                 None => match self.open(false).await {
-                    Ok(c) => self.watch(c, &seen, &stop).await,
+                    Ok(c) => self.watch(c, &mut seen, &stop).await,
                     Err(e) => Err(e),
                 },
             };
             if let Err(e) = result {
+                seen.idle(Err(e.to_string()));
                 seen.record(|r| {
                     r.counters.errors += 1;
                     r.error(e.class(), metric(e.phase()), 0, || e.to_string());
@@ -352,20 +433,25 @@ impl Watcher {
         }
     }
 
-    /// IDLE; on EXISTS, the trace headers of what arrived, each arrival confirmed.
+    /// IDLE; on EXISTS, the trace headers of what arrived, each arrival confirmed at the
+    /// moment its EXISTS was read (the DONE and the FETCH that follow are the watcher's
+    /// work, not the message's way in).
     async fn watch(
         &mut self,
         mut conn: ImapConn,
-        seen: &Seen,
+        seen: &mut Seen,
         stop: &Shutdown,
     ) -> Result<(), crate::imap::conn::ConnError> {
         seen.record(|r| r.counters.connections += 1);
+        conn.exists_log = Some(Vec::new());
         // EXISTS that came with a FETCH's answer (mail that arrived meanwhile) is not
         // announced again in the next IDLE: fetch again first. The first round fetches
         // whatever came before this session.
         let mut more = true;
         loop {
             if !more {
+                conn.idle_begin().await?;
+                seen.idle(Ok(()));
                 // Re-entered every 25 minutes at most (RFC 2177 asks for less than 30).
                 let wake = async {
                     tokio::select! {
@@ -373,9 +459,9 @@ impl Watcher {
                         _ = tokio::time::sleep(Duration::from_secs(25 * 60)) => {}
                     }
                 };
-                let pushed = conn.idle(wake, |d| matches!(d, Data::Exists(_))).await?;
-                if stop.stop.is_cancelled() && !pushed.iter().any(|d| matches!(d, Data::Exists(_)))
-                {
+                let exists = |d: &Data| matches!(d, Data::Exists(_));
+                let pushed = conn.idle_wait(wake, exists).await?;
+                if stop.stop.is_cancelled() && !pushed.iter().any(exists) {
                     break;
                 }
             }
@@ -383,16 +469,25 @@ impl Watcher {
                 first_uid: self.next_uid,
                 field: HEADER_NAME,
             };
+            // The FETCH ends the IDLE first (DONE).
             let r = conn.run(&fetch).await?;
             more = r.data.iter().any(|d| matches!(d, Data::Exists(_)));
-            let now_us = crate::stats::clock::unix_us();
-            let now_ms = seen.start.elapsed().as_millis() as u64;
+            let fetched_us = crate::stats::clock::unix_us();
+            let now_ms = seen.now_ms();
+            let log = conn.exists_log.get_or_insert_with(Vec::new);
+            let mut last_seq = 0;
             for d in &r.data {
                 let Data::Fetch(f) = d else { continue };
                 let Some(uid) = f.uid.filter(|u| *u >= self.next_uid) else {
                     continue;
                 };
                 self.next_uid = self.next_uid.max(uid + 1);
+                last_seq = last_seq.max(f.seq);
+                // Visible since the first EXISTS that counted it.
+                let at_us = log
+                    .iter()
+                    .find(|(count, _)| *count >= f.seq)
+                    .map_or(fetched_us, |(_, t)| *t);
                 let trace = f.body.as_ref().and_then(|b| Trace::find(&b.kept));
                 let keys = [self.key];
                 let c = Confirmed {
@@ -401,8 +496,10 @@ impl Watcher {
                     keys: &keys,
                     null_sender: false,
                 };
-                seen.delivery.confirm(&c, now_us, now_ms);
+                seen.delivery.confirm(&c, at_us, now_ms);
             }
+            // What is confirmed needs its EXISTS no more; later ones wait for their fetch.
+            log.retain(|(count, _)| *count > last_seq);
             seen.record(|rec| {
                 for (p, d) in conn.timings.drain(..) {
                     rec.record(metric(p), d);

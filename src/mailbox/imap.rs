@@ -32,8 +32,6 @@ pub struct ImapDriver {
     shared: Option<Shared>,
     /// The run id, for appended messages' trace headers and Message-IDs.
     run_id: u64,
-    /// The body of appended messages.
-    filler: Bytes,
 }
 
 /// An open session: the connection and its model of the selected mailbox.
@@ -68,24 +66,18 @@ pub struct Outcome {
 impl ImapDriver {
     /// The driver for `plan` (its target and users set), for run `run_id`.
     pub fn new(plan: Arc<ImapPlan>, run_id: u64) -> ImapDriver {
-        let mut filler = String::with_capacity(plan.append_size + 80);
-        while filler.len() < plan.append_size {
-            filler.push_str("The quick brown fox jumps over the lazy dog, again and again.\r\n");
-        }
-        filler.truncate(plan.append_size);
         ImapDriver {
             shared: plan.check_state.then(Shared::default),
             plan,
             run_id,
-            filler: Bytes::from(filler),
         }
     }
 
-    /// A message to append: headers with a unique Message-ID and the trace header, then
-    /// the filler.
+    /// A message to append of exactly `--append-size` octets (the headers alone when they
+    /// are longer): headers with a unique Message-ID and the trace header, then text.
     fn message(&self, seq: u64, user: &str) -> Bytes {
         use std::fmt::Write as _;
-        let mut m = String::with_capacity(self.filler.len() + 300);
+        let mut m = String::with_capacity(self.plan.append_size + 300);
         let now = crate::stats::clock::unix_us();
         let _ = write!(
             m,
@@ -100,9 +92,8 @@ impl ImapDriver {
         }
         .write(&mut m);
         m.push_str("\r\n");
-        let mut b = Vec::with_capacity(m.len() + self.filler.len());
-        b.extend_from_slice(m.as_bytes());
-        b.extend_from_slice(&self.filler);
+        let mut b = m.into_bytes();
+        super::append::pad(&mut b, self.plan.append_size);
         Bytes::from(b)
     }
 
@@ -258,6 +249,16 @@ impl Failure for ConnError {
             )),
             _ => None,
         }
+    }
+
+    fn login_refused(&self) -> bool {
+        matches!(
+            self,
+            ConnError::Refused {
+                phase: Phase::Login,
+                ..
+            }
+        )
     }
 }
 

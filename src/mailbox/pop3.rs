@@ -58,6 +58,16 @@ impl Failure for ConnError {
             _ => None,
         }
     }
+
+    fn login_refused(&self) -> bool {
+        matches!(
+            self,
+            ConnError::Refused {
+                phase: Phase::Auth,
+                ..
+            }
+        )
+    }
 }
 
 impl Driver for Pop3Driver {

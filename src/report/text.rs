@@ -657,8 +657,8 @@ fn pop3_lines(out: &mut String, r: &Results, s: &crate::stats::summary::Pop3Summ
     let c = &r.counters;
     let _ = writeln!(
         out,
-        "  connections {} (TLS {}), failed to connect {}",
-        c.connections, c.tls_connections, c.connect_failures
+        "  connections {} (TLS {}), failed to connect {}, refused at login {}",
+        c.connections, c.tls_connections, c.connect_failures, c.mailbox.login_failures
     );
 }
 
@@ -715,8 +715,8 @@ fn imap_lines(out: &mut String, r: &Results, s: &crate::stats::summary::ImapSumm
     let c = &r.counters;
     let _ = writeln!(
         out,
-        "  sessions   {} (TLS {}), failed to connect {}",
-        c.connections, c.tls_connections, c.connect_failures
+        "  sessions   {} (TLS {}), failed to connect {}, refused at login {}",
+        c.connections, c.tls_connections, c.connect_failures, c.mailbox.login_failures
     );
 }
 

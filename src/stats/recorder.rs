@@ -81,6 +81,10 @@ pub struct MailboxCounters {
     /// IMAP state violations, by kind.
     #[serde(default, skip_serializing_if = "ViolationCounts::is_empty")]
     pub violations: ViolationCounts,
+    /// Sessions that connected and were refused at login (POP3 USER/PASS, APOP or AUTH;
+    /// IMAP LOGIN or AUTHENTICATE): not connect failures, the server was there.
+    #[serde(default)]
+    pub login_failures: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -141,6 +145,7 @@ impl Counters {
         self.mailbox.deleted += o.mailbox.deleted;
         self.mailbox.appended += o.mailbox.appended;
         self.mailbox.violations.merge(&o.mailbox.violations);
+        self.mailbox.login_failures += o.mailbox.login_failures;
         self.bytes += o.bytes;
         self.bytes_out += o.bytes_out;
         self.connections += o.connections;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::imap::inbox_counts;
 use crate::mailbox::{Store, postfix_into, run_json};
-use crate::util::{TempDir, delay_proxy, refused_in_one_line, require};
+use crate::util::{TempDir, delay_proxy, delay_proxy_both, refused_in_one_line, require};
 
 fn arrival(args: &[&str], json: &std::path::Path) -> serde_json::Value {
     run_json("arrival", args, json, 0)
@@ -59,12 +59,17 @@ fn every_message_is_seen_once_over_imap() {
     all_arrived(&r, sent, "into LMTP, open loop");
 }
 
-/// Against a store and an MTA of one's own (started as separate labs), watched through a
-/// proxy that holds every server line back 300 ms: the watcher sees EXISTS, ends IDLE and
-/// fetches, three waits, so no message can be visible in less than 900 ms. imaplib counts
-/// what each mailbox holds afterwards.
+/// Against a store and an MTA of one's own (started as separate labs), watched directly,
+/// then through a proxy that holds every server line back D = 200 ms, then one that holds
+/// every client line back D (issue 25). A message is visible when its EXISTS is read, so
+/// the server's delay adds one D to end to end, not three (the DONE and the FETCH after it
+/// are the watcher's work), and the client's adds nothing and takes nothing away (the
+/// first message waits until every watcher's IDLE is confirmed). Open loop, each of the 4
+/// users mailed every 2 s, so each arrival is announced on its own. Nothing of one's own
+/// MTA or store is observed: no cost figures, rather than zeros. imaplib counts what each
+/// mailbox holds afterwards.
 #[test]
-fn a_known_imap_delay_shows_in_end_to_end() {
+fn issue_25_end_to_end_grows_by_one_server_delay_and_not_with_client_delay() {
     if require("postfix").is_none() {
         return;
     }
@@ -72,29 +77,58 @@ fn a_known_imap_delay_shows_in_end_to_end() {
         return;
     };
     let (_mta, entry) = postfix_into(&store);
-    let (_proxy, port) = delay_proxy(&store.imap, Duration::from_millis(300));
-    let watched = format!("127.0.0.1:{port}");
     let dir = TempDir::new("arrival-delay");
     let json = dir.0.join("r.json");
-    let args = [
-        "--smtp",
-        &entry,
-        "--imap",
-        &watched,
-        "--users-file",
-        &store.users_file,
-        "-n",
-        "40",
-        "-c",
-        "2",
-    ];
-    let r = arrival(&args, &json);
-    all_arrived(&r, 40, "through the delaying proxy");
-    let min = r["latency"]["e2e"]["min_us"].as_u64().unwrap_or(0);
-    assert!(min >= 900_000, "three 300 ms waits at least, got {min} µs");
+    let run = |imap: &str, ctx: &str| -> (i64, i64) {
+        let args = [
+            "--smtp",
+            &entry,
+            "--imap",
+            imap,
+            "--users-file",
+            &store.users_file,
+            "-n",
+            "12",
+            "--rate",
+            "2/s",
+            "-c",
+            "4",
+        ];
+        let r = arrival(&args, &json);
+        all_arrived(&r, 12, ctx);
+        assert!(
+            r["extra"]["sut"].is_null(),
+            "{ctx}: nothing of the MTA or store was observed, so no figures: {:#}",
+            r["extra"]["sut"]
+        );
+        let e2e = &r["latency"]["e2e"];
+        let (p50, min) = (e2e["p50_us"].as_i64(), e2e["min_us"].as_i64());
+        eprintln!("{ctx}: e2e p50 {p50:?} µs, min {min:?} µs");
+        (p50.unwrap_or(0), min.unwrap_or(0))
+    };
+    let d: i64 = 200_000;
+    let (p50, min) = run(&store.imap, "direct");
+    let (_down, port) = delay_proxy(&store.imap, Duration::from_micros(d as u64));
+    let (p50_down, _) = run(&format!("127.0.0.1:{port}"), "server lines delayed");
+    let grew = p50_down - p50;
+    assert!(
+        (d / 2..=d * 7 / 4).contains(&grew),
+        "a {d} µs server delay adds one delay to e2e p50: direct {p50} µs, delayed {p50_down} µs (+{grew})"
+    );
+    let (_up, port) =
+        delay_proxy_both(&store.imap, Duration::ZERO, Duration::from_micros(d as u64));
+    let (p50_up, min_up) = run(&format!("127.0.0.1:{port}"), "client lines delayed");
+    assert!(
+        min_up >= min - d / 4 && p50_up >= p50 - d / 4,
+        "a client delay must not make e2e shrink: direct p50 {p50} min {min} µs, delayed p50 {p50_up} min {min_up} µs"
+    );
+    assert!(
+        p50_up <= p50 + d / 2,
+        "a client delay adds nothing to e2e: direct p50 {p50} µs, delayed {p50_up} µs"
+    );
     assert_eq!(
         inbox_counts(&store),
-        [10, 10, 10, 10],
+        [9, 9, 9, 9],
         "round-robin over 4 users"
     );
 }

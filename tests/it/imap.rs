@@ -498,6 +498,23 @@ fn starttls_trust_and_a_refused_login() {
         .map(|e| e["count"].as_u64().unwrap_or(0))
         .sum();
     assert!(refused > 0, "refused logins counted: {:#}", r["errors"]);
+    // Issue 25: refused at login, not failed to connect; Dovecot logged each refusal.
+    assert_eq!(
+        (
+            r["counters"]["connect_failures"].as_u64(),
+            r["counters"]["login_failures"].as_u64()
+        ),
+        (Some(0), Some(refused)),
+        "{:#}",
+        r["counters"]
+    );
+    let logged = || store.logged(&["imap-login", "auth failed"]) as u64;
+    crate::util::wait_until(std::time::Duration::from_secs(5), || logged() == refused);
+    assert_eq!(
+        logged(),
+        refused,
+        "Dovecot's refused IMAP logins vs mailbench's"
+    );
     assert_eq!(
         summary(&r, "errors"),
         refused,
@@ -508,5 +525,81 @@ fn starttls_trust_and_a_refused_login() {
         summary(&r, "commands"),
         "{:#}",
         r["summary"]
+    );
+}
+
+/// Issue 25: what APPEND stores is the size asked for, to the octet, as imaplib's
+/// RFC822.SIZE reports it — `populate --via imap --fill-size 5k` gives 5,120-octet
+/// messages and `mailbox imap --append-size 10k` 10,240-octet ones — and every message
+/// `populate --via imap` appends carries the run's own id in its trace header.
+#[test]
+fn issue_25_appended_sizes_are_exact_and_the_run_id_real() {
+    let Some(store) = Store::start(&["--users", "2", "--fill", "0"]) else {
+        return;
+    };
+    let dir = TempDir::new("imap-sizes");
+    let json = dir.0.join("r.json");
+    let j = json.to_string_lossy().to_string();
+    let populate = [
+        "mailbox",
+        "populate",
+        "-q",
+        "--json",
+        &j,
+        "--via",
+        "imap",
+        "--imap",
+        &store.imap,
+        "--users-file",
+        &store.users_file,
+        "--per-user",
+        "3",
+        "--fill-size",
+        "5k",
+    ];
+    run_expect(&populate, 0);
+    let run_id = results(&json)["run_id"]
+        .as_str()
+        .expect("a run id")
+        .to_string();
+    let args = [
+        "--target",
+        &store.imap,
+        "--users-file",
+        &store.users_file,
+        "-n",
+        "8",
+        "-c",
+        "1",
+        "--mix",
+        "append=1",
+        "--append-size",
+        "10k",
+    ];
+    let r = imap(&args, &json, 0);
+    assert_eq!(summary(&r, "appended"), 8, "{:#}", r["summary"]);
+    let got = python(
+        &store.imap,
+        &store.users(),
+        "import re
+sizes, runs = {}, set()
+for u, p in USERS:
+    m = imap(u, p)
+    m.select('INBOX', readonly=True)
+    typ, data = m.fetch('1:*', '(RFC822.SIZE BODY.PEEK[HEADER.FIELDS (X-Mailbench-Trace)])')
+    for part in data:
+        if not isinstance(part, tuple):
+            continue
+        size = re.search(rb'RFC822.SIZE (\\d+)', part[0]).group(1).decode()
+        sizes[size] = sizes.get(size, 0) + 1
+        if size == '5120':
+            runs.add(re.search(rb'run=([0-9a-f]+)', part[1]).group(1).decode())
+    m.logout()
+print(json.dumps([sizes, sorted(runs)]))",
+    );
+    assert_eq!(
+        got,
+        serde_json::json!([{"5120": 6, "10240": 8}, [run_id]]),
+        "[messages by RFC822.SIZE, run ids of the populated ones]"
     );
 }

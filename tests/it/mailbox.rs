@@ -19,6 +19,8 @@ pub(crate) struct Store {
     pub(crate) users_file: String,
     /// The certificate the lab offers, when started with `--starttls`.
     pub(crate) cert: Option<String>,
+    /// The store's configuration file (its log is `log/dovecot.log` beside it).
+    pub(crate) config: String,
 }
 
 impl Store {
@@ -54,11 +56,24 @@ impl Store {
             imap: after("IMAP on "),
             lmtp: after("LMTP on "),
             users_file: after("(for --users-file) in "),
+            config: after(", config "),
             cert: text
                 .contains("STARTTLS certificate ")
                 .then(|| after("STARTTLS certificate ")),
             _proc: proc,
         })
+    }
+
+    /// Lines of Dovecot's own log that contain every one of `needles`.
+    pub(crate) fn logged(&self, needles: &[&str]) -> usize {
+        let dir = std::path::Path::new(&self.config)
+            .parent()
+            .expect("the config is in the lab's directory");
+        std::fs::read_to_string(dir.join("log/dovecot.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| needles.iter().all(|n| l.contains(n)))
+            .count()
     }
 
     /// (address, password) per line of the lab's users file.
@@ -419,6 +434,18 @@ fn refused_logins_are_counted_with_their_delay() {
             0,
         );
         one_error_row(&r, 4, 2, "rejected", "auth", &format!("--login {login}"));
+        // Issue 25: every session connected; 2 were refused at login, as Dovecot's log says.
+        assert_eq!(
+            (
+                r["counters"]["connect_failures"].as_u64(),
+                r["counters"]["login_failures"].as_u64()
+            ),
+            (Some(0), Some(2)),
+            "--login {login}: [connect, login] failures in {:#}",
+            r["counters"]
+        );
+        // And nothing of the store was observed (a --target run): no figures, not zeros.
+        assert!(r["extra"]["sut"].is_null(), "{:#}", r["extra"]["sut"]);
         assert_eq!(
             count(&r, "auth"),
             4,
@@ -438,6 +465,101 @@ fn refused_logins_are_counted_with_their_delay() {
             "--login {login}: a refused session waits Dovecot's 2 s delay: max {max} µs"
         );
     }
+    let failed = |n| {
+        crate::util::wait_until(Duration::from_secs(5), || {
+            store.logged(&["pop3-login", "auth failed"]) == n
+        })
+    };
+    assert!(
+        failed(4),
+        "Dovecot logged {} refused POP3 logins, mailbench counted 4",
+        store.logged(&["pop3-login", "auth failed"])
+    );
+    // The text report says the same: 0 failed to connect, 2 refused at login; no store cost.
+    let args = [
+        "mailbox",
+        "pop3",
+        "-q",
+        "--target",
+        &store.pop3,
+        "--users-file",
+        &users.to_string_lossy(),
+        "-n",
+        "3",
+        "-c",
+        "1",
+    ];
+    let out = run_expect(&args, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("failed to connect 0, refused at login 1"),
+        "{text}"
+    );
+    assert!(!text.contains("store cost"), "not observed: {text}");
+    assert!(
+        failed(5),
+        "Dovecot's log: {}",
+        store.logged(&["pop3-login", "auth failed"])
+    );
+}
+
+/// Issue 25: a caching client waits in IDLE between actions; a delivery to its user
+/// (`receive`, over LMTP) does not end that IDLE, so it is not charged the IMAP round trip
+/// of DONE. Through a proxy that holds every IMAP server line back 100 ms, `receive` takes
+/// what the LMTP delivery takes, well under the delay, and starts when it is due.
+#[test]
+fn issue_25_receive_is_not_charged_an_imap_round_trip() {
+    let Some(store) = Store::start(&["--users", "4", "--fill", "2", "--fill-size", "1k"]) else {
+        return;
+    };
+    let (_proxy, port) = crate::util::delay_proxy(&store.imap, Duration::from_millis(100));
+    let imap = format!("127.0.0.1:{port}");
+    let dir = TempDir::new("profile-receive");
+    let scenario = dir.0.join("receive.toml");
+    std::fs::write(
+        &scenario,
+        "period = \"2s\"
+[[user]]
+name = \"receiver\"
+client = \"caching\"
+receive_size = \"2k\"
+actions = { open_inbox = 1, receive = 3 }
+",
+    )
+    .expect("write the scenario");
+    let json = dir.0.join("r.json");
+    let scenario = scenario.to_string_lossy().to_string();
+    let args = [
+        "--imap",
+        &imap,
+        "--pop3",
+        &store.pop3,
+        "--lmtp",
+        &store.lmtp,
+        "--users-file",
+        &store.users_file,
+        "--scenario",
+        &scenario,
+        "-z",
+        "6s",
+    ];
+    let r = run_json("profile", &args, &json, 0);
+    assert_eq!(r["summary"]["errors"], 0, "{:#}", r["summary"]);
+    let receive = &r["latency"]["receive"];
+    let n = receive["count"].as_u64().unwrap_or(0);
+    assert!(n >= 10, "4 users, 1.5 receives/s, 6 s: {receive:#}");
+    let p50 = receive["p50_us"].as_u64().unwrap_or(u64::MAX);
+    assert!(
+        p50 < 50_000,
+        "receive is the LMTP delivery, not IDLE's DONE behind a 100 ms delay: p50 {p50} µs"
+    );
+    let late = r["counters"]["late_starts"].as_u64().unwrap_or(0);
+    let all = r["counters"]["sent"].as_u64().unwrap_or(0);
+    eprintln!("receive p50 {p50} µs; {late} of {all} actions started late");
+    assert!(
+        late * 4 <= all,
+        "actions start when due (only one behind a slow open_inbox may not): {late} of {all} late"
+    );
 }
 
 /// `populate --lmtp` gives every user's folders an equal share (imaplib counts them), and

@@ -81,8 +81,9 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
             .as_mut()
             .filter(|s| s.selected && due > Instant::now())
         {
-            // A caching client waits in IDLE, taking what the server pushes; ending it
-            // (DONE) is part of the next action, as for a real client.
+            // A caching client waits in IDLE, taking what the server pushes, and stays in
+            // it: ending it (DONE) is part of the next IMAP action, as for a real client;
+            // a delivery to the user (`receive`) or a POP3 action does not end it.
             Some(s) => {
                 if wait_in_idle(s, wait).await.is_err() {
                     session = None;
@@ -157,13 +158,13 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
     }
 }
 
-/// IDLE until `wait` ends; what the server pushes (EXISTS of deliveries) updates the
-/// session's model.
+/// IDLE until `wait` ends, staying in IDLE after; what the server pushes (EXISTS of
+/// deliveries) updates the session's model.
 async fn wait_in_idle(
     s: &mut Session,
     wait: impl std::future::Future<Output = ()>,
 ) -> Result<(), ImapError> {
-    let pushed = s.conn.idle(wait, |_| false).await?;
+    let pushed = s.conn.idle_wait(wait, |_| false).await?;
     let mut ignored = Vec::new();
     for d in &pushed {
         s.model.apply(d, None, &mut ignored);
@@ -304,6 +305,11 @@ async fn imap_action(
     s: &mut Session,
     rng: &mut fastrand::Rng,
 ) -> Result<Outcome, ImapError> {
+    // Out of IDLE first (DONE), taking what it pushed: the action sees the mailbox as it is.
+    let pushed = s.conn.idle_end().await?;
+    for d in &pushed {
+        s.model.apply(d, None, &mut Vec::new());
+    }
     if !s.selected || action == Action::OpenInbox {
         ok!(select(s).await);
         if action == Action::OpenInbox {

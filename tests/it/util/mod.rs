@@ -309,10 +309,12 @@ pub fn leftovers(r: &serde_json::Value) -> Vec<String> {
 }
 
 /// What the delaying proxy runs: every chunk the server sends reaches the client `DELAY`
-/// seconds after it left the server, in order; the client's bytes pass at once.
+/// seconds after it left the server, in order; the client's bytes reach the server `UP`
+/// seconds after they left the client (at once by default).
 const DELAY_PROXY: &str = r#"
 import asyncio, sys
 LISTEN, HOST, PORT, DELAY = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+UP = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
 
 async def pipe(reader, writer, delay):
     loop = asyncio.get_running_loop()
@@ -331,14 +333,14 @@ async def pipe(reader, writer, delay):
     finally:
         writer.close()
 
-async def late(reader, writer):
+async def late(reader, writer, delay):
     # Chunks keep their order: each waits out its own delay from when it arrived.
     loop = asyncio.get_running_loop()
     queue = asyncio.Queue()
     async def read():
         while True:
             data = await reader.read(65536)
-            await queue.put((loop.time() + DELAY, data))
+            await queue.put((loop.time() + delay, data))
             if not data:
                 break
     async def write():
@@ -357,7 +359,8 @@ async def late(reader, writer):
 
 async def serve(creader, cwriter):
     sreader, swriter = await asyncio.open_connection(HOST, PORT)
-    await asyncio.gather(pipe(creader, swriter, 0), late(sreader, cwriter))
+    up = late(creader, swriter, UP) if UP else pipe(creader, swriter, 0)
+    await asyncio.gather(up, late(sreader, cwriter, DELAY))
 
 async def main():
     server = await asyncio.start_server(serve, "127.0.0.1", LISTEN)
@@ -371,6 +374,12 @@ asyncio.run(main())
 /// A TCP proxy on a free loopback port in front of `target` (host:port) that delays
 /// everything the server says by `delay`: a known latency in every response.
 pub fn delay_proxy(target: &str, delay: Duration) -> (Proc, u16) {
+    delay_proxy_both(target, delay, Duration::ZERO)
+}
+
+/// The delaying proxy with both directions delayed: what the server says by `down`, what
+/// the client says by `up`.
+pub fn delay_proxy_both(target: &str, down: Duration, up: Duration) -> (Proc, u16) {
     let (host, port) = target.rsplit_once(':').expect("host:port");
     let listen = free_port();
     let mut child = Command::new("python3")
@@ -379,7 +388,8 @@ pub fn delay_proxy(target: &str, delay: Duration) -> (Proc, u16) {
             &listen.to_string(),
             host,
             port,
-            &delay.as_secs_f64().to_string(),
+            &down.as_secs_f64().to_string(),
+            &up.as_secs_f64().to_string(),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
