@@ -31,9 +31,62 @@ pub const EXIT_FAILED: u8 = 2;
 /// Exit code: the run completed but a threshold was breached.
 pub const EXIT_THRESHOLD: u8 = 3;
 
+/// The commands that run connections: they take `--threads` after their name too
+/// (`mailbench send --threads 2 …`), as well as before it (`mailbench --threads 2 send …`).
+const RUNS_CONNECTIONS: [&str; 6] = ["send", "relay", "sink", "dns", "lab", "mailbox"];
+
+/// The commands that run none: `--threads` is not offered there, and refused in one line.
+const NO_CONNECTIONS: [&str; 4] = ["report", "compare", "merge", "doctor"];
+
+/// The whole command line: the derived one, with `--threads` added to the commands that
+/// run connections (the top-level flag is not global, so that report, compare, merge and
+/// doctor do not list a flag that means nothing to them).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let threads = || {
+        clap::Arg::new("threads")
+            .long("threads")
+            .value_name("N")
+            .help(args::THREADS_HELP)
+            .value_parser(clap::value_parser!(u16).range(1..=1024))
+    };
+    let mut c = Cli::command();
+    for name in RUNS_CONNECTIONS {
+        c = c.mut_subcommand(name, |s| s.arg(threads().global(true)));
+    }
+    // Taken only to be refused with one clear line (not clap's usage block).
+    for name in NO_CONNECTIONS {
+        c = c.mut_subcommand(name, |s| s.arg(threads().hide(true)));
+    }
+    c
+}
+
+/// Parses the process's arguments with `command`; `--threads` after the command name
+/// lands in `Cli::threads` like the top-level one (given in both places, the later wins).
+pub fn parse() -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let m = command().try_get_matches()?;
+    let mut cli = Cli::from_arg_matches(&m)?;
+    if let Some(n) = m
+        .subcommand()
+        .and_then(|(_, sub)| sub.get_one::<u16>("threads"))
+    {
+        cli.threads = Some(*n);
+    }
+    Ok(cli)
+}
+
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    let runtime = || runtime(cli.threads);
+    let threads = cli.threads;
+    let runtime = || runtime(threads.unwrap_or(1));
+    let no_threads = |name: &str| match threads {
+        Some(_) => Err((
+            EXIT_USAGE,
+            format!("--threads: {name} runs no connections, so it takes no threads; drop the flag"),
+        )),
+        None => Ok(()),
+    };
     let result = match cli.command {
         Command::Send(a) => crate::transport::target::parse_targets(&a.target, 25)
             .and_then(|t| send::plan(t, Some(&a.target), &a.load, &send::SEND_DEFAULTS))
@@ -58,10 +111,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Mailbox(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(mailbox::mailbox(a))),
-        Command::Report(a) => report::report(&a),
-        Command::Doctor(a) => doctor::doctor(&a),
-        Command::Compare(a) => report::compare(&a),
-        Command::Merge(a) => report::merge(&a),
+        Command::Report(a) => no_threads("report").and_then(|()| report::report(&a)),
+        Command::Doctor(a) => no_threads("doctor").and_then(|()| doctor::doctor(&a)),
+        Command::Compare(a) => no_threads("compare").and_then(|()| report::compare(&a)),
+        Command::Merge(a) => no_threads("merge").and_then(|()| report::merge(&a)),
         Command::Dns(a) => {
             dns::plan(&a)
                 .map_err(|e| (EXIT_USAGE, e))

@@ -51,11 +51,7 @@ impl Threshold {
     /// Parses an expression that may name only what `v` lists; the error explains the
     /// accepted forms and lists the valid names.
     pub fn parse(expr: &str, v: &Vocabulary) -> Result<Threshold, String> {
-        let bad = |why: &str| {
-            format!(
-                "bad --threshold {expr:?}: {why}; examples: 'p99(total)<500ms', 'errors<1%', 'msgs_per_sec>100'"
-            )
-        };
+        let bad = |why: &str| format!("bad --threshold {expr:?}: {why}; examples: {}", examples(v));
         let e: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
         let (pos, op, len) = [
             ("<=", Op::Le),
@@ -182,6 +178,38 @@ impl Threshold {
     }
 }
 
+/// Three expressions the command accepts, for its error messages: a latency of its first
+/// metric, a failure count (as a share of `sent` only where there is a `sent`), a rate.
+pub fn examples(v: &Vocabulary) -> String {
+    let metrics = v.metric_names();
+    let metric = ["total", "e2e", "action"]
+        .into_iter()
+        .find(|m| metrics.contains(m))
+        .or(metrics.first().copied());
+    let has = |k: &str| v.keys().any(|x| x == k);
+    let failures = ["errors", "lost", "rejected", "servfail"]
+        .into_iter()
+        .find(|k| has(k))
+        .map(|k| {
+            if has("sent") {
+                format!("'{k}<1%'")
+            } else {
+                format!("'{k}==0'")
+            }
+        });
+    let rate = v
+        .keys()
+        .find(|k| k.ends_with("_per_sec") || k.ends_with("_per_min"))
+        .map(|k| format!("'{k}>100'"));
+    metric
+        .map(|m| format!("'p99({m})<500ms'"))
+        .into_iter()
+        .chain(failures)
+        .chain(rate)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Checks `thresholds` against a finished run's results and records the outcomes in it.
 pub fn check(results: &mut Results, thresholds: &[Threshold]) {
     results.thresholds = thresholds
@@ -195,6 +223,30 @@ mod tests {
     use super::*;
     use crate::stats::recorder::new_histogram;
     use crate::stats::{Metric, Steps};
+
+    /// Issue 25 item 20: the examples an error suggests are accepted by that command (they
+    /// were send's for all, and the sink refused 'p99(total)', pop3 'msgs_per_sec').
+    #[test]
+    fn every_vocabularys_examples_parse_in_it() {
+        for v in [
+            crate::send::THRESHOLDS,
+            crate::relay::THRESHOLDS,
+            crate::sink::THRESHOLDS,
+            crate::dns::THRESHOLDS,
+            crate::mailbox::POP3_THRESHOLDS,
+            crate::mailbox::IMAP_THRESHOLDS,
+            crate::mailbox::profile::THRESHOLDS,
+        ] {
+            let ex = examples(&v);
+            let all: Vec<&str> = ex.split(", ").map(|e| e.trim_matches('\'')).collect();
+            assert_eq!(all.len(), 3, "{ex}");
+            for e in all {
+                if let Err(why) = Threshold::parse(e, &v) {
+                    panic!("{e} suggested but refused: {why}");
+                }
+            }
+        }
+    }
 
     fn latency() -> BTreeMap<String, HistJson> {
         let mut h = new_histogram();

@@ -195,7 +195,33 @@ actions = { open_inbox = 1, read = 3, flag = 2, delete = 1, receive = 1, search 
 /// The preset names.
 pub const PRESETS: [&str; 3] = ["r6mail", "rabid", "imaptest"];
 
+/// The servers a scenario's users talk to, so that a run asks only for those (a POP3-only
+/// scenario needs no IMAP server, an IMAP one no POP3 server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// Some user type is an IMAP client.
+    pub imap: bool,
+    /// Some user type is a POP3 client.
+    pub pop3: bool,
+    /// Some user receives, or sends without an MTA.
+    pub lmtp: bool,
+}
+
 impl Scenario {
+    /// The servers this scenario's actions use; `smtp` says whether sends go through an
+    /// MTA (else they are LMTP deliveries).
+    pub fn needs(&self, smtp: bool) -> Needs {
+        let does = |t: &UserType, a: Action| t.actions.iter().any(|(x, n)| *x == a && *n > 0.0);
+        Needs {
+            imap: self.types.iter().any(|t| t.client != Client::Pop3),
+            pop3: self.types.iter().any(|t| t.client == Client::Pop3),
+            lmtp: self
+                .types
+                .iter()
+                .any(|t| does(t, Action::Receive) || (!smtp && does(t, Action::Send))),
+        }
+    }
+
     /// A preset by name, or a TOML file at `spec`.
     pub fn load(spec: &str) -> Result<Scenario, String> {
         let (name, text) = match spec {
