@@ -164,7 +164,8 @@ Examples:
 const COMPARE_EXAMPLES: &str = "\
 Examples:
   mailbench compare before.json after.json
-  mailbench compare --baseline a1.json a2.json a3.json a4.json --candidate b1.json b2.json b3.json b4.json
+  mailbench compare --baseline a1.json a2.json a3.json a4.json \\
+      --candidate b1.json b2.json b3.json b4.json
   mailbench compare old.json new.json --format md --fail-if-slower 5
 
 Verdicts: faster/slower (rates and times), better/worse (failures and resources), 'within

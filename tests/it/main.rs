@@ -8,6 +8,10 @@
 //! - `dns`: issue 14 — `mailbench dns` answering dig over UDP, TCP and IPv6 as the zone
 //!   spec says, fault shares and delays, bad specs; a lab Postfix resolving 50 domains
 //!   through it and a SERVFAIL window deferring mail that arrives once it is lifted
+//! - `examples`: issue 25 item 20 — every example of every `--help` and of README.md run
+//!   for real (fixtures made, a sink where they send, SIGINT after a few seconds, no lab
+//!   left behind), each example line fitting the help width, every threshold key a help
+//!   shows accepted by its command
 //! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
 //!   violations, and a corrupting proxy caught by the state checks
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
@@ -48,6 +52,7 @@ mod arrival;
 mod cli;
 mod deploy;
 mod dns;
+mod examples;
 mod imap;
 mod layout;
 mod live;
