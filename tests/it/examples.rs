@@ -682,7 +682,11 @@ fn shown_keys(help: &str) -> BTreeSet<String> {
         .match_indices("Summary keys")
         .map(|(i, _)| ((), &flat[i..]))
     {
-        let end = rest.find(". ").or(rest.find(';')).unwrap_or(rest.len());
+        let end = [rest.find(". "), rest.find(';')]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(rest.len());
         let list = &rest["Summary keys".len()..end];
         for piece in list.split(',') {
             // The word before any note in parentheses, or the first inside them.
