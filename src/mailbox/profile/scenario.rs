@@ -336,6 +336,27 @@ impl Scenario {
 mod tests {
     use super::*;
 
+    /// Issue 25 item 20: a run asks only for the servers its scenario's users talk to
+    /// (the profile help's own example has no --pop3, and every run without one stopped
+    /// with "no pop3 server").
+    #[test]
+    fn a_scenario_needs_only_the_servers_its_users_use() {
+        let needs = |spec: &str, smtp: bool| Scenario::load(spec).expect(spec).needs(smtp);
+        let n = |imap, pop3, lmtp| Needs { imap, pop3, lmtp };
+        assert_eq!(needs("r6mail", false), n(true, false, true));
+        assert_eq!(needs("rabid", false), n(false, true, true));
+        assert_eq!(needs("imaptest", true), n(true, false, true));
+        let reader = "period = \"1h\"\n[[user]]\nname = \"r\"\nclient = \"caching\"\n\
+                      actions = { read = 3, send = 1, receive = 0 }\n";
+        let s = Scenario::parse("reader", reader).expect("parse");
+        assert_eq!(
+            s.needs(true),
+            n(true, false, false),
+            "sends through the MTA"
+        );
+        assert_eq!(s.needs(false), n(true, false, true), "sends over LMTP");
+    }
+
     #[test]
     fn presets_parse_and_r6mail_is_seed_001s_mix() {
         for p in PRESETS {
