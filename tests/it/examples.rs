@@ -978,3 +978,119 @@ fn lmtp_runs_print_lhlo() {
         r["latency"]
     );
 }
+
+/// The option help of `--flag` in a help text (words joined by spaces): its first 150
+/// characters, enough for the default it states.
+fn option_help(help: &str, flag: &str) -> String {
+    let from = help.find(flag).map_or("", |i| &help[i + flag.len()..]);
+    from.chars().take(150).collect()
+}
+
+/// Issue 25 item 20's wording: what the tool and `mailbox` say they do, each mailbox
+/// command's `-c`/`-n` defaults (as the run uses them), POP3's and IMAP's TLS words and
+/// ports, `--per-conn` not offered where it is refused, and a mailbox user list's errors
+/// without the sink's flags.
+#[test]
+fn help_texts_say_what_the_commands_do() {
+    let help = |args: &[&str]| {
+        let mut a = args.to_vec();
+        a.push("--help");
+        // Words joined by single spaces, whatever clap's wrapping.
+        String::from_utf8_lossy(&run(&a).stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let top = help(&[]);
+    let about = top.split("Usage:").next().unwrap_or_default();
+    for word in [
+        "IMAP", "POP3", "profile", "arrival", "DNS", "report", "compare", "merge",
+    ] {
+        assert!(
+            about.contains(word),
+            "the tool's description lacks {word}: {about}"
+        );
+    }
+    let mailbox = help(&["mailbox"]);
+    let about = mailbox.split("Usage:").next().unwrap_or_default();
+    for word in ["IMAP", "POP3", "populate", "profile", "arrival"] {
+        assert!(
+            about.contains(word),
+            "mailbox's description lacks {word}: {about}"
+        );
+    }
+    use mailbench::cli::mailbox::{ARRIVAL_DEFAULTS, IMAP_DEFAULTS, POP3_DEFAULTS};
+    for (cmd, d) in [
+        ("pop3", POP3_DEFAULTS),
+        ("imap", IMAP_DEFAULTS),
+        ("arrival", ARRIVAL_DEFAULTS),
+    ] {
+        let h = help(&["mailbox", cmd]);
+        let c = option_help(&h, "--concurrency <N>");
+        assert!(
+            c.contains(&format!("[default: {}]", d.concurrency)),
+            "{cmd} -c: {c}"
+        );
+        let n = option_help(&h, "--messages <N>");
+        assert!(n.contains(&format!(": {}]", d.messages)), "{cmd} -n: {n}");
+    }
+    let pop3 = help(&["mailbox", "pop3"]);
+    let imap = help(&["mailbox", "imap"]);
+    assert!(
+        pop3.contains("POP3 STLS") && pop3.contains("POP3S (995)"),
+        "{pop3}"
+    );
+    assert!(
+        imap.contains("STARTTLS after CAPABILITY") && imap.contains("IMAPS (993)"),
+        "{imap}"
+    );
+    assert!(
+        !pop3.contains("--per-conn"),
+        "pop3 lists --per-conn, which it refuses"
+    );
+    assert!(imap.contains("--per-conn"), "imap lost --per-conn");
+    crate::util::refused_in_one_line(
+        &[
+            "mailbox",
+            "pop3",
+            "--target",
+            "127.0.0.1:1",
+            "--users-file",
+            "/dev/null",
+            "--per-conn",
+            "2",
+        ],
+        "--per-conn: a POP3 session holds its mailbox until QUIT",
+    );
+    let dir = TempDir::new("users-flags");
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "u1@store.test secret dr\n").expect("write users");
+    let u = users.to_string_lossy();
+    let args = [
+        "mailbox",
+        "pop3",
+        "--target",
+        "127.0.0.1:1",
+        "--users-file",
+        &u,
+    ];
+    crate::util::refused_in_one_line(&args, "\"dr\" after the password; write 'address password'");
+    crate::util::refused_in_one_line(
+        &[
+            "mailbox",
+            "imap",
+            "--target",
+            "127.0.0.1:1",
+            "--users-file",
+            "/dev/null",
+        ],
+        "has no users; write one 'address password' per line",
+    );
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("[flags]") && !err.contains("flags are") && !err.contains("after the flags"),
+        "{}",
+        describe(&args, &out)
+    );
+}
