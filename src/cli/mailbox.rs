@@ -650,22 +650,6 @@ fn profile_plan(
     if !lab && a.imap.is_none() && a.pop3.is_none() {
         return Err("give --lab dovecot, or the store's --imap (and --pop3, --lmtp as the scenario needs) with --users-file".into());
     }
-    if !lab {
-        // Ask for exactly the servers the scenario's users talk to.
-        let needs = scenario.needs(a.smtp.is_some());
-        for (flag, needed, given) in [
-            ("imap", needs.imap, a.imap.is_some()),
-            ("pop3", needs.pop3, a.pop3.is_some()),
-            ("lmtp", needs.lmtp, a.lmtp.is_some()),
-        ] {
-            if needed && !given {
-                return Err(format!(
-                    "--scenario {}: its users need a {flag} server; give --{flag} HOST:PORT",
-                    scenario.name
-                ));
-            }
-        }
-    }
     let target = |flag: &str, v: &Option<String>, port: u16| {
         v.as_deref()
             .map(|t| parse_target(t, port).map_err(|e| format!("--{flag}: {e}")))
@@ -737,6 +721,23 @@ fn profile_plan(
         tls: TlsPlan::NONE,
     };
     w.describe(&mut config_json, &a.server);
+    if !lab {
+        // Ask for exactly the servers the scenario's users talk to (after the flags' own
+        // checks, which name a flag).
+        let needs = scenario.needs(a.smtp.is_some());
+        for (flag, needed, given) in [
+            ("imap", needs.imap, a.imap.is_some()),
+            ("pop3", needs.pop3, a.pop3.is_some()),
+            ("lmtp", needs.lmtp, a.lmtp.is_some()),
+        ] {
+            if needed && !given {
+                return Err(format!(
+                    "--scenario {}: its users need a {flag} server; give --{flag} HOST:PORT",
+                    scenario.name
+                ));
+            }
+        }
+    }
     let plan = ProfilePlan {
         scenario,
         population,
