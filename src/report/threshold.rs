@@ -113,6 +113,20 @@ impl Threshold {
         if percent && matches!(lhs, Lhs::Latency { .. }) {
             return Err(bad("a latency cannot be compared with a percentage"));
         }
+        // A share is of `sent` (`unstarted` of `intended`): where the command reports no
+        // such base, it would read 0 % whatever happened.
+        if let Lhs::Key(k) = &lhs
+            && percent
+            && !PERCENT_KEYS.contains(&k.as_str())
+        {
+            let base = if k == "unstarted" { "intended" } else { "sent" };
+            if !v.keys().any(|x| x == base) {
+                return Err(bad(&format!(
+                    "{k} cannot be a share here (this command reports no {base:?}); compare \
+                     the count, e.g. '{k}==0'"
+                )));
+            }
+        }
         Ok(Threshold {
             expr: expr.to_string(),
             lhs,
@@ -309,6 +323,28 @@ mod tests {
         ] {
             let err = Threshold::parse(expr, &V).expect_err(expr);
             assert!(err.contains(lists), "{expr}: {err}");
+        }
+    }
+
+    /// Issue 25 item 20: `errors<1%` is a share of `sent`; a command without one (pop3,
+    /// imap, sink, dns) refuses it instead of reading 0 % whatever happened.
+    #[test]
+    fn a_share_needs_a_base_the_command_reports() {
+        assert!(Threshold::parse("errors<1%", &crate::send::THRESHOLDS).is_ok());
+        assert!(Threshold::parse("sut_cpu<25%", &crate::mailbox::profile::THRESHOLDS).is_ok());
+        for v in [
+            crate::mailbox::POP3_THRESHOLDS,
+            crate::mailbox::IMAP_THRESHOLDS,
+            crate::sink::THRESHOLDS,
+            crate::dns::THRESHOLDS,
+        ] {
+            let key = if v.keys().any(|k| k == "errors") {
+                "errors"
+            } else {
+                "refused"
+            };
+            let err = Threshold::parse(&format!("{key}<1%"), &v).expect_err(key);
+            assert!(err.contains("reports no \"sent\""), "{err}");
         }
     }
 
