@@ -13,15 +13,19 @@ pub struct Cli {
     /// What to run.
     #[command(subcommand)]
     pub command: Command,
-    /// Threads that run connections [default: 1]. Also taken after the commands that run
-    /// connections (`cli::command` adds it there); `cli::parse` keeps the one given.
-    #[arg(long, value_name = "N", help = THREADS_HELP,
+    /// Threads that run connections. Also taken after the commands that run connections
+    /// (`cli::command` adds it there); `cli::parse` keeps the one given.
+    #[arg(long, value_name = "N", default_value_t = 1, help = THREADS_HELP,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
-    pub threads: Option<u16>,
+    pub threads: u16,
+    /// Whether `--threads` was given, before or after the command name (set by
+    /// `cli::parse`): the commands that open no connections refuse it.
+    #[arg(skip)]
+    pub threads_given: bool,
 }
 
 /// `--threads`' help, at the top level and on every command that runs connections.
-pub const THREADS_HELP: &str = "Threads that run connections [default: 1]. One is the \
+pub const THREADS_HELP: &str = "Threads that run connections. One (the default) is the \
 cheapest per message: no wakeups cross threads, so more of a shared machine is left to the \
 server under test. Raise it only when the run warns that mailbench saturates its core";
 

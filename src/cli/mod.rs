@@ -48,6 +48,7 @@ pub fn command() -> clap::Command {
             .long("threads")
             .value_name("N")
             .help(args::THREADS_HELP)
+            .default_value("1")
             .value_parser(clap::value_parser!(u16).range(1..=1024))
     };
     let mut c = Cli::command();
@@ -65,28 +66,48 @@ pub fn command() -> clap::Command {
 /// lands in `Cli::threads` like the top-level one (given in both places, the later wins).
 pub fn parse() -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
+    use clap::parser::ValueSource;
     let m = command().try_get_matches()?;
     let mut cli = Cli::from_arg_matches(&m)?;
-    if let Some(n) = m
-        .subcommand()
-        .and_then(|(_, sub)| sub.get_one::<u16>("threads"))
-    {
-        cli.threads = Some(*n);
+    let given = |m: &clap::ArgMatches| {
+        m.try_get_one::<u16>("threads")
+            .ok()
+            .flatten()
+            .filter(|_| m.value_source("threads") == Some(ValueSource::CommandLine))
+            .copied()
+    };
+    cli.threads_given = given(&m).is_some();
+    let mut level = m.subcommand();
+    while let Some((_, sub)) = level {
+        if let Some(n) = given(sub) {
+            cli.threads = n;
+            cli.threads_given = true;
+        }
+        level = sub.subcommand();
     }
     Ok(cli)
 }
 
+/// The name of a command that opens no connections (one of `NO_CONNECTIONS`).
+fn no_connections(c: &Command) -> Option<&'static str> {
+    match c {
+        Command::Report(_) => Some("report"),
+        Command::Compare(_) => Some("compare"),
+        Command::Merge(_) => Some("merge"),
+        Command::Doctor(_) => Some("doctor"),
+        _ => None,
+    }
+}
+
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    let threads = cli.threads;
-    let runtime = || runtime(threads.unwrap_or(1));
-    let no_threads = |name: &str| match threads {
-        Some(_) => Err((
-            EXIT_USAGE,
-            format!("--threads: {name} runs no connections, so it takes no threads; drop the flag"),
-        )),
-        None => Ok(()),
-    };
+    if let Some(name) = no_connections(&cli.command).filter(|_| cli.threads_given) {
+        crate::run::live::say(&format!(
+            "mailbench: --threads: {name} runs no connections, so it takes no threads; drop the flag"
+        ));
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let runtime = || runtime(cli.threads);
     let result = match cli.command {
         Command::Send(a) => crate::transport::target::parse_targets(&a.target, 25)
             .and_then(|t| send::plan(t, Some(&a.target), &a.load, &send::SEND_DEFAULTS))
@@ -111,10 +132,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Mailbox(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(mailbox::mailbox(a))),
-        Command::Report(a) => no_threads("report").and_then(|()| report::report(&a)),
-        Command::Doctor(a) => no_threads("doctor").and_then(|()| doctor::doctor(&a)),
-        Command::Compare(a) => no_threads("compare").and_then(|()| report::compare(&a)),
-        Command::Merge(a) => no_threads("merge").and_then(|()| report::merge(&a)),
+        Command::Report(a) => report::report(&a),
+        Command::Doctor(a) => doctor::doctor(&a),
+        Command::Compare(a) => report::compare(&a),
+        Command::Merge(a) => report::merge(&a),
         Command::Dns(a) => {
             dns::plan(&a)
                 .map_err(|e| (EXIT_USAGE, e))
