@@ -1,9 +1,7 @@
 //! The `mailbench` binary: parse the command line and hand over to `mailbench::cli`.
 
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    match mailbench::cli::args::Cli::try_parse() {
+    match mailbench::cli::parse() {
         Ok(cli) => mailbench::cli::run(cli),
         // --help and --version print and succeed; any other parse error is bad usage.
         Err(e) => {

@@ -8,35 +8,63 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Benchmark suite for mail servers.
 #[derive(Debug, Parser)]
-#[command(name = "mailbench", version, about, long_about = None, propagate_version = true)]
+#[command(name = "mailbench", version, about = ABOUT, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// What to run.
     #[command(subcommand)]
     pub command: Command,
-    /// Threads that run connections. One (the default) is the cheapest per message: no
-    /// wakeups cross threads, so more of a shared machine is left to the server under
-    /// test. Raise it only when the run warns that mailbench saturates its core. For `dns`:
-    /// the threads that serve each UDP socket.
-    #[arg(long, global = true, value_name = "N", default_value_t = 1,
+    /// Threads that run connections. Also taken after the commands that run connections
+    /// (`cli::command` adds it there); `cli::parse` keeps the one given.
+    #[arg(long, value_name = "N", default_value_t = 1, help = THREADS_HELP,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: u16,
+    /// Whether `--threads` was given, before or after the command name (set by
+    /// `cli::parse`): the commands that open no connections refuse it.
+    #[arg(skip)]
+    pub threads_given: bool,
+}
+
+/// `--threads`' help, at the top level and on every command that runs connections.
+pub const THREADS_HELP: &str = "Threads that run connections. One (the default) is the \
+cheapest per message: no wakeups cross threads, so more of a shared machine is left to the \
+server under test. Raise it only when the run warns that mailbench saturates its core. For \
+`dns`: the threads that serve each UDP socket";
+
+/// What `mailbench --help` says the tool is.
+const ABOUT: &str = "Benchmark suite for mail servers: SMTP/LMTP load and sink, relay through an MTA, \
+POP3/IMAP mail-store workloads (users, profiles, arrival time), test DNS; report, compare and \
+merge results";
+
+/// `--threshold`'s help with a command's own examples (keys that command accepts; the
+/// examples test runs each).
+macro_rules! threshold_help {
+    ($examples:literal) => {
+        concat!(
+            "Fail with exit code 3 unless this holds, e.g. ",
+            $examples,
+            " (a key the command does not report is refused, with the list of valid ones)"
+        )
+    };
 }
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// SMTP/LMTP load generator: fixed rate (open loop) or as fast as possible (closed loop).
-    #[command(after_help = SEND_EXAMPLES)]
+    #[command(after_help = SEND_EXAMPLES, mut_arg("threshold", |a| a.help(threshold_help!(
+        "'p99(total)<500ms', 'errors<1%', 'msgs_per_sec>100'"))))]
     Send(Box<SendArgs>),
     /// End-to-end relay benchmark: send → MTA under test → embedded sink, every message
     /// correlated; with --lab postfix on a disposable Postfix.
-    #[command(after_help = RELAY_EXAMPLES)]
+    #[command(after_help = RELAY_EXAMPLES, mut_arg("threshold", |a| a.help(threshold_help!(
+        "'p99(e2e)<2s', 'lost==0', 'drained==1'"))))]
     Relay(Box<RelayArgs>),
     /// Start a disposable lab server (an MTA or a mail store) for manual use until Ctrl-C.
     #[command(subcommand)]
     Lab(LabCommand),
-    /// Mail-store workloads: fill mailboxes, then run POP3 users against them; with
-    /// --lab dovecot on a disposable Dovecot.
+    /// Mail-store workloads: fill mailboxes (populate), POP3 and IMAP users, virtual users
+    /// of a scenario up to the store's capacity (profile), SMTP-in to IMAP-visible time
+    /// (arrival); with --lab dovecot on a disposable Dovecot.
     #[command(subcommand)]
     Mailbox(MailboxCommand),
     /// Check this machine for what would distort a benchmark (descriptor limits, ports,
@@ -44,7 +72,8 @@ pub enum Command {
     /// Changes nothing; every send and relay run does the same checks first.
     Doctor(DoctorArgs),
     /// SMTP/LMTP receiver that discards (or stores) mail, with fault injection.
-    #[command(after_help = SINK_EXAMPLES)]
+    #[command(after_help = SINK_EXAMPLES, mut_arg("threshold", |a| a.help(threshold_help!(
+        "'p99(e2e)<1s', 'rejected==0', 'msgs_per_sec>100'"))))]
     Sink(Box<SinkArgs>),
     /// One self-contained HTML page (charts and tables, opens offline) from results files;
     /// several files overlay on the same charts.
@@ -59,7 +88,8 @@ pub enum Command {
     Merge(MergeArgs),
     /// Authoritative test DNS for thousands of synthetic domains (MX, A/AAAA, SPF and DKIM
     /// TXT, PTR) or zone files, with fault rules and per-type counters; never recursive.
-    #[command(after_help = DNS_EXAMPLES)]
+    #[command(after_help = DNS_EXAMPLES, mut_arg("threshold", |a| a.help(threshold_help!(
+        "'p99(total)<5ms', 'servfail==0', 'queries_per_sec>1000'"))))]
     Dns(Box<DnsArgs>),
 }
 
@@ -68,7 +98,8 @@ Examples:
   mailbench dns --domains 'd{1..254}.example.test' --mx-address 127.0.2.1,127.0.2.2
       254 zones on 127.0.0.1:5353 (UDP and TCP), each with an MX host on one of two
       addresses; check with: dig @127.0.0.1 -p 5353 MX d1.example.test
-  mailbench dns --domains 50 --rule 'mx:delay=200ms:10%' --rule 'a:servfail:5%' -z 60s --json dns.json
+  mailbench dns --domains 50 --rule 'mx:delay=200ms:10%' --rule 'a:servfail:5%' \\
+      -z 60s --json dns.json
       domains d0..d49.example.test, slow MX answers and failing A answers, 60 s
   mailbench dns --zone-file lab.zone --listen 127.53.0.1:53 --query-log queries.log
       a zone file (RFC 1035 master format, one zone with its SOA) on port 53 of
@@ -141,7 +172,8 @@ Examples:
 const COMPARE_EXAMPLES: &str = "\
 Examples:
   mailbench compare before.json after.json
-  mailbench compare --baseline a1.json a2.json a3.json a4.json --candidate b1.json b2.json b3.json b4.json
+  mailbench compare --baseline a1.json a2.json a3.json a4.json \\
+      --candidate b1.json b2.json b3.json b4.json
   mailbench compare old.json new.json --format md --fail-if-slower 5
 
 Verdicts: faster/slower (rates and times), better/worse (failures and resources), 'within
@@ -215,9 +247,10 @@ pub enum ArrivalsArg {
 pub enum TlsArg {
     /// Plain text.
     None,
-    /// STARTTLS after EHLO.
+    /// Upgrade after the greeting: SMTP STARTTLS after EHLO, POP3 STLS, IMAP STARTTLS
+    /// after CAPABILITY.
     Starttls,
-    /// TLS from the first byte (SMTPS).
+    /// TLS from the first byte: SMTPS (465), POP3S (995), IMAPS (993).
     Implicit,
 }
 
@@ -302,7 +335,7 @@ pub struct LoadArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ShapeArgs {
     /// Connections: closed loop uses this many, open loop at most this many (default: 16
-    /// for send and mailbox, 64 for relay). relay also takes a list, 1,4,16,64,256, and runs once per
+    /// for send, 64 for relay). relay also takes a list, 1,4,16,64,256, and runs once per
     /// level on the same lab (a sweep).
     #[arg(short = 'c', long, value_name = "N")]
     pub concurrency: Option<String>,
@@ -318,8 +351,8 @@ pub struct ShapeArgs {
     /// Rate at the start of the ramp.
     #[arg(long, value_name = "RATE", default_value = "1/s")]
     pub ramp_from: String,
-    /// Stop after this many messages, or sessions for mailbox workloads (default when no
-    /// --duration is given: 1000 for send and mailbox, 10000 for relay).
+    /// Stop after this many messages (default when no --duration is given: 1000 for send,
+    /// 10000 for relay).
     #[arg(short = 'n', long, value_name = "N")]
     pub messages: Option<String>,
     /// Stop after this long.
@@ -959,24 +992,49 @@ pub struct FillArgs {
 /// `mailbench mailbox`'s workloads.
 #[derive(Debug, Subcommand)]
 pub enum MailboxCommand {
-    /// Fill mailboxes over LMTP, N messages per user, and report the delivery rate.
-    #[command(after_help = POPULATE_EXAMPLES)]
+    /// Fill mailboxes over LMTP (or IMAP APPEND), N messages per user, and report the rate.
+    #[command(after_help = POPULATE_EXAMPLES, mut_arg("threshold", |a| a.help(threshold_help!(
+        "'p99(total)<500ms', 'errors==0'"))))]
     Populate(Box<PopulateArgs>),
     /// POP3 users (rabid's job): sessions that log in, download and delete a share of the
     /// messages, and quit.
-    #[command(after_help = POP3_EXAMPLES)]
+    #[command(after_help = POP3_EXAMPLES,
+        mut_arg("threshold", |a| a.help(threshold_help!(
+            "'p99(total)<1s', 'errors==0', 'sessions_per_sec>50'"))),
+        mut_arg("concurrency", |a| a.help(
+            "Connections: closed loop uses this many, open loop at most this many [default: 16]")),
+        mut_arg("messages", |a| a.help(
+            "Stop after this many sessions [default without --duration: 1000]")),
+        // A POP3 session holds its mailbox until QUIT: one session per connection, so
+        // --per-conn is refused (with that reason) and not offered.
+        mut_arg("per_conn", |a| a.hide(true)))]
     Pop3(Box<Pop3Args>),
     /// IMAP users (imaptest's job): sessions that log in, select a mailbox and run a mix
     /// of commands, each one timed and its responses state-checked.
-    #[command(after_help = IMAP_EXAMPLES)]
+    #[command(after_help = IMAP_EXAMPLES,
+        mut_arg("threshold", |a| a.help(threshold_help!(
+            "'p99(total)<500ms', 'violations==0', 'commands_per_sec>100'"))),
+        mut_arg("concurrency", |a| a.help(
+            "Connections, one IMAP session at a time each: closed loop uses this many, open loop at most this many [default: 10]")),
+        mut_arg("messages", |a| a.help(
+            "Stop after this many commands [default without --duration: 10000]")),
+        mut_arg("per_conn", |a| a.help(
+            "Commands per session, N or MIN-MAX; 0 keeps each session for the whole run")))]
     Imap(Box<ImapArgs>),
     /// Virtual users of a scenario (the Domino study's method), each on its own open-loop
     /// schedule; with --ramp-users, added in steps until a capacity rule breaks.
-    #[command(after_help = PROFILE_EXAMPLES)]
+    #[command(after_help = PROFILE_EXAMPLES, mut_arg("threshold", |a| a.help(threshold_help!(
+        "'p95(action)<1s', 'errors==0', 'actions_per_min>100'"))))]
     Profile(Box<ProfileArgs>),
     /// SMTP in, IMAP out: messages injected into an MTA that delivers into the store, each
     /// timed until it is visible over IMAP (IDLE), with the relay benchmark's figures.
-    #[command(after_help = ARRIVAL_EXAMPLES)]
+    #[command(after_help = ARRIVAL_EXAMPLES,
+        mut_arg("threshold", |a| a.help(threshold_help!(
+            "'p95(e2e)<60s', 'lost==0', 'drain_mpm>1000'"))),
+        mut_arg("concurrency", |a| a.help(
+            "SMTP connections: closed loop uses this many, open loop at most this many [default: 4]")),
+        mut_arg("messages", |a| a.help(
+            "Stop after this many messages [default without --duration: 1000]")))]
     Arrival(Box<ArrivalArgs>),
 }
 
@@ -1029,7 +1087,8 @@ Examples:
       delivery rate into a throwaway Dovecot, 20,000 messages over LMTP
   mailbench mailbox populate --lmtp unix:/run/dovecot/lmtp --users-file users.txt --per-user 50
 
-Summary keys as `send`'s (sent, accepted, mpm, ...).";
+Summary keys as `send`'s (sent, accepted, mpm, ...); with --via imap as `mailbox imap`'s
+(appended, commands_per_sec, ...), whose bytes are the octets uploaded.";
 
 const POP3_EXAMPLES: &str = "\
 Examples:
@@ -1152,7 +1211,7 @@ pub struct Pop3Args {
     /// --lab: how the mailboxes are filled.
     #[command(flatten)]
     pub filling: FillArgs,
-    /// How many sessions, how fast (-n counts sessions; default 1000).
+    /// How many sessions, how fast.
     #[command(flatten)]
     pub shape: ShapeArgs,
     /// Share of each mailbox's messages a session downloads.
@@ -1224,8 +1283,7 @@ pub struct ImapArgs {
     /// --lab: how the mailboxes are filled.
     #[command(flatten)]
     pub filling: FillArgs,
-    /// How many commands, how fast (-n counts commands; default 10000), and commands per
-    /// session (--per-conn).
+    /// How many commands, how fast, and commands per session (--per-conn).
     #[command(flatten)]
     pub shape: ShapeArgs,
     /// The commands and their relative weights, name=weight,... [default: imaptest-like,
@@ -1384,7 +1442,7 @@ pub struct ArrivalArgs {
     /// Users watched in IDLE (and mailed, round-robin) [default: all, at most 100].
     #[arg(long, value_name = "N")]
     pub watchers: Option<String>,
-    /// How many messages, how fast (-n counts messages; default 1000).
+    /// How many messages, how fast.
     #[command(flatten)]
     pub shape: ShapeArgs,
     /// Message size, or a range 1k-64k.
@@ -1433,12 +1491,11 @@ pub enum Pop3LoginArg {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
 
     /// clap checks the flag relations (conflicts, requirements) only when a command is
     /// parsed in a debug build; this parses them all.
     #[test]
     fn every_command_is_well_formed() {
-        super::Cli::command().debug_assert();
+        crate::cli::command().debug_assert();
     }
 }

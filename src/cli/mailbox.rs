@@ -76,20 +76,55 @@ fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<StoreSetu
 
 /// The users of a server of one's own, from a Postal user list; each needs its password.
 fn users_file(path: &Path) -> Result<Vec<StoreUser>, String> {
-    crate::message::users::load(path)?
-        .into_iter()
-        .map(|u| match u.password {
-            Some(password) => Ok(StoreUser {
-                address: u.address,
-                password,
-            }),
-            None => Err(format!(
-                "user list {}: {} has no password; write 'address password' per line",
-                path.display(),
-                u.address
-            )),
-        })
-        .collect()
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read user list {}: {e}", path.display()))?;
+    let users = store_users(&text)
+        .map_err(|(line, why)| format!("user list {} line {line}: {why}", path.display()))?;
+    if users.is_empty() {
+        return Err(format!(
+            "user list {} has no users; write one 'address password' per line",
+            path.display()
+        ));
+    }
+    Ok(users)
+}
+
+/// Parses a mailbox user list: `address password` per line (Postal's format without the
+/// sink's d/r/g/b flags, which mean nothing to a store); blank lines and lines starting
+/// with '#' are skipped. Errors carry the 1-based line number.
+fn store_users(text: &str) -> Result<Vec<StoreUser>, (usize, String)> {
+    let mut users = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut parts = line.split_whitespace();
+        let address = parts.next().unwrap_or_default();
+        if !crate::message::users::valid_address(address) {
+            return Err((
+                i + 1,
+                format!("{address:?} is not a mail address (expected local@domain)"),
+            ));
+        }
+        let Some(password) = parts.next() else {
+            return Err((
+                i + 1,
+                format!("{address} has no password; write 'address password' per line"),
+            ));
+        };
+        if let Some(extra) = parts.next() {
+            return Err((
+                i + 1,
+                format!("{extra:?} after the password; write 'address password' per line"),
+            ));
+        }
+        users.push(StoreUser {
+            address: address.to_string(),
+            password: password.to_string(),
+        });
+    }
+    Ok(users)
 }
 
 /// How mailboxes are filled with `per_user` messages each: a quiet LMTP `send` plan,
@@ -687,6 +722,23 @@ fn profile_plan(
         tls: TlsPlan::NONE,
     };
     w.describe(&mut config_json, &a.server);
+    if !lab {
+        // Ask for exactly the servers the scenario's users talk to (after the flags' own
+        // checks, which name a flag).
+        let needs = scenario.needs(a.smtp.is_some());
+        for (flag, needed, given) in [
+            ("imap", needs.imap, a.imap.is_some()),
+            ("pop3", needs.pop3, a.pop3.is_some()),
+            ("lmtp", needs.lmtp, a.lmtp.is_some()),
+        ] {
+            if needed && !given {
+                return Err(format!(
+                    "--scenario {}: its users need a {flag} server; give --{flag} HOST:PORT",
+                    scenario.name
+                ));
+            }
+        }
+    }
     let plan = ProfilePlan {
         scenario,
         population,
@@ -926,4 +978,46 @@ async fn populate_imap(
         );
         crate::report::text::render_imap(r, crate::imap::steps::STEPS, &headline)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::store_users;
+
+    /// Issue 25 item 20: a mailbox user list is `address password`; its errors do not
+    /// offer the sink's d/r/g/b flags, which mean nothing to a store.
+    #[test]
+    fn store_user_lists_are_address_and_password() {
+        let users = store_users("# users\nu1@s.test secret1\n\nu2@s.test p2\n").expect("parse");
+        assert_eq!(users.len(), 2);
+        assert_eq!(
+            (users[1].address.as_str(), users[1].password.as_str()),
+            ("u2@s.test", "p2")
+        );
+        for (text, line, said) in [
+            (
+                "u1@s.test\n",
+                1,
+                "u1@s.test has no password; write 'address password' per line",
+            ),
+            (
+                "u1@s.test p dr\n",
+                1,
+                "\"dr\" after the password; write 'address password' per line",
+            ),
+            (
+                "\nnot-an-address p\n",
+                2,
+                "\"not-an-address\" is not a mail address",
+            ),
+        ] {
+            let (l, why) = store_users(text).expect_err(text);
+            assert_eq!(l, line, "{text:?}");
+            assert!(
+                why.contains(said),
+                "{text:?}: expected {said:?}, got {why:?}"
+            );
+            assert!(!why.contains("flags"), "{text:?}: {why}");
+        }
+    }
 }

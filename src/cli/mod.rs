@@ -31,8 +31,82 @@ pub const EXIT_FAILED: u8 = 2;
 /// Exit code: the run completed but a threshold was breached.
 pub const EXIT_THRESHOLD: u8 = 3;
 
+/// The commands that run connections: they take `--threads` after their name too
+/// (`mailbench send --threads 2 …`), as well as before it (`mailbench --threads 2 send …`).
+const RUNS_CONNECTIONS: [&str; 6] = ["send", "relay", "sink", "dns", "lab", "mailbox"];
+
+/// The commands that run none: `--threads` is not offered there, and refused in one line.
+const NO_CONNECTIONS: [&str; 4] = ["report", "compare", "merge", "doctor"];
+
+/// The whole command line: the derived one, with `--threads` added to the commands that
+/// run connections (the top-level flag is not global, so that report, compare, merge and
+/// doctor do not list a flag that means nothing to them).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let threads = || {
+        clap::Arg::new("threads")
+            .long("threads")
+            .value_name("N")
+            .help(args::THREADS_HELP)
+            .default_value("1")
+            .value_parser(clap::value_parser!(u16).range(1..=1024))
+    };
+    let mut c = Cli::command();
+    for name in RUNS_CONNECTIONS {
+        c = c.mut_subcommand(name, |s| s.arg(threads().global(true)));
+    }
+    // Taken only to be refused with one clear line (not clap's usage block).
+    for name in NO_CONNECTIONS {
+        c = c.mut_subcommand(name, |s| s.arg(threads().hide(true)));
+    }
+    c
+}
+
+/// Parses the process's arguments with `command`; `--threads` after the command name
+/// lands in `Cli::threads` like the top-level one (given in both places, the later wins).
+pub fn parse() -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    use clap::parser::ValueSource;
+    let m = command().try_get_matches()?;
+    let mut cli = Cli::from_arg_matches(&m)?;
+    let given = |m: &clap::ArgMatches| {
+        m.try_get_one::<u16>("threads")
+            .ok()
+            .flatten()
+            .filter(|_| m.value_source("threads") == Some(ValueSource::CommandLine))
+            .copied()
+    };
+    cli.threads_given = given(&m).is_some();
+    let mut level = m.subcommand();
+    while let Some((_, sub)) = level {
+        if let Some(n) = given(sub) {
+            cli.threads = n;
+            cli.threads_given = true;
+        }
+        level = sub.subcommand();
+    }
+    Ok(cli)
+}
+
+/// The name of a command that opens no connections (one of `NO_CONNECTIONS`).
+fn no_connections(c: &Command) -> Option<&'static str> {
+    match c {
+        Command::Report(_) => Some("report"),
+        Command::Compare(_) => Some("compare"),
+        Command::Merge(_) => Some("merge"),
+        Command::Doctor(_) => Some("doctor"),
+        _ => None,
+    }
+}
+
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
+    if let Some(name) = no_connections(&cli.command).filter(|_| cli.threads_given) {
+        crate::run::live::say(&format!(
+            "mailbench: --threads: {name} runs no connections, so it takes no threads; drop the flag"
+        ));
+        return ExitCode::from(EXIT_USAGE);
+    }
     let runtime = || runtime(cli.threads);
     let result = match cli.command {
         Command::Send(a) => crate::transport::target::parse_targets(&a.target, 25)

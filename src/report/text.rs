@@ -73,7 +73,7 @@ fn latency_table(out: &mut String, r: &Results, steps: Steps) {
             let _ = writeln!(
                 out,
                 "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                steps.name(m),
+                shown_step(r, steps.name(m)),
                 h.count,
                 ms(h.p50_us),
                 ms(h.p90_us),
@@ -82,6 +82,16 @@ fn latency_table(out: &mut String, r: &Results, steps: Steps) {
                 ms(h.max_us)
             );
         }
+    }
+}
+
+/// A step's name as printed: an LMTP run's greeting step is LHLO. The results file keeps
+/// the key `ehlo` for it, so that LMTP files written before and after compare and merge.
+fn shown_step<'a>(r: &Results, name: &'a str) -> &'a str {
+    if name == "ehlo" && r.config["protocol"] == "lmtp" {
+        "lhlo"
+    } else {
+        name
     }
 }
 
@@ -103,7 +113,7 @@ fn error_table(out: &mut String, r: &Results) {
                 out,
                 "             {:<14} {:<13} {:>5} {:>9}  {}",
                 e.class,
-                e.phase,
+                shown_step(r, &e.phase),
                 e.code,
                 e.count,
                 cut(first.map_or("", |s| s.as_str()))
@@ -684,9 +694,15 @@ fn imap_lines(out: &mut String, r: &Results, s: &crate::stats::summary::ImapSumm
             s.intended, s.unstarted
         );
     }
+    // `populate --via imap` counts the octets it APPENDs: they went up, not down.
+    let direction = if r.config["via"] == "append" {
+        "uploaded"
+    } else {
+        "downloaded"
+    };
     let _ = writeln!(
         out,
-        "  messages   fetched {}  appended {}  expunged {}  {:.2} MB downloaded",
+        "  messages   fetched {}  appended {}  expunged {}  {:.2} MB {direction}",
         s.fetched,
         s.appended,
         s.expunged,

@@ -51,11 +51,7 @@ impl Threshold {
     /// Parses an expression that may name only what `v` lists; the error explains the
     /// accepted forms and lists the valid names.
     pub fn parse(expr: &str, v: &Vocabulary) -> Result<Threshold, String> {
-        let bad = |why: &str| {
-            format!(
-                "bad --threshold {expr:?}: {why}; examples: 'p99(total)<500ms', 'errors<1%', 'msgs_per_sec>100'"
-            )
-        };
+        let bad = |why: &str| format!("bad --threshold {expr:?}: {why}; examples: {}", examples(v));
         let e: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
         let (pos, op, len) = [
             ("<=", Op::Le),
@@ -116,6 +112,20 @@ impl Threshold {
             .map_err(|_| bad(&format!("{right:?} is not a number")))?;
         if percent && matches!(lhs, Lhs::Latency { .. }) {
             return Err(bad("a latency cannot be compared with a percentage"));
+        }
+        // A share is of `sent` (`unstarted` of `intended`): where the command reports no
+        // such base, it would read 0 % whatever happened.
+        if let Lhs::Key(k) = &lhs
+            && percent
+            && !PERCENT_KEYS.contains(&k.as_str())
+        {
+            let base = if k == "unstarted" { "intended" } else { "sent" };
+            if !v.keys().any(|x| x == base) {
+                return Err(bad(&format!(
+                    "{k} cannot be a share here (this command reports no {base:?}); compare \
+                     the count, e.g. '{k}==0'"
+                )));
+            }
         }
         Ok(Threshold {
             expr: expr.to_string(),
@@ -182,6 +192,38 @@ impl Threshold {
     }
 }
 
+/// Three expressions the command accepts, for its error messages: a latency of its first
+/// metric, a failure count (as a share of `sent` only where there is a `sent`), a rate.
+pub fn examples(v: &Vocabulary) -> String {
+    let metrics = v.metric_names();
+    let metric = ["total", "e2e", "action"]
+        .into_iter()
+        .find(|m| metrics.contains(m))
+        .or(metrics.first().copied());
+    let has = |k: &str| v.keys().any(|x| x == k);
+    let failures = ["errors", "lost", "rejected", "servfail"]
+        .into_iter()
+        .find(|k| has(k))
+        .map(|k| {
+            if has("sent") {
+                format!("'{k}<1%'")
+            } else {
+                format!("'{k}==0'")
+            }
+        });
+    let rate = v
+        .keys()
+        .find(|k| k.ends_with("_per_sec") || k.ends_with("_per_min"))
+        .map(|k| format!("'{k}>100'"));
+    metric
+        .map(|m| format!("'p99({m})<500ms'"))
+        .into_iter()
+        .chain(failures)
+        .chain(rate)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Checks `thresholds` against a finished run's results and records the outcomes in it.
 pub fn check(results: &mut Results, thresholds: &[Threshold]) {
     results.thresholds = thresholds
@@ -195,6 +237,30 @@ mod tests {
     use super::*;
     use crate::stats::recorder::new_histogram;
     use crate::stats::{Metric, Steps};
+
+    /// Issue 25 item 20: the examples an error suggests are accepted by that command (they
+    /// were send's for all, and the sink refused 'p99(total)', pop3 'msgs_per_sec').
+    #[test]
+    fn every_vocabularys_examples_parse_in_it() {
+        for v in [
+            crate::send::THRESHOLDS,
+            crate::relay::THRESHOLDS,
+            crate::sink::THRESHOLDS,
+            crate::dns::THRESHOLDS,
+            crate::mailbox::POP3_THRESHOLDS,
+            crate::mailbox::IMAP_THRESHOLDS,
+            crate::mailbox::profile::THRESHOLDS,
+        ] {
+            let ex = examples(&v);
+            let all: Vec<&str> = ex.split(", ").map(|e| e.trim_matches('\'')).collect();
+            assert_eq!(all.len(), 3, "{ex}");
+            for e in all {
+                if let Err(why) = Threshold::parse(e, &v) {
+                    panic!("{e} suggested but refused: {why}");
+                }
+            }
+        }
+    }
 
     fn latency() -> BTreeMap<String, HistJson> {
         let mut h = new_histogram();
@@ -257,6 +323,28 @@ mod tests {
         ] {
             let err = Threshold::parse(expr, &V).expect_err(expr);
             assert!(err.contains(lists), "{expr}: {err}");
+        }
+    }
+
+    /// Issue 25 item 20: `errors<1%` is a share of `sent`; a command without one (pop3,
+    /// imap, sink, dns) refuses it instead of reading 0 % whatever happened.
+    #[test]
+    fn a_share_needs_a_base_the_command_reports() {
+        assert!(Threshold::parse("errors<1%", &crate::send::THRESHOLDS).is_ok());
+        assert!(Threshold::parse("sut_cpu<25%", &crate::mailbox::profile::THRESHOLDS).is_ok());
+        for v in [
+            crate::mailbox::POP3_THRESHOLDS,
+            crate::mailbox::IMAP_THRESHOLDS,
+            crate::sink::THRESHOLDS,
+            crate::dns::THRESHOLDS,
+        ] {
+            let key = if v.keys().any(|k| k == "errors") {
+                "errors"
+            } else {
+                "refused"
+            };
+            let err = Threshold::parse(&format!("{key}<1%"), &v).expect_err(key);
+            assert!(err.contains("reports no \"sent\""), "{err}");
         }
     }
 

@@ -390,9 +390,16 @@ fn append_population_fills_folders_with_flags() {
         "--flags",
         "\\Seen=100,\\Flagged=0",
     ];
-    run_expect(&args, 0);
+    let out = run_expect(&args, 0);
     let r = results(&json);
     assert_eq!(summary(&r, "appended"), 18, "{:#}", r["summary"]);
+    // Issue 25 item 20: the octets APPENDed went up ("uploaded", not "downloaded").
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let want = format!("{:.2} MB uploaded", summary(&r, "bytes") as f64 / 1e6);
+    assert!(
+        printed.contains(&want) && !printed.contains("downloaded"),
+        "expected {want:?} in:\n{printed}"
+    );
     assert_eq!(count(&r, "append"), 18);
     let seen = python(
         &store.imap,

@@ -10,6 +10,10 @@
 //!   through it and a SERVFAIL window deferring mail that arrives once it is lifted
 //! - `dns_nsd`: issue 26 — zone files and synthetic zones answered as NSD answers them,
 //!   question by question (dig), every difference listed with the RFC that allows it
+//! - `examples`: issue 25 item 20 — every example of every `--help` and of README.md run
+//!   for real (fixtures made, a sink where they send, SIGINT after a few seconds, no lab
+//!   left behind), each example line fitting the help width, every threshold key a help
+//!   shows accepted by its command
 //! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
 //!   violations, and a corrupting proxy caught by the state checks
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
@@ -53,6 +57,7 @@ mod cli;
 mod deploy;
 mod dns;
 mod dns_nsd;
+mod examples;
 mod imap;
 mod layout;
 mod live;

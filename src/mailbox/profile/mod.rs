@@ -142,9 +142,9 @@ pub struct Ctx {
     scenario: Scenario,
     time_scale: f64,
     users: Arc<Vec<StoreUser>>,
-    imap: Target,
-    pop3: Target,
-    lmtp: Target,
+    imap: Option<Target>,
+    pop3: Option<Target>,
+    lmtp: Option<Target>,
     smtp: Option<Target>,
     connect: ConnectOptions,
     shards: Shards,
@@ -204,7 +204,15 @@ pub async fn run(
     if plan.users.is_empty() {
         return Err("no mailbox users to log in as".into());
     }
-    let missing = |what: &str| format!("no {what} server: give --lab dovecot or --{what}");
+    // Only the servers the scenario's users talk to are needed.
+    let needs = plan.scenario.needs(plan.smtp.is_some());
+    let server = |what: &str, needed: bool, given: &Option<Target>| match given {
+        None if needed => Err(format!(
+            "no {what} server for scenario {}: give --lab dovecot or --{what}",
+            plan.scenario.name
+        )),
+        _ => Ok(given.clone()),
+    };
     let run_id = crate::run::new_run_id();
     let shards_n = crate::stats::cpu::cpu_count() * 4;
     let users_stop = CancellationToken::new();
@@ -212,9 +220,9 @@ pub async fn run(
         scenario: plan.scenario.clone(),
         time_scale: plan.time_scale,
         users: plan.users.clone(),
-        imap: plan.imap.clone().ok_or_else(|| missing("imap"))?,
-        pop3: plan.pop3.clone().ok_or_else(|| missing("pop3"))?,
-        lmtp: plan.lmtp.clone().ok_or_else(|| missing("lmtp"))?,
+        imap: server("imap", needs.imap, &plan.imap)?,
+        pop3: server("pop3", needs.pop3, &plan.pop3)?,
+        lmtp: server("lmtp", needs.lmtp, &plan.lmtp)?,
         smtp: plan.smtp.clone(),
         connect: plan.connect.clone(),
         shards: Shards::new(shards_n),

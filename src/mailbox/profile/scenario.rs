@@ -195,7 +195,33 @@ actions = { open_inbox = 1, read = 3, flag = 2, delete = 1, receive = 1, search 
 /// The preset names.
 pub const PRESETS: [&str; 3] = ["r6mail", "rabid", "imaptest"];
 
+/// The servers a scenario's users talk to, so that a run asks only for those (a POP3-only
+/// scenario needs no IMAP server, an IMAP one no POP3 server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// Some user type is an IMAP client.
+    pub imap: bool,
+    /// Some user type is a POP3 client.
+    pub pop3: bool,
+    /// Some user receives, or sends without an MTA.
+    pub lmtp: bool,
+}
+
 impl Scenario {
+    /// The servers this scenario's actions use; `smtp` says whether sends go through an
+    /// MTA (else they are LMTP deliveries).
+    pub fn needs(&self, smtp: bool) -> Needs {
+        let does = |t: &UserType, a: Action| t.actions.iter().any(|(x, n)| *x == a && *n > 0.0);
+        Needs {
+            imap: self.types.iter().any(|t| t.client != Client::Pop3),
+            pop3: self.types.iter().any(|t| t.client == Client::Pop3),
+            lmtp: self
+                .types
+                .iter()
+                .any(|t| does(t, Action::Receive) || (!smtp && does(t, Action::Send))),
+        }
+    }
+
     /// A preset by name, or a TOML file at `spec`.
     pub fn load(spec: &str) -> Result<Scenario, String> {
         let (name, text) = match spec {
@@ -309,6 +335,27 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 25 item 20: a run asks only for the servers its scenario's users talk to
+    /// (the profile help's own example has no --pop3, and every run without one stopped
+    /// with "no pop3 server").
+    #[test]
+    fn a_scenario_needs_only_the_servers_its_users_use() {
+        let needs = |spec: &str, smtp: bool| Scenario::load(spec).expect(spec).needs(smtp);
+        let n = |imap, pop3, lmtp| Needs { imap, pop3, lmtp };
+        assert_eq!(needs("r6mail", false), n(true, false, true));
+        assert_eq!(needs("rabid", false), n(false, true, true));
+        assert_eq!(needs("imaptest", true), n(true, false, true));
+        let reader = "period = \"1h\"\n[[user]]\nname = \"r\"\nclient = \"caching\"\n\
+                      actions = { read = 3, send = 1, receive = 0 }\n";
+        let s = Scenario::parse("reader", reader).expect("parse");
+        assert_eq!(
+            s.needs(true),
+            n(true, false, false),
+            "sends through the MTA"
+        );
+        assert_eq!(s.needs(false), n(true, false, true), "sends over LMTP");
+    }
 
     #[test]
     fn presets_parse_and_r6mail_is_seed_001s_mix() {

@@ -197,7 +197,11 @@ async fn act(
         _ => {}
     }
     if session.is_none() || t.client == Client::LoginPerAction {
-        match open(ctx, user, logins).await {
+        // run() refuses a scenario with IMAP users and no IMAP server.
+        let Some(imap) = ctx.imap.as_ref() else {
+            return Outcome::Failed(ErrorClass::Protocol, "no imap server".into());
+        };
+        match open(ctx, imap, user, logins).await {
             Ok(s) => *session = Some(s),
             Err(e) => {
                 *session = None;
@@ -225,6 +229,7 @@ async fn act(
 
 async fn open(
     ctx: &Ctx,
+    imap: &crate::transport::target::Target,
     user: &StoreUser,
     logins: &mut Vec<Duration>,
 ) -> Result<Session, ImapError> {
@@ -233,7 +238,7 @@ async fn open(
         user: user.address.clone(),
         pass: user.password.clone(),
     };
-    let conn = ImapConn::open(&ctx.imap, &ctx.connect, false, &login).await?;
+    let conn = ImapConn::open(imap, &ctx.connect, false, &login).await?;
     logins.push(started.elapsed());
     Ok(Session {
         conn,
@@ -455,7 +460,11 @@ enum Via {
 async fn deliver_message(ctx: &Ctx, to: Vec<String>, message: Bytes, via: Via) -> Outcome {
     let (target, lmtp) = match (via, &ctx.smtp) {
         (Via::Submit, Some(mta)) => (mta, false),
-        _ => (&ctx.lmtp, true),
+        // run() refuses a scenario that delivers with no LMTP server.
+        _ => match ctx.lmtp.as_ref() {
+            Some(lmtp) => (lmtp, true),
+            None => return Outcome::Failed(ErrorClass::Protocol, "no lmtp server".into()),
+        },
     };
     let cfg = ClientConfig {
         lmtp,
@@ -494,8 +503,12 @@ async fn check(ctx: &Ctx, user: &StoreUser) -> Outcome {
         user: user.address.clone(),
         pass: user.password.clone(),
     };
+    // run() refuses a scenario with POP3 users and no POP3 server.
+    let Some(pop3) = ctx.pop3.as_ref() else {
+        return Outcome::Failed(ErrorClass::Protocol, "no pop3 server".into());
+    };
     let result = async {
-        let mut c = Pop3Conn::open(&ctx.pop3, &ctx.connect, false, &login).await?;
+        let mut c = Pop3Conn::open(pop3, &ctx.connect, false, &login).await?;
         let stat = c.batch(&[Pop3Command::Stat]).await?;
         let count = stat.first().and_then(stat_count).unwrap_or(0);
         let mut cmds: Vec<Pop3Command> = (1..=count).map(Pop3Command::Retr).collect();
