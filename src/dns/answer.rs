@@ -47,8 +47,8 @@ pub struct Answer {
     pub outcome: Outcome,
     /// The question's class (`None` when there was no readable question).
     pub class: Option<QClass>,
-    /// The reply's code (low four bits).
-    pub rcode: u8,
+    /// The reply's code, extended by the EDNS OPT's upper bits (BADVERS is 16).
+    pub rcode: u16,
     /// The reply went out truncated (TC bit).
     pub truncated: bool,
     /// The rules that fired (action, delay), as indexes.
@@ -221,7 +221,7 @@ impl Responder {
             delay: decision.delay,
             outcome: Outcome::Answered,
             class: Some(class),
-            rcode: code.low(),
+            rcode: u16::from(code),
             truncated,
             fired: decision.fired,
             question: Some(question),
@@ -251,7 +251,7 @@ impl Responder {
         m.metadata.response_code = code;
         Answer {
             reply: m.to_vec().ok(),
-            rcode: code.low(),
+            rcode: u16::from(code),
             ..Answer::none(Outcome::Answered)
         }
     }

@@ -114,7 +114,7 @@ impl AnswerCache {
             reply[3] = (reply[3] & !0x10) | (packet[3] & 0x10);
             reply[12..q.name_end].copy_from_slice(&packet[12..q.name_end]);
             return Answer {
-                rcode: reply[3] & 0x0f,
+                rcode: u16::from(reply[3] & 0x0f),
                 reply: Some(reply),
                 delay: decision.delay,
                 outcome: Outcome::Answered,

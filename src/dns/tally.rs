@@ -19,8 +19,8 @@ pub const MAX_CLIENTS: usize = 4096;
 pub struct Tally {
     /// Questions by class ([`QClass::ALL`] order).
     pub by_class: [u64; 6],
-    /// Replies by code (the low four bits).
-    pub by_rcode: [u64; 16],
+    /// Replies by code, extended codes included (BADVERS, 16); codes above 31 count at 31.
+    pub by_rcode: [u64; 32],
     /// Questions over UDP and over TCP.
     pub udp: u64,
     /// See `udp`.
@@ -41,10 +41,11 @@ pub struct Tally {
     pub fired: Vec<u64>,
 }
 
-/// Reply code names, by value (RFC 1035 and 2136).
-const RCODES: [&str; 11] = [
+/// Reply code names, by value (RFC 1035, 2136 and 6891's BADVERS at 16).
+const RCODES: [&str; 17] = [
     "noerror", "formerr", "servfail", "nxdomain", "notimp", "refused", "yxdomain", "yxrrset",
-    "nxrrset", "notauth", "notzone",
+    "nxrrset", "notauth", "notzone", "rcode11", "rcode12", "rcode13", "rcode14", "rcode15",
+    "badvers",
 ];
 
 impl Tally {
@@ -63,7 +64,7 @@ impl Tally {
         }
         match a.outcome {
             Outcome::Dropped => self.dropped += 1,
-            _ => self.by_rcode[usize::from(a.rcode & 0xf)] += 1,
+            _ => self.by_rcode[usize::from(a.rcode).min(31)] += 1,
         }
         self.truncated += u64::from(a.truncated);
         for i in a.fired.iter().flatten() {
@@ -87,8 +88,8 @@ impl Tally {
     }
 
     /// Replies with `code`.
-    pub fn rcode(&self, code: u8) -> u64 {
-        self.by_rcode[usize::from(code & 0xf)]
+    pub fn rcode(&self, code: u16) -> u64 {
+        self.by_rcode[usize::from(code).min(31)]
     }
 
     /// Questions of one class.
@@ -148,7 +149,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn answer(class: QClass, rcode: u8, outcome: Outcome) -> Answer {
+    fn answer(class: QClass, rcode: u16, outcome: Outcome) -> Answer {
         Answer {
             reply: None,
             delay: Duration::ZERO,
@@ -202,5 +203,30 @@ mod tests {
         assert_eq!(r["clients"]["127.0.0.0"], 3, "the busiest client first");
         assert_eq!(r["faults"][1]["fired"], MAX_CLIENTS as u64 + 12);
         assert_eq!(r["faults"][0]["fired"], 0);
+        assert!(r["by_rcode"].get("badvers").is_none());
+    }
+
+    /// An EDNS version the server does not speak is answered BADVERS (16, RFC 6891): counted
+    /// as that, not folded into its low four bits (NOERROR).
+    #[test]
+    fn badvers_is_counted_as_badvers() {
+        let mut t = Tally::default();
+        let ip = IpAddr::from(std::net::Ipv4Addr::LOCALHOST);
+        t.count(
+            &answer(QClass::Mx, 16, Outcome::Answered),
+            Transport::Udp,
+            ip,
+        );
+        t.count(
+            &answer(QClass::Mx, 0, Outcome::Answered),
+            Transport::Udp,
+            ip,
+        );
+        let r = t.report(&[]);
+        assert_eq!(
+            (&r["by_rcode"]["badvers"], &r["by_rcode"]["noerror"]),
+            (&1.into(), &1.into()),
+            "{r}"
+        );
     }
 }
