@@ -1331,9 +1331,10 @@ pub struct ProfileArgs {
     /// rule breaks or --max-users is passed.
     #[arg(long, value_name = "START:STEP/PERIOD")]
     pub ramp_users: Option<String>,
-    /// No ramp step above this many virtual users.
-    #[arg(long, default_value = "10000", value_name = "N")]
-    pub max_users: String,
+    /// No ramp step above this many virtual users [default: one per mailbox user; more
+    /// is refused: each virtual user needs its own mailbox].
+    #[arg(long, value_name = "N")]
+    pub max_users: Option<String>,
     /// Simulated time per real second: 60 runs an hour of each user's actions in a
     /// minute.
     #[arg(long, default_value = "1", value_name = "X")]

@@ -580,7 +580,7 @@ fn ramp_users(spec: &str, max: u64) -> Result<Population, String> {
     }
     if start > max {
         return Err(format!(
-            "--ramp-users starts at {start} users, above --max-users {max}"
+            "--ramp-users starts at {start} users, above --max-users {max} (at most one virtual user per mailbox)"
         ));
     }
     Ok(Population::Ramp {
@@ -620,7 +620,37 @@ fn profile_plan(
             .map(|t| parse_target(t, port).map_err(|e| format!("--{flag}: {e}")))
             .transpose()
     };
-    let max = units::count(&a.max_users).map_err(|e| format!("--max-users: {e}"))?;
+    // Each virtual user needs a mailbox of its own: two on one would take each other's
+    // messages and POP3 lock, failures that say nothing of the server's capacity.
+    let mailboxes = match &setup {
+        Some(s) => u64::from(s.options.users),
+        None => users.len() as u64,
+    };
+    let too_many = |flag: &str, n: u64| {
+        format!(
+            "{flag} {n} is more than the {mailboxes} mailboxes{}: each virtual user needs its own (two on one mailbox take each other's messages); {}",
+            if lab {
+                " (--users)"
+            } else {
+                " of --users-file"
+            },
+            if lab {
+                format!("give --users {n} or more")
+            } else {
+                format!("list {n} users or more in --users-file")
+            }
+        )
+    };
+    let max = match &a.max_users {
+        Some(m) => {
+            let m = units::count(m).map_err(|e| format!("--max-users: {e}"))?;
+            if m > mailboxes && mailboxes > 0 {
+                return Err(too_many("--max-users", m));
+            }
+            m
+        }
+        None => mailboxes,
+    };
     let population = match &a.ramp_users {
         Some(spec) => ramp_users(spec, max)?,
         None => {
@@ -630,11 +660,13 @@ fn profile_plan(
             }
             let users = match &a.virtual_users {
                 Some(v) => units::count(v).map_err(|e| format!("--virtual-users: {e}"))?,
-                None if lab => u64::from(setup.as_ref().map_or(0, |s| s.options.users)),
-                None => users.len() as u64,
+                None => mailboxes,
             };
             if users == 0 {
                 return Err("--virtual-users must be at least 1".into());
+            }
+            if users > mailboxes && mailboxes > 0 {
+                return Err(too_many("--virtual-users", users));
             }
             Population::Fixed { users, run_for }
         }
@@ -699,6 +731,7 @@ fn profile_plan(
         users: Arc::new(users),
         connect: crate::mailbox::profile::user::connect_options(timeouts.connect, timeouts.command),
         quiet: progress.quiet,
+        interval: progress.interval,
         config_json,
     };
     Ok((plan, w.setup, w.fill, outputs))

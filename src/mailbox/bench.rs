@@ -113,7 +113,7 @@ impl Workload {
             Workload::Pop3(p) => p.load.progress,
             Workload::Imap(p) => p.load.progress,
             Workload::Profile(p) => crate::run::Progress {
-                interval: std::time::Duration::from_secs(1),
+                interval: p.interval,
                 quiet: p.quiet,
             },
         }
@@ -199,6 +199,10 @@ pub async fn workload(
         _ => None,
     };
     let start = std::time::Instant::now();
+    // Without a lab or --sut-pid no store process is watched: nothing to report of it.
+    let observing = lab.is_some() || !sut_pids.is_empty();
+    // A profile reads the store itself on its own intervals (they end with its steps).
+    let own_series = matches!(work, Workload::Profile(_));
     let (watched, watched_mta) = (lab.clone(), mta.clone());
     let pids: Pids = Arc::new(move || {
         let mut pids = crate::stats::sut::descendants(&sut_pids);
@@ -210,8 +214,10 @@ pub async fn workload(
     let result = work.run(shutdown, pids).await;
     let observed = sampler.finish().await;
     let mut r = result.map_err(MailboxError::Usage)?;
-    observed.fill(&mut r.series);
-    if lab.is_some() || !observed.is_empty() {
+    if !own_series {
+        observed.fill(&mut r.series);
+    }
+    if observing {
         let report = observed.report(&r.series, r.duration_s);
         r.extra.insert("sut".into(), report);
     }
