@@ -212,13 +212,15 @@ pub async fn workload(
     });
     let sampler = Sampler::start(pids.clone(), None, None, work.progress().interval, start);
     let result = work.run(shutdown, pids).await;
+    // The store's averages are over what the sampler's first and last readings span.
+    let observed_s = start.elapsed().as_secs_f64();
     let observed = sampler.finish().await;
     let mut r = result.map_err(MailboxError::Usage)?;
     if !own_series {
         observed.fill(&mut r.series);
     }
     if observing {
-        let report = observed.report(&r.series, r.duration_s);
+        let report = observed.report(&r.series, observed_s);
         r.extra.insert("sut".into(), report);
     }
     if let Some(f) = filled {

@@ -22,7 +22,7 @@ use crate::shutdown::Shutdown;
 use crate::stats::cpu::CpuTimes;
 use crate::stats::results::{Results, RunParts, SelfReport};
 use crate::stats::summary::{ProfileSummary, Summary, Vocabulary};
-use crate::stats::{Metric, Recorder, Shards, Steps};
+use crate::stats::{IntervalPoint, Metric, Recorder, Shards, Steps, SutPoint};
 use crate::transport::connect::ConnectOptions;
 use crate::transport::target::Target;
 use capacity::{Step, StepPlan};
@@ -218,26 +218,22 @@ impl Ctx {
         }
     }
 
-    /// Closes an interval: moves what finished into `into` and returns the actions due
-    /// and not done (running, or waiting behind one that runs) at the time each has waited
-    /// so far (a lower bound of its response time).
-    fn close(&self, into: &mut Recorder) -> Vec<Duration> {
+    /// Closes an interval: moves what finished into `into` and returns the time and the
+    /// actions due and not done then (running, or waiting behind one that runs), each as
+    /// its user's index and due time.
+    fn close(&self, into: &mut Recorder) -> (Instant, Vec<Due>) {
         let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
         self.shards.drain_into(into);
         let now = Instant::now();
-        let mut waited = Vec::new();
+        let mut due = Vec::new();
         let Ok(all) = self.pending.lock() else {
-            return waited;
+            return (now, due);
         };
-        for user in all.iter() {
+        for (i, user) in all.iter().enumerate() {
             let Ok(q) = user.lock() else { continue };
-            waited.extend(
-                q.iter()
-                    .take_while(|d| **d < now)
-                    .map(|d| now.duration_since(*d)),
-            );
+            due.extend(q.iter().take_while(|d| **d < now).map(|d| (i, *d)));
         }
-        waited
+        (now, due)
     }
 
     /// Notes whether a connection to `server` opened (`r`).
@@ -268,17 +264,38 @@ impl Ctx {
     }
 }
 
-/// Records `waited` (actions due and not done) into `rec` as actions.
-fn record_overdue(rec: &mut Recorder, waited: &[Duration]) {
-    for w in waited {
-        rec.record(metric(None), *w);
+/// An action due and not done: its user's index and its due time.
+type Due = (usize, Instant);
+
+/// Records the actions `due` and not done at `at` into `rec`, at the time they had waited
+/// then (a lower bound of their response time).
+fn record_overdue(rec: &mut Recorder, due: &[Due], at: Instant) {
+    for (_, d) in due {
+        rec.record(metric(None), at.duration_since(*d));
     }
 }
 
+/// The last step as it ended, judged again once the actions in flight at its end have
+/// finished (they are its own).
+struct LastStep {
+    plan: StepPlan,
+    seconds: f64,
+    /// What finished in it.
+    rec: Recorder,
+    store: Option<SutPoint>,
+    cut_short: bool,
+    /// Its last interval: the point rebuilt with what finished after it.
+    interval: Recorder,
+    point: IntervalPoint,
+    /// When it ended, and what was due and not done then.
+    end: (Instant, Vec<Due>),
+}
+
 /// Runs the users; `sut` lists the store's processes (for the series' and each step's
-/// CPU, disk and memory). The run's figures are those of its steps: an action counts once,
-/// finished in a step (at its response time) or due and not done at the last step's end
-/// (at the time it had waited); what finishes after that is not counted.
+/// CPU, disk and memory). An action counts once: finished in a step, or due and not done
+/// at the last step's end. At the end no action starts any more, and those in flight
+/// finish (within a grace) as the last step's; what was due and waiting then, or is
+/// still running after the grace, counts at the time it had waited at the end.
 pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Results, String> {
     if plan.users.is_empty() {
         return Err("no mailbox users to log in as".into());
@@ -317,9 +334,10 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     let mut series = Vec::new();
     let mut store = series::StoreReader::start(sut).await;
     let (mut tick_at, mut tick_cpu) = (start, cpu0);
-    let mut last_overdue: Vec<Duration> = Vec::new();
     let mut unreachable = None;
-    for sp in StepPlan::all(&plan.population) {
+    let mut last: Option<LastStep> = None;
+    let mut plans = StepPlan::all(&plan.population).into_iter().peekable();
+    while let Some(sp) = plans.next() {
         while spawned < sp.users {
             tasks.spawn(user::run(ctx.clone(), spawned, Instant::now()));
             spawned += 1;
@@ -328,59 +346,76 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         let t0 = Instant::now();
         let step_end = t0 + sp.length;
         let mut rec = Recorder::new();
-        let waited = loop {
+        let (iv, point, end) = loop {
             let next = (tick_at + plan.interval).min(step_end);
             tokio::select! {
                 _ = tokio::time::sleep_until(next.into()) => {}
                 _ = shutdown.stop.cancelled() => {}
             }
             let mut iv = Recorder::new();
-            let waited = ctx.close(&mut iv);
-            let now = Instant::now();
+            let (now, due) = ctx.close(&mut iv);
             let cpu = CpuTimes::of_self();
             let point = series::Interval {
                 t_s: now.duration_since(start).as_secs_f64(),
                 dt_s: now.duration_since(tick_at).as_secs_f64(),
                 users: sp.users,
                 rec: &iv,
-                overdue: waited.len() as u64,
+                overdue: due.len() as u64,
                 cpu: cpu.since(&tick_cpu),
                 store: store.interval().await,
             }
             .point();
-            series.push(point);
             rec.merge(&iv);
             (tick_at, tick_cpu) = (now, cpu);
             unreachable = ctx.unreachable();
             if now >= step_end || shutdown.stop.is_cancelled() || unreachable.is_some() {
-                break waited;
+                break (iv, point, (now, due));
             }
+            series.push(point);
         };
-        let dt = t0.elapsed().as_secs_f64();
-        let point = match (before, store.sample().await) {
-            (Some(b), Some(a)) => Some(a.rates_since(&b, dt)),
+        let seconds = t0.elapsed().as_secs_f64();
+        let point_store = match (before, store.sample().await) {
+            (Some(b), Some(a)) => Some(a.rates_since(&b, seconds)),
             _ => None,
         };
-        total.merge(&rec);
+        let cut_short = seconds < sp.length.as_secs_f64() - 0.001;
         // Judged with the actions still due, at the time they have waited so far.
-        let overdue = waited.len() as u64;
-        record_overdue(&mut rec, &waited);
-        let cut_short = dt < sp.length.as_secs_f64() - 0.001;
-        let step = Step::judge(&sp, dt, &rec, point, &plan.rules, overdue, cut_short);
-        if !plan.quiet && unreachable.is_none() {
-            crate::run::live::say(&step.line());
-        }
-        let go_on = step.held();
-        steps.push(step);
-        last_overdue = waited;
-        if !go_on || unreachable.is_some() {
+        let mut judged = rec.clone();
+        record_overdue(&mut judged, &end.1, end.0);
+        let step = Step::judge(
+            &sp,
+            seconds,
+            &judged,
+            point_store.clone(),
+            &plan.rules,
+            end.1.len() as u64,
+            cut_short,
+        );
+        let ends = !step.held() || unreachable.is_some() || plans.peek().is_none();
+        if ends {
+            last = Some(LastStep {
+                plan: sp,
+                seconds,
+                rec,
+                store: point_store,
+                cut_short,
+                interval: iv,
+                point,
+                end,
+            });
             break;
         }
+        if !plan.quiet {
+            crate::run::live::say(&step.line());
+        }
+        total.merge(&rec);
+        series.push(point);
+        steps.push(step);
     }
     let duration_s = tick_at.duration_since(start).as_secs_f64();
     users_stop.cancel();
-    // Users finish the action in hand (not counted: the run ended); a stuck one is cut
-    // off after the grace.
+    // No action starts any more; those in flight finish, and count, as the last step's.
+    // One stuck past the grace is cut off and counts as due and not done.
     let grace = tokio::time::sleep(Duration::from_secs(5));
     tokio::pin!(grace);
     loop {
@@ -392,8 +427,48 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     if let Some(line) = unreachable {
         return Err(line);
     }
-    let overdue = last_overdue.len() as u64;
-    record_overdue(&mut total, &last_overdue);
+    let mut overdue_n = 0;
+    if let Some(mut l) = last {
+        let mut after = Recorder::new();
+        let (_, still) = ctx.close(&mut after);
+        let still: std::collections::HashSet<Due> = still.into_iter().collect();
+        let (end_at, due) = l.end;
+        let due: Vec<Due> = due.into_iter().filter(|d| still.contains(d)).collect();
+        overdue_n = due.len() as u64;
+        l.rec.merge(&after);
+        total.merge(&l.rec);
+        record_overdue(&mut total, &due, end_at);
+        let mut judged = l.rec;
+        record_overdue(&mut judged, &due, end_at);
+        let step = Step::judge(
+            &l.plan,
+            l.seconds,
+            &judged,
+            l.store,
+            &plan.rules,
+            overdue_n,
+            l.cut_short,
+        );
+        if !plan.quiet {
+            crate::run::live::say(&step.line());
+        }
+        steps.push(step);
+        l.interval.merge(&after);
+        let p = l.point;
+        let profile = p.relay.profile.clone().unwrap_or_default();
+        let mut rebuilt = series::Interval {
+            t_s: p.t_s,
+            dt_s: p.dt_s,
+            users: profile.users,
+            rec: &l.interval,
+            overdue: overdue_n,
+            cpu: CpuTimes::default(),
+            store: p.relay.sut.clone(),
+        }
+        .point();
+        rebuilt.cpu_pct = p.cpu_pct;
+        series.push(rebuilt);
+    }
     let cpu = CpuTimes::of_self().since(&cpu0);
     let verdict = capacity::verdict(&steps, &plan.population);
     let last_cpu = steps.last().and_then(|s| s.summary.sut_cpu);
@@ -404,7 +479,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         verdict.users,
         duration_s,
         last_cpu,
-        overdue,
+        overdue_n,
     );
     let mut r = Results::assemble(RunParts {
         command: "profile",
