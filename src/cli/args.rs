@@ -1324,9 +1324,10 @@ pub struct ProfileArgs {
     /// Virtual users at once, without --ramp-users [default: one per mailbox user].
     #[arg(long, value_name = "N", conflicts_with = "ramp_users")]
     pub virtual_users: Option<String>,
-    /// How long, without --ramp-users.
-    #[arg(short = 'z', long, default_value = "60s", value_name = "DURATION")]
-    pub duration: String,
+    /// How long [default: 60s]; with --ramp-users, a limit on the whole ramp (a step it
+    /// cuts short is not judged).
+    #[arg(short = 'z', long, value_name = "DURATION")]
+    pub duration: Option<String>,
     /// START:STEP/PERIOD: START virtual users, STEP more every PERIOD, until a capacity
     /// rule breaks or --max-users is passed.
     #[arg(long, value_name = "START:STEP/PERIOD")]

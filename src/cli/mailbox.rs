@@ -654,7 +654,7 @@ fn profile_plan(
     let population = match &a.ramp_users {
         Some(spec) => ramp_users(spec, max)?,
         None => {
-            let run_for = units::duration(&a.duration)?;
+            let run_for = units::duration(a.duration.as_deref().unwrap_or("60s"))?;
             if run_for.is_zero() {
                 return Err("--duration must be above zero".into());
             }
@@ -670,6 +670,17 @@ fn profile_plan(
             }
             Population::Fixed { users, run_for }
         }
+    };
+    // With a ramp, -z (when given) ends the whole run, cutting the step it falls in.
+    let run_limit = match (&a.ramp_users, &a.duration) {
+        (Some(_), Some(z)) => {
+            let z = units::duration(z)?;
+            if z.is_zero() {
+                return Err("--duration must be above zero".into());
+            }
+            Some(z)
+        }
+        _ => None,
     };
     let time_scale: f64 = a
         .time_scale
@@ -706,6 +717,7 @@ fn profile_plan(
             Population::Ramp { start, step, period, max } => serde_json::json!({"ramp_start": start, "ramp_step": step, "step_s": period.as_secs_f64(), "max_users": max}),
         },
         "capacity_rules": a.capacity_rule,
+        "run_limit_s": run_limit.map(|d| d.as_secs_f64()),
         "send_via": if a.mta.is_some() { "lab postfix" } else if a.smtp.is_some() { "smtp" } else { "lmtp" },
         "thresholds": a.out.threshold,
         "interval_s": progress.interval.as_secs_f64(),
@@ -732,6 +744,7 @@ fn profile_plan(
         connect: crate::mailbox::profile::user::connect_options(timeouts.connect, timeouts.command),
         quiet: progress.quiet,
         interval: progress.interval,
+        run_limit,
         config_json,
     };
     Ok((plan, w.setup, w.fill, outputs))

@@ -543,6 +543,35 @@ fn issue_25_an_interrupted_step_has_not_held() {
         out.1
     );
     assert!(out.1.contains("cut short (not judged)"), "{}", out.1);
+
+    // A ramp's -z cuts the step it falls in (-z was ignored with --ramp-users): the step
+    // of 1 user ran its 2 s and held, the one of 2 was cut after 1 s and is not judged.
+    let args = [
+        "--imap",
+        &store.imap,
+        "--pop3",
+        &store.pop3,
+        "--lmtp",
+        &store.lmtp,
+        "--users-file",
+        &store.users_file,
+        "--scenario",
+        &scenario,
+        "--ramp-users",
+        "1:1/2s",
+        "-z",
+        "3s",
+    ];
+    let r = profile(&args, &json);
+    let cap = &r["extra"]["capacity"];
+    let steps = cap["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{cap:#}");
+    assert_eq!(steps[0]["cut_short"], false, "{cap:#}");
+    assert_eq!(steps[1]["cut_short"], true, "{cap:#}");
+    let ran = steps[1]["seconds"].as_f64().unwrap_or(0.0);
+    assert!((0.5..1.6).contains(&ran), "about 1 s of 2: {cap:#}");
+    assert_eq!(r["summary"]["capacity_users"], 1, "{cap:#}");
+    assert_eq!(cap["cut_short_at_users"], 2, "{cap:#}");
 }
 
 /// Issue 25, items 6 and 19: a profile's results have a series (users, actions per

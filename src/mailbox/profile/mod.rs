@@ -135,6 +135,8 @@ pub struct ProfilePlan {
     pub quiet: bool,
     /// The series' interval (a step's end also ends one).
     pub interval: Duration,
+    /// A ramp's time limit (`-z`): the step it falls in is cut short, and none follows.
+    pub run_limit: Option<Duration>,
     /// The configuration as recorded in the results file.
     pub config_json: serde_json::Value,
 }
@@ -336,6 +338,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     let (mut tick_at, mut tick_cpu) = (start, cpu0);
     let mut unreachable = None;
     let mut last: Option<LastStep> = None;
+    let run_end = plan.run_limit.map(|d| start + d);
     let mut plans = StepPlan::all(&plan.population).into_iter().peekable();
     while let Some(sp) = plans.next() {
         while spawned < sp.users {
@@ -344,7 +347,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         }
         let before = store.sample().await;
         let t0 = Instant::now();
-        let step_end = t0 + sp.length;
+        let step_end = run_end.map_or(t0 + sp.length, |e| e.min(t0 + sp.length));
         let mut rec = Recorder::new();
         let (iv, point, end) = loop {
             let next = (tick_at + plan.interval).min(step_end);
@@ -392,6 +395,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
             cut_short,
         );
         let ends = !step.held() || unreachable.is_some() || plans.peek().is_none();
+        let ends = ends || run_end.is_some_and(|e| Instant::now() >= e);
         if ends {
             last = Some(LastStep {
                 plan: sp,
