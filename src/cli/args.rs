@@ -1386,16 +1386,18 @@ pub struct ProfileArgs {
     /// Virtual users at once, without --ramp-users [default: one per mailbox user].
     #[arg(long, value_name = "N", conflicts_with = "ramp_users")]
     pub virtual_users: Option<String>,
-    /// How long, without --ramp-users.
-    #[arg(short = 'z', long, default_value = "60s", value_name = "DURATION")]
-    pub duration: String,
+    /// How long [default: 60s]; with --ramp-users, a limit on the whole ramp (a step it
+    /// cuts short is not judged).
+    #[arg(short = 'z', long, value_name = "DURATION")]
+    pub duration: Option<String>,
     /// START:STEP/PERIOD: START virtual users, STEP more every PERIOD, until a capacity
     /// rule breaks or --max-users is passed.
     #[arg(long, value_name = "START:STEP/PERIOD")]
     pub ramp_users: Option<String>,
-    /// No ramp step above this many virtual users.
-    #[arg(long, default_value = "10000", value_name = "N")]
-    pub max_users: String,
+    /// No ramp step above this many virtual users [default: one per mailbox user; more
+    /// is refused: each virtual user needs its own mailbox].
+    #[arg(long, value_name = "N")]
+    pub max_users: Option<String>,
     /// Simulated time per real second: 60 runs an hour of each user's actions in a
     /// minute.
     #[arg(long, default_value = "1", value_name = "X")]

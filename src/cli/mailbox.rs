@@ -616,7 +616,7 @@ fn ramp_users(spec: &str, max: u64) -> Result<Population, String> {
     }
     if start > max {
         return Err(format!(
-            "--ramp-users starts at {start} users, above --max-users {max}"
+            "--ramp-users starts at {start} users, above --max-users {max} (at most one virtual user per mailbox)"
         ));
     }
     Ok(Population::Ramp {
@@ -656,24 +656,67 @@ fn profile_plan(
             .map(|t| parse_target(t, port).map_err(|e| format!("--{flag}: {e}")))
             .transpose()
     };
-    let max = units::count(&a.max_users).map_err(|e| format!("--max-users: {e}"))?;
+    // Each virtual user needs a mailbox of its own: two on one would take each other's
+    // messages and POP3 lock, failures that say nothing of the server's capacity.
+    let mailboxes = match &setup {
+        Some(s) => u64::from(s.options.users),
+        None => users.len() as u64,
+    };
+    let too_many = |flag: &str, n: u64| {
+        format!(
+            "{flag} {n} is more than the {mailboxes} mailboxes{}: each virtual user needs its own (two on one mailbox take each other's messages); {}",
+            if lab {
+                " (--users)"
+            } else {
+                " of --users-file"
+            },
+            if lab {
+                format!("give --users {n} or more")
+            } else {
+                format!("list {n} users or more in --users-file")
+            }
+        )
+    };
+    let max = match &a.max_users {
+        Some(m) => {
+            let m = units::count(m).map_err(|e| format!("--max-users: {e}"))?;
+            if m > mailboxes && mailboxes > 0 {
+                return Err(too_many("--max-users", m));
+            }
+            m
+        }
+        None => mailboxes,
+    };
     let population = match &a.ramp_users {
         Some(spec) => ramp_users(spec, max)?,
         None => {
-            let run_for = units::duration(&a.duration)?;
+            let run_for = units::duration(a.duration.as_deref().unwrap_or("60s"))?;
             if run_for.is_zero() {
                 return Err("--duration must be above zero".into());
             }
             let users = match &a.virtual_users {
                 Some(v) => units::count(v).map_err(|e| format!("--virtual-users: {e}"))?,
-                None if lab => u64::from(setup.as_ref().map_or(0, |s| s.options.users)),
-                None => users.len() as u64,
+                None => mailboxes,
             };
             if users == 0 {
                 return Err("--virtual-users must be at least 1".into());
             }
+            if users > mailboxes && mailboxes > 0 {
+                return Err(too_many("--virtual-users", users));
+            }
             Population::Fixed { users, run_for }
         }
+    };
+    // With a ramp, -z (when given) ends the whole run, cutting the step it falls in.
+    let run_limit = match (&a.ramp_users, &a.duration) {
+        (Some(_), Some(z)) => {
+            let z = units::duration(z)?;
+            if z.is_zero() {
+                return Err("--duration must be above zero".into());
+            }
+            Some(z)
+        }
+        _ => None,
     };
     let time_scale: f64 = a
         .time_scale
@@ -710,6 +753,7 @@ fn profile_plan(
             Population::Ramp { start, step, period, max } => serde_json::json!({"ramp_start": start, "ramp_step": step, "step_s": period.as_secs_f64(), "max_users": max}),
         },
         "capacity_rules": a.capacity_rule,
+        "run_limit_s": run_limit.map(|d| d.as_secs_f64()),
         "send_via": if a.mta.is_some() { "lab postfix" } else if a.smtp.is_some() { "smtp" } else { "lmtp" },
         "thresholds": a.out.threshold,
         "interval_s": progress.interval.as_secs_f64(),
@@ -752,6 +796,8 @@ fn profile_plan(
         users: Arc::new(users),
         connect: crate::mailbox::profile::user::connect_options(timeouts.connect, timeouts.command),
         quiet: progress.quiet,
+        interval: progress.interval,
+        run_limit,
         config_json,
     };
     Ok((plan, w.setup, w.fill, outputs))

@@ -113,7 +113,7 @@ impl Workload {
             Workload::Pop3(p) => p.load.progress,
             Workload::Imap(p) => p.load.progress,
             Workload::Profile(p) => crate::run::Progress {
-                interval: std::time::Duration::from_secs(1),
+                interval: p.interval,
                 quiet: p.quiet,
             },
         }
@@ -199,6 +199,10 @@ pub async fn workload(
         _ => None,
     };
     let start = std::time::Instant::now();
+    // Without a lab or --sut-pid no store process is watched: nothing to report of it.
+    let observing = lab.is_some() || !sut_pids.is_empty();
+    // A profile reads the store itself on its own intervals (they end with its steps).
+    let own_series = matches!(work, Workload::Profile(_));
     let (watched, watched_mta) = (lab.clone(), mta.clone());
     let pids: Pids = Arc::new(move || {
         let mut pids = crate::stats::sut::descendants(&sut_pids);
@@ -208,11 +212,17 @@ pub async fn workload(
     });
     let sampler = Sampler::start(pids.clone(), None, None, work.progress().interval, start);
     let result = work.run(shutdown, pids).await;
+    // The store's averages are over what the sampler's first and last readings span.
+    let observed_s = start.elapsed().as_secs_f64();
     let observed = sampler.finish().await;
     let mut r = result.map_err(MailboxError::Usage)?;
-    observed.fill(&mut r.series);
-    let report = observed.report(&r.series, r.duration_s);
-    r.extra.insert("sut".into(), report);
+    if !own_series {
+        observed.fill(&mut r.series);
+    }
+    if observing {
+        let report = observed.report(&r.series, observed_s);
+        r.extra.insert("sut".into(), report);
+    }
     forget_unobserved(&mut r);
     if let Some(f) = filled {
         r.extra.insert(

@@ -754,71 +754,116 @@ fn profile_lines(out: &mut String, r: &Results, s: &crate::stats::summary::Profi
         .unwrap_or_default();
     let rules = rules.join(" or ");
     let ramp = r.config["population"]["ramp_start"].is_number();
+    let cut = cap["cut_short_at_users"]
+        .as_u64()
+        .map_or(String::new(), |u| {
+            format!("; the step at {u} users was cut short (not judged)")
+        });
     let _ = match (s.capacity_users, cap["broke_at_users"].as_u64(), ramp) {
         (Some(n), Some(b), _) => writeln!(
             out,
-            "  capacity   {n} users: the largest step where no rule broke ({rules}); it broke at {b} users"
+            "  capacity   {n} users: the largest step that held (no action failed, no rule broke: {rules}); it broke at {b} users"
         ),
         (Some(n), None, true) => writeln!(
             out,
-            "  capacity   at least {n} users: no rule broke ({rules}) up to the last step"
+            "  capacity   at least {n} users: every step held (no action failed, no rule broke: {rules}){cut}"
         ),
-        (Some(n), None, false) => {
-            writeln!(out, "  capacity   {n} users held: no rule broke ({rules})")
-        }
-        (None, Some(b), _) => writeln!(
+        (Some(n), None, false) => writeln!(
             out,
-            "  capacity   below {b} users: the first step already broke a rule ({rules})"
+            "  capacity   {n} users held: no action failed, no rule broke ({rules})"
+        ),
+        (None, Some(b), true) => writeln!(
+            out,
+            "  capacity   below {b} users: the first step already broke (failed actions, or {rules})"
+        ),
+        (None, Some(b), false) => writeln!(
+            out,
+            "  capacity   {b} users did NOT hold (failed actions, or {rules})"
+        ),
+        (None, None, _) if !cut.is_empty() => writeln!(
+            out,
+            "  capacity   not found: the run was cut short before a step completed{cut}"
         ),
         (None, None, _) => writeln!(out, "  capacity   no step completed"),
     };
     let _ = writeln!(
         out,
-        "  actions    {}  completed {}  refused {}  errors {}  late {}  ({:.0}/min over the run)",
-        s.actions, s.completed, s.refused, s.errors, s.late, s.actions_per_min
+        "  actions    {}  completed {}  refused {}  errors {}  overdue at the end {}  late {}  ({:.0}/min finished)",
+        s.actions, s.completed, s.refused, s.errors, s.overdue, s.late, s.actions_per_min
     );
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "  {:>8} {:>11} {:>9} {:>9} {:>9} {:>7} {:>6} {:>10} {:>10}  verdict",
+        "  {:>8} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7} {:>6} {:>10} {:>10}  verdict",
         "users",
         "actions/min",
         "mean ms",
         "p95 ms",
         "p99 ms",
-        "errors",
+        "failed",
+        "overdue",
         "late",
         "store cpu%",
         "store MiB"
     );
+    let mut observed = false;
     for st in cap["steps"].as_array().into_iter().flatten() {
         let m = &st["summary"];
         let f = |k: &str| m[k].as_f64().unwrap_or(0.0);
-        let broke: Vec<&str> = st["rules"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|r| r["ok"].as_bool() == Some(true))
-            .filter_map(|r| r["expr"].as_str())
-            .collect();
+        let store =
+            |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
+        observed |= st["store"].is_object();
         let _ = writeln!(
             out,
-            "  {:>8} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>6} {:>10.0} {:>10.1}  {}",
+            "  {:>8} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>6} {:>10} {:>10}  {}",
             st["users"].as_u64().unwrap_or(0),
             f("actions_per_min"),
             f("mean_ms"),
             f("p95_ms"),
             f("p99_ms"),
-            m["errors"].as_u64().unwrap_or(0),
+            st["failed"].as_u64().unwrap_or(0),
+            m["overdue"].as_u64().unwrap_or(0),
             m["late"].as_u64().unwrap_or(0),
-            f("sut_cpu"),
-            st["store"]["rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
-            if broke.is_empty() {
-                "ok".to_string()
-            } else {
-                format!("BROKE {}", broke.join(", "))
-            }
+            store(m["sut_cpu"].as_f64(), 0),
+            store(st["store"]["rss_kib"].as_f64().map(|k| k / 1024.0), 1),
+            step_verdict(st)
         );
+    }
+    if !observed {
+        let _ = writeln!(
+            out,
+            "  store      not observed (give --sut-pid with the store's main process)"
+        );
+    }
+}
+
+/// A step's verdict as the results file has it: held, broke (and why), or cut short.
+fn step_verdict(st: &serde_json::Value) -> String {
+    if st["cut_short"].as_bool() == Some(true) {
+        return format!(
+            "CUT SHORT after {:.1} s of {:.0} s: not judged",
+            st["seconds"].as_f64().unwrap_or(0.0),
+            st["planned_s"].as_f64().unwrap_or(0.0)
+        );
+    }
+    let mut why: Vec<String> = st["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["ok"].as_bool() == Some(true))
+        .filter_map(|r| r["expr"].as_str().map(str::to_string))
+        .collect();
+    let failed = st["failed"].as_u64().unwrap_or(0);
+    if failed > 0 {
+        why.push(format!(
+            "{failed} of {} actions failed",
+            st["summary"]["actions"].as_u64().unwrap_or(0)
+        ));
+    }
+    if why.is_empty() {
+        "ok".into()
+    } else {
+        format!("BROKE {}", why.join(", "))
     }
 }
 

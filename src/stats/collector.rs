@@ -79,8 +79,9 @@ pub struct IntervalPoint {
     pub relay: RelayPoint,
 }
 
-/// What a relay run adds to an interval: the delivery side and the system under test.
-/// Each part is absent where the interval has no reading.
+/// What a relay run adds to an interval: the delivery side and the system under test (a
+/// mailbox run: the store; a profile: its users). Each part is absent where the interval
+/// has no reading.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RelayPoint {
     /// Messages delivered to the sink in this interval.
@@ -95,6 +96,29 @@ pub struct RelayPoint {
     /// The value printed by `--queue-cmd` at the end of the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<f64>,
+    /// A `mailbox profile` interval: its users and actions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfilePoint>,
+}
+
+/// What a `mailbox profile` interval adds: the virtual users and their actions (those
+/// that finished in it, and those due and not done at its end).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfilePoint {
+    /// Virtual users running.
+    pub users: u64,
+    /// Actions that finished in the interval, per minute.
+    pub actions_per_min: f64,
+    /// Their mean response time from when they were due, ms; absent when none finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_ms: Option<f64>,
+    /// Their 95th percentile, ms; absent when none finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ms: Option<f64>,
+    /// Of them, those that failed (an error or a refusal).
+    pub errors: u64,
+    /// Actions due and not done at the interval's end.
+    pub overdue: u64,
 }
 
 /// What the system under test used in one interval.

@@ -515,7 +515,8 @@ pub struct ProfileSummary {
     /// The largest user count that met every capacity rule (`None`: none did, or no rule
     /// was searched for).
     pub capacity_users: Option<u64>,
-    /// Actions started.
+    /// Actions counted: those that finished (completed, refused or failed) and those due
+    /// and not done at the end (`overdue`), each once.
     pub actions: u64,
     /// The same, as thresholds' `%` base.
     pub sent: u64,
@@ -528,11 +529,11 @@ pub struct ProfileSummary {
     /// Actions that started more than 5 ms after they were due (the user's previous one
     /// still ran).
     pub late: u64,
-    /// Actions still running at a step's end (counted in its `action` latency at the time
-    /// they had taken); 0 for a whole run.
+    /// Actions due and not done at the end (of a step, or of the run's last step): in the
+    /// `action` latency at the time they had waited.
     #[serde(default)]
     pub overdue: u64,
-    /// Actions per minute.
+    /// Actions that finished, per minute.
     pub actions_per_min: f64,
     /// Mean response time of all actions, from their intended start, ms.
     pub mean_ms: f64,
@@ -540,35 +541,39 @@ pub struct ProfileSummary {
     pub p95_ms: f64,
     /// Its 99th percentile, ms.
     pub p99_ms: f64,
-    /// The store's CPU, % of a core (a step's; over a run, the last step's).
-    pub sut_cpu: f64,
+    /// The store's CPU, % of a core (a step's; over a run, the last step's); absent when
+    /// no store process was watched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sut_cpu: Option<f64>,
     /// Seconds.
     pub duration_s: f64,
 }
 
 impl ProfileSummary {
-    /// From what a step or run recorded (`all`: the metric of every action), with its
-    /// users, capacity, length and the store's CPU.
+    /// From what a step or run recorded (`all`: the metric of every action, whose
+    /// histogram holds the `overdue` actions too), with its users, capacity, length and
+    /// the store's CPU.
     pub fn derive(
         total: &Recorder,
         all: Metric,
         users: u64,
         capacity_users: Option<u64>,
         duration_s: f64,
-        sut_cpu: f64,
+        sut_cpu: Option<f64>,
+        overdue: u64,
     ) -> Self {
         let c = &total.counters;
         let all = total.hist(all);
         ProfileSummary {
             users,
             capacity_users,
-            actions: c.sent,
-            sent: c.sent,
+            actions: c.sent + overdue,
+            sent: c.sent + overdue,
             completed: c.accepted,
             refused: c.rejected,
             errors: c.errors,
             late: c.late_starts,
-            overdue: 0,
+            overdue,
             actions_per_min: c.sent as f64 / duration_s.max(1e-9) * 60.0,
             mean_ms: if all.is_empty() {
                 0.0

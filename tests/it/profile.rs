@@ -2,9 +2,15 @@
 //! its rates promise (within Poisson's range), what it sent is in the Sent folders imaplib
 //! reads, and a capacity ramp finds a lower capacity on a Dovecot held to fewer processes.
 
+use std::process::Stdio;
+use std::time::Duration;
+
 use crate::mailbox::{Store, count, python, run_json};
 use crate::sink::Sink;
-use crate::util::{TempDir, refused_in_one_line, require, results};
+use crate::util::{
+    Proc, TempDir, Terminated, mailbench, refused_in_one_line, require, results, sigterm,
+    wait_until,
+};
 
 fn profile(args: &[&str], json: &std::path::Path) -> serde_json::Value {
     run_json("profile", args, json, 0)
@@ -58,6 +64,10 @@ fn r6mail_counts_are_what_its_rates_promise() {
     assert_eq!(s["errors"], 0, "{s:#}");
     assert_eq!(s["refused"], 0, "{s:#}");
     assert_eq!(s["completed"], s["actions"], "{s:#}");
+    assert_eq!(
+        s["overdue"], 0,
+        "actions in flight at the end finish: {s:#}"
+    );
     // Per user per 90 minutes, times 10 users; 9 s at 600x is 90 minutes.
     for (step, per_user) in [
         ("action", 67.0),
@@ -299,8 +309,364 @@ fn bad_profile_input_is_one_line_and_exit_1() {
             vec!["mailbox", "profile", "--users-file", &u],
             "--lab dovecot",
         ),
+        // Issue 25, item 1: no more virtual users than mailboxes (the default --max-users
+        // was 10,000 over any number of them).
+        (
+            [&remote[..], &["--ramp-users", "1:1/1s", "--max-users", "5"]].concat(),
+            "--max-users 5 is more than the 1 mailboxes",
+        ),
+        (
+            [&remote[..], &["--virtual-users", "2"]].concat(),
+            "--virtual-users 2 is more than the 1 mailboxes",
+        ),
+        (
+            [&remote[..], &["--ramp-users", "2:1/1s"]].concat(),
+            "one virtual user per mailbox",
+        ),
+        // Issue 25, item 1: a server that never accepts a connection is one line and
+        // exit 1, as the README says (it was "1 users held", exit 0).
+        (
+            [
+                &remote[..],
+                &["--pop3", "127.0.0.1:1", "--lmtp", "127.0.0.1:1"],
+                &["--time-scale", "3600", "-z", "20s"],
+            ]
+            .concat(),
+            "IMAP server 127.0.0.1:1 is not reachable",
+        ),
     ];
     for (args, needle) in cases {
         refused_in_one_line(&args, needle);
     }
+}
+
+/// The lab store's users file with the passwords of all but the first `good` users made
+/// wrong; returns its path.
+fn some_wrong_passwords(store: &Store, good: usize, dir: &std::path::Path) -> String {
+    let text: String = store
+        .users()
+        .iter()
+        .enumerate()
+        .map(|(i, (u, p))| {
+            let p = if i < good {
+                p.clone()
+            } else {
+                format!("{p}-wrong")
+            };
+            format!("{u} {p}\n")
+        })
+        .collect();
+    let path = dir.join("users.txt");
+    std::fs::write(&path, text).expect("write the users file");
+    path.to_string_lossy().to_string()
+}
+
+/// A scenario of caching readers, each reading `per_s` times a second.
+fn readers(dir: &std::path::Path, per_s: u32) -> String {
+    let path = dir.join("read.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "period = \"1s\"\n[[user]]\nname = \"reader\"\nclient = \"caching\"\nactions = {{ read = {per_s} }}\n"
+        ),
+    )
+    .expect("write the scenario");
+    path.to_string_lossy().to_string()
+}
+
+/// Issue 25, items 1, 2 and 6: two of four users log in with a wrong password, which
+/// Dovecot refuses after its `auth_failure_delay` of 2 s (its log says `auth failed` for
+/// them and only them). Their actions fail, so the step has NOT held, whatever the latency
+/// rule says (it said "4 users held"); actions wait behind their 2 s logins at the end,
+/// and the summary and the step row count the same actions, those overdue included (the
+/// summary lost them); and with no store process watched the store's figures are absent,
+/// not 0.
+#[test]
+fn issue_25_failed_actions_do_not_hold_and_every_action_counts_once() {
+    let Some(store) = Store::start(&[
+        "--users",
+        "4",
+        "--fill",
+        "3",
+        "--fill-size",
+        "1k",
+        "--doveconf",
+        "auth_failure_delay=2s",
+    ]) else {
+        return;
+    };
+    let dir = TempDir::new("profile-failed");
+    let users = some_wrong_passwords(&store, 2, &dir.0);
+    let scenario = readers(&dir.0, 5);
+    let json = dir.0.join("r.json");
+    let args = [
+        "--imap",
+        &store.imap,
+        "--pop3",
+        &store.pop3,
+        "--lmtp",
+        &store.lmtp,
+        "--users-file",
+        &users,
+        "--scenario",
+        &scenario,
+        "-z",
+        "4s",
+        "--capacity-rule",
+        "mean(action)>60s",
+    ];
+    let r = profile(&args, &json);
+    let s = &r["summary"];
+    let cap = &r["extra"]["capacity"];
+    let step = &cap["steps"][0];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(u64::MAX);
+    // The failures are real: Dovecot refused the two wrong passwords, and only them, once
+    // for each failed action (those in flight at the end finished, as the last step's).
+    let dir_of_lab = std::path::Path::new(&store.users_file)
+        .parent()
+        .expect("the lab's directory");
+    let failed = n(&s["errors"]) + n(&s["refused"]);
+    let refused = || {
+        let log = std::fs::read_to_string(dir_of_lab.join("log/dovecot.log")).unwrap_or_default();
+        log.lines()
+            .filter(|l| l.contains("auth failed"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    wait_until(Duration::from_secs(3), || refused().len() as u64 >= failed);
+    let refused = refused();
+    assert!(
+        refused
+            .iter()
+            .all(|l| l.contains("user3@") || l.contains("user4@")),
+        "only user3 and user4 have wrong passwords: {refused:#?}"
+    );
+    assert_eq!(
+        failed,
+        refused.len() as u64,
+        "failed actions vs Dovecot's 'auth failed': {s:#}"
+    );
+    assert!(failed >= 2, "each bad user failed at least once: {s:#}");
+    // Item 1: the step has not held, although the latency rule did not break.
+    assert_eq!(step["rules"][0]["ok"], false, "{step:#}");
+    assert_eq!(step["broken"], true, "{step:#}");
+    assert_eq!(n(&step["failed"]), failed, "{step:#}");
+    assert_eq!(s["capacity_users"], serde_json::Value::Null, "{s:#}");
+    assert_eq!(cap["broke_at_users"], 4, "{cap:#}");
+    // Item 2: every action counted once, overdue included, the same in the summary, the
+    // step row and the latency table.
+    let overdue = n(&s["overdue"]);
+    assert!(
+        overdue >= 2,
+        "both bad users are in their second login: {s:#}"
+    );
+    assert_eq!(n(&step["summary"]["overdue"]), overdue, "{step:#}");
+    let actions = n(&s["actions"]);
+    assert_eq!(
+        actions,
+        n(&s["completed"]) + failed + overdue,
+        "actions = completed + failed + overdue: {s:#}"
+    );
+    assert_eq!(n(&step["summary"]["actions"]), actions, "{step:#}");
+    assert_eq!(n(&step["actions"]["action"]["count"]), actions, "{step:#}");
+    assert_eq!(
+        count(&r, "action"),
+        actions,
+        "the latency table's action row"
+    );
+    assert_eq!(step["actions"]["action"]["mean_ms"], s["mean_ms"]);
+    assert_eq!(step["actions"]["action"]["p95_ms"], s["p95_ms"]);
+    // Item 6: no store process was watched: its figures are absent, never 0.
+    assert!(r["extra"].get("sut").is_none(), "{:#}", r["extra"]);
+    assert!(step.get("store").is_none(), "{step:#}");
+    assert!(s.get("sut_cpu").is_none(), "{s:#}");
+    let series = r["series"].as_array().expect("a series");
+    assert!(series.iter().all(|p| p.get("sut").is_none()), "{series:#?}");
+}
+
+/// Issue 25, item 1: a step cut short by Ctrl-C (SIGTERM here) has not held, and says so
+/// (it said "2 users held" after 2 s of 30).
+#[test]
+fn issue_25_an_interrupted_step_has_not_held() {
+    let Some(store) = Store::start(&["--users", "2", "--fill", "3", "--fill-size", "1k"]) else {
+        return;
+    };
+    let dir = TempDir::new("profile-cut");
+    let scenario = readers(&dir.0, 2);
+    let json = dir.0.join("r.json");
+    let j = json.to_string_lossy().to_string();
+    let args = [
+        "mailbox",
+        "profile",
+        "--json",
+        &j,
+        "--imap",
+        &store.imap,
+        "--pop3",
+        &store.pop3,
+        "--lmtp",
+        &store.lmtp,
+        "--users-file",
+        &store.users_file,
+        "--scenario",
+        &scenario,
+        "-z",
+        "30s",
+    ];
+    let mut child = Terminated(
+        mailbench()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start mailbench"),
+    );
+    let mut stdout = child.0.stdout.take().expect("stdout");
+    std::thread::sleep(Duration::from_secs(2));
+    sigterm(&child.0);
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut text).expect("read the summary");
+    let code = child.0.wait().ok().and_then(|s| s.code());
+    let out = (code, text);
+    assert_eq!(out.0, Some(0), "{}", out.1);
+    let r = results(&json);
+    let step = &r["extra"]["capacity"]["steps"][0];
+    assert_eq!(r["interrupted"], true);
+    assert_eq!(step["cut_short"], true, "{step:#}");
+    assert_eq!(step["broken"], false, "not judged: {step:#}");
+    let ran = step["seconds"].as_f64().unwrap_or(0.0);
+    assert!((1.5..10.0).contains(&ran), "ran about 2 s of 30: {step:#}");
+    assert_eq!(r["summary"]["capacity_users"], serde_json::Value::Null);
+    assert!(
+        out.1.contains("CUT SHORT after") && out.1.contains("of 30 s: not judged"),
+        "{}",
+        out.1
+    );
+    assert!(out.1.contains("cut short (not judged)"), "{}", out.1);
+
+    // A ramp's -z cuts the step it falls in (-z was ignored with --ramp-users): the step
+    // of 1 user ran its 2 s and held, the one of 2 was cut after 1 s and is not judged.
+    let args = [
+        "--imap",
+        &store.imap,
+        "--pop3",
+        &store.pop3,
+        "--lmtp",
+        &store.lmtp,
+        "--users-file",
+        &store.users_file,
+        "--scenario",
+        &scenario,
+        "--ramp-users",
+        "1:1/2s",
+        "-z",
+        "3s",
+    ];
+    let r = profile(&args, &json);
+    let cap = &r["extra"]["capacity"];
+    let steps = cap["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{cap:#}");
+    assert_eq!(steps[0]["cut_short"], false, "{cap:#}");
+    assert_eq!(steps[1]["cut_short"], true, "{cap:#}");
+    let ran = steps[1]["seconds"].as_f64().unwrap_or(0.0);
+    assert!((0.5..1.6).contains(&ran), "about 1 s of 2: {cap:#}");
+    assert_eq!(r["summary"]["capacity_users"], 1, "{cap:#}");
+    assert_eq!(cap["cut_short_at_users"], 2, "{cap:#}");
+}
+
+/// Issue 25, items 6 and 19: a profile's results have a series (users, actions per
+/// minute, latency, the store's CPU and memory per interval), whose store CPU peak is the
+/// largest interval's and at least the average (it was 0.0 beside an average of 32.9 %),
+/// and `report` renders them (it refused every profile results file). The store watched
+/// is a process that burns CPU.
+#[test]
+fn issue_25_profile_results_have_a_series_that_report_renders() {
+    let Some(store) = Store::start(&["--users", "3", "--fill", "3", "--fill-size", "1k"]) else {
+        return;
+    };
+    let dir = TempDir::new("profile-series");
+    let spinner = Proc(
+        std::process::Command::new("python3")
+            .args(["-c", "while True: pass"])
+            .spawn()
+            .expect("start a busy process"),
+    );
+    let pid = spinner.0.id().to_string();
+    let scenario = readers(&dir.0, 4);
+    let json = dir.0.join("r.json");
+    let args = [
+        "--imap",
+        &store.imap,
+        "--pop3",
+        &store.pop3,
+        "--lmtp",
+        &store.lmtp,
+        "--users-file",
+        &store.users_file,
+        "--scenario",
+        &scenario,
+        "--sut-pid",
+        &pid,
+        "-z",
+        "3500ms",
+        "--interval",
+        "500ms",
+    ];
+    let r = profile(&args, &json);
+    drop(spinner);
+    let series = r["series"].as_array().expect("a series");
+    assert!(
+        (6..=8).contains(&series.len()),
+        "3.5 s in 500 ms intervals: {} points",
+        series.len()
+    );
+    let cpu = |p: &serde_json::Value| {
+        p["sut"]["cpu_user_pct"].as_f64().unwrap_or(f64::NAN)
+            + p["sut"]["cpu_sys_pct"].as_f64().unwrap_or(f64::NAN)
+    };
+    let mut finished = 0;
+    for p in series {
+        assert_eq!(p["profile"]["users"], 3, "{p:#}");
+        assert!(
+            cpu(p) > 0.0,
+            "the busy process burns CPU in every interval: {p:#}"
+        );
+        assert!(p["sut"]["rss_kib"].as_u64().unwrap_or(0) > 0, "{p:#}");
+        finished += p["sent"].as_u64().unwrap_or(0);
+    }
+    let s = &r["summary"];
+    assert_eq!(
+        finished + s["overdue"].as_u64().unwrap_or(0),
+        s["actions"].as_u64().unwrap_or(0),
+        "the series' actions and those overdue at the end are the summary's: {s:#}"
+    );
+    let sut = &r["extra"]["sut"];
+    let peak = sut["cpu_peak_pct"].as_f64().unwrap_or(0.0);
+    let busiest = series.iter().map(cpu).fold(0.0, f64::max);
+    assert!(
+        (peak - busiest).abs() < 1e-6,
+        "peak {peak} vs busiest {busiest}"
+    );
+    let avg = sut["cpu_avg_pct"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        peak >= avg * 0.95 && peak > 10.0,
+        "peak {peak} vs average {avg}"
+    );
+
+    // `report` renders it, and a real browser draws its charts.
+    let Some(chromium) = crate::report::chromium() else {
+        return;
+    };
+    let page = crate::report::report(&chromium, &[&json], &dir.0.join("r.html"), &[]);
+    page.assert_drawn(
+        "profile",
+        5,
+        &[
+            "profile_users",
+            "profile_actions",
+            "profile_latency",
+            "sut_cpu",
+            "capacity",
+        ],
+    );
 }

@@ -70,33 +70,50 @@ pub struct Step {
     pub users: u64,
     /// Its real length, s.
     pub seconds: f64,
+    /// Its planned length, s.
+    pub planned_s: f64,
     /// The step's summary (what rules read).
     pub summary: ProfileSummary,
-    /// Per action type (and `action`: all).
+    /// Per action type (and `action`: all, with the overdue ones).
     pub actions: BTreeMap<String, ActionRow>,
-    /// The store over the step.
-    pub store: SutPoint,
+    /// The store over the step; absent when no store process was watched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<SutPoint>,
     /// Each rule's value in this step; `ok` true means the rule's condition held (it broke).
     pub rules: Vec<ThresholdResult>,
-    /// A rule broke in this step.
+    /// Actions that failed in this step (an error or a refusal): a step where any failed
+    /// has not held, whatever the rules say.
+    pub failed: u64,
+    /// It ended before its planned length (Ctrl-C, or a server found unreachable): not
+    /// judged, so not held.
+    pub cut_short: bool,
+    /// A rule broke, or actions failed, in this step.
     pub broken: bool,
 }
 
 impl Step {
-    /// Judges a step from what it recorded (with the `overdue` actions still running at
-    /// its end in the `action` row, at the time they had taken).
+    /// Judges a step that ran `seconds` of `plan` from what it recorded (with the
+    /// `overdue` actions still due at its end in the `action` row, at the time they had
+    /// waited).
     pub fn judge(
-        users: u64,
+        plan: &StepPlan,
         seconds: f64,
         rec: &Recorder,
-        store: SutPoint,
+        store: Option<SutPoint>,
         rules: &[Threshold],
         overdue: u64,
+        cut_short: bool,
     ) -> Step {
-        let cpu = store.cpu_user_pct + store.cpu_sys_pct;
-        let mut summary =
-            ProfileSummary::derive(rec, super::metric(None), users, None, seconds, cpu);
-        summary.overdue = overdue;
+        let cpu = store.as_ref().map(|s| s.cpu_user_pct + s.cpu_sys_pct);
+        let summary = ProfileSummary::derive(
+            rec,
+            super::metric(None),
+            plan.users,
+            None,
+            seconds,
+            cpu,
+            overdue,
+        );
         let (latency, _) = Results::tables(rec, STEPS);
         let rules: Vec<ThresholdResult> = rules
             .iter()
@@ -117,10 +134,14 @@ impl Step {
                 (STEPS.name(m).to_string(), row)
             })
             .collect();
+        let failed = summary.errors + summary.refused;
         Step {
-            users,
+            users: plan.users,
             seconds,
-            broken: rules.iter().any(|r| r.ok),
+            planned_s: plan.length.as_secs_f64(),
+            broken: !cut_short && (failed > 0 || rules.iter().any(|r| r.ok)),
+            failed,
+            cut_short,
             summary,
             actions,
             store,
@@ -128,30 +149,54 @@ impl Step {
         }
     }
 
-    /// The step's progress line.
-    pub fn line(&self) -> String {
-        let s = &self.summary;
-        let broke: Vec<String> = self
+    /// The step ran its length, no action failed and no rule broke.
+    pub fn held(&self) -> bool {
+        !self.broken && !self.cut_short
+    }
+
+    /// Why the step did not hold, or "ok".
+    pub fn verdict(&self) -> String {
+        if self.cut_short {
+            return format!(
+                "CUT SHORT after {:.1} s of {:.0} s: not judged",
+                self.seconds, self.planned_s
+            );
+        }
+        let mut why: Vec<String> = self
             .rules
             .iter()
             .filter(|r| r.ok)
             .map(|r| format!("{} (at {:.1})", r.expr, r.value))
             .collect();
+        if self.failed > 0 {
+            why.push(format!(
+                "{} of {} actions failed",
+                self.failed, self.summary.actions
+            ));
+        }
+        if why.is_empty() {
+            "ok".into()
+        } else {
+            format!("BROKE {}", why.join(", "))
+        }
+    }
+
+    /// The step's progress line.
+    pub fn line(&self) -> String {
+        let s = &self.summary;
         format!(
-            "mailbench profile: {} users: {:.0} actions/min, mean {:.1} ms, p95 {:.1} ms, errors {}, late {}, still running {}, store CPU {:.0} %: {}",
+            "mailbench profile: {} users: {:.0} actions/min, mean {:.1} ms, p95 {:.1} ms, errors {}, refused {}, late {}, overdue {}, store CPU {}: {}",
             self.users,
             s.actions_per_min,
             s.mean_ms,
             s.p95_ms,
             s.errors,
+            s.refused,
             s.late,
             s.overdue,
-            s.sut_cpu,
-            if self.broken {
-                format!("BROKE {}", broke.join(", "))
-            } else {
-                "ok".into()
-            }
+            s.sut_cpu
+                .map_or("not observed".into(), |c| format!("{c:.0} %")),
+            self.verdict()
         )
     }
 }
@@ -159,27 +204,34 @@ impl Step {
 /// The outcome of a search.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
-    /// The largest user count that met every rule (a ramp that ran at least one step).
+    /// The largest user count that held (a ramp that ran at least one step).
     pub users: Option<u64>,
-    /// The users of the first step that broke a rule.
+    /// The users of the first step that broke (a rule, or failed actions).
     pub broke_at: Option<u64>,
+    /// The users of a step cut short (the last one run), not judged.
+    pub cut_short_at: Option<u64>,
 }
 
-/// The capacity: the last step before the first broken one that met every rule. A fixed
-/// population has no search: its users are the capacity only if its one step held.
+/// The capacity: the last step before the first broken one that held (ran its length,
+/// no action failed, no rule broke). A fixed population has no search: its users are the
+/// capacity only if its one step held.
 pub fn verdict(steps: &[Step], p: &Population) -> Verdict {
     let broke_at = steps.iter().find(|s| s.broken).map(|s| s.users);
+    let cut_short_at = steps.iter().find(|s| s.cut_short).map(|s| s.users);
     let users = steps
         .iter()
         .take_while(|s| !s.broken)
+        .filter(|s| s.held())
         .map(|s| s.users)
         .max();
-    match p {
-        Population::Fixed { .. } => Verdict {
-            users: users.filter(|_| broke_at.is_none()),
-            broke_at,
-        },
-        Population::Ramp { .. } => Verdict { users, broke_at },
+    let users = match p {
+        Population::Fixed { .. } => users.filter(|_| broke_at.is_none()),
+        Population::Ramp { .. } => users,
+    };
+    Verdict {
+        users,
+        broke_at,
+        cut_short_at,
     }
 }
 
@@ -190,6 +242,7 @@ impl Verdict {
             "rules": rules.iter().map(|r| r.expr()).collect::<Vec<_>>(),
             "capacity_users": self.users,
             "broke_at_users": self.broke_at,
+            "cut_short_at_users": self.cut_short_at,
             "steps": steps,
         })
     }
@@ -203,11 +256,21 @@ mod tests {
         Step {
             users,
             seconds: 1.0,
+            planned_s: 1.0,
             summary: ProfileSummary::default(),
             actions: BTreeMap::new(),
-            store: SutPoint::default(),
+            store: None,
             rules: Vec::new(),
+            failed: 0,
+            cut_short: false,
             broken,
+        }
+    }
+
+    fn one_second(users: u64) -> StepPlan {
+        StepPlan {
+            users,
+            length: Duration::from_secs(1),
         }
     }
 
@@ -224,7 +287,8 @@ mod tests {
             verdict(&steps, &ramp),
             Verdict {
                 users: Some(20),
-                broke_at: Some(30)
+                broke_at: Some(30),
+                cut_short_at: None,
             }
         );
         let none = [step(10, true)];
@@ -266,12 +330,13 @@ mod tests {
         rec.counters.accepted = 3;
         let rule = |e: &str| Threshold::parse(e, &THRESHOLDS).expect(e);
         let s = Step::judge(
-            10,
+            &one_second(10),
             1.0,
             &rec,
-            SutPoint::default(),
+            None,
             &[rule("mean(action)>1s")],
             0,
+            false,
         );
         assert!(
             s.broken,
@@ -279,12 +344,13 @@ mod tests {
             s.rules
         );
         let s = Step::judge(
-            10,
+            &one_second(10),
             1.0,
             &rec,
-            SutPoint::default(),
+            None,
             &[rule("mean(action)>2s")],
             0,
+            false,
         );
         assert!(!s.broken, "{:?}", s.rules);
         let busy = SutPoint {
@@ -292,12 +358,86 @@ mod tests {
             cpu_sys_pct: 10.0,
             ..SutPoint::default()
         };
-        let s = Step::judge(10, 1.0, &rec, busy, &[rule("sut_cpu>25%")], 0);
+        let s = Step::judge(
+            &one_second(10),
+            1.0,
+            &rec,
+            Some(busy),
+            &[rule("sut_cpu>25%")],
+            0,
+            false,
+        );
         assert!(
             s.broken,
             "30 % of a core breaks 'sut_cpu>25%': {:?}",
             s.rules
         );
         assert_eq!(s.actions["action"].count, 3);
+    }
+
+    /// Issue 25, item 1: a step whose actions fail has not held, whatever the latency
+    /// rule says; a step cut short is not judged; neither counts as capacity.
+    #[test]
+    fn failed_actions_and_a_cut_short_step_do_not_hold() {
+        use crate::mailbox::profile::THRESHOLDS;
+        let rule = Threshold::parse("mean(action)>1s", &THRESHOLDS).expect("rule");
+        let mut rec = Recorder::new();
+        for _ in 0..4 {
+            rec.record(super::super::metric(None), Duration::from_millis(3));
+        }
+        rec.counters.sent = 4;
+        rec.counters.accepted = 1;
+        rec.counters.errors = 2;
+        rec.counters.rejected = 1;
+        let s = Step::judge(
+            &one_second(20),
+            1.0,
+            &rec,
+            None,
+            std::slice::from_ref(&rule),
+            0,
+            false,
+        );
+        assert!(!s.rules[0].ok, "3 ms is within the latency rule");
+        assert!(s.broken && !s.held(), "3 of 4 actions failed: {s:?}");
+        assert_eq!(s.failed, 3);
+        assert_eq!(s.verdict(), "BROKE 3 of 4 actions failed");
+        let fixed = Population::Fixed {
+            users: 20,
+            run_for: Duration::from_secs(1),
+        };
+        let v = verdict(std::slice::from_ref(&s), &fixed);
+        assert_eq!((v.users, v.broke_at), (None, Some(20)));
+
+        rec.counters.accepted = 4;
+        rec.counters.errors = 0;
+        rec.counters.rejected = 0;
+        let plan = StepPlan {
+            users: 30,
+            length: Duration::from_secs(10),
+        };
+        let cut = Step::judge(&plan, 4.2, &rec, None, &[rule], 0, true);
+        assert!(!cut.broken && !cut.held(), "{cut:?}");
+        assert_eq!(cut.verdict(), "CUT SHORT after 4.2 s of 10 s: not judged");
+        let ramp = Population::Ramp {
+            start: 10,
+            step: 10,
+            period: Duration::from_secs(10),
+            max: 30,
+        };
+        let v = verdict(&[step(10, false), step(20, false), cut.clone()], &ramp);
+        assert_eq!(
+            v,
+            Verdict {
+                users: Some(20),
+                broke_at: None,
+                cut_short_at: Some(30),
+            }
+        );
+        let fixed = Population::Fixed {
+            users: 30,
+            run_for: Duration::from_secs(10),
+        };
+        assert_eq!(verdict(&[cut], &fixed).users, None, "a fixed run cut short");
     }
 }

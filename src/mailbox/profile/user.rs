@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::scenario::{Action, Client, UserType};
-use super::{Ctx, metric};
+use super::{Ctx, Server, metric};
 use crate::error::ErrorClass;
 use crate::imap::conn::{ConnError as ImapError, ImapConn, Login, Reply};
 use crate::imap::proto::{Command, Cond, DELETED, FetchItems, FlagOp};
@@ -117,17 +117,13 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
             &mut rng,
         )
         .await;
-        if let Ok(mut q) = schedule.lock() {
-            q.pop_front();
-        }
         // A profile times actions, not commands: the session's own per-command times
         // are dropped (kept, they would grow for as long as a caching session lives).
         if let Some(s) = session.as_mut() {
             s.conn.timings.clear();
         }
         let now = Instant::now();
-        {
-            let mut rec = ctx.shards(shard);
+        ctx.finish(shard, &schedule, |rec| {
             let took = now.duration_since(due);
             rec.record(metric(Some(action)), took);
             rec.record(metric(None), took);
@@ -151,7 +147,7 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
                     rec.error(class, metric(Some(action)), 0, || said);
                 }
             }
-        }
+        });
     }
     if let Some(s) = session {
         s.conn.logout().await;
@@ -238,7 +234,10 @@ async fn open(
         user: user.address.clone(),
         pass: user.password.clone(),
     };
-    let conn = ImapConn::open(imap, &ctx.connect, false, &login).await?;
+    let conn = ctx.reached(
+        Server::Imap,
+        ImapConn::open(imap, &ctx.connect, false, &login).await,
+    )?;
     logins.push(started.elapsed());
     Ok(Session {
         conn,
@@ -475,7 +474,8 @@ async fn deliver_message(ctx: &Ctx, to: Vec<String>, message: Bytes, via: Via) -
         auth: None,
     };
     let result = async {
-        let mut c = ClientConn::open(target, &ctx.connect, cfg).await?;
+        let server = if lmtp { Server::Lmtp } else { Server::Smtp };
+        let mut c = ctx.reached(server, ClientConn::open(target, &ctx.connect, cfg).await)?;
         let txn = Transaction {
             mail_from: "profile@mailbench.test".into(),
             rcpts: to,
@@ -508,7 +508,8 @@ async fn check(ctx: &Ctx, user: &StoreUser) -> Outcome {
         return Outcome::Failed(ErrorClass::Protocol, "no pop3 server".into());
     };
     let result = async {
-        let mut c = Pop3Conn::open(pop3, &ctx.connect, false, &login).await?;
+        let opened = Pop3Conn::open(pop3, &ctx.connect, false, &login).await;
+        let mut c = ctx.reached(Server::Pop3, opened)?;
         let stat = c.batch(&[Pop3Command::Stat]).await?;
         let count = stat.first().and_then(stat_count).unwrap_or(0);
         let mut cmds: Vec<Pop3Command> = (1..=count).map(Pop3Command::Retr).collect();

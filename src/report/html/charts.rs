@@ -79,6 +79,57 @@ fn rate(n: u64, p: &IntervalPoint) -> f64 {
 
 const TIME_CHARTS: &[TimeChart] = &[
     TimeChart {
+        id: "profile_users",
+        title: "Virtual users, and actions due and not done",
+        unit: "users / actions",
+        columns: &[
+            Column {
+                label: "users",
+                get: |p| p.relay.profile.as_ref().map(|q| q.users as f64),
+                agg: Agg::Max,
+            },
+            Column {
+                label: "overdue actions",
+                get: |p| p.relay.profile.as_ref().map(|q| q.overdue as f64),
+                agg: Agg::Max,
+            },
+        ],
+    },
+    TimeChart {
+        id: "profile_actions",
+        title: "Actions finished per minute, and failed",
+        unit: "per minute / count",
+        columns: &[
+            Column {
+                label: "actions/min",
+                get: |p| p.relay.profile.as_ref().map(|q| q.actions_per_min),
+                agg: Agg::Mean,
+            },
+            Column {
+                label: "failed",
+                get: |p| p.relay.profile.as_ref().map(|q| q.errors as f64),
+                agg: Agg::Mean,
+            },
+        ],
+    },
+    TimeChart {
+        id: "profile_latency",
+        title: "Action response time (from when each was due)",
+        unit: "ms",
+        columns: &[
+            Column {
+                label: "mean",
+                get: |p| p.relay.profile.as_ref().and_then(|q| q.mean_ms),
+                agg: Agg::Max,
+            },
+            Column {
+                label: "p95",
+                get: |p| p.relay.profile.as_ref().and_then(|q| q.p95_ms),
+                agg: Agg::Max,
+            },
+        ],
+    },
+    TimeChart {
         id: "throughput",
         title: "Throughput",
         unit: "per second",
@@ -621,7 +672,11 @@ mod tests {
         assert_eq!(first.points.len(), 3, "10,000 intervals in buckets of 3");
         assert_eq!(first.last_t, 3.0);
         // rates 0, 10, 0 → mean 3.33; p99 0, 1, 2 → max 2.
-        let (throughput, latency) = (&TIME_CHARTS[0].columns[0], &TIME_CHARTS[1].columns[1]);
+        let chart = |id: &str| TIME_CHARTS.iter().find(|c| c.id == id).expect(id);
+        let (throughput, latency) = (
+            &chart("throughput").columns[0],
+            &chart("latency").columns[1],
+        );
         assert!((first.value(throughput).unwrap_or(0.0) - 10.0 / 3.0).abs() < 1e-9);
         assert_eq!(first.value(latency), Some(2.0));
     }

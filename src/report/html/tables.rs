@@ -416,6 +416,7 @@ fn capacity_verdict(runs: &[(String, &Results)], labels: &[&str]) -> String {
             Some(serde_json::json!({
                 "capacity_users": c["capacity_users"],
                 "broke_at_users": c["broke_at_users"],
+                "cut_short_at_users": c["cut_short_at_users"],
                 "rules": c["rules"].as_array().map(|a| {
                     a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
                 }),
