@@ -27,6 +27,8 @@ if [ "${1:-}" = "--for-tests" ]; then
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
   # BIND's dig: a DNS client no one here wrote, for the test DNS server.
   command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
+  # promtool checks /metrics in the Prometheus text format; the package's server is not used.
+  command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 fi
 # openssl makes a stranger's CA for the TLS-failure test and DKIM keys; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
@@ -42,6 +44,10 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # The prometheus package starts its server where systemd runs; only promtool is wanted.
+  if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
 fi
 # The Kubernetes schemas for checking deploy/kubernetes offline (tests only), from PyPI
 # into the python3 the tests run.
