@@ -12,6 +12,7 @@ pub mod delivery;
 pub mod dkim;
 pub mod faults;
 pub mod plan;
+pub mod seqmap;
 pub mod store;
 
 use std::collections::BTreeMap;
