@@ -538,7 +538,7 @@ fn issue_25_merged_cpu_peak_weighs_a_final_sliver_by_its_span() {
     // A sliver's CPU time, as a share of one interval.
     let slivers: f64 = agents
         .iter()
-        .flat_map(|a| cpu_points(a))
+        .flat_map(cpu_points)
         .filter(|(dt, _)| *dt < 0.5)
         .map(|(dt, cpu)| dt * cpu)
         .sum();
