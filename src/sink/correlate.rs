@@ -2,10 +2,11 @@
 //! run the sequence numbers seen, duplicates (the same message to the same recipient twice)
 //! and loss (sequence numbers never seen). Memory is bounded however long the sink runs:
 //! what was seen is run-length coded (`SeqMap`: one entry per gap, not per message), and
-//! the recipients of a message are remembered only for the last [`RECENT`] messages that
-//! arrived, to tell a duplicate from another recipient's copy.
+//! the recipients of a message are remembered only for the last [`RECENT`] sequence
+//! numbers (a ring of fixed slots, filled as the run goes), to tell a duplicate from
+//! another recipient's copy.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::Mutex;
 
@@ -13,11 +14,14 @@ use super::seqmap::SeqMap;
 use crate::message::trace::Trace;
 use crate::stats::seen::RunReport;
 
-/// How many messages' recipients are remembered, the latest to arrive first. A copy of
-/// a message arriving after this many others (an MTA's retry of a deferred recipient a
-/// long while later) is told apart by its recipients' count alone: recipients beyond the
-/// number already seen for it are new, the others duplicates. ~5 MiB when full.
+/// How many sequence numbers' recipients are remembered: sequence number `s` has slot
+/// `s % RECENT`, taken over by the next new number of that slot. A copy of a message whose
+/// slot was taken (an MTA's retry of a deferred recipient a long while later) is told
+/// apart by its recipients' count alone: recipients beyond the number already seen for it
+/// are new, the others duplicates. 4 MiB per run once its numbers pass `RECENT`.
 pub const RECENT: usize = 1 << 17;
+/// Slots allocated at a time, as a run's sequence numbers reach them.
+const CHUNK: usize = 4096;
 /// Most ranges of sequence numbers kept per run (a hostile sender's scattered numbers);
 /// beyond it arrivals are counted as untracked instead of growing memory.
 const MAX_RANGES: usize = 4_000_000;
@@ -47,13 +51,39 @@ impl Keys {
     }
 }
 
+/// The ring of remembered recipients: chunks of [`CHUNK`] slots, each slot the sequence
+/// number it holds (plus one; 0 is empty) and its recipients.
+struct Recent(Vec<Option<Box<[(u64, Keys)]>>>);
+
+impl Default for Recent {
+    fn default() -> Self {
+        Recent((0..RECENT / CHUNK).map(|_| None).collect())
+    }
+}
+
+impl Recent {
+    /// The recipients remembered for `seq`, if its slot still holds it.
+    fn get_mut(&mut self, seq: u64) -> Option<&mut Keys> {
+        let i = (seq % RECENT as u64) as usize;
+        let (held, keys) = self.0[i / CHUNK].as_mut()?.get_mut(i % CHUNK)?;
+        (*held == seq + 1).then_some(keys)
+    }
+
+    /// Gives `seq`'s slot to it, with `keys`.
+    fn put(&mut self, seq: u64, keys: Keys) {
+        let i = (seq % RECENT as u64) as usize;
+        let chunk = self.0[i / CHUNK]
+            .get_or_insert_with(|| (0..CHUNK).map(|_| (0, Keys::Many(Vec::new()))).collect());
+        chunk[i % CHUNK] = (seq.wrapping_add(1), keys);
+    }
+}
+
 #[derive(Default)]
 struct Run {
     /// Distinct recipients seen per sequence number.
     seen: SeqMap,
-    /// The recipients of the last [`RECENT`] new sequence numbers, and their order.
-    recent: HashMap<u64, Keys>,
-    order: VecDeque<u64>,
+    /// The recipients of recent sequence numbers.
+    recent: Recent,
     /// Distinct (sequence number, recipient) arrivals.
     recipients: u64,
     duplicates: u64,
@@ -68,7 +98,7 @@ impl Run {
             ..Arrival::default()
         };
         let mut distinct = before.unwrap_or(0);
-        match self.recent.get_mut(&seq) {
+        match self.recent.get_mut(seq) {
             Some(keys) => {
                 for r in rcpts {
                     if keys.contains(*r) {
@@ -100,14 +130,7 @@ impl Run {
                         }
                     }
                 }
-                self.recent
-                    .insert(seq, keys.unwrap_or(Keys::Many(Vec::new())));
-                self.order.push_back(seq);
-                if self.order.len() > RECENT
-                    && let Some(old) = self.order.pop_front()
-                {
-                    self.recent.remove(&old);
-                }
+                self.recent.put(seq, keys.unwrap_or(Keys::Many(Vec::new())));
             }
         }
         distinct = distinct.saturating_add(a.new_recipients.min(u64::from(u32::MAX)) as u32);
@@ -329,7 +352,7 @@ mod tests {
         assert_eq!(r.arrivals, n - gaps.len() as u64 + 1 + want_dups);
         let runs = c.runs.lock().expect("lock");
         let run = &runs[&9];
-        assert!(run.recent.len() <= RECENT && run.order.len() <= RECENT);
+        assert_eq!(run.recent.0.len() * CHUNK, RECENT);
         // One range per gap, and the message with two recipients splits one in three.
         assert_eq!(run.seen.entries(), gaps.len() + 1 + 2, "{:?}", run.seen);
         drop(runs);
