@@ -51,9 +51,13 @@ impl Keys {
     }
 }
 
-/// The ring of remembered recipients: chunks of [`CHUNK`] slots, each slot the sequence
-/// number it holds (plus one; 0 is empty) and its recipients.
-struct Recent(Vec<Option<Box<[(u64, Keys)]>>>);
+/// One slot of the ring: the sequence number it holds (plus one; 0 is empty) and its
+/// recipients.
+type Slot = (u64, Keys);
+
+/// The ring of remembered recipients: chunks of [`CHUNK`] slots, each allocated when a
+/// sequence number first reaches it.
+struct Recent(Vec<Option<Box<[Slot]>>>);
 
 impl Default for Recent {
     fn default() -> Self {
