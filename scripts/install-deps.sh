@@ -31,6 +31,8 @@ if [ "${1:-}" = "--for-tests" ]; then
   for lib in libevent-2.1-7 libfstrm0 libprotobuf-c1 libssl3 libsystemd0; do
     dpkg -s "$lib" >/dev/null 2>&1 || need+=("$lib")
   done
+  # promtool checks /metrics in the Prometheus text format; the package's server is not used.
+  command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 fi
 # openssl makes a stranger's CA for the TLS-failure test and DKIM keys; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
@@ -46,6 +48,10 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # The prometheus package starts its server where systemd runs; only promtool is wanted.
+  if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
 fi
 # NSD, the reference of the differential DNS test (tests/it/dns_nsd.rs): Debian's package
 # unpacked into target/peers/nsd, as bench/dns_vs_nsd.py does, never installed (its

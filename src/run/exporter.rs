@@ -1,5 +1,7 @@
-//! `--prometheus ADDR`: the run's figures at `GET /metrics`, in the OpenMetrics text format
-//! Prometheus scrapes, while the run goes. The figures are a snapshot the run's tick
+//! `--prometheus ADDR`: the run's figures at `GET /metrics` while the run goes, in the
+//! format the scraper asks for: OpenMetrics when its `Accept` names
+//! `application/openmetrics-text` (as Prometheus's does), the Prometheus text format 0.0.4
+//! otherwise (what `promtool check metrics`, curl and older scrapers read). The figures are a snapshot the run's tick
 //! publishes once per interval from the same totals the live line reads, so nothing is
 //! added per message and no lock is taken on the hot path. The encoding is
 //! prometheus-client's; the responder is a small blocking HTTP loop on its own thread, so
@@ -11,6 +13,11 @@
 //! `mailbench_connections_total`, `mailbench_latency_seconds{phase=…}` as a classic
 //! histogram (buckets counted exactly from the HDR histogram, so they add across agents),
 //! gauges for what is open or in flight, and `mailbench_run_info{run_id=…}`.
+//!
+//! A relay's figures are the generator's, except that `recipients_total{result="delivered"}`
+//! counts what arrived at its embedded sink (the generator's own count is what the MTA
+//! accepted); the embedded sink publishes nothing of its own, but refreshes the relay's
+//! delivery figures every interval, through the drain.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -23,6 +30,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use crate::sink::delivery::Delivery;
 use crate::stats::Counters;
 
 /// Upper bounds of the latency buckets, in seconds.
@@ -131,6 +139,47 @@ impl Snapshot {
         let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
         out
     }
+
+    /// The snapshot in the Prometheus text format 0.0.4.
+    pub fn encode_prometheus(self: &Arc<Self>) -> String {
+        to_prometheus_text(&self.encode())
+    }
+}
+
+/// OpenMetrics text made the Prometheus text format 0.0.4, which has no `info` type, names
+/// a counter's family with its `_total` sample name, and has no `# EOF`: an info family
+/// becomes the gauge its one sample is (`…_info 1`), a counter's `# HELP`/`# TYPE` take
+/// the `_total` name, `# UNIT` and `# EOF` go. The samples themselves are the same lines.
+fn to_prometheus_text(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    // A family's `# HELP` waits for its `# TYPE`, which says what the name becomes.
+    let mut help: Option<(&str, &str)> = None;
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = rest.split_once(' ').or(Some((rest, "")));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let (name, kind) = match kind {
+                "counter" => (format!("{name}_total"), "counter"),
+                "info" => (format!("{name}_info"), "gauge"),
+                "gaugehistogram" | "stateset" | "unknown" => (name.to_string(), "untyped"),
+                _ => (name.to_string(), kind),
+            };
+            if let Some((_, text)) = help.take() {
+                out.push_str(&format!("# HELP {name} {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name} {kind}\n"));
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 #[derive(Debug)]
@@ -256,6 +305,53 @@ fn with_shard<'a>(
 /// The exporter of this process, once `serve` started it.
 static LATEST: OnceLock<Mutex<Arc<Snapshot>>> = OnceLock::new();
 
+/// A relay's embedded sink's deliveries, while a relay runs: what `delivered` counts.
+static DELIVERY: Mutex<Option<Arc<Delivery>>> = Mutex::new(None);
+
+/// Makes `/metrics` count `delivery`'s arrivals as the delivered recipients, and its
+/// messages and the backlog as the relay's delivery gauges (a relay's embedded sink, at
+/// its start; a relay of several rounds follows each round's).
+pub fn follow_delivery(delivery: Arc<Delivery>) {
+    if let Ok(mut d) = DELIVERY.lock() {
+        *d = Some(delivery);
+    }
+}
+
+/// The followed delivery's recipients, messages so far.
+fn delivered() -> Option<(u64, u64)> {
+    let d = DELIVERY.lock().ok()?.clone()?;
+    Some((
+        d.recipients.load(std::sync::atomic::Ordering::Relaxed),
+        d.messages.load(std::sync::atomic::Ordering::Relaxed),
+    ))
+}
+
+/// `s` with the followed delivery's figures: delivered recipients, and the delivered
+/// messages and backlog gauges where the relay has them.
+fn with_delivery(mut s: Snapshot) -> Snapshot {
+    if let Some((recipients, messages)) = delivered() {
+        s.counters.rcpts.delivered = recipients;
+        for g in &mut s.gauges {
+            match g.name {
+                "delivered_messages" => g.value = messages as f64,
+                "backlog" => g.value = s.counters.accepted as f64 - messages as f64,
+                _ => {}
+            }
+        }
+    }
+    s
+}
+
+/// Refreshes what the next scrape sees with the followed delivery's latest figures: a
+/// relay's embedded sink calls it every interval, so they stay current through the drain,
+/// after the generator's last interval.
+pub fn refresh_delivery() {
+    if let Some(latest) = LATEST.get() {
+        let current = latest.lock().map(|s| (**s).clone()).unwrap_or_default();
+        publish(|| with_delivery(current));
+    }
+}
+
 /// Listens on `addr` and serves `/metrics` from a thread of its own until the process ends.
 pub fn serve(addr: SocketAddr) -> Result<(), String> {
     let listener = TcpListener::bind(addr)
@@ -281,7 +377,7 @@ pub fn active() -> bool {
 /// Makes `snapshot` what the next scrape sees (a no-op without `--prometheus`).
 pub fn publish(snapshot: impl FnOnce() -> Snapshot) {
     if let Some(latest) = LATEST.get() {
-        let s = Arc::new(snapshot());
+        let s = Arc::new(with_delivery(snapshot()));
         if let Ok(mut l) = latest.lock() {
             *l = s;
         }
@@ -336,11 +432,28 @@ pub fn publish_results(r: &crate::stats::Results) {
         .iter()
         .map(|(k, h)| (k.as_str(), h.to_hist()))
         .collect();
+    let mut counters = r.counters.clone();
+    let mut gauges = gauges;
+    // A relay's final delivery figures are its results', not the sink's live counts.
+    if let crate::stats::summary::Summary::Relay(relay) = &r.summary {
+        if let Ok(mut d) = DELIVERY.lock() {
+            *d = None;
+        }
+        counters.rcpts.delivered = relay.delivered;
+        for g in &mut gauges {
+            match g.name {
+                "delivered_messages" => g.value = relay.delivered_messages as f64,
+                "backlog" => g.value = counters.accepted as f64 - relay.delivered_messages as f64,
+                "in_flight" => g.value = 0.0,
+                _ => {}
+            }
+        }
+    }
     publish(|| {
         Snapshot::new(
             r.run_id.clone(),
             unit,
-            r.counters.clone(),
+            counters,
             hists.iter().map(|(k, h)| (*k, h)),
             gauges,
         )
@@ -362,11 +475,19 @@ fn answer(mut stream: TcpStream, snapshot: &Arc<Snapshot>) {
     }
     let head = &buf[..len];
     let (status, kind, body) = if head.starts_with(b"GET /metrics ") {
-        (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            snapshot.encode(),
-        )
+        if wants_openmetrics(head) {
+            (
+                "200 OK",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                snapshot.encode(),
+            )
+        } else {
+            (
+                "200 OK",
+                "text/plain; version=0.0.4; charset=utf-8",
+                snapshot.encode_prometheus(),
+            )
+        }
     } else {
         (
             "404 Not Found",
@@ -379,6 +500,26 @@ fn answer(mut stream: TcpStream, snapshot: &Arc<Snapshot>) {
         "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
+}
+
+/// True when the request's `Accept` header names OpenMetrics (with a non-zero `q`), as
+/// Prometheus's scraper does; anything else gets the text format 0.0.4.
+fn wants_openmetrics(head: &[u8]) -> bool {
+    let head = String::from_utf8_lossy(head);
+    head.split("\r\n")
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(name, _)| name.trim().eq_ignore_ascii_case("accept"))
+        .flat_map(|(_, value)| value.split(','))
+        .any(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("");
+            let q_zero = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f64>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            media.eq_ignore_ascii_case("application/openmetrics-text") && !q_zero
+        })
 }
 
 #[cfg(test)]
@@ -436,6 +577,90 @@ mod tests {
             "mailbench_connections_total{shard=\"2/4\"} 0",
             "mailbench_latency_seconds_count{phase=\"total\",shard=\"2/4\"} 5",
             "mailbench_in_flight{shard=\"2/4\"} 3.0",
+        ] {
+            assert!(text.contains(line), "expected {line:?} in\n{text}");
+        }
+    }
+
+    /// Issue 25 item 12: the text format 0.0.4 has no `info` type and names a counter's
+    /// family after its `_total` samples; OpenMetrics stays for a scraper that asks.
+    #[test]
+    fn issue_25_the_text_format_is_prometheus_0_0_4_unless_openmetrics_is_asked_for() {
+        let s = Arc::new(Snapshot::new(
+            "00ff".into(),
+            "messages",
+            Counters {
+                accepted: 5,
+                ..Default::default()
+            },
+            std::iter::empty(),
+            vec![],
+        ));
+        let text = s.encode_prometheus();
+        for line in [
+            "# HELP mailbench_run_info The run these figures belong to.",
+            "# TYPE mailbench_run_info gauge",
+            "mailbench_run_info{run_id=\"00ff\"} 1",
+            "# TYPE mailbench_messages_total counter",
+            "mailbench_messages_total{result=\"accepted\"} 5",
+            "# TYPE mailbench_connections_total counter",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "expected {line:?} in\n{text}"
+            );
+        }
+        assert!(!text.contains("# EOF") && !text.contains(" info"), "{text}");
+        let asks = |accept: &str| {
+            wants_openmetrics(format!("GET /metrics HTTP/1.1\r\n{accept}\r\n\r\n").as_bytes())
+        };
+        // Prometheus 2.x's scrape header.
+        assert!(asks(
+            "Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+        ));
+        assert!(asks("accept: Application/OpenMetrics-Text"));
+        assert!(!asks("Accept: text/plain; version=0.0.4"));
+        assert!(!asks("Accept: */*"));
+        assert!(!asks("Accept: application/openmetrics-text; q=0"));
+        assert!(!asks("Host: x"));
+    }
+
+    /// Issue 25 item 12: a relay's `delivered` recipients are what arrived at its sink,
+    /// not what the MTA accepted; its delivery gauges follow the sink.
+    #[test]
+    fn issue_25_a_relays_delivered_recipients_are_the_sinks_arrivals() {
+        let d = Arc::new(Delivery::tracking(7));
+        d.recipients
+            .store(759, std::sync::atomic::Ordering::Relaxed);
+        d.messages.store(759, std::sync::atomic::Ordering::Relaxed);
+        follow_delivery(d);
+        let mut counters = Counters {
+            accepted: 785,
+            ..Default::default()
+        };
+        counters.rcpts.accepted = 785;
+        counters.rcpts.delivered = 785;
+        let gauge = |name| Gauge {
+            name,
+            help: "",
+            value: 0.0,
+        };
+        let s = with_delivery(Snapshot::new(
+            "07".into(),
+            "messages",
+            counters,
+            std::iter::empty(),
+            vec![gauge("delivered_messages"), gauge("backlog")],
+        ));
+        if let Ok(mut d) = DELIVERY.lock() {
+            *d = None;
+        }
+        let text = Arc::new(s).encode();
+        for line in [
+            "mailbench_recipients_total{result=\"accepted\"} 785",
+            "mailbench_recipients_total{result=\"delivered\"} 759",
+            "mailbench_delivered_messages 759.0",
+            "mailbench_backlog 26.0",
         ] {
             assert!(text.contains(line), "expected {line:?} in\n{text}");
         }

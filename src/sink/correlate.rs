@@ -1,26 +1,148 @@
 //! Correlation of arrivals with the generator's trace headers: end-to-end latency, and per
 //! run the sequence numbers seen, duplicates (the same message to the same recipient twice)
-//! and loss (sequence numbers never seen). Memory is bounded against hostile input.
+//! and loss (sequence numbers never seen). Memory is bounded however long the sink runs:
+//! what was seen is run-length coded (`SeqMap`: one entry per gap, not per message), and
+//! the recipients of a message are remembered only for the last [`RECENT`] sequence
+//! numbers (a ring of fixed slots, filled as the run goes), to tell a duplicate from
+//! another recipient's copy.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::Mutex;
 
+use super::seqmap::SeqMap;
 use crate::message::trace::Trace;
-use crate::stats::seen::{RunReport, ranges};
+use crate::stats::seen::RunReport;
 
-/// Most (sequence, recipient) arrivals remembered; beyond it arrivals are counted as
-/// untracked instead of growing memory.
-const MAX_TRACKED: usize = 4_000_000;
+/// How many sequence numbers' recipients are remembered: sequence number `s` has slot
+/// `s % RECENT`, taken over by the next new number of that slot. A copy of a message whose
+/// slot was taken (an MTA's retry of a deferred recipient a long while later) is told
+/// apart by its recipients' count alone: recipients beyond the number already seen for it
+/// are new, the others duplicates. 4 MiB per run once its numbers pass `RECENT`.
+pub const RECENT: usize = 1 << 17;
+/// Slots allocated at a time, as a run's sequence numbers reach them.
+const CHUNK: usize = 4096;
+/// Most ranges of sequence numbers kept per run (a hostile sender's scattered numbers);
+/// beyond it arrivals are counted as untracked instead of growing memory.
+const MAX_RANGES: usize = 4_000_000;
 /// Most distinct run ids remembered.
 const MAX_RUNS: usize = 64;
 
+/// The recipient keys of one recent message: one inline (the common case), or several.
+#[derive(Debug)]
+enum Keys {
+    One(u64),
+    Many(Vec<u64>),
+}
+
+impl Keys {
+    fn contains(&self, k: u64) -> bool {
+        match self {
+            Keys::One(one) => *one == k,
+            Keys::Many(v) => v.contains(&k),
+        }
+    }
+
+    fn push(&mut self, k: u64) {
+        match self {
+            Keys::One(one) => *self = Keys::Many(vec![*one, k]),
+            Keys::Many(v) => v.push(k),
+        }
+    }
+}
+
+/// One slot of the ring: the sequence number it holds (plus one; 0 is empty) and its
+/// recipients.
+type Slot = (u64, Keys);
+
+/// The ring of remembered recipients: chunks of [`CHUNK`] slots, each allocated when a
+/// sequence number first reaches it.
+struct Recent(Vec<Option<Box<[Slot]>>>);
+
+impl Default for Recent {
+    fn default() -> Self {
+        Recent((0..RECENT / CHUNK).map(|_| None).collect())
+    }
+}
+
+impl Recent {
+    /// The recipients remembered for `seq`, if its slot still holds it.
+    fn get_mut(&mut self, seq: u64) -> Option<&mut Keys> {
+        let i = (seq % RECENT as u64) as usize;
+        let (held, keys) = self.0[i / CHUNK].as_mut()?.get_mut(i % CHUNK)?;
+        (*held == seq + 1).then_some(keys)
+    }
+
+    /// Gives `seq`'s slot to it, with `keys`.
+    fn put(&mut self, seq: u64, keys: Keys) {
+        let i = (seq % RECENT as u64) as usize;
+        let chunk = self.0[i / CHUNK]
+            .get_or_insert_with(|| (0..CHUNK).map(|_| (0, Keys::Many(Vec::new()))).collect());
+        chunk[i % CHUNK] = (seq.wrapping_add(1), keys);
+    }
+}
+
 #[derive(Default)]
 struct Run {
-    arrivals: HashSet<(u64, u64)>,
-    seqs: HashSet<u64>,
-    max_seq: u64,
+    /// Distinct recipients seen per sequence number.
+    seen: SeqMap,
+    /// The recipients of recent sequence numbers.
+    recent: Recent,
+    /// Distinct (sequence number, recipient) arrivals.
+    recipients: u64,
     duplicates: u64,
+}
+
+impl Run {
+    /// Counts `rcpts` arriving with `seq`.
+    fn arrive(&mut self, seq: u64, rcpts: &[u64]) -> Arrival {
+        let before = self.seen.get(seq);
+        let mut a = Arrival {
+            new_message: before.is_none(),
+            ..Arrival::default()
+        };
+        let mut distinct = before.unwrap_or(0);
+        match self.recent.get_mut(seq) {
+            Some(keys) => {
+                for r in rcpts {
+                    if keys.contains(*r) {
+                        a.duplicates += 1;
+                    } else {
+                        keys.push(*r);
+                        a.new_recipients += 1;
+                    }
+                }
+            }
+            None if before.is_some() => {
+                // Its recipients are forgotten: as many as were seen are duplicates.
+                let n = rcpts.len() as u64;
+                a.duplicates = n.min(u64::from(distinct));
+                a.new_recipients = n - a.duplicates;
+            }
+            None => {
+                let mut keys: Option<Keys> = None;
+                for r in rcpts {
+                    match &mut keys {
+                        Some(k) if k.contains(*r) => a.duplicates += 1,
+                        Some(k) => {
+                            k.push(*r);
+                            a.new_recipients += 1;
+                        }
+                        None => {
+                            keys = Some(Keys::One(*r));
+                            a.new_recipients += 1;
+                        }
+                    }
+                }
+                self.recent.put(seq, keys.unwrap_or(Keys::Many(Vec::new())));
+            }
+        }
+        distinct = distinct.saturating_add(a.new_recipients.min(u64::from(u32::MAX)) as u32);
+        self.seen.set(seq, distinct);
+        self.recipients += a.new_recipients;
+        self.duplicates += a.duplicates;
+        a
+    }
 }
 
 /// What one arrival added.
@@ -74,24 +196,12 @@ impl Correlator {
             return Arrival::default();
         }
         let run = runs.entry(t.run).or_default();
-        let mut a = Arrival {
-            new_message: run.seqs.insert(t.seq),
-            ..Arrival::default()
-        };
-        run.max_seq = run.max_seq.max(t.seq);
-        for r in rcpts {
-            if run.arrivals.len() >= MAX_TRACKED {
-                self.untracked_add(1);
-                continue;
-            }
-            if run.arrivals.insert((t.seq, *r)) {
-                a.new_recipients += 1;
-            } else {
-                run.duplicates += 1;
-                a.duplicates += 1;
-            }
+        if run.seen.entries() >= MAX_RANGES && run.seen.get(t.seq).is_none() {
+            drop(runs);
+            self.untracked_add(rcpts.len() as u64);
+            return Arrival::default();
         }
-        a
+        run.arrive(t.seq, rcpts)
     }
 
     /// What arrived of `run`'s messages, split by whether `accepted(seq)` says the
@@ -102,14 +212,16 @@ impl Correlator {
             return Accounted::default();
         };
         let mut out = Accounted::default();
-        for seq in &r.seqs {
-            if accepted(*seq) {
-                out.messages += 1;
-            } else {
-                out.unexpected += 1;
+        for (first, last, recipients) in r.seen.iter() {
+            for seq in first..=last {
+                if accepted(seq) {
+                    out.messages += 1;
+                    out.recipients += u64::from(recipients);
+                } else {
+                    out.unexpected += 1;
+                }
             }
         }
-        out.recipients = r.arrivals.iter().filter(|(seq, _)| accepted(*seq)).count() as u64;
         out
     }
 
@@ -135,25 +247,25 @@ impl Correlator {
         let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         runs.iter()
             .map(|(id, r)| {
-                let missing_count = (r.max_seq + 1).saturating_sub(r.seqs.len() as u64);
-                let missing = if missing_count == 0 {
-                    Vec::new()
-                } else {
-                    (0..=r.max_seq)
-                        .filter(|s| !r.seqs.contains(s))
-                        .take(1000)
-                        .collect()
-                };
+                let seen = r.seen.seen();
+                let max_seq = r.seen.max().unwrap_or(0);
+                let distinct = r.seen.len();
+                let mut missing = Vec::new();
+                let mut next = 0u64;
+                for [a, b] in &seen {
+                    missing.extend((next..*a).take(1000 - missing.len()));
+                    next = b + 1;
+                }
                 (
                     format!("{id:016x}"),
                     RunReport {
-                        distinct: r.seqs.len() as u64,
-                        arrivals: r.arrivals.len() as u64 + r.duplicates,
+                        distinct,
+                        arrivals: r.recipients + r.duplicates,
                         duplicates: r.duplicates,
-                        max_seq: r.max_seq,
+                        max_seq,
                         missing,
-                        missing_count,
-                        seen: ranges(r.seqs.iter().copied()),
+                        missing_count: (max_seq + 1).saturating_sub(distinct),
+                        seen,
                     },
                 )
             })
@@ -199,6 +311,59 @@ mod tests {
                 messages: 1,
                 unexpected: 1
             }
+        );
+    }
+
+    /// Issue 25 item 14: what is kept stays bounded over 400,000 messages while the counts
+    /// of loss, duplicates (recent and long after) and another recipient's copy stay exact.
+    #[test]
+    fn issue_25_memory_is_bounded_and_the_counts_stay_exact() {
+        let c = Correlator::default();
+        let t = |seq| Trace {
+            run: 9,
+            seq,
+            sent_us: 0,
+        };
+        let (a, b) = (c.key("a@x"), c.key("b@x"));
+        let n = 400_000u64;
+        let gaps: Vec<u64> = (0..n).filter(|s| s % 50_000 == 17).collect();
+        for seq in (0..n).filter(|s| !gaps.contains(s)) {
+            c.arrived(&t(seq), &[a]);
+            if seq % 100_000 == 5 {
+                // A copy straight after: a duplicate.
+                assert_eq!(c.arrived(&t(seq), &[a]).duplicates, 1);
+            }
+        }
+        // Long after (beyond the recipients remembered): a duplicate of seq 5.
+        assert!(n as usize > 2 * RECENT);
+        let late = c.arrived(&t(5), &[a]);
+        assert_eq!(
+            (late.duplicates, late.new_recipients),
+            (1, 0),
+            "late duplicate"
+        );
+        // Recent: another recipient's copy, and its duplicate.
+        assert_eq!(c.arrived(&t(n - 2), &[b]).new_recipients, 1);
+        assert_eq!(c.arrived(&t(n - 2), &[a, b]).duplicates, 2);
+        let r = &c.report()["0000000000000009"];
+        let want_dups = 4 + 1 + 2;
+        assert_eq!(
+            (r.distinct, r.duplicates, r.missing_count, r.max_seq),
+            (n - gaps.len() as u64, want_dups, gaps.len() as u64, n - 1),
+            "distinct, duplicates, missing, max"
+        );
+        assert_eq!(r.missing, gaps);
+        assert_eq!(r.arrivals, n - gaps.len() as u64 + 1 + want_dups);
+        let runs = c.runs.lock().expect("lock");
+        let run = &runs[&9];
+        assert_eq!(run.recent.0.len() * CHUNK, RECENT);
+        // One range per gap, and the message with two recipients splits one in three.
+        assert_eq!(run.seen.entries(), gaps.len() + 1 + 2, "{:?}", run.seen);
+        drop(runs);
+        let acc = c.accounted(9, |seq| seq != n - 2);
+        assert_eq!(
+            (acc.messages, acc.recipients, acc.unexpected),
+            (n - gaps.len() as u64 - 1, n - gaps.len() as u64 - 1, 1)
         );
     }
 }

@@ -12,6 +12,7 @@ pub mod delivery;
 pub mod dkim;
 pub mod faults;
 pub mod plan;
+pub mod seqmap;
 pub mod store;
 
 use std::collections::BTreeMap;
@@ -110,14 +111,23 @@ pub async fn run(
     }
     let mut runner = Runner::new(start, progress);
     let run_id = sh.plan.run_id.unwrap_or_else(crate::run::new_run_id);
+    // A relay's sink: `/metrics` shows the relay's figures, with this sink's deliveries.
+    let embedded = sh.delivery.run.is_some();
+    if embedded {
+        exporter::follow_delivery(sh.delivery.clone());
+    }
     let deadline = duration.map(|d| start + d);
     loop {
         tokio::select! {
             _ = runner.tick() => {
                 let (p, total) = runner.close_interval(&sh.shards);
                 let open = sh.open.load(Ordering::Relaxed);
-                let gauge = Gauge { name: "open_connections", help: "Sessions open now.", value: open as f64 };
-                exporter::publish_interval(run_id, "messages", total, Steps::NONE, &p, vec![gauge]);
+                if embedded {
+                    exporter::refresh_delivery();
+                } else {
+                    let gauge = Gauge { name: "open_connections", help: "Sessions open now.", value: open as f64 };
+                    exporter::publish_interval(run_id, "messages", total, Steps::NONE, &p, vec![gauge]);
+                }
                 let counters = total.counters.clone();
                 let extra = format!("  open {open}");
                 runner.live().update_sink(&p, &counters, &extra);

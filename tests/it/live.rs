@@ -1,7 +1,9 @@
 //! While a run goes: the live view on a real terminal (tmux, read back with capture-pane,
 //! resized mid-run) and `/metrics` scraped and parsed by the Prometheus project's own
 //! OpenMetrics parser (Debian's python3-prometheus-client), its final counters equal to
-//! the results file's.
+//! the results file's; without OpenMetrics in `Accept`, the Prometheus text format 0.0.4
+//! that Prometheus's own `promtool check metrics` accepts; a relay's `/metrics` with its
+//! delivery figures through the run and the hold.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -108,15 +110,62 @@ for fam in parse(sys.stdin.read()):
     }
 }
 
+/// The `Accept` header Prometheus 2.x scrapes with.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// `/metrics` as Prometheus scrapes it (OpenMetrics).
 fn scrape(port: u16) -> Option<String> {
+    scrape_with(port, Some(PROMETHEUS_ACCEPT)).map(|(_, body)| body)
+}
+
+/// `/metrics` with `accept` as the `Accept` header (none: no header): the response's
+/// Content-Type and body.
+fn scrape_with(port: u16, accept: Option<&str>) -> Option<(String, String)> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
+    s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: x\r\n{accept}\r\n").as_bytes())
         .ok()?;
     let mut text = String::new();
     s.read_to_string(&mut text).ok()?;
     let (head, body) = text.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+    let kind = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Type: "))
+        .unwrap_or("")
+        .to_string();
+    head.starts_with("HTTP/1.1 200")
+        .then(|| (kind, body.to_string()))
+}
+
+/// `promtool check metrics` (Prometheus's own linter) on `text`: its complaint, if any.
+fn promtool_check(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("promtool ends");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
 }
 
 fn sample(samples: &[String], name_labels: &str) -> Option<f64> {
@@ -190,6 +239,18 @@ fn metrics_parse_while_the_run_goes_and_end_equal_to_the_results_file() {
     assert!(line.contains("serving the final /metrics"), "got {line:?}");
     let end = scrape(port).expect("/metrics after the run");
     let samples = parse_openmetrics(&end).unwrap_or_else(|e| panic!("{e}\n{end}"));
+    // Issue 25 item 12: a scraper that does not ask for OpenMetrics gets the text format
+    // 0.0.4, which promtool (Prometheus's own checker) passes.
+    if require("promtool").is_some() {
+        let (kind, plain) = scrape_with(port, None).expect("/metrics without Accept");
+        assert_eq!(kind, "text/plain; version=0.0.4; charset=utf-8", "{plain}");
+        promtool_check(&plain)
+            .unwrap_or_else(|e| panic!("promtool check metrics refused it: {e}\n{plain}"));
+        assert!(
+            plain.contains("mailbench_messages_total{result=\"accepted\"}"),
+            "{plain}"
+        );
+    }
     let r = results(&json);
     let c = &r["counters"];
     for (sample_name, key) in [
@@ -226,4 +287,111 @@ fn metrics_parse_while_the_run_goes_and_end_equal_to_the_results_file() {
         "SIGTERM ends the hold, not the result"
     );
     let _ = sink.stop();
+}
+
+/// A sample's value in a Prometheus-format (or OpenMetrics) text: `name_labels` is the
+/// exact text before the value (`name{labels}` as served).
+fn value(text: &str, name_labels: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(name_labels)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// Issue 25 item 12: a relay's `/metrics` through a lab Postfix whose sink answers slowly
+/// (a backlog builds): mid-run `recipients_total{result="delivered"}` is what arrived
+/// (accepted minus the backlog, not the accepted count), and while held after the run
+/// the relay's delivery, backlog, server CPU and in-flight gauges are still there (not
+/// the embedded sink's `open_connections`), `delivered` equal to the results file's.
+#[test]
+fn issue_25_a_relays_metrics_show_its_deliveries_through_the_hold() {
+    if require("postfix").is_none() || require("promtool").is_none() {
+        return;
+    }
+    let dir = TempDir::new("relay-metrics");
+    let json = dir.0.join("r.json");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = mailbench()
+        .args(["relay", "--lab", "postfix", "--rate", "200/s", "-z", "3s"])
+        .args(["--sink-rule", "data_end:delay=100ms", "-q"])
+        .args(["--prometheus", &addr, "--prometheus-hold", "60s", "--json"])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start relay");
+    let delivered = r#"mailbench_recipients_total{result="delivered"}"#;
+    let accepted = r#"mailbench_recipients_total{result="accepted"}"#;
+    let mut text = String::new();
+    let mut seen_backlog = false;
+    let got = wait_until(Duration::from_secs(20), || {
+        let Some(t) = scrape(port) else {
+            return false;
+        };
+        text = t;
+        let backlog = value(&text, "mailbench_backlog").unwrap_or(0.0);
+        seen_backlog = backlog >= 10.0;
+        seen_backlog && value(&text, delivered).is_some()
+    });
+    assert!(
+        got,
+        "no mid-run /metrics with a backlog of 10 or more:\n{text}"
+    );
+    let (d, a, b) = (
+        value(&text, delivered).unwrap_or(-1.0),
+        value(&text, accepted).unwrap_or(-1.0),
+        value(&text, "mailbench_backlog").unwrap_or(-1.0),
+    );
+    let m = value(&text, "mailbench_delivered_messages").unwrap_or(-1.0);
+    // One recipient a message: delivered recipients are the delivered messages, and with
+    // the backlog make up what was accepted (the counts are read a moment apart).
+    assert!(
+        (d - m).abs() <= 2.0 && (d + b - a).abs() <= 2.0,
+        "mid-run: expected delivered {delivered} = delivered messages {m} = accepted {a} - backlog {b}, got {d}\n{text}"
+    );
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    while err.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+        if line.contains("serving the final /metrics") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(line.contains("serving the final /metrics"), "got {line:?}");
+    let end = scrape(port).expect("/metrics after the run");
+    let r = results(&json);
+    for gauge in [
+        "mailbench_delivered_messages",
+        "mailbench_backlog",
+        "mailbench_server_cpu_percent",
+        "mailbench_in_flight",
+    ] {
+        assert!(
+            value(&end, gauge).is_some(),
+            "{gauge} held after the run:\n{end}"
+        );
+    }
+    assert!(
+        !end.contains("open_connections"),
+        "the embedded sink's gauge:\n{end}"
+    );
+    assert_eq!(
+        value(&end, delivered),
+        r["summary"]["delivered"].as_f64(),
+        "held delivered against the results file's\n{end}"
+    );
+    assert_eq!(
+        value(&end, "mailbench_delivered_messages"),
+        r["summary"]["delivered_messages"].as_f64(),
+        "{end}"
+    );
+    let (_, plain) = scrape_with(port, None).expect("/metrics without Accept");
+    promtool_check(&plain).unwrap_or_else(|e| panic!("promtool: {e}\n{plain}"));
+    sigterm(&child);
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "SIGTERM ends the hold");
 }

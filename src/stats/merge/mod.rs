@@ -28,8 +28,19 @@ pub struct Input {
 }
 
 /// Configuration keys that may differ between agents of one run: each agent's share of
-/// the connections, where it sent, where a sink listened.
-const PER_AGENT_KEYS: &[&str] = &["concurrency", "target", "targets", "listen"];
+/// the connections, where it sent, where a sink listened, where a sink stored (output,
+/// not workload: only the kind of store must agree). Each agent's are kept in its entry
+/// of `extra.agents`.
+const PER_AGENT_KEYS: &[&str] = &["concurrency", "target", "targets", "listen", "store"];
+
+/// The part of a per-agent key that is workload and must agree: a store's kind
+/// (`dir:`, `maildir:`, `mbox:`, `discard`), not its path.
+fn workload_part(key: &str, value: &Value) -> Option<Value> {
+    match (key, value.as_str()) {
+        ("store", Some(store)) => Some(store.split(':').next().unwrap_or(store).into()),
+        _ => None,
+    }
+}
 
 /// Merges `inputs` into one results document; `steps` names the latency rows of their
 /// command (SMTP's phases for `send`, none for `sink`). Refuses (one line) files of
@@ -148,6 +159,16 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
     if concurrency > 0 {
         config["concurrency"] = concurrency.into();
     }
+    // Where each sink stored is in its agent entry; the merged file names the kind only
+    // when the agents' paths differ.
+    if let Some(store) = config.get("store").cloned()
+        && inputs
+            .iter()
+            .any(|i| i.results.config.get("store") != Some(&store))
+        && let Some(kind) = workload_part("store", &store)
+    {
+        config["store"] = kind;
+    }
     let cpu_avg_pct = inputs
         .iter()
         .map(|i| i.results.self_report.cpu_avg_pct)
@@ -223,10 +244,17 @@ fn config_difference(a: &Value, b: &Value) -> Option<String> {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return (a != b).then(|| "(the whole configuration)".to_string());
     };
+    let workload = |m: &serde_json::Map<String, Value>, k: &str| {
+        let v = m.get(k).cloned().unwrap_or(Value::Null);
+        if PER_AGENT_KEYS.contains(&k) {
+            workload_part(k, &v)
+        } else {
+            Some(v)
+        }
+    };
     a.keys()
         .chain(b.keys())
-        .filter(|k| !PER_AGENT_KEYS.contains(&k.as_str()))
-        .find(|k| a.get(*k) != b.get(*k))
+        .find(|k| workload(a, k) != workload(b, k))
         .cloned()
 }
 
@@ -245,6 +273,10 @@ fn agents_of(i: &Input) -> Vec<Value> {
         "self": r.self_report,
         "summary": r.summary,
         "interrupted": r.interrupted,
+        "config": PER_AGENT_KEYS
+            .iter()
+            .filter_map(|k| Some((k.to_string(), r.config.get(*k)?.clone())))
+            .collect::<serde_json::Map<_, _>>(),
     })]
 }
 

@@ -44,6 +44,7 @@ fn agent_at(
         series.push(IntervalPoint {
             t_s: (i + 1) as f64 + 0.002,
             dt_s: 1.0,
+            msgs_per_sec: iv.counters.accepted as f64,
             counters: iv.counters.clone(),
             hists: [("total".to_string(), encode(iv.hist(Metric::Total)))].into(),
             ..IntervalPoint::default()
@@ -238,4 +239,146 @@ fn sinks_unite_their_sequence_numbers() {
     assert_eq!(r.duplicates, 2, "one at a sink, one across sinks");
     assert_eq!((r.max_seq, r.missing_count), (16, 3));
     assert_eq!(r.missing, vec![12, 14, 15]);
+}
+
+/// `a` with its series replaced by points of (end, span, CPU %, accepted).
+fn with_series(mut a: Input, points: &[(f64, f64, f64, u64)]) -> Input {
+    a.results.series = points
+        .iter()
+        .map(|&(t_s, dt_s, cpu_pct, accepted)| IntervalPoint {
+            t_s,
+            dt_s,
+            cpu_pct,
+            msgs_per_sec: accepted as f64 / dt_s,
+            counters: crate::stats::Counters {
+                accepted,
+                ..Default::default()
+            },
+            ..IntervalPoint::default()
+        })
+        .collect();
+    a
+}
+
+/// Issue 25 item 11: agents peaking at 1.35–1.49 % merged into a 41.6 % peak, a 2.9 ms
+/// final interval's 37 % added to a whole interval's. A point counts for its span.
+#[test]
+fn issue_25_a_final_sliver_counts_for_its_span() {
+    let a = with_series(
+        agent("a.json", 7, 1..11, Some((0, 2))),
+        &[
+            (1.0, 1.0, 1.35, 10),
+            (2.0, 1.0, 1.40, 10),
+            (2.0029, 0.0029, 37.0, 0),
+        ],
+    );
+    let b = with_series(
+        agent("b.json", 7, 1..11, Some((1, 2))),
+        &[
+            (1.0, 1.0, 1.49, 10),
+            (2.0, 1.0, 1.20, 12),
+            (2.0031, 0.0031, 38.0, 1),
+        ],
+    );
+    let m = merge_send(&[a, b], false).expect("merges");
+    assert_eq!(m.series.len(), 2, "the slivers fall in the last second");
+    let last = &m.series[1];
+    let span = 1.0031;
+    let cpu = (1.40 + 37.0 * 0.0029) / 1.0029 + (1.20 + 38.0 * 0.0031) / span;
+    assert!(
+        (last.dt_s - span).abs() < 1e-9 && (last.cpu_pct - cpu).abs() < 1e-9,
+        "last point: expected {span} s at {cpu:.4} %, got {} s at {:.4} %",
+        last.dt_s,
+        last.cpu_pct
+    );
+    assert!(
+        (last.msgs_per_sec - (10.0 / 1.0029 + 13.0 / span)).abs() < 1e-9,
+        "expected {} msg/s, got {}",
+        10.0 / 1.0029 + 13.0 / span,
+        last.msgs_per_sec
+    );
+    assert!(
+        (m.series[0].cpu_pct - 2.84).abs() < 1e-9,
+        "{:?}",
+        m.series[0]
+    );
+    assert!(
+        (m.self_report.cpu_peak_pct - 2.84).abs() < 1e-9,
+        "peak: expected 2.84 %, got {}",
+        m.self_report.cpu_peak_pct
+    );
+}
+
+/// Issue 25 item 11: sinks started apart, one with its sliver alone in an interval the
+/// other fills: the sliver adds its ms' work to that interval, not its percentage.
+#[test]
+fn issue_25_a_sliver_alone_in_an_interval_is_spread_over_it() {
+    let a = with_series(
+        agent("a.json", 7, 1..11, None),
+        &[(1.0, 1.0, 4.6, 10), (2.0, 1.0, 4.6, 10)],
+    );
+    // Started 0.2 s late: its points end at 1.2 s, and 1.3 s past the grid line at
+    // 1 s, in the next interval.
+    let b = with_series(
+        agent_at("b.json", 7, 1..11, None, 200_000),
+        &[(1.0, 1.0, 4.3, 10), (1.1, 0.1, 70.0, 1)],
+    );
+    let m = merge_send(&[a, b], false).expect("merges");
+    let cpus: Vec<f64> = m.series.iter().map(|p| p.cpu_pct).collect();
+    let expected = [4.6 + 4.3, 4.6 + 70.0 * 0.1];
+    assert!(
+        cpus.len() == 2 && cpus.iter().zip(expected).all(|(g, e)| (g - e).abs() < 1e-9),
+        "expected {expected:?}, got {cpus:?}"
+    );
+    assert!(
+        (m.self_report.cpu_peak_pct - 11.6).abs() < 1e-9,
+        "{}",
+        m.self_report.cpu_peak_pct
+    );
+}
+
+/// Issue 25 item 19: sinks storing in different directories are one run's sinks (where
+/// each stored is output, not workload); a different kind of store is another workload.
+#[test]
+fn issue_25_per_agent_store_paths_do_not_block_a_merge() {
+    let stored = |name: &str, store: &str| {
+        let mut a = agent(name, 7, 1..11, None);
+        a.results.config["store"] = store.into();
+        a
+    };
+    let m = merge_send(
+        &[
+            stored("a.json", "dir:/tmp/a"),
+            stored("b.json", "dir:/tmp/b"),
+        ],
+        false,
+    )
+    .expect("paths differ only");
+    let stores: Vec<&Value> = m.extra["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .map(|a| &a["config"]["store"])
+        .collect();
+    assert_eq!(
+        stores,
+        [&json!("dir:/tmp/a"), &json!("dir:/tmp/b")],
+        "kept per agent"
+    );
+    assert_eq!(m.config["store"], "dir", "the merged file names the kind");
+    let same = merge_send(
+        &[stored("a.json", "dir:/s"), stored("b.json", "dir:/s")],
+        false,
+    )
+    .expect("same store");
+    assert_eq!(same.config["store"], "dir:/s");
+    let err = merge_send(
+        &[
+            stored("a.json", "dir:/tmp/a"),
+            stored("b.json", "maildir:/tmp/b"),
+        ],
+        false,
+    )
+    .expect_err("kinds differ");
+    assert!(err.contains("config.store"), "{err}");
 }
