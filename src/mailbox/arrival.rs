@@ -152,8 +152,12 @@ pub async fn run(
         pids.extend(m.as_ref().map(|l| l.pids()).unwrap_or_default());
         pids
     });
+    // End to end starts where the relay's does, when the message's data was written: an
+    // LMTP store can show a message over IMAP before its 250 reaches the client.
+    let mut send = plan.send;
+    send.data_end_log = Some(Arc::new(crate::stats::timelog::TimeLog::default()));
     let r = RelayRun {
-        send: plan.send,
+        send,
         receiver: Receiver::Other(watch),
         drain_timeout: plan.drain_timeout,
         // Delivered into the store is not yet seen: Dovecot batches IDLE notifications
