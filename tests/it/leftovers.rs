@@ -424,3 +424,51 @@ fn issue_25_every_round_keeps_its_own_mta_log_named_in_the_results() {
     let median = r["extra"]["median_round"].as_u64().expect("median_round") as usize;
     assert_eq!(r["extra"]["mta_logs"], rounds[median - 1]["mta_logs"]);
 }
+
+/// Issue 25 item 15: `send --rounds 3` stopped by SIGTERM in round 2 (against Postfix's
+/// smtp-sink) leaves that cut-short round out of its figures and says so, marks the
+/// results interrupted and exits 2.
+#[test]
+fn issue_25_a_round_cut_short_is_left_out_of_the_rounds() {
+    let Some((_sink, port)) = crate::util::smtp_sink(&[]) else {
+        return;
+    };
+    let dir = TempDir::new("cut-round");
+    let json = dir.0.join("r.json");
+    let target = format!("127.0.0.1:{port}");
+    let mut child = mailbench()
+        .args([
+            "send", &target, "--rounds", "3", "--rate", "50/s", "-z", "2s", "-q",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start send");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut said = String::new();
+    for line in lines.by_ref().map_while(Result::ok) {
+        said += &line;
+        said.push('\n');
+        if line.contains("round 2 of 3") {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    kill("TERM", &child.id().to_string());
+    said += &lines.map_while(Result::ok).collect::<Vec<_>>().join("\n");
+    let code = child.wait().ok().and_then(|s| s.code());
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("interrupted in round 2 of 3: that round is left out; the figures are over the 1 whole round"),
+        "{said}"
+    );
+    let r = results(&json);
+    assert_eq!(r["interrupted"], true);
+    assert_eq!(r["config"]["rounds"], 1, "only the whole round counts");
+    assert_eq!(r["extra"]["rounds"].as_array().map(Vec::len), Some(1));
+    assert_eq!(r["extra"]["rounds"][0]["interrupted"], false);
+    assert_eq!(r["extra"]["dropped_rounds"][0]["round"], 2);
+    assert_eq!(r["extra"]["dropped_rounds"][0]["interrupted"], true);
+}
