@@ -114,10 +114,13 @@ pub fn sweep_in(roots: &[PathBuf]) -> Vec<String> {
     dead.into_iter()
         .map(|(pid, c)| {
             let dirs: Vec<String> = c.dirs.iter().map(|d| d.display().to_string()).collect();
+            let n = |k: usize, one: &str, many: &str| {
+                format!("{k} {}", if k == 1 { one } else { many })
+            };
             format!(
-                "cleaned up a lab left by mailbench process {pid}, which is gone: stopped {} processes, unmounted {} file systems, removed {}",
-                c.processes,
-                c.mounts,
+                "cleaned up a lab left by mailbench process {pid}, which is gone: stopped {}, unmounted {}, removed {}",
+                n(c.processes, "process", "processes"),
+                n(c.mounts, "file system", "file systems"),
                 dirs.join(", ")
             )
         })
