@@ -26,7 +26,10 @@ pub fn doctor(a: &DoctorArgs) -> Result<u8, (u8, String)> {
         new_conns_per_s: rate,
         loopback: !a.remote,
     };
-    let findings = examine(&needs, Some(steal_over));
+    let mut findings = examine(&needs, Some(steal_over));
+    findings.push(crate::doctor::checks::leftover_labs(
+        &crate::lab::leftovers::sweep(),
+    ));
     println!(
         "mailbench doctor: this machine for {} connections{}{}",
         a.connections,

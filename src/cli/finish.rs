@@ -116,10 +116,65 @@ where
             break;
         }
     }
-    if done.len() == 1 {
+    // A round a signal cut short is not a round like the others: with whole rounds
+    // before it, it is left out of the median and spread (and named in the results).
+    let cut = match done.last() {
+        Some(last) if last.interrupted && done.len() > 1 => done.pop(),
+        _ => None,
+    };
+    if done.len() == 1 && cut.is_none() {
         return done.pop().ok_or((EXIT_FAILED, "no round ran".into()));
     }
-    crate::report::rounds::combine(done).ok_or((EXIT_FAILED, "no round ran".into()))
+    let mut r = crate::report::rounds::combine(done).ok_or((EXIT_FAILED, "no round ran".into()))?;
+    if let Some(c) = cut {
+        let round = r.config["rounds"].as_u64().unwrap_or(0) + 1;
+        crate::run::live::say(&format!(
+            "mailbench: interrupted in round {round} of {rounds}: that round is left out; the figures are over the {} whole round{}",
+            round - 1,
+            if round == 2 { "" } else { "s" }
+        ));
+        r.interrupted = true;
+        r.extra.insert(
+            "dropped_rounds".into(),
+            serde_json::json!([{
+                "round": round,
+                "interrupted": true,
+                "duration_s": c.duration_s,
+                "mta_logs": c.extra.get("mta_logs"),
+            }]),
+        );
+    }
+    Ok(r)
+}
+
+/// Where round `round` of a run compared or repeated under `tag` (an MTA, a setting)
+/// keeps its lab logs: a base that `relay` turns into `FILE.TAG.roundN.maillog.I` beside
+/// the results file `FILE.json`, so that every round's log is kept and its round names it.
+pub fn round_logs(json: &std::path::Path, tag: &str, round: u32) -> std::path::PathBuf {
+    let tag: String = tag
+        .chars()
+        .map(|c| {
+            if c == '/' || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let stem = json.with_extension("");
+    std::path::PathBuf::from(format!("{}.{tag}.round{round}.json", stem.display()))
+}
+
+/// The line a summary ends with when a signal cut the run short: the figures cover only
+/// what ran, and the exit code says so too.
+fn interrupted_line(r: &Results) -> String {
+    if !r.interrupted {
+        return String::new();
+    }
+    format!(
+        "  interrupted by a signal after {:.2} s: the figures cover only what ran until then (exit {EXIT_FAILED})\n",
+        r.duration_s
+    )
 }
 
 /// The common end of every command: checks the thresholds, writes the result files,
@@ -133,6 +188,9 @@ pub fn deliver(
     write_outputs(&r, &outputs.files)?;
     crate::run::exporter::publish_results(&r);
     crate::report::print(&(render(&r) + &crate::report::rounds::text(&r)));
+    if ends_by_signal(&r) {
+        crate::report::print(&interrupted_line(&r));
+    }
     if let Some(p) = &outputs.files.json {
         crate::report::print(&format!("  results    {}\n", p.display()));
     }
@@ -168,10 +226,20 @@ fn write_outputs(r: &Results, outputs: &crate::report::Outputs) -> Result<(), (u
     Ok(())
 }
 
-/// 2 when a generator sent messages and none was accepted (the run measured nothing but
-/// failures), 3 when a threshold was breached, else 0.
+/// True when a signal cut short a run that has an end of its own (a `sink` or `dns`
+/// server runs until it is stopped: a signal is how it ends).
+fn ends_by_signal(r: &Results) -> bool {
+    r.interrupted && !matches!(r.command.as_str(), "sink" | "dns")
+}
+
+/// 2 when a signal cut the run short (its results are partial: a script must not take
+/// them for a finished run's, nor judge thresholds on them) or when a generator sent
+/// messages and none was accepted (the run measured nothing but failures), 3 when a
+/// threshold was breached, else 0.
 fn exit_code(r: &Results) -> u8 {
-    if !matches!(r.command.as_str(), "sink" | "dns")
+    if ends_by_signal(r) {
+        EXIT_FAILED
+    } else if !matches!(r.command.as_str(), "sink" | "dns")
         && r.counters.sent > 0
         && r.counters.accepted == 0
     {

@@ -159,6 +159,15 @@ pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, Stri
     })
 }
 
+/// Cleans the labs that runs killed outright (`kill -9`) left behind — their servers,
+/// mounts and directories — before a command that starts labs of its own, saying so in
+/// one line per dead run. Labs of runs still alive are left alone.
+pub fn clean_leftovers(who: &str) {
+    for line in crate::lab::leftovers::sweep() {
+        crate::run::live::say(&format!("mailbench {who}: {line}"));
+    }
+}
+
 /// Runs `lab postfix|exim|opensmtpd|sendmail` or `lab dovecot`: start, print where it
 /// listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {

@@ -211,8 +211,13 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         super::doctor::preflight_run("relay", &plan.send.load, &plan.send.client.targets, 2);
     let shutdown = Shutdown::install();
     // Each round is a whole benchmark: with --lab, on a fresh lab.
-    let mut results = super::finish::in_rounds(a.load.rounds, &shutdown, |_| {
-        let (plan, shutdown) = (plan.clone(), shutdown.clone());
+    let mut results = super::finish::in_rounds(a.load.rounds, &shutdown, |round| {
+        let (mut plan, shutdown) = (plan.clone(), shutdown.clone());
+        // Each round's lab logs, named by the MTA and the round.
+        if let (Some((mta, _)), Some(json), true) = (&plan.lab, &plan.keep_logs, a.load.rounds > 1)
+        {
+            plan.keep_logs = Some(super::finish::round_logs(json, mta.name(), round));
+        }
         async move {
             crate::relay::bench(plan, shutdown)
                 .await

@@ -6,7 +6,7 @@
 //! lab; each variant's rounds are kept as one results document, and the run ends with
 //! `compare`'s table.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::args::RelayArgs;
 use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
@@ -61,7 +61,6 @@ fn with_setting(plan: &RelayPlan, key: &str, value: &str) -> RelayPlan {
         }
         None => *conf = serde_json::json!([setting]),
     }
-    p.keep_logs = None;
     p
 }
 
@@ -71,7 +70,6 @@ fn on_mta(plan: &RelayPlan, mta: Mta) -> RelayPlan {
     if let Some((m, _)) = &mut p.lab {
         *m = mta;
     }
-    p.keep_logs = None;
     p
 }
 
@@ -80,11 +78,33 @@ fn order(round: u32, n: usize) -> Vec<usize> {
     (0..n).map(|i| (i + round as usize) % n).collect()
 }
 
+/// What the rounds of a comparison gave: each variant's rounds combined (only the rounds
+/// every variant completed), and what was left out.
+struct Ran {
+    /// Per variant, its complete rounds as one document.
+    sides: Vec<Results>,
+    /// A signal cut the comparison short.
+    interrupted: bool,
+    /// At least one round was completed by every variant (else nothing is compared).
+    compared: bool,
+    /// The rounds left out of the comparison (`extra.dropped_rounds`): each variant's
+    /// round that a signal cut short, and the others' of that round, so that every
+    /// variant is compared over the same whole rounds.
+    dropped: Vec<serde_json::Value>,
+    /// One line for the screen about the interruption, when there was one.
+    said: Option<String>,
+}
+
 /// Runs every variant `rounds` times in rotating order; each variant's rounds combined.
-/// Stops after the round a first signal interrupts, keeping what was measured.
-async fn run(variants: &[Variant], rounds: u32) -> Result<Vec<Results>, (u8, String)> {
+/// Stops after the round a first signal interrupts, keeping what was measured; a round
+/// that not every variant completed whole is left out of the comparison (and named), so
+/// that a cut-short run is never compared as if it were whole. With `logs` (the results
+/// file), each variant's lab logs of each round are kept as
+/// `FILE.LABEL.roundN.maillog.I` and named in its round.
+async fn run(variants: &[Variant], rounds: u32, logs: Option<&Path>) -> Result<Ran, (u8, String)> {
     let shutdown = Shutdown::install();
     let mut done: Vec<Vec<Results>> = variants.iter().map(|_| Vec::new()).collect();
+    let mut cut_in = None;
     'rounds: for round in 0..rounds {
         for side in order(round, variants.len()) {
             crate::run::live::say(&format!(
@@ -92,7 +112,10 @@ async fn run(variants: &[Variant], rounds: u32) -> Result<Vec<Results>, (u8, Str
                 round + 1,
                 variants[side].label
             ));
-            let r = crate::relay::bench(variants[side].plan.clone(), shutdown.clone())
+            let mut plan = variants[side].plan.clone();
+            plan.keep_logs =
+                logs.map(|b| super::finish::round_logs(b, &variants[side].label, round + 1));
+            let r = crate::relay::bench(plan, shutdown.clone())
                 .await
                 .map_err(|e| match e {
                     RelayError::Usage(e) => (EXIT_USAGE, e),
@@ -100,18 +123,101 @@ async fn run(variants: &[Variant], rounds: u32) -> Result<Vec<Results>, (u8, Str
                 })?;
             done[side].push(r);
             if shutdown.stop.is_cancelled() {
+                cut_in = Some((round, side));
                 break 'rounds;
             }
         }
     }
-    done.into_iter()
-        .map(|v| crate::report::rounds::combine(v).ok_or((EXIT_FAILED, "no round ran".into())))
-        .collect()
+    // A round is whole when every variant completed it: all rounds before the one a
+    // signal cut short.
+    let whole = match cut_in {
+        Some((round, _)) => round as usize,
+        None => done.iter().map(Vec::len).min().unwrap_or(0),
+    };
+    let mut dropped = Vec::new();
+    for (side, rs) in done.iter_mut().enumerate() {
+        let keep = if whole == 0 { rs.len() } else { whole };
+        for (i, r) in rs.drain(keep..).enumerate() {
+            dropped.push(serde_json::json!({
+                "label": variants[side].label,
+                "round": keep + i + 1,
+                "interrupted": r.interrupted,
+                "duration_s": r.duration_s,
+                "mta_logs": r.extra.get("mta_logs"),
+            }));
+        }
+    }
+    let said = cut_in.map(|(round, side)| {
+        let why = format!(
+            "mailbench relay: interrupted in round {} of {rounds} ({}):",
+            round + 1,
+            variants[side].label
+        );
+        match whole {
+            0 => format!(
+                "{why} no round was completed by every variant, so nothing is compared; the results keep the cut-short runs, marked interrupted"
+            ),
+            n => format!(
+                "{why} {} left out, each variant compared over its {n} whole round{}",
+                match dropped.len() {
+                    1 => "that round is".to_string(),
+                    k => format!("the {k} runs of unfinished rounds are"),
+                },
+                if n == 1 { "" } else { "s" }
+            ),
+        }
+    });
+    let sides = done
+        .into_iter()
+        .map(|v| {
+            crate::report::rounds::combine(v).ok_or((
+                EXIT_FAILED,
+                "interrupted before every variant had run once; nothing to compare".into(),
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Ran {
+        interrupted: shutdown.interrupted() || cut_in.is_some(),
+        compared: whole > 0,
+        sides,
+        dropped,
+        said,
+    })
 }
 
-/// Prints `compare`'s table of the variants (the first is the baseline).
-fn table(labels: &[String], sides: &[Results]) -> Result<(), (u8, String)> {
-    let docs: Vec<Side> = sides
+/// Marks a comparison's results document as cut short, when it was, with what was left
+/// out of it.
+fn mark(r: &mut Results, ran: &Ran) {
+    if ran.interrupted {
+        r.interrupted = true;
+    }
+    if !ran.dropped.is_empty() {
+        r.extra
+            .insert("dropped_rounds".into(), ran.dropped.clone().into());
+    }
+}
+
+/// The end of a comparison: the interruption said (after the table, where it is seen),
+/// and the exit code (an interrupted comparison is not a finished one: 2).
+fn finish(ran: &Ran) -> u8 {
+    if let Some(line) = &ran.said {
+        crate::report::print(&format!("{line}\n"));
+    }
+    if ran.interrupted {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Prints `compare`'s table of the variants (the first is the baseline); none when no
+/// round was completed by every variant (cut-short runs are not compared).
+fn table(labels: &[String], ran: &Ran) -> Result<(), (u8, String)> {
+    if !ran.compared {
+        return Ok(());
+    }
+    let docs: Vec<Side> = ran
+        .sides
         .iter()
         .zip(labels)
         .map(|(r, label)| Side::of(label.clone(), r).map_err(|e| (EXIT_FAILED, e)))
@@ -137,18 +243,20 @@ pub async fn settings(
             plan: with_setting(&plan, &key, v),
         })
         .collect();
-    let sides = run(&variants, a.load.rounds.max(MIN_ROUNDS)).await?;
+    let ran = run(&variants, a.load.rounds.max(MIN_ROUNDS), json.as_deref()).await?;
     if let Some(base) = json {
         let stem = base.with_extension("");
-        for (r, tag) in sides.iter().zip(["A", "B"]) {
+        for (r, tag) in ran.sides.iter().zip(["A", "B"]) {
             let path = PathBuf::from(format!("{}-{tag}.json", stem.display()));
+            let mut r = r.clone();
+            mark(&mut r, &ran);
             r.write(&path).map_err(|e| (EXIT_FAILED, e))?;
             crate::report::print(&format!("  results    {}\n", path.display()));
         }
     }
     let labels: Vec<String> = variants.into_iter().map(|v| v.label).collect();
-    table(&labels, &sides)?;
-    Ok(EXIT_OK)
+    table(&labels, &ran)?;
+    Ok(finish(&ran))
 }
 
 /// `--lab postfix,exim,…`: the same workload on each MTA in rotating rounds; writes one
@@ -174,21 +282,22 @@ pub async fn mtas(
     } else {
         MIN_ROUNDS
     };
-    let sides = run(&variants, rounds).await?;
+    let ran = run(&variants, rounds, json.as_deref()).await?;
     let labels: Vec<String> = variants.into_iter().map(|v| v.label).collect();
     if let Some(path) = json {
-        let mut all = sides[0].clone();
+        let mut all = ran.sides[0].clone();
+        mark(&mut all, &ran);
         let list: Vec<serde_json::Value> = labels
             .iter()
-            .zip(&sides)
+            .zip(&ran.sides)
             .map(|(label, r)| serde_json::json!({"label": label, "results": r}))
             .collect();
         all.extra.insert("sides".into(), list.into());
         all.write(&path).map_err(|e| (EXIT_FAILED, e))?;
         crate::report::print(&format!("  results    {}\n", path.display()));
     }
-    table(&labels, &sides)?;
-    Ok(EXIT_OK)
+    table(&labels, &ran)?;
+    Ok(finish(&ran))
 }
 
 #[cfg(test)]

@@ -222,6 +222,16 @@ pub fn steal_share(before: &[u64], after: &[u64]) -> f64 {
     delta.get(7).copied().unwrap_or(0) as f64 * 100.0 / total as f64
 }
 
+/// Labs that runs killed outright left behind, which `doctor` has just cleaned (one line
+/// per dead run, from `lab::leftovers`): their servers would have taken CPU, ports and
+/// memory from every later run.
+pub fn leftover_labs(cleaned: &[String]) -> Finding {
+    match cleaned {
+        [] => Finding::ok("leftover labs", "none left by runs that died".into()),
+        lines => Finding::ok("leftover labs", lines.join("; ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

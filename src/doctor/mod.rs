@@ -2,7 +2,8 @@
 //! distort a benchmark's results — descriptor limits against the planned connections, the
 //! ephemeral port range against new connections per second × TIME_WAIT, the conntrack
 //! table, whether a lab can keep its queue in RAM, CPU frequency scaling and steal, swap.
-//! Each finding is one line with its fix. Warnings only: nothing here changes the system.
+//! Each finding is one line with its fix. Warnings only: nothing here changes the system
+//! (`mailbench doctor` itself also cleans the labs of runs that died, see `lab::leftovers`).
 //!
 //! `checks` judges readings; this file reads the machine.
 

@@ -117,7 +117,9 @@ impl Hop {
     /// Runs `cmd` (a daemon that puts itself in the background) and fails with what it
     /// said when it exits non-zero.
     pub fn run_daemon(&self, mut cmd: Command, what: &str) -> Result<(), LabError> {
-        let out = cmd.output().map_err(|e| io(&format!("run {what}"), e))?;
+        let out = super::leftovers::own_group(&mut cmd)
+            .output()
+            .map_err(|e| io(&format!("run {what}"), e))?;
         if out.status.success() {
             return Ok(());
         }
@@ -135,7 +137,7 @@ impl Hop {
             .open(self.log())
             .map_err(|e| io("open the lab's log", e))?;
         let err = log.try_clone().map_err(|e| io("open the lab's log", e))?;
-        let child = cmd
+        let child = super::leftovers::own_group(&mut cmd)
             .stdin(std::process::Stdio::null())
             .stdout(log)
             .stderr(err)
@@ -185,6 +187,7 @@ impl Hop {
             let _ = c.kill();
             let _ = c.wait();
         }
+        super::leftovers::stop_processes(&self.dir);
         self.capture = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);

@@ -139,7 +139,7 @@ impl Lab {
         // file instead, read when it fails.
         let errors = lab.dir.join("log/start.err");
         let err_file = std::fs::File::create(&errors).map_err(|e| io("create the start log", e))?;
-        let status = Command::new(DOVECOT)
+        let status = super::leftovers::own_group(&mut Command::new(DOVECOT))
             .args(["-c", &conf])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -454,7 +454,7 @@ impl Lab {
 impl Drop for Lab {
     fn drop(&mut self) {
         let pid = self.master_pid();
-        let _ = Command::new(DOVEADM)
+        let _ = super::leftovers::own_group(&mut Command::new(DOVEADM))
             .args(["-c", &self.conf(), "stop"])
             .output();
         if let Some(pid) = pid {
@@ -463,6 +463,8 @@ impl Drop for Lab {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+        // Whatever `doveadm stop` left running (it was cut short, or the master hung).
+        super::leftovers::stop_processes(&self.dir);
         self.mail.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }

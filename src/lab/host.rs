@@ -28,7 +28,8 @@ pub fn free_port() -> Result<u16, LabError> {
         .map_err(|e| LabError::Failed(format!("cannot find a free loopback port: {e}")))
 }
 
-/// A fresh directory for one lab instance, `mailbench-lab-PID-HOP-RANDOM`, mode 755.
+/// A fresh directory for one lab instance, `mailbench-lab-PID-HOP-RANDOM`, mode 755, with
+/// the owner record that tells a later run whether its maker still runs (`leftovers`).
 pub fn instance_dir(hop: u8) -> Result<PathBuf, LabError> {
     let dir = std::env::temp_dir().join(format!(
         "mailbench-lab-{}-{hop}-{}",
@@ -36,6 +37,7 @@ pub fn instance_dir(hop: u8) -> Result<PathBuf, LabError> {
         fastrand::u32(..)
     ));
     std::fs::create_dir_all(&dir).map_err(|e| io("create the lab directory", e))?;
+    super::leftovers::claim(&dir).map_err(|e| io("write the lab's owner record", e))?;
     set_mode(&dir, 0o755);
     Ok(dir)
 }
@@ -95,6 +97,7 @@ impl QueueDir {
             std::process::id()
         ));
         std::fs::create_dir_all(&shm).map_err(|e| io("create a queue in /dev/shm", e))?;
+        super::leftovers::claim(&shm).map_err(|e| io("write the lab's owner record", e))?;
         set_mode(&shm, 0o755);
         let notice =
             format!("mounting a tmpfs was not permitted; the {name} is in /dev/shm instead");

@@ -11,6 +11,7 @@ pub mod dovecot;
 pub mod exim;
 pub mod host;
 pub mod isolate;
+pub mod leftovers;
 pub mod opendkim;
 pub mod opensmtpd;
 pub mod postfix;

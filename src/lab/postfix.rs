@@ -217,7 +217,7 @@ maillog_file_prefixes = {d}
             inst.stop();
             return Err(e);
         }
-        let out = Command::new(POSTFIX)
+        let out = super::leftovers::own_group(&mut Command::new(POSTFIX))
             .args(["-c", &d.to_string(), "start"])
             .output()
             .map_err(|e| io("run postfix", e))?;
@@ -456,13 +456,17 @@ impl Instance {
         let pid: Option<u32> = std::fs::read_to_string(self.queue.path.join("pid/master.pid"))
             .ok()
             .and_then(|s| s.trim().parse().ok());
-        let _ = Command::new(POSTFIX).args(["-c", &d, "stop"]).output();
+        let _ = super::leftovers::own_group(&mut Command::new(POSTFIX))
+            .args(["-c", &d, "stop"])
+            .output();
         if let Some(pid) = pid {
             let deadline = Instant::now() + Duration::from_secs(10);
             while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+        // Whatever `postfix stop` left running (it was cut short, or the master hung).
+        super::leftovers::stop_processes(&self.dir);
         self.milter = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);

@@ -51,7 +51,8 @@ pub struct RelayPlan {
     pub queue_cmd: Option<String>,
     /// More process trees to observe as the system under test.
     pub sut_pids: Vec<u32>,
-    /// Copy the lab MTA's logs to `BASE.maillog.N` before the lab goes.
+    /// Copy the lab MTA's logs to `BASE.maillog.N` (N: the instance, first hop 0) before
+    /// the lab goes, and name them in the results (`extra.mta_logs`).
     pub keep_logs: Option<PathBuf>,
     /// The block device holding an external MTA's queue (`--queue-device`); a lab's is
     /// found from its queue directory.
@@ -256,9 +257,15 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     }
     if let Some(l) = &lab {
         if let Some(base) = &plan.keep_logs {
+            let mut kept = Vec::new();
             for (i, log) in l.logs().iter().enumerate() {
-                let _ = std::fs::copy(log, base.with_extension(format!("maillog.{i}")));
+                let to = base.with_extension(format!("maillog.{i}"));
+                if std::fs::copy(log, &to).is_ok() {
+                    kept.push(to.display().to_string());
+                }
             }
+            // The results name the logs of the very run they describe.
+            results.extra.insert("mta_logs".into(), kept.into());
         }
         results
             .extra

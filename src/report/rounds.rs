@@ -3,7 +3,8 @@
 //! (`extra.rounds`: each round's summary, latency percentiles, server and tool figures —
 //! what `compare` tests round by round) and the median and spread of each compared figure
 //! (`extra.rounds_summary`). Its top level is the median round by the primary rate, a real
-//! run whose series and histograms the report draws.
+//! run whose series and histograms the report draws; each round names its own lab logs
+//! (`mta_logs`), so the top level's are the median round's.
 
 use serde_json::{Value, json};
 
@@ -93,6 +94,8 @@ fn round_doc(round: usize, r: &Results) -> Value {
         "latency": latency,
         "self": r.self_report,
         "extra": {"sut": r.extra.get("sut"), "sink": r.extra.get("sink")},
+        // The lab logs of this very round (each round keeps its own).
+        "mta_logs": r.extra.get("mta_logs"),
     })
 }
 

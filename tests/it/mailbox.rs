@@ -813,7 +813,11 @@ fn sigterm_writes_the_results_and_removes_the_lab() {
     std::thread::sleep(Duration::from_millis(1500));
     sigterm(&child.0);
     let status = child.0.wait().expect("wait");
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "an interrupted run exits 2 (issue 25 item 15)"
+    );
     let r = results(&json);
     assert_eq!(r["interrupted"], true);
     assert!(

@@ -20,6 +20,9 @@
 //! - `live`: the live view under tmux (figures while running, the summary intact after a
 //!   resize), `/metrics` parsed by the Prometheus client's OpenMetrics parser and equal to
 //!   the results file at the end
+//! - `leftovers`: issue 25 — labs of killed runs cleaned by the next lab run and by
+//!   `doctor` (a live lab left alone), two quick Ctrl-Cs never leaving Dovecot running, an
+//!   interrupted MTA comparison said and compared over whole rounds, every round's log kept
 //! - `mtas`: issue 15 — Exim, OpenSMTPD and Sendmail labs relaying exactly once and
 //!   leaving nothing behind, deferrals retried within the run, two MTAs compared over
 //!   rotated rounds in one table and one results file, refused settings in one line
@@ -60,6 +63,7 @@ mod dns_nsd;
 mod examples;
 mod imap;
 mod layout;
+mod leftovers;
 mod live;
 mod mailbox;
 mod mtas;

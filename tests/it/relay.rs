@@ -204,7 +204,11 @@ fn sigterm_mid_run_still_drains_writes_results_and_removes_the_lab() {
     );
     // Long enough for the lab to start and some mail to flow.
     std::thread::sleep(std::time::Duration::from_secs(4));
-    assert_eq!(relay.stop(), Some(0), "a stopped relay still exits 0");
+    assert_eq!(
+        relay.stop(),
+        Some(2),
+        "a stopped relay exits 2 (issue 25 item 15)"
+    );
     let r = results(&json);
     let s = &r["summary"];
     let accepted = s["accepted"].as_u64().expect("accepted");

@@ -256,7 +256,21 @@ fn sigterm_stops_the_run_and_still_writes_results() {
             .expect("spawn"),
     );
     std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(send.stop(), Some(0), "a stopped run still exits 0");
+    // Issue 25 item 15: a stopped run's results are partial, and the exit code and the
+    // summary say so.
+    assert_eq!(
+        send.stop(),
+        Some(2),
+        "a stopped run exits 2 (README: exit codes)"
+    );
+    let mut stdout = String::new();
+    if let Some(mut o) = send.0.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut o, &mut stdout);
+    }
+    assert!(
+        stdout.contains("interrupted by a signal after"),
+        "the summary says the run was cut short:\n{stdout}"
+    );
     let r = results(&json);
     let sent = r["summary"]["sent"].as_u64().expect("sent");
     assert!(
