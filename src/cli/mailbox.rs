@@ -76,17 +76,7 @@ fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<StoreSetu
 
 /// The users of a server of one's own, from a Postal user list; each needs its password.
 fn users_file(path: &Path) -> Result<Vec<StoreUser>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read user list {}: {e}", path.display()))?;
-    let users = store_users(&text)
-        .map_err(|(line, why)| format!("user list {} line {line}: {why}", path.display()))?;
-    if users.is_empty() {
-        return Err(format!(
-            "user list {} has no users; write one 'address password' per line",
-            path.display()
-        ));
-    }
-    Ok(users)
+    crate::message::users::read(path, "address password", store_users)
 }
 
 /// Parses a mailbox user list: `address password` per line (Postal's format without the
@@ -94,28 +84,17 @@ fn users_file(path: &Path) -> Result<Vec<StoreUser>, String> {
 /// with '#' are skipped. Errors carry the 1-based line number.
 fn store_users(text: &str) -> Result<Vec<StoreUser>, (usize, String)> {
     let mut users = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let mut parts = line.split_whitespace();
-        let address = parts.next().unwrap_or_default();
-        if !crate::message::users::valid_address(address) {
-            return Err((
-                i + 1,
-                format!("{address:?} is not a mail address (expected local@domain)"),
-            ));
-        }
+    for entry in crate::message::users::entries(text) {
+        let (line, address, mut parts) = entry?;
         let Some(password) = parts.next() else {
             return Err((
-                i + 1,
+                line,
                 format!("{address} has no password; write 'address password' per line"),
             ));
         };
         if let Some(extra) = parts.next() {
             return Err((
-                i + 1,
+                line,
                 format!("{extra:?} after the password; write 'address password' per line"),
             ));
         }

@@ -18,40 +18,62 @@ const FLAGS: &str = "drgb";
 
 /// Reads a user list. Blank lines and lines starting with '#' are skipped.
 pub fn load(path: &Path) -> Result<Vec<User>, String> {
+    read(path, "address [password [flags]]", parse)
+}
+
+/// Reads a user list with `parse`, naming the file and line of an error; `shape` is the
+/// line format a list with no users is told to use.
+pub fn read<T>(
+    path: &Path,
+    shape: &str,
+    parse: impl Fn(&str) -> Result<Vec<T>, (usize, String)>,
+) -> Result<Vec<T>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read user list {}: {e}", path.display()))?;
     let users = parse(&text)
         .map_err(|(line, why)| format!("user list {} line {line}: {why}", path.display()))?;
     if users.is_empty() {
         return Err(format!(
-            "user list {} has no users; write one 'address [password [flags]]' per line",
+            "user list {} has no users; write one '{shape}' per line",
             path.display()
         ));
     }
     Ok(users)
 }
 
-/// Parses the text of a user list; errors carry the 1-based line number.
-pub fn parse(text: &str) -> Result<Vec<User>, (usize, String)> {
-    let mut users = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+/// The entries of a user list's text: (1-based line number, address, the words after
+/// it), blank and '#' lines skipped; an address that is none is an error at its line.
+pub fn entries(
+    text: &str,
+) -> impl Iterator<Item = Result<(usize, &str, std::str::SplitWhitespace<'_>), (usize, String)>> {
+    text.lines().enumerate().filter_map(|(i, line)| {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
-            continue;
+            return None;
         }
         let mut parts = line.split_whitespace();
         let address = parts.next().unwrap_or_default();
-        if !valid_address(address) {
-            return Err((
+        Some(if valid_address(address) {
+            Ok((i + 1, address, parts))
+        } else {
+            Err((
                 i + 1,
                 format!("{address:?} is not a mail address (expected local@domain)"),
-            ));
-        }
+            ))
+        })
+    })
+}
+
+/// Parses the text of a user list; errors carry the 1-based line number.
+pub fn parse(text: &str) -> Result<Vec<User>, (usize, String)> {
+    let mut users = Vec::new();
+    for entry in entries(text) {
+        let (line, address, mut parts) = entry?;
         let password = parts.next().map(str::to_string);
         let flags = parts.next().unwrap_or_default().to_string();
         if let Some(bad) = flags.chars().find(|c| !FLAGS.contains(*c)) {
             return Err((
-                i + 1,
+                line,
                 format!(
                     "unknown flag {bad:?} in {flags:?}; flags are d (defer), r (reject), g (greylist), b (accept and bounce)"
                 ),
@@ -59,7 +81,7 @@ pub fn parse(text: &str) -> Result<Vec<User>, (usize, String)> {
         }
         if let Some(extra) = parts.next() {
             return Err((
-                i + 1,
+                line,
                 format!("{extra:?} after the flags; write 'address [password [flags]]'"),
             ));
         }
