@@ -177,12 +177,12 @@ impl Hop {
     fn stop(&mut self) {
         self.retrier = None;
         let roots = host::trees(&[self.pid_file()]);
-        signal(&roots, "TERM");
+        super::leftovers::signal(&roots, "TERM");
         let deadline = Instant::now() + Duration::from_secs(10);
-        while roots.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        while roots.iter().any(|p| super::leftovers::running(*p)) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
-        signal(&roots, "KILL");
+        super::leftovers::signal(&roots, "KILL");
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -191,31 +191,6 @@ impl Hop {
         self.capture = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A process still running (not a zombie waiting for its parent).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
-}
-
-fn signal(pids: &[u32], sig: &str) {
-    let live: Vec<String> = pids
-        .iter()
-        .filter(|p| alive(**p))
-        .map(u32::to_string)
-        .collect();
-    if !live.is_empty() {
-        let _ = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .args(&live)
-            .output();
     }
 }
 

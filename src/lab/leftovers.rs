@@ -76,7 +76,7 @@ fn start_time(pid: u32) -> Option<u64> {
 }
 
 /// A process that exists and is not a zombie.
-fn running(pid: u32) -> bool {
+pub(super) fn running(pid: u32) -> bool {
     stat_after_name(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
 }
 
@@ -208,7 +208,8 @@ pub fn stop_processes(dir: &Path) -> usize {
     pids.len() + late.iter().filter(|p| !pids.contains(p)).count()
 }
 
-fn signal(pids: &[u32], sig: &str) {
+/// Sends `sig` (a name `kill` knows) to those of `pids` still running.
+pub(super) fn signal(pids: &[u32], sig: &str) {
     let live: Vec<String> = pids
         .iter()
         .filter(|p| running(**p))
