@@ -92,3 +92,63 @@ pub fn plan(
         },
     ))
 }
+
+/// Every command's threshold vocabulary, checked here where all the commands are in view.
+#[cfg(test)]
+mod tests {
+    /// Issue 25 item 20: the examples an error suggests are accepted by that command (they
+    /// were send's for all, and the sink refused 'p99(total)', pop3 'msgs_per_sec').
+    #[test]
+    fn every_vocabularys_examples_parse_in_it() {
+        for v in [
+            crate::send::THRESHOLDS,
+            crate::relay::THRESHOLDS,
+            crate::sink::THRESHOLDS,
+            crate::dns::THRESHOLDS,
+            crate::mailbox::POP3_THRESHOLDS,
+            crate::mailbox::IMAP_THRESHOLDS,
+            crate::mailbox::profile::THRESHOLDS,
+        ] {
+            let ex = crate::report::threshold::examples(&v);
+            let all: Vec<&str> = ex.split(", ").map(|e| e.trim_matches('\'')).collect();
+            assert_eq!(all.len(), 3, "{ex}");
+            for e in all {
+                if let Err(why) = crate::report::threshold::Threshold::parse(e, &v) {
+                    panic!("{e} suggested but refused: {why}");
+                }
+            }
+        }
+    }
+
+    /// Issue 25 item 20: `errors<1%` is a share of `sent`; a command without one (pop3,
+    /// imap, sink, dns) refuses it instead of reading 0 % whatever happened.
+    #[test]
+    fn a_share_needs_a_base_the_command_reports() {
+        assert!(
+            crate::report::threshold::Threshold::parse("errors<1%", &crate::send::THRESHOLDS)
+                .is_ok()
+        );
+        assert!(
+            crate::report::threshold::Threshold::parse(
+                "sut_cpu<25%",
+                &crate::mailbox::profile::THRESHOLDS
+            )
+            .is_ok()
+        );
+        for v in [
+            crate::mailbox::POP3_THRESHOLDS,
+            crate::mailbox::IMAP_THRESHOLDS,
+            crate::sink::THRESHOLDS,
+            crate::dns::THRESHOLDS,
+        ] {
+            let key = if v.keys().any(|k| k == "errors") {
+                "errors"
+            } else {
+                "refused"
+            };
+            let err = crate::report::threshold::Threshold::parse(&format!("{key}<1%"), &v)
+                .expect_err(key);
+            assert!(err.contains("reports no \"sent\""), "{err}");
+        }
+    }
+}

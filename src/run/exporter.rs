@@ -30,7 +30,6 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use crate::sink::delivery::Delivery;
 use crate::stats::Counters;
 
 /// Upper bounds of the latency buckets, in seconds.
@@ -305,13 +304,17 @@ fn with_shard<'a>(
 /// The exporter of this process, once `serve` started it.
 static LATEST: OnceLock<Mutex<Arc<Snapshot>>> = OnceLock::new();
 
-/// A relay's embedded sink's deliveries, while a relay runs: what `delivered` counts.
-static DELIVERY: Mutex<Option<Arc<Delivery>>> = Mutex::new(None);
+/// What a relay's embedded sink has delivered so far, as (recipients, messages): read at
+/// each scrape, so that the exporter needs nothing of the sink's types.
+pub type Delivered = Arc<dyn Fn() -> (u64, u64) + Send + Sync>;
 
-/// Makes `/metrics` count `delivery`'s arrivals as the delivered recipients, and its
+/// A relay's embedded sink's deliveries, while a relay runs: what `delivered` counts.
+static DELIVERY: Mutex<Option<Delivered>> = Mutex::new(None);
+
+/// Makes `/metrics` count `delivery`'s recipients as the delivered recipients, and its
 /// messages and the backlog as the relay's delivery gauges (a relay's embedded sink, at
 /// its start; a relay of several rounds follows each round's).
-pub fn follow_delivery(delivery: Arc<Delivery>) {
+pub fn follow_delivery(delivery: Delivered) {
     if let Ok(mut d) = DELIVERY.lock() {
         *d = Some(delivery);
     }
@@ -320,10 +323,7 @@ pub fn follow_delivery(delivery: Arc<Delivery>) {
 /// The followed delivery's recipients, messages so far.
 fn delivered() -> Option<(u64, u64)> {
     let d = DELIVERY.lock().ok()?.clone()?;
-    Some((
-        d.recipients.load(std::sync::atomic::Ordering::Relaxed),
-        d.messages.load(std::sync::atomic::Ordering::Relaxed),
-    ))
+    Some(d())
 }
 
 /// `s` with the followed delivery's figures: delivered recipients, and the delivered
@@ -629,11 +629,7 @@ mod tests {
     /// not what the MTA accepted; its delivery gauges follow the sink.
     #[test]
     fn issue_25_a_relays_delivered_recipients_are_the_sinks_arrivals() {
-        let d = Arc::new(Delivery::tracking(7));
-        d.recipients
-            .store(759, std::sync::atomic::Ordering::Relaxed);
-        d.messages.store(759, std::sync::atomic::Ordering::Relaxed);
-        follow_delivery(d);
+        follow_delivery(Arc::new(|| (759, 759)));
         let mut counters = Counters {
             accepted: 785,
             ..Default::default()

@@ -114,7 +114,13 @@ pub async fn run(
     // A relay's sink: `/metrics` shows the relay's figures, with this sink's deliveries.
     let embedded = sh.delivery.run.is_some();
     if embedded {
-        exporter::follow_delivery(sh.delivery.clone());
+        let d = sh.delivery.clone();
+        exporter::follow_delivery(Arc::new(move || {
+            (
+                d.recipients.load(Ordering::Relaxed),
+                d.messages.load(Ordering::Relaxed),
+            )
+        }));
     }
     let deadline = duration.map(|d| start + d);
     loop {
