@@ -149,9 +149,10 @@ impl Step {
         }
     }
 
-    /// The step ran its length, no action failed and no rule broke.
+    /// The step ran its length, actions were due in it, none failed and no rule broke (a
+    /// step where no action was due measured nothing, so it held nothing either).
     pub fn held(&self) -> bool {
-        !self.broken && !self.cut_short
+        !self.broken && !self.cut_short && self.summary.actions > 0
     }
 
     /// Why the step did not hold, or "ok".
@@ -174,7 +175,9 @@ impl Step {
                 self.failed, self.summary.actions
             ));
         }
-        if why.is_empty() {
+        if why.is_empty() && self.summary.actions == 0 {
+            "NO ACTION was due: not judged".into()
+        } else if why.is_empty() {
             "ok".into()
         } else {
             format!("BROKE {}", why.join(", "))
@@ -257,7 +260,10 @@ mod tests {
             users,
             seconds: 1.0,
             planned_s: 1.0,
-            summary: ProfileSummary::default(),
+            summary: ProfileSummary {
+                actions: 10,
+                ..ProfileSummary::default()
+            },
             actions: BTreeMap::new(),
             store: None,
             rules: Vec::new(),
@@ -265,6 +271,20 @@ mod tests {
             cut_short: false,
             broken,
         }
+    }
+
+    /// A step in which no action was due measured nothing: it is not capacity (a 1 s
+    /// profile whose users had nothing to do said "2 users held").
+    #[test]
+    fn a_step_without_actions_holds_nothing() {
+        let s = Step::judge(&one_second(2), 1.0, &Recorder::new(), None, &[], 0, false);
+        assert!(!s.broken && !s.held(), "{s:?}");
+        assert_eq!(s.verdict(), "NO ACTION was due: not judged");
+        let fixed = Population::Fixed {
+            users: 2,
+            run_for: Duration::from_secs(1),
+        };
+        assert_eq!(verdict(&[s], &fixed).users, None);
     }
 
     fn one_second(users: u64) -> StepPlan {
