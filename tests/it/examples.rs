@@ -33,11 +33,11 @@ const HELP_WIDTH: usize = 100;
 const CUT_SHORT: &[(&str, &str)] = &[
     (
         "mailbench relay --lab postfix,exim,opensmtpd,sendmail -n 2000 --json mtas.json",
-        "no round ran",
+        "before every variant had run once; nothing to compare",
     ),
     (
         "mailbench relay --lab postfix,exim --queue disk --rounds 8 --json mtas.json",
-        "no round ran",
+        "before every variant had run once; nothing to compare",
     ),
 ];
 
