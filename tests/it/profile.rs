@@ -528,7 +528,7 @@ fn issue_25_an_interrupted_step_has_not_held() {
     std::io::Read::read_to_string(&mut stdout, &mut text).expect("read the summary");
     let code = child.0.wait().ok().and_then(|s| s.code());
     let out = (code, text);
-    assert_eq!(out.0, Some(0), "{}", out.1);
+    assert_eq!(out.0, Some(2), "an interrupted run exits 2: {}", out.1);
     let r = results(&json);
     let step = &r["extra"]["capacity"]["steps"][0];
     assert_eq!(r["interrupted"], true);
