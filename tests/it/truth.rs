@@ -333,7 +333,11 @@ fn issue_9_19_the_results_say_whether_the_run_was_interrupted() {
             .expect("spawn"),
     );
     std::thread::sleep(Duration::from_millis(800));
-    assert_eq!(run.stop(), Some(2), "an interrupted run exits 2 (partial results)");
+    assert_eq!(
+        run.stop(),
+        Some(2),
+        "an interrupted run exits 2 (partial results)"
+    );
     assert_eq!(results(&json)["interrupted"], true);
 }
 
