@@ -180,7 +180,7 @@ pub async fn run(
         })?;
     results.command = "arrival".into();
     // One's own MTA and store, no --sut-pid: nothing of the system under test was seen.
-    super::bench::forget_unobserved(&mut results);
+    results.forget_unobserved_sut();
     if let Some(l) = &store_lab {
         let limits: serde_json::Map<String, serde_json::Value> =
             l.limits().into_iter().map(|(k, v)| (k, v.into())).collect();

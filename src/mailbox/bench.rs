@@ -223,7 +223,7 @@ pub async fn workload(
         let report = observed.report(&r.series, observed_s);
         r.extra.insert("sut".into(), report);
     }
-    forget_unobserved(&mut r);
+    r.forget_unobserved_sut();
     if let Some(f) = filled {
         r.extra.insert(
             "populate".into(),
@@ -278,23 +278,6 @@ pub async fn append(
         lab_extras(l.as_ref(), &mut r);
     }
     Ok(r)
-}
-
-/// Takes out the system-under-test figures when no process of it was ever seen (a
-/// `--target` run without `--sut-pid`, an MTA of one's own): they would be zeros that were
-/// never measured. Absent is "not observed".
-pub(super) fn forget_unobserved(r: &mut Results) {
-    let seen = r
-        .extra
-        .get("sut")
-        .is_some_and(|s| s["peak_procs"].as_u64().unwrap_or(0) > 0);
-    if seen {
-        return;
-    }
-    r.extra.remove("sut");
-    for p in &mut r.series {
-        p.relay.sut = None;
-    }
 }
 
 /// What every lab run keeps of its store: the directories it made (kept in the results so

@@ -372,6 +372,7 @@ pub(super) fn combine(
     send.command = "relay".into();
     send.series = series;
     send.extra.insert("sut".into(), sut_report);
+    send.forget_unobserved_sut();
     send.extra
         .insert("lost_seqs".into(), arrived.lost_seqs.into());
     send.extra.insert(

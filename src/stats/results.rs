@@ -206,6 +206,23 @@ pub struct RunParts {
 }
 
 impl Results {
+    /// Drops the system under test's cost (`extra.sut` and each point's readings) when
+    /// no process of it was ever seen: a server of one's own that was not named
+    /// (`--sut-pid`) was not observed, and not observed is absent, never zero.
+    pub fn forget_unobserved_sut(&mut self) {
+        let seen = self
+            .extra
+            .get("sut")
+            .is_some_and(|s| s["peak_procs"].as_u64().unwrap_or(0) > 0);
+        if seen {
+            return;
+        }
+        self.extra.remove("sut");
+        for p in &mut self.series {
+            p.relay.sut = None;
+        }
+    }
+
     /// The results document of a finished run (thresholds still to be checked).
     pub fn assemble(p: RunParts) -> Results {
         let (latency, errors) = Results::tables(&p.total, p.steps);

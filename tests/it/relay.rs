@@ -728,4 +728,8 @@ fn issue_25_10_a_message_delivered_before_its_250_is_counted_and_timed_from_its_
         "{printed}"
     );
     assert_eq!(lab.delivered_logged(), 48, "Postfix's log agrees");
+    // Issue 25 item 6: an MTA of one's own without --sut-pid is not observed: no cost
+    // figures (they were zeros that were never measured).
+    assert!(r["extra"]["sut"].is_null(), "{:#}", r["extra"]["sut"]);
+    assert!(!printed.contains("MTA cost"), "{printed}");
 }
