@@ -555,9 +555,22 @@ pub fn render_dns(r: &Results, headline: &str) -> String {
         "  questions  {}  answered {}  dropped {}  tcp {}  truncated {}  not queries {}   {:.1} per second",
         s.questions, s.answered, s.dropped, s.tcp, s.truncated, s.ignored, s.queries_per_sec
     );
+    // The codes the summary has no key for (notimp, badvers, …), from the server's tally,
+    // so that the line adds up to the answers.
+    let others: String = r
+        .extra
+        .get("dns")
+        .and_then(|d| d["by_rcode"].as_object())
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| {
+            !["noerror", "nxdomain", "servfail", "refused", "formerr"].contains(&k.as_str())
+        })
+        .map(|(k, v)| format!("  {k} {}", v.as_u64().unwrap_or(0)))
+        .collect();
     let _ = writeln!(
         out,
-        "  replies    noerror {}  nxdomain {}  servfail {}  refused {}  formerr {}   ({} zones)",
+        "  replies    noerror {}  nxdomain {}  servfail {}  refused {}  formerr {}{others}   ({} zones)",
         s.noerror, s.nxdomain, s.servfail, s.refused, s.formerr, s.zones
     );
     let _ = writeln!(out);
@@ -661,8 +674,8 @@ fn pop3_lines(out: &mut String, r: &Results, s: &crate::stats::summary::Pop3Summ
     );
     let _ = writeln!(
         out,
-        "  rate       {:.1} sessions/s   {:.1} messages/s retrieved",
-        s.sessions_per_sec, s.retrieved_per_sec
+        "  rate       {:.1} sessions/s   {:.1} messages/s retrieved, over the active span ({:.3} s: to the last completed session)",
+        s.sessions_per_sec, s.retrieved_per_sec, s.active_s
     );
     let c = &r.counters;
     let _ = writeln!(
@@ -727,7 +740,11 @@ fn imap_lines(out: &mut String, r: &Results, s: &crate::stats::summary::ImapSumm
             kinds.join(", ")
         ),
     };
-    let _ = writeln!(out, "  rate       {:.1} commands/s", s.commands_per_sec);
+    let _ = writeln!(
+        out,
+        "  rate       {:.1} commands/s, over the active span ({:.3} s: to the last completed command)",
+        s.commands_per_sec, s.active_s
+    );
     let c = &r.counters;
     let _ = writeln!(
         out,
@@ -926,6 +943,79 @@ mod tests {
         let out = super::render(&r, STEPS, "send");
         let want = "rate       500.0 msg/s   30000 msg/min   2.00 MB accepted (1.00 MB/s), over the active span (2.000 s)";
         assert!(out.contains(want), "expected {want:?} in:\n{out}");
+    }
+
+    /// A mailbox run's rate names its span: 200 commands done 0.045 s in, while a refused
+    /// login (the server's auth delay) took the run to 1.53 s, is 4,444 commands/s over
+    /// the 0.045 s the commands took — said so, not left to look like 200 over 1.53 s.
+    #[test]
+    fn a_mailbox_rate_names_its_active_span() {
+        const STEPS: crate::stats::Steps = crate::stats::Steps(&["connect", "total"]);
+        use crate::stats::Recorder;
+        use crate::stats::results::{Results, RunParts, SelfReport};
+        use crate::stats::summary::{ImapSummary, Pop3Summary, Summary};
+        let mut total = Recorder::new();
+        total.counters.sent = 200;
+        total.counters.accepted = 200;
+        let parts = |command, summary| RunParts {
+            command,
+            run_id: 1,
+            started_us: 0,
+            duration_s: 1.53,
+            config: serde_json::json!({}),
+            summary,
+            steps: STEPS,
+            self_report: SelfReport::default(),
+            total: total.clone(),
+            series: Vec::new(),
+        };
+        let imap = Summary::Imap(ImapSummary::derive(&total, 200, 1.53, 0.045));
+        let out = super::render_imap(&Results::assemble(parts("imap", imap)), STEPS, "imap");
+        let want = "rate       4444.4 commands/s, over the active span (0.045 s: to the last completed command)";
+        assert!(out.contains(want), "expected {want:?} in:\n{out}");
+        let pop3 = Summary::Pop3(Pop3Summary::derive(&total, 200, 1.53, 0.045));
+        let out = super::render_pop3(&Results::assemble(parts("pop3", pop3)), STEPS, "pop3");
+        let want = "over the active span (0.045 s: to the last completed session)";
+        assert!(out.contains(want), "expected {want:?} in:\n{out}");
+    }
+
+    /// The replies line adds up to the answers: a code the summary has no key for
+    /// (BADVERS for an EDNS version 1 question) is printed from the server's tally.
+    #[test]
+    fn the_dns_replies_line_shows_every_code() {
+        const STEPS: crate::stats::Steps = crate::stats::Steps(&["answer"]);
+        use crate::stats::Recorder;
+        use crate::stats::dns::DnsSummary;
+        use crate::stats::results::{Results, RunParts, SelfReport};
+        use crate::stats::summary::Summary;
+        let summary = Summary::Dns(DnsSummary {
+            questions: 6,
+            answered: 6,
+            noerror: 3,
+            nxdomain: 2,
+            ..DnsSummary::default()
+        });
+        let mut r = Results::assemble(RunParts {
+            command: "dns",
+            run_id: 1,
+            started_us: 0,
+            duration_s: 1.0,
+            config: serde_json::json!({}),
+            summary,
+            steps: STEPS,
+            self_report: SelfReport::default(),
+            total: Recorder::new(),
+            series: Vec::new(),
+        });
+        r.extra.insert(
+            "dns".into(),
+            serde_json::json!({"by_rcode": {"noerror": 3, "nxdomain": 2, "badvers": 1}}),
+        );
+        let out = super::render_dns(&r, "dns");
+        assert!(
+            out.contains("formerr 0  badvers 1"),
+            "expected badvers 1 in the replies line:\n{out}"
+        );
     }
 
     #[test]

@@ -389,7 +389,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
             (Some(b), Some(a)) => Some(a.rates_since(&b, seconds)),
             _ => None,
         };
-        let cut_short = seconds < sp.length.as_secs_f64() - 0.001;
+        let cut_short = cut_short(seconds, sp.length);
         // Judged with the actions still due, at the time they have waited so far.
         let mut judged = rec.clone();
         record_overdue(&mut judged, &end.1, end.0);
@@ -514,4 +514,31 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     r.extra
         .insert("capacity".into(), verdict.to_json(&steps, &plan.rules));
     Ok(r)
+}
+
+/// Whether a step that ran `seconds` of its `length` was cut short. A step that the run's
+/// `-z` ends on its own schedule loses only the milliseconds its start took after the
+/// previous step's end: 3.99 s of 4 s ran its length (it was "CUT SHORT after 4.0 s of
+/// 4 s"). Short by more than 1 % (at least 50 ms) is cut short.
+fn cut_short(seconds: f64, length: Duration) -> bool {
+    let length = length.as_secs_f64();
+    seconds + (length * 0.01).max(0.05) < length
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    #[test]
+    fn a_step_ended_by_the_run_on_its_own_schedule_ran_its_length() {
+        let four = Duration::from_secs(4);
+        assert!(!cut_short(3.996, four), "lost 4 ms to the step's start");
+        assert!(!cut_short(4.0, four));
+        assert!(cut_short(3.9, four), "100 ms short");
+        assert!(cut_short(2.0, four));
+        assert!(
+            cut_short(29.0, Duration::from_secs(30)),
+            "a second short of 30 s"
+        );
+    }
 }
