@@ -98,7 +98,9 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                             {
                                 let c = &mut eng.shards.get(id).counters;
                                 if e.login_refused() {
+                                    // The server was reached: a connection, refused later.
                                     c.mailbox.login_failures += 1;
+                                    c.connections += 1;
                                 } else {
                                     c.connect_failures += 1;
                                 }

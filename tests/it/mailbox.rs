@@ -444,6 +444,14 @@ fn refused_logins_are_counted_with_their_delay() {
             "--login {login}: [connect, login] failures in {:#}",
             r["counters"]
         );
+        // Every POP3 session is a connection of its own; the 2 refused at login reached
+        // the server too (they were left out: 4 connections for 6 sessions).
+        assert_eq!(
+            r["counters"]["connections"].as_u64(),
+            Some(6),
+            "--login {login}: connections in {:#}",
+            r["counters"]
+        );
         // And nothing of the store was observed (a --target run): no figures, not zeros.
         assert!(r["extra"]["sut"].is_null(), "{:#}", r["extra"]["sut"]);
         assert_eq!(
