@@ -564,9 +564,12 @@ actions = { open_inbox = 1, receive = 3 }
     let late = r["counters"]["late_starts"].as_u64().unwrap_or(0);
     let all = r["counters"]["sent"].as_u64().unwrap_or(0);
     eprintln!("receive p50 {p50} µs; {late} of {all} actions started late");
+    // Charged DONE's round trip, nearly every action was late (8 of 9). The IMAP actions
+    // themselves still pay 100 ms per round trip and can push a user's next action late
+    // on a busy 2-core machine (CI once saw 23 of 62): most must start on time.
     assert!(
-        late * 4 <= all,
-        "actions start when due (only one behind a slow open_inbox may not): {late} of {all} late"
+        late * 2 <= all,
+        "actions start when due (only those behind a slow IMAP action may not): {late} of {all} late"
     );
 }
 
