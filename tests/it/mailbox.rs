@@ -24,6 +24,20 @@ pub(crate) struct Store {
 }
 
 impl Store {
+    /// The flags that point a mailbox command at this store's servers and users.
+    pub(crate) fn servers(&self) -> [&str; 8] {
+        [
+            "--imap",
+            &self.imap,
+            "--pop3",
+            &self.pop3,
+            "--lmtp",
+            &self.lmtp,
+            "--users-file",
+            &self.users_file,
+        ]
+    }
+
     pub(crate) fn start(args: &[&str]) -> Option<Store> {
         require("dovecot")?;
         let mut child = mailbench()

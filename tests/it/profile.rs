@@ -44,21 +44,10 @@ fn r6mail_counts_are_what_its_rates_promise() {
     let dir = TempDir::new("profile-r6mail");
     let json = dir.0.join("r.json");
     let args = [
-        "--imap",
-        &store.imap,
-        "--pop3",
-        &store.pop3,
-        "--lmtp",
-        &store.lmtp,
-        "--users-file",
-        &store.users_file,
-        "--scenario",
-        "r6mail",
-        "--time-scale",
-        "600",
-        "-z",
-        "9s",
-    ];
+        store.servers().as_slice(),
+        &["--scenario", "r6mail", "--time-scale", "600", "-z", "9s"],
+    ]
+    .concat();
     let r = profile(&args, &json);
     let s = &r["summary"];
     assert_eq!(s["errors"], 0, "{s:#}");
@@ -547,21 +536,17 @@ fn issue_25_an_interrupted_step_has_not_held() {
     // A ramp's -z cuts the step it falls in (-z was ignored with --ramp-users): the step
     // of 1 user ran its 2 s and held, the one of 2 was cut after 1 s and is not judged.
     let args = [
-        "--imap",
-        &store.imap,
-        "--pop3",
-        &store.pop3,
-        "--lmtp",
-        &store.lmtp,
-        "--users-file",
-        &store.users_file,
-        "--scenario",
-        &scenario,
-        "--ramp-users",
-        "1:1/2s",
-        "-z",
-        "3s",
-    ];
+        store.servers().as_slice(),
+        &[
+            "--scenario",
+            &scenario,
+            "--ramp-users",
+            "1:1/2s",
+            "-z",
+            "3s",
+        ],
+    ]
+    .concat();
     let r = profile(&args, &json);
     let cap = &r["extra"]["capacity"];
     let steps = cap["steps"].as_array().expect("steps");
@@ -595,23 +580,19 @@ fn issue_25_profile_results_have_a_series_that_report_renders() {
     let scenario = readers(&dir.0, 4);
     let json = dir.0.join("r.json");
     let args = [
-        "--imap",
-        &store.imap,
-        "--pop3",
-        &store.pop3,
-        "--lmtp",
-        &store.lmtp,
-        "--users-file",
-        &store.users_file,
-        "--scenario",
-        &scenario,
-        "--sut-pid",
-        &pid,
-        "-z",
-        "3500ms",
-        "--interval",
-        "500ms",
-    ];
+        store.servers().as_slice(),
+        &[
+            "--scenario",
+            &scenario,
+            "--sut-pid",
+            &pid,
+            "-z",
+            "3500ms",
+            "--interval",
+            "500ms",
+        ],
+    ]
+    .concat();
     let r = profile(&args, &json);
     drop(spinner);
     let series = r["series"].as_array().expect("a series");
