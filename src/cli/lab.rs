@@ -160,8 +160,9 @@ pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, Stri
 }
 
 /// Cleans the labs that runs killed outright (`kill -9`) left behind — their servers,
-/// mounts and directories — before a command that starts labs of its own, saying so in
-/// one line per dead run. Labs of runs still alive are left alone.
+/// mounts and directories — once a command's flags are checked and it is about to start
+/// labs of its own, saying so in one line per dead run (never before a usage error, which
+/// must stay one line). Labs of runs still alive are left alone.
 pub fn clean_leftovers(who: &str) {
     for line in crate::lab::leftovers::sweep() {
         crate::run::live::say(&format!("mailbench {who}: {line}"));
@@ -191,6 +192,7 @@ async fn relaying(kind: MtaArg, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     let mta = mta(kind);
     postfix_only(mta, &opts).map_err(|e| (EXIT_USAGE, e))?;
     mta.check().map_err(|e| (EXIT_USAGE, e))?;
+    clean_leftovers("lab");
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab MTA and removing its directories",
     );
@@ -224,6 +226,7 @@ async fn dovecot(a: DovecotLabArgs) -> Result<u8, (u8, String)> {
         store: crate::lab::Store::Dovecot,
         options,
     };
+    clean_leftovers("lab");
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab store and removing its directories",
     );

@@ -57,6 +57,13 @@ pub async fn mailbox(c: MailboxCommand) -> Result<u8, (u8, String)> {
     }
 }
 
+/// Cleans what killed runs left once the flags are checked, when a lab store will start.
+fn sweep_before(setup: &Option<StoreSetup>) {
+    if setup.is_some() {
+        super::lab::clean_leftovers("mailbox");
+    }
+}
+
 /// The lab store the flags ask for, or none (then no store flag may be given).
 fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<StoreSetup>, String> {
     match a.lab {
@@ -208,6 +215,7 @@ async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
     fill.send.config_json["interval_s"] = progress.interval.as_secs_f64().into();
     fill.send.config_json["thresholds"] = a.out.threshold.clone().into();
     fill.send.config_json["per_user"] = per_user.into();
+    sweep_before(&setup);
     let shutdown = Shutdown::install();
     let results = match (setup, &a.lmtp, &a.server.users_file) {
         (Some(setup), _, _) => crate::mailbox::bench::populate(setup, fill, shutdown)
@@ -453,6 +461,7 @@ fn pop3_plan(
 
 async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
     let (plan, setup, fill, outputs) = pop3_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    sweep_before(&setup);
     let shutdown = Shutdown::install();
     let work = Workload::Pop3(plan);
     let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
@@ -560,6 +569,7 @@ fn imap_plan(
 
 async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
     let (plan, setup, fill, outputs) = imap_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    sweep_before(&setup);
     let shutdown = Shutdown::install();
     let work = Workload::Imap(plan);
     let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
@@ -784,6 +794,7 @@ fn profile_plan(
 
 async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
     let (plan, setup, fill, outputs) = profile_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    sweep_before(&setup);
     let shutdown = Shutdown::install();
     let work = Workload::Profile(Box::new(plan));
     let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
@@ -914,6 +925,7 @@ fn arrival_plan(
 
 async fn arrival(a: ArrivalArgs) -> Result<u8, (u8, String)> {
     let (plan, setup, outputs) = arrival_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    sweep_before(&setup);
     let shutdown = Shutdown::install();
     let results = crate::mailbox::arrival::run(plan, setup, shutdown)
         .await
@@ -992,6 +1004,7 @@ async fn populate_imap(
             "thresholds": a.out.threshold,
         }),
     };
+    sweep_before(&setup);
     let shutdown = Shutdown::install();
     let results = crate::mailbox::bench::append(plan, setup, shutdown)
         .await

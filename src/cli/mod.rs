@@ -124,19 +124,12 @@ pub fn run(cli: Cli) -> ExitCode {
                     .block_on(finish::send(plan, outputs, a.load.rounds))
             }),
         Command::Relay(a) => runtime()
-            .inspect(|_| {
-                if !a.lab.is_empty() {
-                    lab::clean_leftovers("relay");
-                }
-            })
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(relay::relay(*a))),
         Command::Lab(a) => runtime()
-            .inspect(|_| lab::clean_leftovers("lab"))
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(lab::lab(a))),
         Command::Mailbox(a) => runtime()
-            .inspect(|_| lab::clean_leftovers("mailbox"))
             .map_err(|e| (EXIT_FAILED, e))
             .and_then(|rt| rt.block_on(mailbox::mailbox(a))),
         Command::Report(a) => report::report(&a),

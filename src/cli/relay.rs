@@ -194,13 +194,16 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
 /// Runs `relay`. Errors carry their exit code.
 pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     let (plan, outputs) = plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    if a.compare_postconf.is_some() && a.lab.len() > 1 {
+        return Err((
+            EXIT_USAGE,
+            "--compare-postconf compares two settings of one MTA; give --lab one MTA".into(),
+        ));
+    }
+    if !a.lab.is_empty() {
+        super::lab::clean_leftovers("relay");
+    }
     if let Some(spec) = &a.compare_postconf {
-        if a.lab.len() > 1 {
-            return Err((
-                EXIT_USAGE,
-                "--compare-postconf compares two settings of one MTA; give --lab one MTA".into(),
-            ));
-        }
         return super::vary::settings(&a, spec, plan, outputs.files.json.clone()).await;
     }
     if a.lab.len() > 1 {

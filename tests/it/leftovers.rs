@@ -197,6 +197,15 @@ fn issue_25_a_killed_lab_is_cleaned_by_doctor_and_relay_and_a_live_lab_is_left_a
     assert_gone(&dir);
 
     let (pid2, dir2, _scrub2) = killed_lab();
+    // A command refused for its flags stays one line and starts nothing, so it cleans
+    // nothing either (CI once saw a sweep's line turn a usage error into two lines).
+    crate::util::refused_in_one_line(&["relay", "--lab", "postfix", "--size", "huge"], "--size");
+    crate::util::refused_in_one_line(&["mailbox", "imap", "--lab", "dovecot", "-c", "0"], "-c");
+    assert!(
+        dir2.exists(),
+        "a refused command left {} alone",
+        dir2.display()
+    );
     let json = TempDir::new("leftover-relay");
     let j = json.0.join("r.json").display().to_string();
     let args = [
