@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use super::args::RelayArgs;
+use super::args::{DEFAULT_TO, RelayArgs};
 use super::finish::deliver;
 use super::send::{Defaults, plan as send_plan};
 use super::{EXIT_FAILED, EXIT_USAGE};
@@ -23,9 +23,6 @@ pub const RELAY_DEFAULTS: Defaults = Defaults {
     messages: 10_000,
     thresholds: crate::relay::THRESHOLDS,
 };
-
-/// `--to`'s default (the relay spreads recipients over `--dns-domains` instead).
-pub const DEFAULT_TO: &str = "rcpt@example.com";
 
 /// Seed 002's list: one recipient in each of 254 domains.
 const LIST_SERVER_DOMAINS: &str = "254";

@@ -1,0 +1,186 @@
+//! The lab flags: which MTA or store, its shape, and how a lab store's mailboxes are filled.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+/// Which lab MTA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MtaArg {
+    /// Postfix from Debian's package.
+    Postfix,
+    /// Exim 4, unpacked beside it by scripts/install-mtas.sh.
+    Exim,
+    /// OpenSMTPD, unpacked beside it by scripts/install-mtas.sh.
+    Opensmtpd,
+    /// Sendmail, unpacked beside it by scripts/install-mtas.sh.
+    Sendmail,
+}
+
+/// Which lab mail store.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StoreArg {
+    /// Dovecot (IMAP, POP3, LMTP) from Debian's packages.
+    Dovecot,
+}
+
+/// Where a lab keeps its queue or its mail.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PlacementArg {
+    /// RAM disk.
+    Tmpfs,
+    /// Directory on disk.
+    Disk,
+}
+
+/// Flags that shape a lab.
+#[derive(Debug, Args)]
+pub struct LabShape {
+    /// Queue on a RAM disk or on disk.
+    #[arg(long, value_enum, default_value = "tmpfs")]
+    pub queue: PlacementArg,
+    /// Chain this many MTAs (MTA → MTA → sink).
+    #[arg(long, default_value = "1", value_name = "N")]
+    pub hops: u8,
+    /// Override one of the MTA's own settings (repeatable): a main.cf parameter for
+    /// Postfix (default_process_limit=100), a main option for Exim (smtp_accept_max=50),
+    /// an smtpd.conf line `KEY VALUE` for OpenSMTPD, a sendmail.cf option `O KEY=VALUE`
+    /// for Sendmail (MaxDaemonChildren=50). A setting the MTA refuses is an error.
+    #[arg(long = "mta-conf", alias = "postconf", value_name = "KEY=VALUE")]
+    pub mta_conf: Vec<String>,
+    /// Processes or connections serving SMTP at once (Postfix default_process_limit, Exim
+    /// smtp_accept_max, Sendmail MaxDaemonChildren; the lab's default is 512).
+    #[arg(long, value_name = "N")]
+    pub mta_processes: Option<u32>,
+    /// Parallel deliveries to one destination (Postfix
+    /// default_destination_concurrency_limit, OpenSMTPD max-conn-per-host; the lab's
+    /// default is 100).
+    #[arg(long, value_name = "N")]
+    pub mta_dest_concurrency: Option<u32>,
+    /// The lab MTA DKIM-signs every message it accepts with this PEM private key, through
+    /// OpenDKIM as a milter (what does signing cost this MTA).
+    #[arg(long, value_name = "FILE")]
+    pub mta_dkim_key: Option<PathBuf>,
+    /// The lab MTA's signing domain (d=).
+    #[arg(
+        long,
+        default_value = "example.org",
+        value_name = "DOMAIN",
+        requires = "mta_dkim_key"
+    )]
+    pub mta_dkim_domain: String,
+    /// The lab MTA's selector (s=).
+    #[arg(
+        long,
+        default_value = "mailbench",
+        value_name = "NAME",
+        requires = "mta_dkim_key"
+    )]
+    pub mta_dkim_selector: String,
+}
+
+/// `mailbench lab`'s servers.
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// A disposable Postfix that relays to --relay.
+    Postfix(MtaLabArgs),
+    /// A disposable Exim that relays to --relay (scripts/install-mtas.sh unpacks it).
+    Exim(MtaLabArgs),
+    /// A disposable OpenSMTPD that relays to --relay (scripts/install-mtas.sh unpacks it).
+    Opensmtpd(MtaLabArgs),
+    /// A disposable Sendmail that relays to --relay (scripts/install-mtas.sh unpacks it).
+    Sendmail(MtaLabArgs),
+    /// A disposable Dovecot (IMAP, POP3, LMTP) with numbered users.
+    Dovecot(DovecotLabArgs),
+}
+
+/// Flags of `mailbench lab postfix|exim|opensmtpd|sendmail`.
+#[derive(Debug, Args)]
+pub struct MtaLabArgs {
+    /// Where the lab relays to; `lmtp:HOST:PORT` (Postfix) delivers over LMTP instead,
+    /// e.g. into the LMTP port `mailbench lab dovecot` prints.
+    #[arg(long, default_value = "127.0.0.1:2525", value_name = "HOST:PORT")]
+    pub relay: String,
+    /// Offer STARTTLS on the entry smtpd (Postfix), with a certificate made for the lab
+    /// (its path is printed, for --tls-ca)
+    #[arg(long)]
+    pub starttls: bool,
+    /// Lab shape.
+    #[command(flatten)]
+    pub shape: LabShape,
+}
+
+/// Flags of `mailbench lab dovecot`.
+#[derive(Debug, Args)]
+pub struct DovecotLabArgs {
+    /// Offer STARTTLS (IMAP), STLS (POP3), IMAPS and POP3S with a certificate made for the
+    /// lab (its path is printed, for --tls-ca).
+    #[arg(long)]
+    pub starttls: bool,
+    /// The store's users and settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Messages to deliver into each user's mailboxes before it is handed over.
+    #[arg(long, default_value = "0", value_name = "N")]
+    pub fill: String,
+    /// How the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+}
+
+/// A lab store's users and settings (`lab dovecot`, `mailbox ... --lab dovecot`).
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Mailbox users to create [default: 100].
+    #[arg(long, value_name = "N")]
+    pub users: Option<String>,
+    /// Their addresses (also their login names); {num} is the user's number from 1
+    /// [default: user{num}@store.test].
+    #[arg(long, value_name = "TEMPLATE")]
+    pub user_template: Option<String>,
+    /// Their passwords; {num} is the user's number [default: secret{num}].
+    #[arg(long, value_name = "TEMPLATE")]
+    pub password_template: Option<String>,
+    /// How mail is kept [default: maildir].
+    #[arg(long, value_enum)]
+    pub mail_format: Option<MailFormatArg>,
+    /// Mail on a RAM disk or on disk [default: tmpfs].
+    #[arg(long, visible_alias = "store", value_enum)]
+    pub storage: Option<PlacementArg>,
+    /// Override a Dovecot setting (repeatable), e.g. mail_fsync=always.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub doveconf: Vec<String>,
+    /// Have the store count its own logins, deliveries and IMAP commands, with their
+    /// durations, and put them beside mailbench's figures (a server-side cross-check; the
+    /// store's statistics process costs it a little).
+    #[arg(long)]
+    pub server_stats: bool,
+}
+
+/// How a lab store keeps mail.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum MailFormatArg {
+    /// One file per message.
+    Maildir,
+    /// Dovecot's multi-message files.
+    Mdbox,
+}
+
+/// How mailboxes are filled: over LMTP, with generated messages or real ones.
+#[derive(Debug, Clone, Args)]
+pub struct FillArgs {
+    /// Folders per user that get an equal share, INBOX included (the others are named
+    /// f2, f3, ...).
+    #[arg(long, default_value = "1", value_name = "N")]
+    pub folders: String,
+    /// Size of each message filled in, or a range 1k-64k.
+    #[arg(long, default_value = "25k", value_name = "SIZE")]
+    pub fill_size: String,
+    /// Fill with the *.eml files of this directory (or one file), round-robin, instead of
+    /// generated messages. They keep their own headers; the trace header is added.
+    #[arg(long, value_name = "DIR", conflicts_with = "fill_size")]
+    pub eml: Option<PathBuf>,
+    /// LMTP sessions that fill at once.
+    #[arg(long, default_value = "8", value_name = "N")]
+    pub fill_concurrency: String,
+}

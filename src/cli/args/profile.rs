@@ -1,0 +1,144 @@
+//! The flags of `mailbox profile` and `mailbox arrival`.
+
+use clap::{Args, ValueEnum};
+
+use super::lab::{FillArgs, MtaArg};
+use super::load::ShapeArgs;
+use super::output::OutputArgs;
+use super::server::MailboxServerArgs;
+
+/// Flags of `mailbench mailbox profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// The store.
+    #[command(flatten)]
+    pub server: MailboxServerArgs,
+    /// The IMAP server (when not using --lab): host[:port], default port 143.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        conflicts_with = "lab",
+        requires = "users_file"
+    )]
+    pub imap: Option<String>,
+    /// The POP3 server (when not using --lab), for `check`: host[:port], default port 110.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        conflicts_with = "lab",
+        requires = "users_file"
+    )]
+    pub pop3: Option<String>,
+    /// The LMTP server (when not using --lab), for `receive` and `send`: host[:port] or
+    /// unix:/path.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "lab",
+        requires = "users_file"
+    )]
+    pub lmtp: Option<String>,
+    /// An MTA the users' `send` actions go through (SMTP): host[:port], default port 25.
+    /// Without it (and without --mta), sends are delivered over the store's LMTP.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "mta")]
+    pub smtp: Option<String>,
+    /// With --lab dovecot: the users' sends go through a lab MTA that delivers into the
+    /// store over LMTP.
+    #[arg(long, value_enum, value_name = "MTA", requires = "lab")]
+    pub mta: Option<MtaArg>,
+    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
+    #[arg(long, value_name = "N")]
+    pub fill: Option<String>,
+    /// --lab: how the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+    /// A preset (r6mail, rabid, imaptest) or a scenario file (TOML).
+    #[arg(long, default_value = "r6mail", value_name = "PRESET|FILE")]
+    pub scenario: String,
+    /// Virtual users at once, without --ramp-users [default: one per mailbox user].
+    #[arg(long, value_name = "N", conflicts_with = "ramp_users")]
+    pub virtual_users: Option<String>,
+    /// How long [default: 60s]; with --ramp-users, a limit on the whole ramp (a step it
+    /// cuts short is not judged).
+    #[arg(short = 'z', long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// START:STEP/PERIOD: START virtual users, STEP more every PERIOD, until a capacity
+    /// rule breaks or --max-users is passed.
+    #[arg(long, value_name = "START:STEP/PERIOD")]
+    pub ramp_users: Option<String>,
+    /// No ramp step above this many virtual users [default: one per mailbox user; more
+    /// is refused: each virtual user needs its own mailbox].
+    #[arg(long, value_name = "N")]
+    pub max_users: Option<String>,
+    /// Simulated time per real second: 60 runs an hour of each user's actions in a
+    /// minute.
+    #[arg(long, default_value = "1", value_name = "X")]
+    pub time_scale: String,
+    /// When a step breaks (repeatable; any that holds breaks it): a threshold expression
+    /// over the step's figures.
+    #[arg(long, value_name = "RULE", default_value = "mean(action)>1s")]
+    pub capacity_rule: Vec<String>,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each response.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
+    /// Observe this process tree as the system under test (repeatable; the lab's own is
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Flags of `mailbench mailbox arrival`.
+#[derive(Debug, Args)]
+pub struct ArrivalArgs {
+    /// The store.
+    #[command(flatten)]
+    pub server: MailboxServerArgs,
+    /// With --lab dovecot: inject into a lab Postfix that delivers over LMTP (postfix), or
+    /// straight into the store's LMTP (lmtp).
+    #[arg(long, value_enum, default_value = "postfix")]
+    pub mta: ArrivalMtaArg,
+    /// The lab Postfix's own settings, key=value (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub postconf: Vec<String>,
+    /// An MTA of one's own that delivers into the store (when not using --lab):
+    /// host[:port], default port 25.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "lab", requires_all = ["imap", "users_file"])]
+    pub smtp: Option<String>,
+    /// The store's IMAP server (when not using --lab): host[:port], default port 143.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "lab")]
+    pub imap: Option<String>,
+    /// Users watched in IDLE (and mailed, round-robin) [default: all, at most 100].
+    #[arg(long, value_name = "N")]
+    pub watchers: Option<String>,
+    /// How many messages, how fast.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Message size, or a range 1k-64k.
+    #[arg(long, default_value = "10k", value_name = "SIZE")]
+    pub size: String,
+    /// Longest wait for the last arrivals after the injection.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub drain_timeout: String,
+    /// Observe this process tree as the system under test (repeatable; the labs' are
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// How `mailbox arrival` gets mail into a lab store.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ArrivalMtaArg {
+    /// A lab Postfix delivering over LMTP.
+    Postfix,
+    /// The store's LMTP directly.
+    Lmtp,
+}

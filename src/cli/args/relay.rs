@@ -1,0 +1,128 @@
+//! `relay`'s flags.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::dns::ZoneArgs;
+use super::lab::{LabShape, MtaArg};
+use super::load::LoadArgs;
+
+/// Shown after the command's flags in its `--help`: examples and what the flags mean together.
+pub(super) const RELAY_EXAMPLES: &str = "\
+Examples:
+  mailbench relay --lab postfix
+      the classic benchmark on a throwaway Postfix: 10,000 x 25 KiB, 64 sessions, tmpfs queue
+  mailbench relay --lab postfix --queue disk --hops 2 --mta-conf default_process_limit=100
+  mailbench relay --lab postfix --compare-postconf default_process_limit=100,20 -n 2000
+      the two settings in alternating rounds, then the compare table with its verdicts
+  mailbench relay --lab postfix,exim,opensmtpd,sendmail -n 2000 --json mtas.json
+      the same load on four MTAs in rotating rounds, one table, one results file
+  mailbench relay --lab postfix --sink-rule 'rcpt:451:30%' -n 2000
+      the receiver defers 30 % of recipients; Postfix retries until all arrive
+  mailbench relay --target 10.0.0.5:25 --sink 0.0.0.0:2525 --sut-pid 1234 --rate 200/s -z 5m
+      your own MTA, pointed at this host's port 2525 as its relayhost
+
+Summary keys: sent, accepted, delivered, bounced, lost, duplicates, errors, inject_mpm,
+drain_mpm, e2e_p50_ms, e2e_p99_ms, max_backlog, drained ('lost==0' and 'drained==1' make
+good thresholds). Lab runs need root and Postfix (scripts/install-deps.sh); Exim,
+OpenSMTPD and Sendmail are unpacked beside it by scripts/install-deps.sh --mtas.";
+
+/// Flags of `mailbench relay`.
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// Start a disposable MTA for the run. Several (`postfix,exim,opensmtpd,sendmail`)
+    /// compare them: the same workload against each in turn, in rounds (at least 4; more
+    /// with --rounds) whose order rotates, ending with one table.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "MTA[,MTA…]",
+        conflicts_with = "target"
+    )]
+    pub lab: Vec<MtaArg>,
+    /// Answer "what did this setting buy": run the lab with KEY=V1 and KEY=V2 in
+    /// alternating rounds (at least 4 each; more with --rounds) and end with the compare
+    /// table, e.g. default_process_limit=100,20.
+    #[arg(long, value_name = "KEY=V1,V2", requires = "lab")]
+    pub compare_postconf: Option<String>,
+    /// The MTA under test (when not using --lab).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present = "lab")]
+    pub target: Option<String>,
+    /// Where the embedded sink listens (the MTA's relayhost); default a free loopback port
+    /// with --lab, 127.0.0.1:2525 otherwise.
+    #[arg(long, value_name = "ADDR")]
+    pub sink: Option<String>,
+    /// Lab shape.
+    #[command(flatten)]
+    pub shape: LabShape,
+    /// Fault rule for the embedded sink (repeatable), as `sink --rule`.
+    #[arg(long, value_name = "RULE")]
+    pub sink_rule: Vec<String>,
+    /// Put DNS in the benchmark: the embedded DNS server serves these synthetic domains
+    /// (a count N for d0..dN-1.example.test, or names with one {A..B} range each) whose MX
+    /// hosts resolve to the embedded sink's addresses, and the lab MTA resolves through
+    /// it instead of relaying to a fixed host. Without --to, recipients are spread over
+    /// the domains (u{seq}@d{mod:N}.example.test).
+    #[arg(long, value_name = "SPEC", requires = "lab")]
+    pub dns_domains: Option<String>,
+    /// Seed 002's list server: one message (-n 1 unless given) to one recipient in each of
+    /// 254 domains (--dns-domains N for another count) that the lab MTA fans out through
+    /// the test DNS; end to end per recipient, DNS questions per delivered recipient.
+    #[arg(long, requires = "lab")]
+    pub list_server: bool,
+    /// Sink addresses (127.0.2.1, .2, ...) the MX hosts are spread over, so that the
+    /// MTA's per-destination limits apply as with real receivers.
+    #[arg(long, default_value_t = 4, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub dns_sinks: u8,
+    /// DNS fault rule (repeatable), as `mailbench dns --rule`: e.g. 'mx:delay=200ms:10%',
+    /// 'a:servfail:5%', 'mx:servfail:100%:until=5s'.
+    #[arg(long, value_name = "RULE")]
+    pub dns_rule: Vec<String>,
+    /// The synthetic zones' details.
+    #[command(flatten)]
+    pub dns_zone: ZoneArgs,
+    /// Longest wait for deliveries after injection; what has not arrived is lost.
+    #[arg(long, default_value = "120s", value_name = "DURATION")]
+    pub drain_timeout: String,
+    /// Find the highest open-loop rate the MTA sustains: double the rate per step until it
+    /// falls behind, then narrow down; prints the evidence per step.
+    #[arg(long, conflicts_with = "rate")]
+    pub find_max: bool,
+    /// --find-max: length of each step.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub step: String,
+    /// --find-max: first rate tried.
+    #[arg(long, default_value = "50/s", value_name = "RATE")]
+    pub start_rate: String,
+    /// --find-max: a step fails when end-to-end p99 passes this.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub max_e2e_p99: String,
+    /// Sample this shell command per interval and keep its first number beside the
+    /// backlog (e.g. 'mailq | tail -1').
+    #[arg(long, value_name = "CMD")]
+    pub queue_cmd: Option<String>,
+    /// The block device holding the MTA's queue (a name such as vda, or a path on it):
+    /// its operations per second and busy share are sampled per interval (a lab's is
+    /// found by itself).
+    #[arg(long, value_name = "DEVICE|PATH", conflicts_with = "lab")]
+    pub queue_device: Option<String>,
+    /// Verify every relayed message's DKIM signatures at the embedded sink against this
+    /// public key (PEM, or the DNS record `v=DKIM1; k=…; p=…`).
+    #[arg(long, value_name = "FILE")]
+    pub dkim_verify: Option<PathBuf>,
+    /// The flush benchmark (seed 003): the lab holds everything injected, then releases
+    /// it all at once; the acceptance rate and the drain (time to empty, delivery MPM,
+    /// backlog) are reported apart.
+    #[arg(long, requires = "lab", conflicts_with_all = ["find_max", "compare_postconf"])]
+    pub flush: bool,
+    /// Observe this process tree as the system under test (repeatable; the lab's own is
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// The load.
+    #[command(flatten)]
+    pub load: LoadArgs,
+}

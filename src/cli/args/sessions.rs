@@ -1,0 +1,175 @@
+//! The flags of the session workloads `mailbox pop3` and `mailbox imap`.
+
+use clap::{Args, ValueEnum};
+
+use super::client::TlsArgs;
+use super::lab::FillArgs;
+use super::load::ShapeArgs;
+use super::output::OutputArgs;
+use super::server::MailboxServerArgs;
+
+/// Flags of `mailbench mailbox pop3`.
+#[derive(Debug, Args)]
+pub struct Pop3Args {
+    /// The store.
+    #[command(flatten)]
+    pub server: MailboxServerArgs,
+    /// The POP3 server (when not using --lab): host[:port] (default port 110, or 995 with
+    /// --tls implicit).
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        required_unless_present = "lab",
+        requires = "users_file",
+        conflicts_with = "lab"
+    )]
+    pub target: Option<String>,
+    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
+    #[arg(long, value_name = "N")]
+    pub fill: Option<String>,
+    /// --lab: how the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+    /// How many sessions, how fast.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Share of each mailbox's messages a session downloads.
+    #[arg(long, default_value = "100", value_name = "PERCENT")]
+    pub download: String,
+    /// Share of each mailbox's messages a session deletes (the first ones; committed at
+    /// QUIT).
+    #[arg(long, default_value = "0", value_name = "PERCENT")]
+    pub delete: String,
+    /// At most this many downloads per session, whatever the share (rabid's -c).
+    #[arg(long, value_name = "N")]
+    pub max_download: Option<String>,
+    /// Log in as a user drawn at random for each session, as rabid does, instead of the
+    /// next one in turn.
+    #[arg(long)]
+    pub random_users: bool,
+    /// Download with TOP and this many body lines instead of RETR.
+    #[arg(long, value_name = "LINES")]
+    pub top: Option<u32>,
+    /// Ask LIST (every message's size) after STAT in each session.
+    #[arg(long)]
+    pub list: bool,
+    /// Ask UIDL (every message's unique id) after STAT in each session.
+    #[arg(long)]
+    pub uidl: bool,
+    /// How sessions log in.
+    #[arg(long, value_enum, default_value = "user")]
+    pub login: Pop3LoginArg,
+    /// Send one command at a time even when the server offers PIPELINING.
+    #[arg(long)]
+    pub no_pipelining: bool,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each response.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// Observe this process tree as the system under test (repeatable; the lab's own is
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Flags of `mailbench mailbox imap`.
+#[derive(Debug, Args)]
+pub struct ImapArgs {
+    /// The store.
+    #[command(flatten)]
+    pub server: MailboxServerArgs,
+    /// The IMAP server (when not using --lab): host[:port] (default port 143, or 993 with
+    /// --tls implicit).
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        required_unless_present = "lab",
+        requires = "users_file",
+        conflicts_with = "lab"
+    )]
+    pub target: Option<String>,
+    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
+    #[arg(long, value_name = "N")]
+    pub fill: Option<String>,
+    /// --lab: how the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+    /// How many commands, how fast, and commands per session (--per-conn).
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// The commands and their relative weights, name=weight,... [default: imaptest-like,
+    /// see below].
+    #[arg(long, value_name = "MIX")]
+    pub mix: Option<String>,
+    /// The mailbox each session selects.
+    #[arg(long, default_value = "INBOX", value_name = "NAME")]
+    pub mailbox: String,
+    /// Most messages one `fetch` asks for.
+    #[arg(long, default_value = "10", value_name = "N")]
+    pub fetch_range: String,
+    /// Size of each appended message, headers included: exactly what the server stores
+    /// (RFC822.SIZE); a size below the headers' gives the headers alone.
+    #[arg(long, default_value = "10k", value_name = "SIZE")]
+    pub append_size: String,
+    /// How long an `idle` command stays in IDLE before DONE (what the server pushes
+    /// meanwhile is state-checked); 0 goes in and straight out.
+    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    pub idle_for: String,
+    /// Do not check responses against the session's model and other sessions.
+    #[arg(long)]
+    pub no_state_check: bool,
+    /// Wait for the server's continuation before an APPEND's message even when it offers
+    /// LITERAL+.
+    #[arg(long)]
+    pub no_literal_plus: bool,
+    /// Log in as a user drawn at random for each session instead of the next in turn.
+    #[arg(long)]
+    pub random_users: bool,
+    /// How sessions log in.
+    #[arg(long, value_enum, default_value = "login")]
+    pub login: ImapLoginArg,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each response.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// Observe this process tree as the system under test (repeatable; the lab's own is
+    /// observed automatically).
+    #[arg(long, value_name = "PID")]
+    pub sut_pid: Vec<u32>,
+    /// Outputs and thresholds.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// How IMAP sessions log in.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ImapLoginArg {
+    /// LOGIN.
+    Login,
+    /// AUTHENTICATE PLAIN (with SASL-IR).
+    Plain,
+}
+
+/// How POP3 sessions log in.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Pop3LoginArg {
+    /// USER and PASS.
+    User,
+    /// AUTH PLAIN.
+    Plain,
+    /// APOP (the server's greeting must carry a timestamp; the lab's does).
+    Apop,
+}
