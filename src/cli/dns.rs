@@ -1,51 +1,16 @@
 //! `DnsArgs` → validated `DnsPlan`, and the run: bind, serve, report.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::args::{DnsArgs, ZoneArgs};
+use super::args::DnsArgs;
+use super::exit::{EXIT_FAILED, EXIT_USAGE};
 use super::finish::deliver;
-use super::output::{self, OutputPlan};
-use super::{EXIT_FAILED, EXIT_USAGE};
+use super::plan::dns::{faults, synthetic};
+use super::plan::output::{self, OutputPlan};
 use crate::dns::answer::Responder;
-use crate::dns::faults::{Faults, parse_rule};
-use crate::dns::spec::{Synthetic, expand_domains};
 use crate::dns::{DnsPlan, server::Sockets};
 use crate::shutdown::Shutdown;
-
-/// The synthetic zones of `domains` over `addresses`, with `z`'s details.
-pub fn synthetic(domains: &str, addresses: Vec<IpAddr>, z: &ZoneArgs) -> Result<Synthetic, String> {
-    let ttl = crate::units::duration(&z.zone_ttl)?.as_secs();
-    let ttl = u32::try_from(ttl).map_err(|_| format!("--zone-ttl {}: too long", z.zone_ttl))?;
-    let dkim = z
-        .dkim_txt
-        .as_deref()
-        .map(|p| {
-            let text = std::fs::read(p)
-                .map_err(|e| format!("--dkim-txt {}: cannot read it: {e}", p.display()))?;
-            crate::sink::dkim::record_of(&text)
-                .map(|r| (z.dkim_txt_selector.clone(), r))
-                .map_err(|why| format!("--dkim-txt {}: {why}", p.display()))
-        })
-        .transpose()?;
-    Ok(Synthetic {
-        domains: expand_domains(domains)?,
-        mx_per_domain: z.mx_per_domain,
-        addresses,
-        dkim,
-        ttl,
-    })
-}
-
-/// Parses `--dns-rule`/`--rule` values.
-pub fn faults(rules: &[String]) -> Result<Faults, String> {
-    Ok(Faults {
-        rules: rules
-            .iter()
-            .map(|r| parse_rule(r))
-            .collect::<Result<_, _>>()?,
-    })
-}
 
 /// Validates the flags of `dns`; `threads` (`--threads`) serve each UDP socket.
 pub fn plan(a: &DnsArgs, threads: u16) -> Result<(DnsPlan, OutputPlan), String> {

@@ -1,8 +1,8 @@
 //! `mailbench doctor`, and the preflight lines every `send` and `relay` run prints first:
 //! the run's plan turned into what it needs of the machine (`crate::doctor` checks it).
 
-use super::EXIT_OK;
 use super::args::DoctorArgs;
+use super::exit::{EXIT_OK, EXIT_USAGE};
 use crate::doctor::{Needs, examine, preflight};
 use crate::load::LoadPlan;
 use crate::load::schedule::Pacing;
@@ -11,7 +11,7 @@ use crate::units;
 
 /// Runs `doctor`: every check, one line each; exit 0 (warnings only).
 pub fn doctor(a: &DoctorArgs) -> Result<u8, (u8, String)> {
-    let usage = |e: String| (super::EXIT_USAGE, e);
+    let usage = |e: String| (EXIT_USAGE, e);
     let rate = a
         .new_per_sec
         .as_deref()

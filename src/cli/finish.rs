@@ -1,7 +1,7 @@
 //! After the engine: write the result files, print the summary, pick the exit code.
 
-use super::output::OutputPlan;
-use super::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
+use super::exit::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
+use super::plan::output::OutputPlan;
 use crate::report::{csv, text, threshold};
 use crate::send::{self, SendPlan};
 use crate::shutdown::Shutdown;

@@ -1,163 +1,16 @@
 //! `mailbench lab`: a disposable lab server for manual use until Ctrl-C — an MTA that
-//! relays, or a mail store with numbered users (filled when asked) — and the lab flags
-//! `relay --lab` and `mailbox --lab` share with it.
+//! relays, or a mail store with numbered users (filled when asked) — and the sweep of
+//! what killed runs left, which every command that starts a lab does first. The lab
+//! flags are planned in `plan::lab`.
 
-use std::net::SocketAddr;
-
-use super::args::{
-    DovecotLabArgs, LabCommand, LabShape, MailFormatArg, MtaArg, MtaLabArgs, PlacementArg,
-    StoreArgs,
-};
-use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::lab::{
-    LabError, LabOptions, LabServer, MailFormat, Mta, MtaLimits, QueueKind, StoreOptions,
-};
+use super::args::{DovecotLabArgs, LabCommand, MtaArg, MtaLabArgs};
+use super::exit::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use super::plan::lab::{mta, options, postfix_only, store_options};
+use crate::lab::{LabError, LabServer};
 use crate::mailbox::bench::StoreSetup;
 use crate::shutdown::Shutdown;
 use crate::transport::target::parse_tcp;
 use crate::units;
-
-/// The MTA a `--lab` flag names.
-pub fn mta(kind: MtaArg) -> Mta {
-    match kind {
-        MtaArg::Postfix => Mta::Postfix,
-        MtaArg::Exim => Mta::Exim,
-        MtaArg::Opensmtpd => Mta::OpenSmtpd,
-        MtaArg::Sendmail => Mta::Sendmail,
-    }
-}
-
-/// Refuses what only the Postfix lab does (STARTTLS on its entry, DKIM signing through a
-/// milter, LMTP onward) for another MTA, naming the flag.
-pub fn postfix_only(mta: Mta, opts: &LabOptions) -> Result<(), String> {
-    if mta == Mta::Postfix {
-        return Ok(());
-    }
-    let flag = if opts.starttls {
-        "--tls starttls (--starttls)"
-    } else if opts.dkim.is_some() {
-        "--mta-dkim-key"
-    } else if opts.relay_lmtp {
-        "--relay lmtp:"
-    } else {
-        return Ok(());
-    };
-    Err(format!(
-        "{flag}: the {} lab does not do this yet; only --lab postfix does",
-        mta.name()
-    ))
-}
-
-fn placement(p: PlacementArg) -> QueueKind {
-    match p {
-        PlacementArg::Tmpfs => QueueKind::Tmpfs,
-        PlacementArg::Disk => QueueKind::Disk,
-    }
-}
-
-/// `key=value` overrides of a server's own settings, as `flag` gave them.
-pub fn settings(
-    flag: &str,
-    list: &[String],
-    example: &str,
-) -> Result<Vec<(String, String)>, String> {
-    list.iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| format!("{flag} {kv:?}: write key=value, e.g. {example}"))
-        })
-        .collect()
-}
-
-/// The lab MTA's options from its flags; it relays to `relay` over SMTP.
-pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<LabOptions, String> {
-    let settings = settings("--mta-conf", &shape.mta_conf, "default_process_limit=100")?;
-    let positive = |flag: &str, n: Option<u32>| match n {
-        Some(0) => Err(format!("{flag} 0: give at least 1")),
-        n => Ok(n),
-    };
-    if shape.hops == 0 || shape.hops > 8 {
-        return Err("--hops must be between 1 and 8".into());
-    }
-    Ok(LabOptions {
-        hops: shape.hops,
-        queue: placement(shape.queue),
-        settings,
-        limits: MtaLimits {
-            processes: positive("--mta-processes", shape.mta_processes)?,
-            per_destination: positive("--mta-dest-concurrency", shape.mta_dest_concurrency)?,
-        },
-        relay,
-        relay_lmtp: false,
-        hold: false,
-        dns: None,
-        dkim: match &shape.mta_dkim_key {
-            Some(key) => {
-                crate::lab::opendkim::check()?;
-                Some(crate::lab::DkimSigning {
-                    key: key.clone(),
-                    domain: shape.mta_dkim_domain.clone(),
-                    selector: shape.mta_dkim_selector.clone(),
-                })
-            }
-            None => None,
-        },
-        starttls,
-    })
-}
-
-/// Whether any store flag was given (they only mean something with a lab store).
-pub fn store_flags_given(a: &StoreArgs) -> bool {
-    a.users.is_some()
-        || a.user_template.is_some()
-        || a.password_template.is_some()
-        || a.mail_format.is_some()
-        || a.storage.is_some()
-        || !a.doveconf.is_empty()
-}
-
-/// The lab store's options from its flags.
-pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, String> {
-    let users = match &a.users {
-        Some(n) => units::count(n).map_err(|e| format!("--users: {e}"))?,
-        None => 100,
-    };
-    if users == 0 || users > 1_000_000 {
-        return Err("--users must be between 1 and 1000000".into());
-    }
-    let user_template = a
-        .user_template
-        .clone()
-        .unwrap_or_else(|| "user{num}@store.test".into());
-    if users > 1 && !user_template.contains("{num}") {
-        return Err(format!(
-            "--user-template {user_template:?} gives every user the same address; put {{num}} in it, e.g. user{{num}}@store.test"
-        ));
-    }
-    if !crate::message::users::valid_address(&user_template.replace("{num}", "1")) {
-        return Err(format!(
-            "--user-template {user_template:?} is not an address; write e.g. user{{num}}@store.test"
-        ));
-    }
-    Ok(StoreOptions {
-        users: users as u32,
-        user_template,
-        password_template: a
-            .password_template
-            .clone()
-            .unwrap_or_else(|| "secret{num}".into()),
-        mail_format: match a.mail_format {
-            None | Some(MailFormatArg::Maildir) => MailFormat::Maildir,
-            Some(MailFormatArg::Mdbox) => MailFormat::Mdbox,
-        },
-        placement: placement(a.storage.unwrap_or(PlacementArg::Tmpfs)),
-        starttls,
-        settings: settings("--doveconf", &a.doveconf, "mail_fsync=always")?,
-        server_stats: a.server_stats,
-    })
-}
 
 /// Cleans the labs that runs killed outright (`kill -9`) left behind — their servers,
 /// mounts and directories — once a command's flags are checked and it is about to start
@@ -220,7 +73,7 @@ async fn dovecot(a: DovecotLabArgs) -> Result<u8, (u8, String)> {
     let per_user = units::count(&a.fill).map_err(|e| usage(format!("--fill: {e}")))?;
     let fill = match per_user {
         0 => None,
-        n => Some(super::mailbox::fill(&a.filling, n).map_err(usage)?),
+        n => Some(super::plan::fill::fill(&a.filling, n).map_err(usage)?),
     };
     let setup = StoreSetup {
         store: crate::lab::Store::Dovecot,
@@ -232,7 +85,7 @@ async fn dovecot(a: DovecotLabArgs) -> Result<u8, (u8, String)> {
     );
     let (lab, filled) = crate::mailbox::bench::store(setup, fill, &shutdown)
         .await
-        .map_err(super::mailbox::exit)?;
+        .map_err(super::exit::mailbox)?;
     let mut text = describe(lab.as_ref());
     if let Some(r) = filled {
         text += &format!(

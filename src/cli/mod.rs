@@ -7,13 +7,13 @@
 pub mod args;
 pub mod dns;
 pub mod doctor;
+pub mod exit;
 pub mod finish;
 pub mod lab;
 pub mod mailbox;
-pub mod output;
+pub mod plan;
 pub mod relay;
 pub mod report;
-pub mod scale;
 pub mod send;
 pub mod sink;
 pub mod vary;
@@ -22,14 +22,7 @@ use std::process::ExitCode;
 
 use args::{Cli, Command};
 
-/// Exit code: the run completed and every threshold held.
-pub const EXIT_OK: u8 = 0;
-/// Exit code: bad usage or input; nothing was run.
-pub const EXIT_USAGE: u8 = 1;
-/// Exit code: the run could not be done or broke down.
-pub const EXIT_FAILED: u8 = 2;
-/// Exit code: the run completed but a threshold was breached.
-pub const EXIT_THRESHOLD: u8 = 3;
+pub use exit::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
 
 /// The commands that run connections: they take `--threads` after their name too
 /// (`mailbench send --threads 2 …`), as well as before it (`mailbench --threads 2 send …`).
@@ -109,19 +102,12 @@ pub fn run(cli: Cli) -> ExitCode {
     }
     let runtime = || runtime(cli.threads);
     let result = match cli.command {
-        Command::Send(a) => crate::transport::target::parse_targets(&a.target, 25)
-            .and_then(|t| send::plan(t, Some(&a.target), &a.load, &send::SEND_DEFAULTS))
-            .and_then(|(mut plan, outputs)| {
-                scale::apply(&mut plan, &a.scale, a.load.rounds, |v| {
-                    std::env::var(v).ok()
-                })?;
-                Ok((plan, outputs))
-            })
+        Command::Send(a) => send::plan(&a, |v| std::env::var(v).ok())
             .map_err(|e| (EXIT_USAGE, e))
-            .and_then(|(plan, outputs)| {
+            .and_then(|(plan, outputs, rounds)| {
                 runtime()
                     .map_err(|e| (EXIT_FAILED, e))?
-                    .block_on(finish::send(plan, outputs, a.load.rounds))
+                    .block_on(finish::send(plan, outputs, rounds))
             }),
         Command::Relay(a) => runtime()
             .map_err(|e| (EXIT_FAILED, e))
@@ -155,7 +141,7 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     match result {
         Ok(code) => {
-            output::hold_metrics();
+            plan::output::hold_metrics();
             ExitCode::from(code)
         }
         Err((code, msg)) => {

@@ -2,10 +2,13 @@
 
 use std::net::SocketAddr;
 
-use super::args::{DEFAULT_TO, RelayArgs};
+use super::args::{DEFAULT_TO, LoadArgs, RelayArgs};
+use super::exit::{EXIT_FAILED, EXIT_USAGE};
 use super::finish::deliver;
-use super::send::{Defaults, plan as send_plan};
-use super::{EXIT_FAILED, EXIT_USAGE};
+use super::plan::lab::{mta, options, postfix_only};
+use super::plan::load::Defaults;
+use super::plan::output::OutputPlan;
+use super::plan::send::plan as send_plan;
 use crate::lab::Mta;
 use crate::relay::verdict::StepRules;
 use crate::relay::{FindMaxPlan, RelayDns, RelayError, RelayPlan};
@@ -29,7 +32,7 @@ const LIST_SERVER_DOMAINS: &str = "254";
 
 /// `--list-server`: one message (unless `-n` says otherwise) with one recipient per domain
 /// of a count spec, one session (unless `-c`).
-fn list_server(load: &mut super::args::LoadArgs, spec: &str) -> Result<(), String> {
+fn list_server(load: &mut LoadArgs, spec: &str) -> Result<(), String> {
     let n: u64 = spec.trim().parse().map_err(|_| {
         format!("--list-server: --dns-domains must be a count (got {spec:?}); the recipients are u{{rcpt}}@d{{rcpt}}.example.test")
     })?;
@@ -44,8 +47,20 @@ fn list_server(load: &mut super::args::LoadArgs, spec: &str) -> Result<(), Strin
     Ok(())
 }
 
+/// A planned `relay`: the benchmark, its outputs, and how it is repeated.
+struct Planned {
+    plan: RelayPlan,
+    outputs: OutputPlan,
+    /// `--rounds`.
+    rounds: u32,
+    /// The lab MTAs, in `--lab`'s order (several are compared in rotating rounds).
+    mtas: Vec<Mta>,
+    /// `--compare-postconf`: one setting's two values, in alternating rounds.
+    compare: Option<String>,
+}
+
 /// Validates `relay`'s flags.
-fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String> {
+fn plan(a: &RelayArgs) -> Result<Planned, String> {
     let sink: SocketAddr = match (&a.sink, !a.lab.is_empty()) {
         (Some(s), _) => parse_tcp(s, 2525, "--sink")?,
         (None, true) => SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -92,7 +107,7 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
     }
     let dns = match &spec {
         Some(spec) => {
-            let zones = super::dns::synthetic(spec, Vec::new(), &a.dns_zone)?;
+            let zones = super::plan::dns::synthetic(spec, Vec::new(), &a.dns_zone)?;
             if load.message.to == DEFAULT_TO {
                 // Recipients spread over the domains; a count names them d0..dN-1.
                 if spec.trim().parse::<u64>().is_err() {
@@ -104,7 +119,7 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
             }
             Some(RelayDns {
                 zones,
-                faults: super::dns::faults(&a.dns_rule)?,
+                faults: super::plan::dns::faults(&a.dns_rule)?,
                 sinks: a.dns_sinks,
             })
         }
@@ -125,16 +140,16 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
             }
             let starttls = send.client.tls.mode == TlsMode::Starttls;
             // The relay target (the sink) is known once its listener is bound.
-            let opts = super::lab::options(&a.shape, sink, starttls)?;
+            let opts = options(&a.shape, sink, starttls)?;
             for (i, &kind) in a.lab.iter().enumerate() {
-                let mta = super::lab::mta(kind);
+                let mta = mta(kind);
                 if a.lab[..i].contains(&kind) {
                     return Err(format!(
                         "--lab: {} is named twice; name each MTA once",
                         mta.name()
                     ));
                 }
-                super::lab::postfix_only(mta, &opts)?;
+                postfix_only(mta, &opts)?;
                 if a.flush && mta != Mta::Postfix {
                     return Err(format!(
                         "--flush: the {} lab has no hold queue; the flush benchmark runs on --lab postfix",
@@ -145,7 +160,7 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
             if a.lab.len() > 1 && !opts.settings.is_empty() {
                 return Err("--mta-conf with several MTAs in --lab: each MTA names its settings differently; compare them on the lab's settings (and --mta-processes, --mta-dest-concurrency), or run one MTA at a time".into());
             }
-            Some((super::lab::mta(first), opts))
+            Some((mta(first), opts))
         }
         None => None,
     };
@@ -181,41 +196,51 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
         dkim_verify: a
             .dkim_verify
             .as_deref()
-            .map(super::sink::dkim_verifier)
+            .map(super::plan::dkim::verifier)
             .transpose()?,
         dns,
     };
-    Ok((plan, outputs))
+    if a.compare_postconf.is_some() && a.lab.len() > 1 {
+        return Err(
+            "--compare-postconf compares two settings of one MTA; give --lab one MTA".into(),
+        );
+    }
+    Ok(Planned {
+        plan,
+        outputs,
+        rounds: a.load.rounds,
+        mtas: a.lab.iter().map(|k| mta(*k)).collect(),
+        compare: a.compare_postconf.clone(),
+    })
 }
 
 /// Runs `relay`. Errors carry their exit code.
 pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
-    let (plan, outputs) = plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    if a.compare_postconf.is_some() && a.lab.len() > 1 {
-        return Err((
-            EXIT_USAGE,
-            "--compare-postconf compares two settings of one MTA; give --lab one MTA".into(),
-        ));
-    }
-    if !a.lab.is_empty() {
+    let Planned {
+        plan,
+        outputs,
+        rounds,
+        mtas,
+        compare,
+    } = plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    if !mtas.is_empty() {
         super::lab::clean_leftovers("relay");
     }
-    if let Some(spec) = &a.compare_postconf {
+    // The rounds runner reads the relay's flags itself (moving below the CLI).
+    if let Some(spec) = &compare {
         return super::vary::settings(&a, spec, plan, outputs.files.json.clone()).await;
     }
-    if a.lab.len() > 1 {
-        let mtas: Vec<Mta> = a.lab.iter().map(|k| super::lab::mta(*k)).collect();
+    if mtas.len() > 1 {
         return super::vary::mtas(&a, &mtas, plan, outputs.files.json.clone()).await;
     }
     let preflight =
         super::doctor::preflight_run("relay", &plan.send.load, &plan.send.client.targets, 2);
     let shutdown = Shutdown::install();
     // Each round is a whole benchmark: with --lab, on a fresh lab.
-    let mut results = super::finish::in_rounds(a.load.rounds, &shutdown, |round| {
+    let mut results = super::finish::in_rounds(rounds, &shutdown, |round| {
         let (mut plan, shutdown) = (plan.clone(), shutdown.clone());
         // Each round's lab logs, named by the MTA and the round.
-        if let (Some((mta, _)), Some(json), true) = (&plan.lab, &plan.keep_logs, a.load.rounds > 1)
-        {
+        if let (Some((mta, _)), Some(json), true) = (&plan.lab, &plan.keep_logs, rounds > 1) {
             plan.keep_logs = Some(super::finish::round_logs(json, mta.name(), round));
         }
         async move {

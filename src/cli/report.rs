@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::args::{CompareArgs, MergeArgs, ReportArgs};
-use super::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
+use super::exit::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
 use crate::report::compare::{self, Side};
 
 /// Runs `report`. Errors carry their exit code.
@@ -69,7 +69,7 @@ pub fn merge(a: &MergeArgs) -> Result<u8, (u8, String)> {
         .map(|t| crate::report::threshold::Threshold::parse(t, &vocabulary))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let outputs = super::output::OutputPlan {
+    let outputs = super::plan::output::OutputPlan {
         files: crate::report::Outputs {
             json: Some(a.output.clone()),
             csv: None,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::args::SinkArgs;
-use super::output::{self, OutputPlan};
+use super::plan::output::{self, OutputPlan};
 use crate::message::users;
 use crate::sink::faults::{FaultPlan, parse_rule, user_flags};
 use crate::sink::plan::SinkPlan;
@@ -161,23 +161,18 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
             .map(units::size)
             .transpose()?
             .unwrap_or(0) as u64,
-        dkim: a.dkim_verify.as_deref().map(dkim_verifier).transpose()?,
+        dkim: a
+            .dkim_verify
+            .as_deref()
+            .map(super::plan::dkim::verifier)
+            .transpose()?,
         progress,
         run_id: a
             .run_id
             .as_deref()
-            .map(|id| super::scale::run_id(id, "--run-id"))
+            .map(|id| super::plan::scale::run_id(id, "--run-id"))
             .transpose()?,
         config_json,
     };
     Ok((plan, outputs))
-}
-
-/// The DKIM verifier of `--dkim-verify FILE` (sink, and the relay's embedded sink).
-pub fn dkim_verifier(
-    path: &std::path::Path,
-) -> Result<std::sync::Arc<crate::sink::dkim::Verifier>, String> {
-    let text = std::fs::read(path)
-        .map_err(|e| format!("--dkim-verify {}: cannot read it: {e}", path.display()))?;
-    crate::sink::dkim::Verifier::new(&text, &path.display().to_string()).map(std::sync::Arc::new)
 }

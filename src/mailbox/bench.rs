@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::plan::{ImapPlan, Pop3Plan};
 use super::populate::aim;
 use super::profile::ProfilePlan;
-use crate::lab::{LabError, Store, StoreLab, StoreOptions};
+use crate::lab::{LabError, Store, StoreLab, StoreOptions, StoreUser};
 use crate::run::live::say;
 use crate::run::sampler::{Pids, Sampler};
 use crate::send::SendPlan;
@@ -240,7 +240,7 @@ pub async fn workload(
 }
 
 /// Runs `mailbox populate` on a lab store: the LMTP delivery rate into a fresh store. (Against
-/// a server of one's own, population is a `send` run, planned by `cli::mailbox`.)
+/// a server of one's own, `populate_own`.)
 pub async fn populate(
     setup: StoreSetup,
     fill: Fill,
@@ -251,6 +251,22 @@ pub async fn populate(
     let mut r = filled.ok_or_else(|| MailboxError::Failed("nothing was filled".into()))?;
     r.command = "populate".into();
     lab_extras(lab.as_ref(), &mut r);
+    Ok(r)
+}
+
+/// Runs `mailbox populate` on a store of one's own: the fill, aimed at its LMTP `target`
+/// and its `users`, is a `send` run recorded under the populate name.
+pub async fn populate_own(
+    mut fill: Fill,
+    target: Target,
+    users: &[StoreUser],
+    shutdown: Shutdown,
+) -> Result<Results, MailboxError> {
+    aim(&mut fill.send, target, users, fill.per_user, fill.folders);
+    let mut r = crate::send::run(fill.send, shutdown)
+        .await
+        .map_err(MailboxError::Usage)?;
+    r.command = "populate".into();
     Ok(r)
 }
 

@@ -1,7 +1,7 @@
 //! The output flags every command shares, validated: where the results go and what they
 //! must satisfy (for the output stage), and how the run shows itself (for the engine).
 
-use super::args::OutputArgs;
+use crate::cli::args::OutputArgs;
 use crate::report::Outputs;
 use crate::report::threshold::Threshold;
 use crate::run::Progress;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::args::ScaleArgs;
+use crate::cli::args::ScaleArgs;
 use crate::load::shard::Shard;
 use crate::send::SendPlan;
 use crate::units;

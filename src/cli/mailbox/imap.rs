@@ -1,0 +1,120 @@
+//! `mailbox imap`: IMAP users' sessions running a mix of commands (imaptest's job).
+
+use crate::cli::args::{ImapArgs, ImapLoginArg};
+use crate::cli::exit::{self, EXIT_USAGE};
+use crate::cli::finish::deliver;
+use crate::cli::plan::load::Defaults;
+use crate::cli::plan::{client, load, output, store};
+use crate::mailbox::bench::{Fill, StoreSetup, Workload};
+use crate::mailbox::plan::{DEFAULT_MIX, ImapLogin, ImapPlan, Mix};
+use crate::shutdown::Shutdown;
+use crate::units;
+
+/// `mailbox imap`'s defaults: 10,000 commands over 10 sessions (imaptest's clients=10).
+pub const IMAP_DEFAULTS: Defaults = Defaults {
+    concurrency: "10",
+    size: "10k",
+    messages: 10_000,
+    thresholds: crate::mailbox::IMAP_THRESHOLDS,
+};
+
+/// Validates `mailbox imap`'s flags.
+fn imap_plan(
+    a: &ImapArgs,
+) -> Result<
+    (
+        ImapPlan,
+        Option<StoreSetup>,
+        Option<Fill>,
+        output::OutputPlan,
+    ),
+    String,
+> {
+    let (outputs, progress) = output::plan(&a.out, None, &IMAP_DEFAULTS.thresholds)?;
+    let (load, load_json) = load::shape(&a.shape, &IMAP_DEFAULTS, progress)?;
+    let mut w = store::Where::plan(
+        &a.server,
+        &a.target,
+        &a.fill,
+        &a.filling,
+        &a.tls,
+        (143, 993),
+    )?;
+    let timeouts = client::Timeouts::plan(&a.connect_timeout, &a.timeout)?;
+    let mix_spec = a.mix.as_deref().unwrap_or(DEFAULT_MIX);
+    let mix = Mix::parse(mix_spec)?;
+    let fetch_range =
+        match units::count(&a.fetch_range).map_err(|e| format!("--fetch-range: {e}"))? {
+            0 => return Err("--fetch-range must be at least 1".into()),
+            n => u32::try_from(n).unwrap_or(u32::MAX),
+        };
+    let append_size = units::size(&a.append_size).map_err(|e| format!("--append-size: {e}"))?;
+    if append_size > 64 << 20 {
+        return Err("--append-size must be at most 64m".into());
+    }
+    if a.mailbox.is_empty() || a.mailbox.contains(['\r', '\n']) {
+        return Err("--mailbox must be a mailbox name on one line".into());
+    }
+    let idle_for = units::duration(&a.idle_for).map_err(|e| format!("--idle-for: {e}"))?;
+    let login = match a.login {
+        ImapLoginArg::Login => ImapLogin::Login,
+        ImapLoginArg::Plain => ImapLogin::Plain,
+    };
+    let mut config_json = serde_json::json!({
+        "protocol": "imap",
+        "target": a.target,
+        "interval_s": progress.interval.as_secs_f64(),
+        "thresholds": a.out.threshold,
+        "mix": mix_spec,
+        "mailbox": a.mailbox,
+        "fetch_range": fetch_range,
+        "append_size": append_size,
+        "idle_for_s": idle_for.as_secs_f64(),
+        "check_state": !a.no_state_check,
+        "literal_plus": !a.no_literal_plus,
+        "random_users": a.random_users,
+        "login": login,
+    });
+    w.describe(&mut config_json, &a.server);
+    if let (Some(all), serde_json::Value::Object(mut m)) = (config_json.as_object_mut(), load_json)
+    {
+        if let Some(n) = m.remove("messages") {
+            m.insert("commands".into(), n);
+        }
+        all.extend(m);
+    }
+    let plan = ImapPlan {
+        load,
+        sessions: w.sessions(a.random_users, &timeouts),
+        login,
+        mix,
+        mailbox: a.mailbox.clone(),
+        fetch_range,
+        append_size,
+        idle_for,
+        check_state: !a.no_state_check,
+        literal_plus: !a.no_literal_plus,
+        config_json,
+    };
+    Ok((plan, w.setup, w.fill, outputs))
+}
+
+/// Runs `mailbox imap`. Errors carry their exit code.
+pub(super) async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
+    let (plan, setup, fill, outputs) = imap_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    super::sweep_before(&setup);
+    let shutdown = Shutdown::install();
+    let work = Workload::Imap(plan);
+    let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
+        .await
+        .map_err(exit::mailbox)?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox imap: {} commands against {} in {:.2} s",
+            r.counters.sent,
+            r.config["target"].as_str().unwrap_or("the lab's Dovecot"),
+            r.duration_s
+        );
+        crate::report::text::render_imap(r, crate::imap::steps::STEPS, &headline)
+    })
+}

@@ -1,0 +1,156 @@
+//! `mailbox populate`: fill a store's mailboxes over LMTP, or over IMAP APPEND with
+//! flags, and report the rate.
+
+use crate::cli::args::{PopulateArgs, ViaArg};
+use crate::cli::exit::{self, EXIT_USAGE};
+use crate::cli::finish::deliver;
+use crate::cli::plan::{fill, lab, output, store};
+use crate::lab::StoreUser;
+use crate::mailbox::bench::StoreSetup;
+use crate::shutdown::Shutdown;
+use crate::transport::target::{Target, parse_target};
+use crate::units;
+
+/// Where `populate` delivers.
+enum Destination {
+    /// A lab store, started for the run.
+    Lab(StoreSetup),
+    /// A store of one's own: its LMTP server and users.
+    Own(Target, Vec<StoreUser>),
+}
+
+/// Runs `mailbox populate`. Errors carry their exit code.
+pub(super) async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    let setup = lab::store_setup(&a.server, false).map_err(usage)?;
+    let per_user = units::count(&a.per_user).map_err(|e| usage(format!("--per-user: {e}")))?;
+    if per_user == 0 {
+        return Err(usage("--per-user must be at least 1".into()));
+    }
+    if a.via == ViaArg::Imap || a.imap.is_some() {
+        return populate_imap(&a, setup, per_user).await;
+    }
+    if a.flags.is_some() {
+        return Err(usage(
+            "--flags are set over IMAP: give --via imap (LMTP delivers without flags)".into(),
+        ));
+    }
+    let (outputs, progress) =
+        output::plan(&a.out, None, &crate::send::THRESHOLDS).map_err(usage)?;
+    let mut fill = fill::fill(&a.filling, per_user).map_err(usage)?;
+    fill.send.load.progress = progress;
+    fill.send.config_json["interval_s"] = progress.interval.as_secs_f64().into();
+    fill.send.config_json["thresholds"] = a.out.threshold.clone().into();
+    fill.send.config_json["per_user"] = per_user.into();
+    let into = match (setup, &a.lmtp, &a.server.users_file) {
+        (Some(setup), _, _) => Destination::Lab(setup),
+        (None, Some(lmtp), Some(file)) => {
+            let target = parse_target(lmtp, 24).map_err(usage)?;
+            let users = store::users_file(file).map_err(usage)?;
+            fill.send.config_json["target"] = lmtp.clone().into();
+            Destination::Own(target, users)
+        }
+        _ => {
+            return Err(usage(
+                "give --lab dovecot, or --lmtp ADDR and --users-file FILE".into(),
+            ));
+        }
+    };
+    if matches!(into, Destination::Lab(_)) {
+        crate::cli::lab::clean_leftovers("mailbox");
+    }
+    let shutdown = Shutdown::install();
+    let results = match into {
+        Destination::Lab(setup) => crate::mailbox::bench::populate(setup, fill, shutdown).await,
+        Destination::Own(target, users) => {
+            crate::mailbox::bench::populate_own(fill, target, &users, shutdown).await
+        }
+    }
+    .map_err(exit::mailbox)?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox populate: {} messages over LMTP in {:.2} s",
+            r.counters.sent, r.duration_s
+        );
+        crate::report::text::render(r, crate::smtp::steps::STEPS, &headline)
+    })
+}
+
+/// `populate --via imap`: APPEND with flags, into the lab or a store of one's own.
+async fn populate_imap(
+    a: &PopulateArgs,
+    setup: Option<StoreSetup>,
+    per_user: u64,
+) -> Result<u8, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    if a.filling.eml.is_some() {
+        return Err(usage(
+            "--eml fills over LMTP only; drop --via imap, or use generated messages".into(),
+        ));
+    }
+    let (outputs, _) =
+        output::plan(&a.out, None, &crate::mailbox::IMAP_THRESHOLDS).map_err(usage)?;
+    let flags = match &a.flags {
+        Some(spec) => crate::mailbox::append::parse_flags(spec).map_err(usage)?,
+        None => Vec::new(),
+    };
+    let folders = units::count(&a.filling.folders).map_err(|e| usage(format!("--folders: {e}")))?;
+    if folders == 0 || folders > 100 {
+        return Err(usage("--folders must be between 1 and 100".into()));
+    }
+    let size =
+        units::size_range(&a.filling.fill_size).map_err(|e| usage(format!("--fill-size: {e}")))?;
+    let concurrency = units::count(&a.filling.fill_concurrency)
+        .map_err(|e| usage(format!("--fill-concurrency: {e}")))?;
+    if concurrency == 0 {
+        return Err(usage("--fill-concurrency must be at least 1".into()));
+    }
+    let (imap, users) = match (&setup, &a.imap, &a.server.users_file) {
+        (Some(_), _, _) => (None, Vec::new()),
+        (None, Some(t), Some(f)) => (
+            Some(parse_target(t, 143).map_err(|e| usage(format!("--imap: {e}")))?),
+            store::users_file(f).map_err(usage)?,
+        ),
+        _ => {
+            return Err(usage(
+                "give --lab dovecot, or --imap HOST:PORT and --users-file FILE".into(),
+            ));
+        }
+    };
+    let plan = crate::mailbox::append::AppendPlan {
+        imap,
+        users,
+        per_user,
+        folders: folders as u32,
+        size,
+        flags: flags.clone(),
+        concurrency: concurrency as usize,
+        connect: crate::mailbox::profile::user::connect_options(
+            std::time::Duration::from_secs(10),
+            std::time::Duration::from_secs(60),
+        ),
+        config_json: serde_json::json!({
+            "protocol": "imap",
+            "via": "append",
+            "per_user": per_user,
+            "folders": folders,
+            "size": a.filling.fill_size,
+            "flags": flags.iter().map(|(f, s)| serde_json::json!({"flag": f, "share": s})).collect::<Vec<_>>(),
+            "fill_concurrency": concurrency,
+            "lab": a.server.lab.map(|_| "dovecot"),
+            "thresholds": a.out.threshold,
+        }),
+    };
+    super::sweep_before(&setup);
+    let shutdown = Shutdown::install();
+    let results = crate::mailbox::bench::append(plan, setup, shutdown)
+        .await
+        .map_err(exit::mailbox)?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox populate: {} messages over IMAP APPEND in {:.2} s",
+            r.counters.sent, r.duration_s
+        );
+        crate::report::text::render_imap(r, crate::imap::steps::STEPS, &headline)
+    })
+}

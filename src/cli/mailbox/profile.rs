@@ -1,0 +1,245 @@
+//! `mailbox profile`: virtual users of a scenario, at once or ramped up to the store's
+//! capacity.
+
+use std::sync::Arc;
+
+use crate::cli::args::{MtaArg, ProfileArgs};
+use crate::cli::exit::{self, EXIT_USAGE};
+use crate::cli::finish::deliver;
+use crate::cli::plan::{client, fill, lab, output, store};
+use crate::mailbox::bench::{Fill, StoreSetup, Workload};
+use crate::mailbox::profile::scenario::Scenario;
+use crate::mailbox::profile::{Population, ProfilePlan};
+use crate::report::threshold::Threshold;
+use crate::shutdown::Shutdown;
+use crate::transport::target::parse_target;
+use crate::transport::tls::TlsPlan;
+use crate::units;
+
+/// Parses `START:STEP/PERIOD` (`--ramp-users 100:50/30s`).
+fn ramp_users(spec: &str, max: u64) -> Result<Population, String> {
+    let bad = || {
+        format!(
+            "--ramp-users {spec:?}: expected START:STEP/PERIOD, e.g. 100:50/30s (100 users, 50 more every 30 s)"
+        )
+    };
+    let (start, rest) = spec.split_once(':').ok_or_else(bad)?;
+    let (step, period) = rest.split_once('/').ok_or_else(bad)?;
+    let start = units::count(start).map_err(|_| bad())?;
+    let step = units::count(step).map_err(|_| bad())?;
+    let period = units::duration(period).map_err(|_| bad())?;
+    if start == 0 || step == 0 || period.is_zero() {
+        return Err(format!(
+            "--ramp-users {spec:?}: START, STEP and PERIOD must be above zero"
+        ));
+    }
+    if start > max {
+        return Err(format!(
+            "--ramp-users starts at {start} users, above --max-users {max} (at most one virtual user per mailbox)"
+        ));
+    }
+    Ok(Population::Ramp {
+        start,
+        step,
+        period,
+        max,
+    })
+}
+
+/// Validates `mailbox profile`'s flags.
+fn profile_plan(
+    a: &ProfileArgs,
+) -> Result<
+    (
+        ProfilePlan,
+        Option<StoreSetup>,
+        Option<Fill>,
+        output::OutputPlan,
+    ),
+    String,
+> {
+    let (outputs, progress) = output::plan(&a.out, None, &crate::mailbox::profile::THRESHOLDS)?;
+    let scenario = Scenario::load(&a.scenario)?;
+    let setup = lab::store_setup(&a.server, false)?;
+    let lab = setup.is_some();
+    let fill = fill::lab_fill(&a.fill, &a.filling, lab)?;
+    let users = match &a.server.users_file {
+        Some(f) => store::users_file(f)?,
+        None => Vec::new(),
+    };
+    if !lab && a.imap.is_none() && a.pop3.is_none() {
+        return Err("give --lab dovecot, or the store's --imap (and --pop3, --lmtp as the scenario needs) with --users-file".into());
+    }
+    let target = |flag: &str, v: &Option<String>, port: u16| {
+        v.as_deref()
+            .map(|t| parse_target(t, port).map_err(|e| format!("--{flag}: {e}")))
+            .transpose()
+    };
+    // Each virtual user needs a mailbox of its own: two on one would take each other's
+    // messages and POP3 lock, failures that say nothing of the server's capacity.
+    let mailboxes = match &setup {
+        Some(s) => u64::from(s.options.users),
+        None => users.len() as u64,
+    };
+    let too_many = |flag: &str, n: u64| {
+        format!(
+            "{flag} {n} is more than the {mailboxes} mailboxes{}: each virtual user needs its own (two on one mailbox take each other's messages); {}",
+            if lab {
+                " (--users)"
+            } else {
+                " of --users-file"
+            },
+            if lab {
+                format!("give --users {n} or more")
+            } else {
+                format!("list {n} users or more in --users-file")
+            }
+        )
+    };
+    let max = match &a.max_users {
+        Some(m) => {
+            let m = units::count(m).map_err(|e| format!("--max-users: {e}"))?;
+            if m > mailboxes && mailboxes > 0 {
+                return Err(too_many("--max-users", m));
+            }
+            m
+        }
+        None => mailboxes,
+    };
+    let population = match &a.ramp_users {
+        Some(spec) => ramp_users(spec, max)?,
+        None => {
+            let run_for = units::duration(a.duration.as_deref().unwrap_or("60s"))?;
+            if run_for.is_zero() {
+                return Err("--duration must be above zero".into());
+            }
+            let users = match &a.virtual_users {
+                Some(v) => units::count(v).map_err(|e| format!("--virtual-users: {e}"))?,
+                None => mailboxes,
+            };
+            if users == 0 {
+                return Err("--virtual-users must be at least 1".into());
+            }
+            if users > mailboxes && mailboxes > 0 {
+                return Err(too_many("--virtual-users", users));
+            }
+            Population::Fixed { users, run_for }
+        }
+    };
+    // With a ramp, -z (when given) ends the whole run, cutting the step it falls in.
+    let run_limit = match (&a.ramp_users, &a.duration) {
+        (Some(_), Some(z)) => {
+            let z = units::duration(z)?;
+            if z.is_zero() {
+                return Err("--duration must be above zero".into());
+            }
+            Some(z)
+        }
+        _ => None,
+    };
+    let time_scale: f64 = a
+        .time_scale
+        .parse()
+        .ok()
+        .filter(|x: &f64| x.is_finite() && *x > 0.0 && *x <= 1e6)
+        .ok_or_else(|| {
+            format!(
+                "--time-scale {:?}: give a number above 0, e.g. 60",
+                a.time_scale
+            )
+        })?;
+    let rules = a
+        .capacity_rule
+        .iter()
+        .map(|r| {
+            Threshold::parse(r, &crate::mailbox::profile::THRESHOLDS)
+                .map_err(|e| e.replace("--threshold", "--capacity-rule"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(m) = a.mta.filter(|m| *m != MtaArg::Postfix) {
+        return Err(format!(
+            "--mta {}: only the Postfix lab delivers into the store (over LMTP); use --mta postfix",
+            lab::mta(m).name()
+        ));
+    }
+    let timeouts = client::Timeouts::plan(&a.connect_timeout, &a.timeout)?;
+    let mut config_json = serde_json::json!({
+        "protocol": "imap",
+        "scenario": scenario.name,
+        "time_scale": time_scale,
+        "population": match population {
+            Population::Fixed { users, run_for } => serde_json::json!({"users": users, "duration_s": run_for.as_secs_f64()}),
+            Population::Ramp { start, step, period, max } => serde_json::json!({"ramp_start": start, "ramp_step": step, "step_s": period.as_secs_f64(), "max_users": max}),
+        },
+        "capacity_rules": a.capacity_rule,
+        "run_limit_s": run_limit.map(|d| d.as_secs_f64()),
+        "send_via": if a.mta.is_some() { "lab postfix" } else if a.smtp.is_some() { "smtp" } else { "lmtp" },
+        "thresholds": a.out.threshold,
+        "interval_s": progress.interval.as_secs_f64(),
+    });
+    let w = store::Where {
+        setup,
+        target: None,
+        users: Vec::new(),
+        fill,
+        tls: TlsPlan::NONE,
+    };
+    w.describe(&mut config_json, &a.server);
+    if !lab {
+        // Ask for exactly the servers the scenario's users talk to (after the flags' own
+        // checks, which name a flag).
+        let needs = scenario.needs(a.smtp.is_some());
+        for (flag, needed, given) in [
+            ("imap", needs.imap, a.imap.is_some()),
+            ("pop3", needs.pop3, a.pop3.is_some()),
+            ("lmtp", needs.lmtp, a.lmtp.is_some()),
+        ] {
+            if needed && !given {
+                return Err(format!(
+                    "--scenario {}: its users need a {flag} server; give --{flag} HOST:PORT",
+                    scenario.name
+                ));
+            }
+        }
+    }
+    let plan = ProfilePlan {
+        scenario,
+        population,
+        time_scale,
+        rules,
+        imap: target("imap", &a.imap, 143)?,
+        pop3: target("pop3", &a.pop3, 110)?,
+        lmtp: target("lmtp", &a.lmtp, 24)?,
+        smtp: target("smtp", &a.smtp, 25)?,
+        lab_mta: a.mta.is_some(),
+        users: Arc::new(users),
+        connect: crate::mailbox::profile::user::connect_options(timeouts.connect, timeouts.command),
+        quiet: progress.quiet,
+        interval: progress.interval,
+        run_limit,
+        config_json,
+    };
+    Ok((plan, w.setup, w.fill, outputs))
+}
+
+/// Runs `mailbox profile`. Errors carry their exit code.
+pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
+    let (plan, setup, fill, outputs) = profile_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    super::sweep_before(&setup);
+    let shutdown = Shutdown::install();
+    let work = Workload::Profile(Box::new(plan));
+    let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
+        .await
+        .map_err(exit::mailbox)?;
+    deliver(results, &outputs, |r| {
+        let headline = format!(
+            "mailbench mailbox profile: scenario {} against {} in {:.2} s",
+            r.config["scenario"].as_str().unwrap_or("?"),
+            r.config["lab"]
+                .as_str()
+                .map_or("your store", |_| "the lab's Dovecot"),
+            r.duration_s
+        );
+        crate::report::text::render_profile(r, crate::mailbox::profile::STEPS, &headline)
+    })
+}

@@ -1,0 +1,64 @@
+//! Filling a store's mailboxes before a workload (`--fill`, `--folders`, `--fill-size`,
+//! `--eml`, `--fill-concurrency`): a quiet LMTP `send` plan, aimed at the store once it
+//! is known.
+
+use crate::cli::args::FillArgs;
+use crate::mailbox::bench::Fill;
+use crate::send::SendPlan;
+use crate::units;
+
+/// How mailboxes are filled with `per_user` messages each.
+pub fn fill(a: &FillArgs, per_user: u64) -> Result<Fill, String> {
+    let folders = units::count(&a.folders).map_err(|e| format!("--folders: {e}"))?;
+    if folders == 0 || folders > 100 {
+        return Err("--folders must be between 1 and 100".into());
+    }
+    let concurrency = units::count(&a.fill_concurrency)?;
+    if concurrency == 0 {
+        return Err("--fill-concurrency must be at least 1".into());
+    }
+    let progress = crate::run::Progress {
+        interval: std::time::Duration::from_secs(1),
+        quiet: true,
+    };
+    let (load, load_json) = super::load::closed(concurrency as usize, 1, progress);
+    // --eml conflicts with --fill-size, which then keeps its default.
+    let (message, message_json) = super::message::fixed(
+        "filler@mailbench.test",
+        "user@store.test",
+        ("--fill-size", &a.fill_size),
+        a.eml.as_deref(),
+    )?;
+    let mut config_json = serde_json::json!({"protocol": "lmtp", "folders": folders});
+    super::merge(&mut config_json, [load_json, message_json]);
+    Ok(Fill {
+        send: SendPlan {
+            load,
+            client: super::client::plain(true),
+            message,
+            accept_log: None,
+            data_end_log: None,
+            warmup: None,
+            config_json,
+        },
+        per_user,
+        folders: folders as u32,
+    })
+}
+
+/// How a lab store is filled before a workload: `--fill N` messages per user (10 when not
+/// given, none with 0); `--fill` without a lab is refused.
+pub fn lab_fill(n: &Option<String>, filling: &FillArgs, lab: bool) -> Result<Option<Fill>, String> {
+    match (n, lab) {
+        (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
+            0 => Ok(None),
+            n => Ok(Some(fill(filling, n)?)),
+        },
+        (None, true) => Ok(Some(fill(filling, 10)?)),
+        (Some(_), false) => Err(
+            "--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`"
+                .into(),
+        ),
+        (None, false) => Ok(None),
+    }
+}
