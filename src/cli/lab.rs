@@ -22,6 +22,14 @@ pub fn clean_leftovers(who: &str) {
     }
 }
 
+/// `clean_leftovers` for a mailbox workload, once its flags are checked, when it will
+/// start a lab store.
+pub fn clean_before_store(setup: &Option<StoreSetup>) {
+    if setup.is_some() {
+        clean_leftovers("mailbox");
+    }
+}
+
 /// Runs `lab postfix|exim|opensmtpd|sendmail` or `lab dovecot`: start, print where it
 /// listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {

@@ -165,3 +165,15 @@ fn runtime(threads: u16) -> Result<tokio::runtime::Runtime, String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::command;
+
+    /// clap checks the flag relations (conflicts, requirements) only when a command is
+    /// parsed in a debug build; this parses them all.
+    #[test]
+    fn every_command_is_well_formed() {
+        command().debug_assert();
+    }
+}

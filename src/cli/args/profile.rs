@@ -2,10 +2,10 @@
 
 use clap::{Args, ValueEnum};
 
-use super::lab::{FillArgs, MtaArg};
+use super::lab::MtaArg;
 use super::load::ShapeArgs;
 use super::output::OutputArgs;
-use super::server::MailboxServerArgs;
+use super::server::{LabFillArgs, MailboxClientArgs, MailboxServerArgs};
 
 /// Flags of `mailbench mailbox profile`.
 #[derive(Debug, Args)]
@@ -46,12 +46,9 @@ pub struct ProfileArgs {
     /// store over LMTP.
     #[arg(long, value_enum, value_name = "MTA", requires = "lab")]
     pub mta: Option<MtaArg>,
-    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
-    #[arg(long, value_name = "N")]
-    pub fill: Option<String>,
-    /// --lab: how the mailboxes are filled.
+    /// A lab store's filling.
     #[command(flatten)]
-    pub filling: FillArgs,
+    pub lab_fill: LabFillArgs,
     /// A preset (r6mail, rabid, imaptest) or a scenario file (TOML).
     #[arg(long, default_value = "r6mail", value_name = "PRESET|FILE")]
     pub scenario: String,
@@ -78,12 +75,9 @@ pub struct ProfileArgs {
     /// over the step's figures.
     #[arg(long, value_name = "RULE", default_value = "mean(action)>1s")]
     pub capacity_rule: Vec<String>,
-    /// TCP connect timeout.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
-    pub connect_timeout: String,
-    /// Timeout for each response.
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
-    pub timeout: String,
+    /// The client's connect and response limits.
+    #[command(flatten)]
+    pub client: MailboxClientArgs,
     /// Observe this process tree as the system under test (repeatable; the lab's own is
     /// observed automatically).
     #[arg(long, value_name = "PID")]

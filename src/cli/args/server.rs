@@ -1,10 +1,11 @@
-//! The flag groups every mailbox workload shares: the store it runs against.
+//! The flag groups the mailbox workloads share: the store they run against, how a lab
+//! store is filled first, and the client's limits.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use super::lab::{StoreArg, StoreArgs};
+use super::lab::{FillArgs, StoreArg, StoreArgs};
 
 /// Which store a mailbox workload runs against: a lab, or a server and its users.
 #[derive(Debug, Clone, Args)]
@@ -19,4 +20,27 @@ pub struct MailboxServerArgs {
     /// or --lmtp.
     #[arg(long, value_name = "FILE")]
     pub users_file: Option<PathBuf>,
+}
+
+/// How a lab store is filled before a workload runs (`pop3`, `imap`, `profile`).
+#[derive(Debug, Clone, Args)]
+pub struct LabFillArgs {
+    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
+    #[arg(long, value_name = "N")]
+    pub fill: Option<String>,
+    /// --lab: how the mailboxes are filled.
+    #[command(flatten)]
+    pub filling: FillArgs,
+}
+
+/// A mailbox client's connect and response limits (`pop3`, `imap`, `profile`; the TLS
+/// flags stay apart, as `profile`'s users take none).
+#[derive(Debug, Clone, Args)]
+pub struct MailboxClientArgs {
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Timeout for each response.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
 }

@@ -3,10 +3,9 @@
 use clap::{Args, ValueEnum};
 
 use super::client::TlsArgs;
-use super::lab::FillArgs;
 use super::load::ShapeArgs;
 use super::output::OutputArgs;
-use super::server::MailboxServerArgs;
+use super::server::{LabFillArgs, MailboxClientArgs, MailboxServerArgs};
 
 /// Flags of `mailbench mailbox pop3`.
 #[derive(Debug, Args)]
@@ -24,12 +23,9 @@ pub struct Pop3Args {
         conflicts_with = "lab"
     )]
     pub target: Option<String>,
-    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
-    #[arg(long, value_name = "N")]
-    pub fill: Option<String>,
-    /// --lab: how the mailboxes are filled.
+    /// A lab store's filling.
     #[command(flatten)]
-    pub filling: FillArgs,
+    pub lab_fill: LabFillArgs,
     /// How many sessions, how fast.
     #[command(flatten)]
     pub shape: ShapeArgs,
@@ -62,12 +58,9 @@ pub struct Pop3Args {
     /// Send one command at a time even when the server offers PIPELINING.
     #[arg(long)]
     pub no_pipelining: bool,
-    /// TCP connect timeout.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
-    pub connect_timeout: String,
-    /// Timeout for each response.
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
-    pub timeout: String,
+    /// The client's connect and response limits.
+    #[command(flatten)]
+    pub client: MailboxClientArgs,
     /// TLS.
     #[command(flatten)]
     pub tls: TlsArgs,
@@ -96,12 +89,9 @@ pub struct ImapArgs {
         conflicts_with = "lab"
     )]
     pub target: Option<String>,
-    /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
-    #[arg(long, value_name = "N")]
-    pub fill: Option<String>,
-    /// --lab: how the mailboxes are filled.
+    /// A lab store's filling.
     #[command(flatten)]
-    pub filling: FillArgs,
+    pub lab_fill: LabFillArgs,
     /// How many commands, how fast, and commands per session (--per-conn).
     #[command(flatten)]
     pub shape: ShapeArgs,
@@ -136,12 +126,9 @@ pub struct ImapArgs {
     /// How sessions log in.
     #[arg(long, value_enum, default_value = "login")]
     pub login: ImapLoginArg,
-    /// TCP connect timeout.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
-    pub connect_timeout: String,
-    /// Timeout for each response.
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
-    pub timeout: String,
+    /// The client's connect and response limits.
+    #[command(flatten)]
+    pub client: MailboxClientArgs,
     /// TLS.
     #[command(flatten)]
     pub tls: TlsArgs,

@@ -103,7 +103,7 @@ fn arrival_plan(
 /// Runs `mailbox arrival`. Errors carry their exit code.
 pub(super) async fn arrival(a: ArrivalArgs) -> Result<u8, (u8, String)> {
     let (plan, setup, outputs) = arrival_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    super::sweep_before(&setup);
+    crate::cli::lab::clean_before_store(&setup);
     let shutdown = Shutdown::install();
     let results = crate::mailbox::arrival::run(plan, setup, shutdown)
         .await

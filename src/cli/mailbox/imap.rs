@@ -32,15 +32,8 @@ fn imap_plan(
 > {
     let (outputs, progress) = output::plan(&a.out, None, &IMAP_DEFAULTS.thresholds)?;
     let (load, load_json) = load::shape(&a.shape, &IMAP_DEFAULTS, progress)?;
-    let mut w = store::Where::plan(
-        &a.server,
-        &a.target,
-        &a.fill,
-        &a.filling,
-        &a.tls,
-        (143, 993),
-    )?;
-    let timeouts = client::Timeouts::plan(&a.connect_timeout, &a.timeout)?;
+    let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.tls, (143, 993))?;
+    let timeouts = client::Timeouts::plan(&a.client)?;
     let mix_spec = a.mix.as_deref().unwrap_or(DEFAULT_MIX);
     let mix = Mix::parse(mix_spec)?;
     let fetch_range =
@@ -102,7 +95,7 @@ fn imap_plan(
 /// Runs `mailbox imap`. Errors carry their exit code.
 pub(super) async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
     let (plan, setup, fill, outputs) = imap_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    super::sweep_before(&setup);
+    crate::cli::lab::clean_before_store(&setup);
     let shutdown = Shutdown::install();
     let work = Workload::Imap(plan);
     let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)

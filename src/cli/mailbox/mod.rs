@@ -9,7 +9,6 @@ mod populate;
 mod profile;
 
 use crate::cli::args::MailboxCommand;
-use crate::mailbox::bench::StoreSetup;
 
 pub use arrival::ARRIVAL_DEFAULTS;
 pub use imap::IMAP_DEFAULTS;
@@ -23,12 +22,5 @@ pub async fn mailbox(c: MailboxCommand) -> Result<u8, (u8, String)> {
         MailboxCommand::Imap(a) => imap::imap(*a).await,
         MailboxCommand::Profile(a) => profile::profile(*a).await,
         MailboxCommand::Arrival(a) => arrival::arrival(*a).await,
-    }
-}
-
-/// Cleans what killed runs left once the flags are checked, when a lab store will start.
-fn sweep_before(setup: &Option<StoreSetup>) {
-    if setup.is_some() {
-        crate::cli::lab::clean_leftovers("mailbox");
     }
 }

@@ -39,15 +39,8 @@ fn pop3_plan(
         );
     }
     let (load, load_json) = load::shape(&a.shape, &POP3_DEFAULTS, progress)?;
-    let mut w = store::Where::plan(
-        &a.server,
-        &a.target,
-        &a.fill,
-        &a.filling,
-        &a.tls,
-        (110, 995),
-    )?;
-    let timeouts = client::Timeouts::plan(&a.connect_timeout, &a.timeout)?;
+    let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.tls, (110, 995))?;
+    let timeouts = client::Timeouts::plan(&a.client)?;
     let share = |flag: &str, v: &str| {
         units::percent(v)
             .map(|p| p / 100.0)
@@ -113,7 +106,7 @@ fn pop3_plan(
 /// Runs `mailbox pop3`. Errors carry their exit code.
 pub(super) async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
     let (plan, setup, fill, outputs) = pop3_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    super::sweep_before(&setup);
+    crate::cli::lab::clean_before_store(&setup);
     let shutdown = Shutdown::install();
     let work = Workload::Pop3(plan);
     let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)

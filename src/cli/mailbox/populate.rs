@@ -141,7 +141,7 @@ async fn populate_imap(
             "thresholds": a.out.threshold,
         }),
     };
-    super::sweep_before(&setup);
+    crate::cli::lab::clean_before_store(&setup);
     let shutdown = Shutdown::install();
     let results = crate::mailbox::bench::append(plan, setup, shutdown)
         .await

@@ -62,7 +62,7 @@ fn profile_plan(
     let scenario = Scenario::load(&a.scenario)?;
     let setup = lab::store_setup(&a.server, false)?;
     let lab = setup.is_some();
-    let fill = fill::lab_fill(&a.fill, &a.filling, lab)?;
+    let fill = fill::lab_fill(&a.lab_fill, lab)?;
     let users = match &a.server.users_file {
         Some(f) => store::users_file(f)?,
         None => Vec::new(),
@@ -162,7 +162,7 @@ fn profile_plan(
             lab::mta(m).name()
         ));
     }
-    let timeouts = client::Timeouts::plan(&a.connect_timeout, &a.timeout)?;
+    let timeouts = client::Timeouts::plan(&a.client)?;
     let mut config_json = serde_json::json!({
         "protocol": "imap",
         "scenario": scenario.name,
@@ -225,7 +225,7 @@ fn profile_plan(
 /// Runs `mailbox profile`. Errors carry their exit code.
 pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
     let (plan, setup, fill, outputs) = profile_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    super::sweep_before(&setup);
+    crate::cli::lab::clean_before_store(&setup);
     let shutdown = Shutdown::install();
     let work = Workload::Profile(Box::new(plan));
     let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::cli::args::{ClientArgs, Switch, TlsArg, TlsArgs};
+use crate::cli::args::{ClientArgs, MailboxClientArgs, Switch, TlsArg, TlsArgs};
 use crate::send::plan::{Addresses, Auth, ClientPlan, MessagePlan};
 use crate::smtp::proto::Credentials;
 use crate::transport::target::Target;
@@ -136,11 +136,11 @@ pub struct Timeouts {
 }
 
 impl Timeouts {
-    /// Both limits from their flags' values; neither may be zero.
-    pub fn plan(connect: &str, command: &str) -> Result<Timeouts, String> {
+    /// Both limits from their flags; neither may be zero.
+    pub fn plan(a: &MailboxClientArgs) -> Result<Timeouts, String> {
         let t = Timeouts {
-            connect: units::duration(connect)?,
-            command: units::duration(command)?,
+            connect: units::duration(&a.connect_timeout)?,
+            command: units::duration(&a.timeout)?,
         };
         if t.connect.is_zero() || t.command.is_zero() {
             return Err("--connect-timeout and --timeout must be above zero".into());

@@ -2,7 +2,7 @@
 //! `--eml`, `--fill-concurrency`): a quiet LMTP `send` plan, aimed at the store once it
 //! is known.
 
-use crate::cli::args::FillArgs;
+use crate::cli::args::{FillArgs, LabFillArgs};
 use crate::mailbox::bench::Fill;
 use crate::send::SendPlan;
 use crate::units;
@@ -48,8 +48,9 @@ pub fn fill(a: &FillArgs, per_user: u64) -> Result<Fill, String> {
 
 /// How a lab store is filled before a workload: `--fill N` messages per user (10 when not
 /// given, none with 0); `--fill` without a lab is refused.
-pub fn lab_fill(n: &Option<String>, filling: &FillArgs, lab: bool) -> Result<Option<Fill>, String> {
-    match (n, lab) {
+pub fn lab_fill(a: &LabFillArgs, lab: bool) -> Result<Option<Fill>, String> {
+    let filling = &a.filling;
+    match (&a.fill, lab) {
         (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
             0 => Ok(None),
             n => Ok(Some(fill(filling, n)?)),

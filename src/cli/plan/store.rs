@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::client::Timeouts;
 use super::lab::store_setup;
-use crate::cli::args::{FillArgs, MailboxServerArgs, TlsArgs};
+use crate::cli::args::{LabFillArgs, MailboxServerArgs, TlsArgs};
 use crate::lab::StoreUser;
 use crate::mailbox::bench::{Fill, StoreSetup};
 use crate::mailbox::plan::Sessions;
@@ -33,8 +33,7 @@ impl Where {
     pub fn plan(
         server: &MailboxServerArgs,
         target: &Option<String>,
-        fill_arg: &Option<String>,
-        filling: &FillArgs,
+        lab_fill: &LabFillArgs,
         tls: &TlsArgs,
         ports: (u16, u16),
     ) -> Result<Where, String> {
@@ -52,7 +51,7 @@ impl Where {
             }
             _ => (None, Vec::new()),
         };
-        let fill = super::fill::lab_fill(fill_arg, filling, setup.is_some())?;
+        let fill = super::fill::lab_fill(lab_fill, setup.is_some())?;
         Ok(Where {
             setup,
             target,
