@@ -1,8 +1,10 @@
-//! The thin command line: parse flags (`args`), validate them into a plan (`send`, `sink`,
-//! `relay`, `lab`, `mailbox`, `dns`, with the output flags in `output`), run the engine, then check
-//! thresholds, write outputs and choose the exit code (`finish`); `report` reads finished
-//! runs back for `mailbench report` and `compare`; `vary` runs a relay lab under two
-//! settings in alternating rounds.
+//! The thin command line, in one direction: `args` (the clap structs, by command and
+//! flag group) ← `plan` (one planner per flag group, flags → validated plans) ← the
+//! commands (`send`, `sink`, `relay`, `lab`, `mailbox`, `dns`, `doctor`, `report`), which
+//! compose plans and call the engine. `finish` checks thresholds, writes outputs and
+//! chooses the exit code (`exit`); `report` also reads finished runs back for `mailbench
+//! report`, `compare` and `merge`; `vary` runs a relay lab under two settings or several
+//! MTAs in alternating rounds.
 
 pub mod args;
 pub mod dns;

@@ -5,7 +5,7 @@ use crate::cli::exit::{self, EXIT_USAGE};
 use crate::cli::finish::deliver;
 use crate::cli::plan::load::Defaults;
 use crate::cli::plan::{client, load, output, store};
-use crate::mailbox::bench::{Fill, StoreSetup, Workload};
+use crate::mailbox::bench::Workload;
 use crate::mailbox::plan::{DEFAULT_MIX, ImapLogin, ImapPlan, Mix};
 use crate::shutdown::Shutdown;
 use crate::units;
@@ -19,17 +19,7 @@ pub const IMAP_DEFAULTS: Defaults = Defaults {
 };
 
 /// Validates `mailbox imap`'s flags.
-fn imap_plan(
-    a: &ImapArgs,
-) -> Result<
-    (
-        ImapPlan,
-        Option<StoreSetup>,
-        Option<Fill>,
-        output::OutputPlan,
-    ),
-    String,
-> {
+fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
     let (outputs, progress) = output::plan(&a.out, None, &IMAP_DEFAULTS.thresholds)?;
     let (load, load_json) = load::shape(&a.shape, &IMAP_DEFAULTS, progress)?;
     let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.tls, (143, 993))?;
@@ -89,16 +79,22 @@ fn imap_plan(
         literal_plus: !a.no_literal_plus,
         config_json,
     };
-    Ok((plan, w.setup, w.fill, outputs))
+    Ok(store::Planned {
+        work: Workload::Imap(plan),
+        setup: w.setup,
+        fill: w.fill,
+        sut_pids: a.sut_pid.clone(),
+        outputs,
+    })
 }
 
 /// Runs `mailbox imap`. Errors carry their exit code.
 pub(super) async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
-    let (plan, setup, fill, outputs) = imap_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    crate::cli::lab::clean_before_store(&setup);
+    let p = imap_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    crate::cli::lab::clean_before_store(&p.setup);
     let shutdown = Shutdown::install();
-    let work = Workload::Imap(plan);
-    let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
+    let outputs = p.outputs;
+    let results = crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)
         .await
         .map_err(exit::mailbox)?;
     deliver(results, &outputs, |r| {

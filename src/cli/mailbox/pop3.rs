@@ -5,7 +5,7 @@ use crate::cli::exit::{self, EXIT_USAGE};
 use crate::cli::finish::deliver;
 use crate::cli::plan::load::Defaults;
 use crate::cli::plan::{client, load, output, store};
-use crate::mailbox::bench::{Fill, StoreSetup, Workload};
+use crate::mailbox::bench::Workload;
 use crate::mailbox::plan::{Pop3Login, Pop3Plan};
 use crate::pop3::steps::STEPS;
 use crate::shutdown::Shutdown;
@@ -20,17 +20,7 @@ pub const POP3_DEFAULTS: Defaults = Defaults {
 };
 
 /// Validates `mailbox pop3`'s flags.
-fn pop3_plan(
-    a: &Pop3Args,
-) -> Result<
-    (
-        Pop3Plan,
-        Option<StoreSetup>,
-        Option<Fill>,
-        output::OutputPlan,
-    ),
-    String,
-> {
+fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
     let (outputs, progress) = output::plan(&a.out, None, &POP3_DEFAULTS.thresholds)?;
     if a.shape.per_conn.trim() != "0" {
         return Err(
@@ -100,16 +90,22 @@ fn pop3_plan(
         max_download,
         config_json,
     };
-    Ok((plan, w.setup, w.fill, outputs))
+    Ok(store::Planned {
+        work: Workload::Pop3(plan),
+        setup: w.setup,
+        fill: w.fill,
+        sut_pids: a.sut_pid.clone(),
+        outputs,
+    })
 }
 
 /// Runs `mailbox pop3`. Errors carry their exit code.
 pub(super) async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
-    let (plan, setup, fill, outputs) = pop3_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    crate::cli::lab::clean_before_store(&setup);
+    let p = pop3_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    crate::cli::lab::clean_before_store(&p.setup);
     let shutdown = Shutdown::install();
-    let work = Workload::Pop3(plan);
-    let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
+    let outputs = p.outputs;
+    let results = crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)
         .await
         .map_err(exit::mailbox)?;
     deliver(results, &outputs, |r| {

@@ -7,7 +7,7 @@ use crate::cli::args::{MtaArg, ProfileArgs};
 use crate::cli::exit::{self, EXIT_USAGE};
 use crate::cli::finish::deliver;
 use crate::cli::plan::{client, fill, lab, output, store};
-use crate::mailbox::bench::{Fill, StoreSetup, Workload};
+use crate::mailbox::bench::Workload;
 use crate::mailbox::profile::scenario::Scenario;
 use crate::mailbox::profile::{Population, ProfilePlan};
 use crate::report::threshold::Threshold;
@@ -47,17 +47,7 @@ fn ramp_users(spec: &str, max: u64) -> Result<Population, String> {
 }
 
 /// Validates `mailbox profile`'s flags.
-fn profile_plan(
-    a: &ProfileArgs,
-) -> Result<
-    (
-        ProfilePlan,
-        Option<StoreSetup>,
-        Option<Fill>,
-        output::OutputPlan,
-    ),
-    String,
-> {
+fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
     let (outputs, progress) = output::plan(&a.out, None, &crate::mailbox::profile::THRESHOLDS)?;
     let scenario = Scenario::load(&a.scenario)?;
     let setup = lab::store_setup(&a.server, false)?;
@@ -219,16 +209,22 @@ fn profile_plan(
         run_limit,
         config_json,
     };
-    Ok((plan, w.setup, w.fill, outputs))
+    Ok(store::Planned {
+        work: Workload::Profile(Box::new(plan)),
+        setup: w.setup,
+        fill: w.fill,
+        sut_pids: a.sut_pid.clone(),
+        outputs,
+    })
 }
 
 /// Runs `mailbox profile`. Errors carry their exit code.
 pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
-    let (plan, setup, fill, outputs) = profile_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    crate::cli::lab::clean_before_store(&setup);
+    let p = profile_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    crate::cli::lab::clean_before_store(&p.setup);
     let shutdown = Shutdown::install();
-    let work = Workload::Profile(Box::new(plan));
-    let results = crate::mailbox::bench::workload(work, setup, fill, a.sut_pid.clone(), shutdown)
+    let outputs = p.outputs;
+    let results = crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)
         .await
         .map_err(exit::mailbox)?;
     deliver(results, &outputs, |r| {

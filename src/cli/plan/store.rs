@@ -6,12 +6,29 @@ use std::sync::Arc;
 
 use super::client::Timeouts;
 use super::lab::store_setup;
+use super::output::OutputPlan;
 use crate::cli::args::{LabFillArgs, MailboxServerArgs, TlsArgs};
 use crate::lab::StoreUser;
-use crate::mailbox::bench::{Fill, StoreSetup};
+use crate::mailbox::bench::{Fill, StoreSetup, Workload};
 use crate::mailbox::plan::Sessions;
 use crate::transport::target::{Target, parse_target};
 use crate::transport::tls::{TlsMode, TlsPlan};
+
+/// A planned session workload (`pop3`, `imap`, `profile`): what runs, the lab store and
+/// its filling, the processes observed, where the results go; the command runs it
+/// without looking at a flag again.
+pub struct Planned {
+    /// The workload.
+    pub work: Workload,
+    /// The lab store to start, if any.
+    pub setup: Option<StoreSetup>,
+    /// How the lab store is filled first.
+    pub fill: Option<Fill>,
+    /// `--sut-pid`: process trees observed besides the lab's.
+    pub sut_pids: Vec<u32>,
+    /// Results files and thresholds.
+    pub outputs: OutputPlan,
+}
 
 /// Where a mailbox workload runs, as every workload's flags say it: a lab store (filled
 /// first) or a server of one's own with its users, and TLS.
