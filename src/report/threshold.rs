@@ -51,7 +51,13 @@ impl Threshold {
     /// Parses an expression that may name only what `v` lists; the error explains the
     /// accepted forms and lists the valid names.
     pub fn parse(expr: &str, v: &Vocabulary) -> Result<Threshold, String> {
-        let bad = |why: &str| format!("bad --threshold {expr:?}: {why}; examples: {}", examples(v));
+        Threshold::parse_as(expr, v, "--threshold")
+    }
+
+    /// `parse` for a flag of another name that takes the same expressions
+    /// (`--capacity-rule`): its errors name that flag.
+    pub fn parse_as(expr: &str, v: &Vocabulary, flag: &str) -> Result<Threshold, String> {
+        let bad = |why: &str| format!("bad {flag} {expr:?}: {why}; examples: {}", examples(v));
         let e: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
         let (pos, op, len) = [
             ("<=", Op::Le),

@@ -141,10 +141,7 @@ fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
     let rules = a
         .capacity_rule
         .iter()
-        .map(|r| {
-            Threshold::parse(r, &crate::mailbox::profile::THRESHOLDS)
-                .map_err(|e| e.replace("--threshold", "--capacity-rule"))
-        })
+        .map(|r| Threshold::parse_as(r, &crate::mailbox::profile::THRESHOLDS, "--capacity-rule"))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(m) = a.mta.filter(|m| *m != MtaArg::Postfix) {
         return Err(format!(
