@@ -77,7 +77,7 @@ fn arrival_plan(
         "interval_s": progress.interval.as_secs_f64(),
         "thresholds": a.out.threshold,
     });
-    crate::cli::plan::merge(&mut config_json, [load_json, message_json]);
+    crate::cli::plan::config::merge(&mut config_json, [load_json, message_json]);
     let plan = ArrivalPlan {
         send: SendPlan {
             load,

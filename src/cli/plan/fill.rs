@@ -30,7 +30,7 @@ pub fn fill(a: &FillArgs, per_user: u64) -> Result<Fill, String> {
         a.eml.as_deref(),
     )?;
     let mut config_json = serde_json::json!({"protocol": "lmtp", "folders": folders});
-    super::merge(&mut config_json, [load_json, message_json]);
+    super::config::merge(&mut config_json, [load_json, message_json]);
     Ok(Fill {
         send: SendPlan {
             load,

@@ -37,7 +37,7 @@ pub fn plan(
         "interval_s": progress.interval.as_secs_f64(),
         "thresholds": a.out.threshold,
     });
-    super::merge(&mut config_json, [load_json, message_json, client_json]);
+    super::config::merge(&mut config_json, [load_json, message_json, client_json]);
     let warmup = match &a.warmup {
         Some(d) => match units::duration(d).map_err(|e| format!("--warmup: {e}"))? {
             d if d.is_zero() => None,
