@@ -8,7 +8,7 @@ use super::finish::deliver;
 use super::plan::lab::{mta, options, postfix_only};
 use super::plan::load::Defaults;
 use super::plan::output::OutputPlan;
-use super::plan::send::plan as send_plan;
+use super::plan::send::{Implied, plan as send_plan};
 use crate::lab::Mta;
 use crate::relay::verdict::StepRules;
 use crate::relay::{FindMaxPlan, RelayDns, RelayError, RelayPlan};
@@ -32,17 +32,21 @@ const LIST_SERVER_DOMAINS: &str = "254";
 
 /// `--list-server`: one message (unless `-n` says otherwise) with one recipient per domain
 /// of a count spec, one session (unless `-c`).
-fn list_server(load: &mut LoadArgs, spec: &str) -> Result<(), String> {
+fn list_server(implied: &mut Implied, load: &LoadArgs, spec: &str) -> Result<(), String> {
     let n: u64 = spec.trim().parse().map_err(|_| {
         format!("--list-server: --dns-domains must be a count (got {spec:?}); the recipients are u{{rcpt}}@d{{rcpt}}.example.test")
     })?;
-    load.shape.messages.get_or_insert_with(|| "1".into());
-    load.shape.concurrency.get_or_insert_with(|| "1".into());
+    if load.shape.messages.is_none() {
+        implied.load.messages = Some(1);
+    }
+    if load.shape.concurrency.is_none() {
+        implied.load.concurrency = Some(1);
+    }
     if load.message.rcpts == "1" {
-        load.message.rcpts = n.to_string();
+        implied.message.rcpts = Some(n);
     }
     if load.message.to == DEFAULT_TO {
-        load.message.to = "list{seq}-u{rcpt}@d{rcpt}.example.test".into();
+        implied.message.to = Some("list{seq}-u{rcpt}@d{rcpt}.example.test".into());
     }
     Ok(())
 }
@@ -90,9 +94,9 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             .collect::<Result<_, _>>()?,
         _ => Vec::new(),
     };
-    let mut load = a.load.clone();
-    if let Some(first) = levels.first() {
-        load.shape.concurrency = Some(first.to_string());
+    let mut implied = Implied::default();
+    if let Some(&first) = levels.first() {
+        implied.load.concurrency = Some(first as u64);
     }
     let spec = match (&a.dns_domains, a.list_server) {
         (Some(s), _) => Some(s.clone()),
@@ -103,19 +107,26 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         (None, false) => None,
     };
     if a.list_server {
-        list_server(&mut load, spec.as_deref().unwrap_or(LIST_SERVER_DOMAINS))?;
+        list_server(
+            &mut implied,
+            &a.load,
+            spec.as_deref().unwrap_or(LIST_SERVER_DOMAINS),
+        )?;
     }
     let dns = match &spec {
         Some(spec) => {
             let zones = super::plan::dns::synthetic(spec, Vec::new(), &a.dns_zone)?;
-            if load.message.to == DEFAULT_TO {
+            if implied.message.to.is_none() && a.load.message.to == DEFAULT_TO {
                 // Recipients spread over the domains; a count names them d0..dN-1.
                 if spec.trim().parse::<u64>().is_err() {
                     return Err(format!(
                         "--dns-domains {spec:?}: give --to with a template over these domains (e.g. 'u{{seq}}@d{{mod:N}}.example.test'); only a count N has a default"
                     ));
                 }
-                load.message.to = format!("u{{seq}}@d{{mod:{}}}.example.test", zones.domains.len());
+                implied.message.to = Some(format!(
+                    "u{{seq}}@d{{mod:{}}}.example.test",
+                    zones.domains.len()
+                ));
             }
             Some(RelayDns {
                 zones,
@@ -129,7 +140,13 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         Some(t) => parse_targets(t, 25)?,
         None => Vec::new(),
     };
-    let (mut send, outputs) = send_plan(targets, a.target.as_deref(), &load, &RELAY_DEFAULTS)?;
+    let (mut send, outputs) = send_plan(
+        targets,
+        a.target.as_deref(),
+        &a.load,
+        &RELAY_DEFAULTS,
+        &implied,
+    )?;
     let lab = match a.lab.first() {
         Some(&first) => {
             if send.client.tls.mode == TlsMode::Implicit {

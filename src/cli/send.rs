@@ -20,8 +20,13 @@ pub type Planned = (SendPlan, OutputPlan, u32);
 /// Validates `send`'s flags; `env` looks up the launcher's variables for `--shard auto/N`.
 pub fn plan(a: &SendArgs, env: impl Fn(&str) -> Option<String>) -> Result<Planned, String> {
     let targets = crate::transport::target::parse_targets(&a.target, 25)?;
-    let (mut plan, outputs) =
-        super::plan::send::plan(targets, Some(&a.target), &a.load, &SEND_DEFAULTS)?;
+    let (mut plan, outputs) = super::plan::send::plan(
+        targets,
+        Some(&a.target),
+        &a.load,
+        &SEND_DEFAULTS,
+        &Default::default(),
+    )?;
     super::plan::scale::apply(&mut plan, &a.scale, a.load.rounds, env)?;
     Ok((plan, outputs, a.load.rounds))
 }

@@ -24,14 +24,37 @@ pub struct Defaults {
     pub thresholds: Vocabulary,
 }
 
+/// Load values a command sets itself, as if their flags were given: the relay's sweep
+/// runs the first level of a `-c` list, its `--list-server` one message over one
+/// connection unless `-n`/`-c` say otherwise.
+#[derive(Debug, Default)]
+pub struct Implied {
+    /// Connections, in place of `-c`.
+    pub concurrency: Option<u64>,
+    /// Units to run, in place of `-n`.
+    pub messages: Option<u64>,
+}
+
 /// The load's shape from its flags, and its part of the configuration record.
 pub fn shape(
     a: &ShapeArgs,
     defaults: &Defaults,
     progress: Progress,
 ) -> Result<(LoadPlan, serde_json::Value), String> {
-    let concurrency =
-        units::count(a.concurrency.as_deref().unwrap_or(defaults.concurrency))? as usize;
+    shape_implied(a, defaults, &Implied::default(), progress)
+}
+
+/// `shape`, with the values the command implies taking the place of their flags.
+pub fn shape_implied(
+    a: &ShapeArgs,
+    defaults: &Defaults,
+    implied: &Implied,
+    progress: Progress,
+) -> Result<(LoadPlan, serde_json::Value), String> {
+    let concurrency = match implied.concurrency {
+        Some(n) => n as usize,
+        None => units::count(a.concurrency.as_deref().unwrap_or(defaults.concurrency))? as usize,
+    };
     if concurrency == 0 {
         return Err("-c/--concurrency must be at least 1".into());
     }
@@ -60,16 +83,17 @@ pub fn shape(
         }
     };
     let duration = a.duration.as_deref().map(units::duration).transpose()?;
-    let count = match (&a.messages, duration) {
-        (Some(n), _) => {
+    let count = match (implied.messages, &a.messages, duration) {
+        (Some(n), _, _) => n,
+        (None, Some(n), _) => {
             let n = units::count(n)?;
             if n == 0 {
                 return Err("-n/--messages must be at least 1".into());
             }
             n
         }
-        (None, Some(_)) => u64::MAX,
-        (None, None) => defaults.messages,
+        (None, None, Some(_)) => u64::MAX,
+        (None, None, None) => defaults.messages,
     };
     let per_conn = if a.per_conn.trim() == "0" {
         (0, 0)

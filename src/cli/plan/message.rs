@@ -12,12 +12,35 @@ use crate::message::users;
 use crate::send::plan::{Addresses, MessagePlan};
 use crate::units;
 
+/// Message values a command sets itself, as if their flags were given: the relay's
+/// `--list-server` and `--dns-domains` spread the recipients over the test domains.
+#[derive(Debug, Default)]
+pub struct Implied {
+    /// Recipients per message, in place of `--rcpts`.
+    pub rcpts: Option<u64>,
+    /// The recipient template, in place of `--to`.
+    pub to: Option<String>,
+}
+
 /// The messages from their flags; `default_size` stands for `--size` when not given.
 pub fn message(
     a: &MessageArgs,
     default_size: &str,
 ) -> Result<(MessagePlan, serde_json::Value), String> {
-    let rcpts = units::count(&a.rcpts)?;
+    message_implied(a, default_size, &Implied::default())
+}
+
+/// `message`, with the values the command implies taking the place of their flags.
+pub fn message_implied(
+    a: &MessageArgs,
+    default_size: &str,
+    implied: &Implied,
+) -> Result<(MessagePlan, serde_json::Value), String> {
+    let rcpts = match implied.rcpts {
+        Some(n) => n,
+        None => units::count(&a.rcpts)?,
+    };
+    let to_spec = implied.to.as_deref().unwrap_or(&a.to);
     if rcpts == 0 || rcpts > 100_000 {
         return Err("--rcpts must be between 1 and 100000".into());
     }
@@ -29,7 +52,9 @@ pub fn message(
     };
     let to = match &a.recipients {
         Some(p) => Addresses::List(Arc::new(users::load(p)?)),
-        None => Addresses::Template(AddrTemplate::parse(&a.to).map_err(|e| format!("--to: {e}"))?),
+        None => {
+            Addresses::Template(AddrTemplate::parse(to_spec).map_err(|e| format!("--to: {e}"))?)
+        }
     };
     let attach = a.attach.as_deref();
     build(Envelope {
@@ -43,7 +68,7 @@ pub fn message(
         to_json: a
             .recipients
             .as_ref()
-            .map_or(a.to.clone(), |p| format!("list:{}", p.display())),
+            .map_or(to_spec.to_string(), |p| format!("list:{}", p.display())),
         size: ("--size", a.size.as_deref().unwrap_or(default_size)),
         attach,
         body: a.body.as_deref().or(a.eml.as_deref()),

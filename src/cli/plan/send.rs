@@ -10,6 +10,15 @@ use crate::send::plan::SendPlan;
 use crate::transport::target::Target;
 use crate::units;
 
+/// Values the command sets in place of load and message flags (see each `Implied`).
+#[derive(Debug, Default)]
+pub struct Implied {
+    /// The load's.
+    pub load: super::load::Implied,
+    /// The messages'.
+    pub message: super::message::Implied,
+}
+
 /// Validates the load flags; the run goes to `targets` (empty for a relay's lab, which
 /// fills them in). `target` is how the user wrote them, for the results.
 pub fn plan(
@@ -17,6 +26,7 @@ pub fn plan(
     target: Option<&str>,
     a: &LoadArgs,
     defaults: &Defaults,
+    implied: &Implied,
 ) -> Result<(SendPlan, OutputPlan), String> {
     let (outputs, progress) = output::plan(&a.out, a.postal_csv.clone(), &defaults.thresholds)?;
     if !(1..=1000).contains(&a.rounds) {
@@ -25,8 +35,10 @@ pub fn plan(
             a.rounds
         ));
     }
-    let (load, load_json) = super::load::shape(&a.shape, defaults, progress)?;
-    let (mut message, mut message_json) = super::message::message(&a.message, defaults.size)?;
+    let (load, load_json) =
+        super::load::shape_implied(&a.shape, defaults, &implied.load, progress)?;
+    let (mut message, mut message_json) =
+        super::message::message_implied(&a.message, defaults.size, &implied.message)?;
     if let Some((signer, json)) = super::dkim::signer(&a.dkim, &a.message.from)? {
         message_json["dkim"] = json;
         message.dkim = Some(Arc::new(signer));
