@@ -35,47 +35,12 @@ impl std::fmt::Debug for LiveExtra {
     }
 }
 
-/// What a generator's units of work are called on its live line.
-#[derive(Debug, Clone, Copy)]
-pub struct Units {
-    /// What one unit is called on `/metrics` (`mailbench_<noun>_total`).
-    pub noun: &'static str,
-    /// The rate's unit.
-    pub rate: &'static str,
-    /// Units started.
-    pub started: &'static str,
-    /// Units that succeeded.
-    pub done: &'static str,
-    /// Units the server refused.
-    pub refused: &'static str,
-}
+/// What a generator's units of work are called on its live line: its kind of run's words,
+/// which `/metrics` reads too.
+pub use crate::stats::kind::Units;
 
 /// Messages (send, relay, populate).
-pub const MESSAGES: Units = Units {
-    noun: "messages",
-    rate: "msg/s",
-    started: "sent",
-    done: "accepted",
-    refused: "rejected",
-};
-
-/// Sessions (mailbox workloads).
-pub const SESSIONS: Units = Units {
-    noun: "sessions",
-    rate: "sessions/s",
-    started: "started",
-    done: "completed",
-    refused: "refused",
-};
-
-/// Commands (IMAP).
-pub const COMMANDS: Units = Units {
-    noun: "commands",
-    rate: "cmd/s",
-    started: "started",
-    done: "completed",
-    refused: "refused",
-};
+pub const MESSAGES: Units = crate::stats::kind::units::MESSAGES;
 
 /// Where progress goes.
 pub enum Live {
