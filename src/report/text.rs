@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::stats::kind::{self, Layout};
 use crate::stats::summary::Summary;
 use crate::stats::{Results, Steps};
 
@@ -159,6 +160,22 @@ fn sut_cost(out: &mut String, r: &Results, what: &str) {
         (None, None) => {}
     }
     sut_table(out, &r.series, what);
+}
+
+/// Renders the summary of any run, in the layout and with the steps its kind of run names
+/// (a command this version does not know is shown as a generator's, with SMTP's steps).
+pub fn summary(r: &Results, headline: &str) -> String {
+    let kind = kind::find(&r.command).unwrap_or(&kind::send::SEND);
+    let steps = kind.steps;
+    match kind.layout {
+        Layout::Generator => render(r, steps, headline),
+        Layout::Sink => render_sink(r, headline),
+        Layout::Relay => render_relay(r, steps, headline),
+        Layout::Dns => render_dns(r, headline),
+        Layout::Pop3 => render_pop3(r, steps, headline),
+        Layout::Imap => render_imap(r, steps, headline),
+        Layout::Profile => render_profile(r, steps, headline),
+    }
 }
 
 /// Renders the summary of a generator's results; `steps` name its latency rows.
@@ -574,7 +591,7 @@ pub fn render_dns(r: &Results, headline: &str) -> String {
         s.noerror, s.nxdomain, s.servfail, s.refused, s.formerr, s.zones
     );
     let _ = writeln!(out);
-    latency_table(&mut out, r, crate::stats::dns::STEPS);
+    latency_table(&mut out, r, kind::dns::DNS.steps);
     let _ = writeln!(out);
     render_tail(r, &mut out);
     out
@@ -943,6 +960,44 @@ mod tests {
         let out = super::render(&r, STEPS, "send");
         let want = "rate       500.0 msg/s   30000 msg/min   2.00 MB accepted (1.00 MB/s), over the active span (2.000 s)";
         assert!(out.contains(want), "expected {want:?} in:\n{out}");
+    }
+
+    /// Every kind of run in the registry: a results file of it is read back to the same
+    /// summary, and shown in its own layout, headline to tail.
+    #[test]
+    fn every_kind_of_run_reads_back_and_renders() {
+        use crate::stats::Recorder;
+        use crate::stats::kind::KINDS;
+        use crate::stats::results::{Results, RunParts, SelfReport};
+        let dir = std::env::temp_dir().join(format!("mailbench-kinds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for k in KINDS {
+            let summary = crate::stats::kind::tests::sample(k);
+            let r = Results::assemble(RunParts {
+                command: k.name,
+                run_id: 1,
+                started_us: 0,
+                duration_s: 1.0,
+                config: serde_json::json!({}),
+                summary: summary.clone(),
+                steps: k.steps,
+                self_report: SelfReport::default(),
+                total: Recorder::new(),
+                series: Vec::new(),
+            });
+            let path = dir.join(format!("{}.json", k.name));
+            r.write(&path).expect("write");
+            let back = Results::read(&path).expect("read back");
+            assert_eq!(back.summary, summary, "{}", k.name);
+            let out = super::summary(&back, k.name);
+            assert!(out.starts_with(&format!("{}\n\n  ", k.name)), "{out}");
+            assert!(
+                out.contains("\n  tool       cpu "),
+                "{}: no tail in\n{out}",
+                k.name
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A mailbox run's rate names its span: 200 commands done 0.045 s in, while a refused
