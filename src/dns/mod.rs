@@ -79,7 +79,7 @@ pub async fn run(plan: DnsPlan, sockets: Sockets, shutdown: Shutdown) -> Result<
                 let (p, total) = runner.close_interval(&shared.shards);
                 exporter::publish_interval(run_id, DNS.units.noun, total, DNS.steps, &p, Vec::<Gauge>::new());
                 let c = total.counters.clone();
-                runner.live().update_dns(&p, &c);
+                runner.live().update_dns(&p, &c, DNS.units);
             }
             _ = shutdown.stop.cancelled() => break,
             _ = async { match deadline { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => break,

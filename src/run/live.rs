@@ -90,15 +90,15 @@ impl Live {
         self.show(p.t_s, &figures);
     }
 
-    /// Shows one closed interval of a sink.
-    pub fn update_sink(&self, p: &IntervalPoint, total: &Counters, extra: &str) {
+    /// Shows one closed interval of a sink, counted in `u`.
+    pub fn update_sink(&self, p: &IntervalPoint, total: &Counters, u: Units, extra: &str) {
         let figures = [
-            ("rate", format!("{:>9.1} msg/s", p.msgs_per_sec)),
+            ("rate", format!("{:>9.1} {}", p.msgs_per_sec, u.rate)),
             (
                 "counts",
                 format!(
-                    "messages {} recipients {} rejected {}",
-                    total.accepted, total.rcpts.delivered, total.rejected
+                    "{} {} recipients {} {} {}",
+                    u.noun, total.accepted, total.rcpts.delivered, u.refused, total.rejected
                 ),
             ),
             ("sessions", format!("sessions {}", total.connections)),
@@ -107,15 +107,22 @@ impl Live {
         self.show(p.t_s, &figures);
     }
 
-    /// A DNS server's interval: questions per second, totals, the tool's CPU.
-    pub fn update_dns(&self, p: &IntervalPoint, total: &Counters) {
+    /// A DNS server's interval: questions per second, totals (counted in `u`), the tool's
+    /// CPU.
+    pub fn update_dns(&self, p: &IntervalPoint, total: &Counters, u: Units) {
         let figures = [
-            ("rate", format!("{:>9.1} q/s", p.msgs_per_sec)),
+            ("rate", format!("{:>9.1} {}", p.msgs_per_sec, u.rate)),
             (
                 "counts",
                 format!(
-                    "questions {} answered {} dropped {} ignored {}",
-                    total.sent, total.accepted, total.aborted, total.errors
+                    "{} {} {} {} {} {} ignored {}",
+                    u.started,
+                    total.sent,
+                    u.done,
+                    total.accepted,
+                    u.refused,
+                    total.aborted,
+                    total.errors
                 ),
             ),
             ("tool", format!("cpu {:.0}%", p.cpu_pct)),

@@ -111,7 +111,7 @@ pub async fn run(
                 }
                 let counters = total.counters.clone();
                 let extra = format!("  open {open}");
-                runner.live().update_sink(&p, &counters, &extra);
+                runner.live().update_sink(&p, &counters, SINK.units, &extra);
                 if let Some(idle) = exit_idle {
                     let last = sh.last_activity_ms.load(Ordering::Relaxed);
                     if last > 0 && start.elapsed().as_millis() as u64 - last >= idle.as_millis() as u64 {

@@ -462,7 +462,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         overdue_n,
     );
     let mut r = Results::assemble(RunParts {
-        command: "profile",
+        command: crate::stats::kind::profile::PROFILE.name,
         run_id,
         started_us,
         duration_s,
