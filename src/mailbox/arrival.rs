@@ -178,7 +178,7 @@ pub async fn run(
             crate::relay::RelayError::Usage(e) => MailboxError::Usage(e),
             crate::relay::RelayError::Failed(e) => MailboxError::Failed(e),
         })?;
-    results.command = crate::stats::kind::relay::ARRIVAL.name.into();
+    results.command = "arrival".into();
     // One's own MTA and store, no --sut-pid: nothing of the system under test was seen.
     results.forget_unobserved_sut();
     if let Some(l) = &store_lab {

@@ -369,7 +369,7 @@ pub(super) fn combine(
         }
         send.latency.insert("e2e_recipient".into(), h);
     }
-    send.command = crate::stats::kind::relay::RELAY.name.into();
+    send.command = "relay".into();
     send.series = series;
     send.extra.insert("sut".into(), sut_report);
     send.forget_unobserved_sut();

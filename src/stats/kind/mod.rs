@@ -2,8 +2,11 @@
 //! what its unit of work is called live and on `/metrics`, how its summary is read back,
 //! which text summary shows it, what its thresholds may name — registered once in
 //! [`KINDS`], so that reading results, the exporter, the report and the end of a command
-//! look a kind up here instead of each matching command names. A new kind of run is its
-//! own file here (beside its summary type) and one line in [`KINDS`].
+//! look a kind up here instead of each matching command names.
+//!
+//! A new kind of run is its own file here (name, steps, units, decoder, threshold keys)
+//! and one line in [`KINDS`]; a new summary type adds its variant to `Summary`, and a new
+//! layout its file in `report::text` and its arm in `report::text::summary`.
 //!
 //! The kinds: `send` and `populate` (`send`), `sink`, `relay` and `arrival` (`relay`),
 //! `pop3`, `imap`, `profile`, `dns`; the units they count in (`units`).
