@@ -164,7 +164,7 @@ fn dovecot_counts_the_commands_mailbench_counts() {
 
 /// Ten commands in flight per session, reading and changing the mailboxes (FETCH, STORE,
 /// EXPUNGE, APPEND, COPY, SEARCH): Dovecot counts every command mailbench counts, and its
-/// answers contradict nothing.
+/// answers, attributed to their commands whatever order they come in, contradict nothing.
 #[test]
 fn pipelined_dovecot_counts_the_commands_mailbench_counts() {
     if require("dovecot").is_none() {
@@ -188,8 +188,10 @@ fn pipelined_dovecot_counts_the_commands_mailbench_counts() {
         "600",
         "-c",
         "5",
+        // One session per user for the whole run: sessions of one user at the same time
+        // race each other's STOREs, which the checks cannot tell from a wrong answer.
         "--per-conn",
-        "60",
+        "0",
     ];
     let r = imap(&args, &json, 0);
     assert_eq!(summary(&r, "violations"), 0, "{:#}", r["summary"]);
