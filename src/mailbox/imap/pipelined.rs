@@ -18,8 +18,10 @@ use super::{ImapDriver, Outcome, Session};
 pub struct Unit {
     /// The command drawn for it.
     phase: Phase,
-    /// Sent: its tag and the command (built when it could be sent, on the numbers known
-    /// then).
+    /// Built but not sent yet (it may not go beside those in flight). One that names
+    /// messages by number is built again when it can go, on the numbers known then.
+    built: Option<Command>,
+    /// Sent: its tag and the command.
     sent: Option<(u32, Command)>,
     /// Completed.
     done: bool,
@@ -35,6 +37,7 @@ impl Unit {
     pub fn new(phase: Phase) -> Unit {
         Unit {
             phase,
+            built: None,
             sent: None,
             done: false,
             outcome: Outcome::default(),
@@ -82,7 +85,7 @@ impl ImapDriver {
             }
             if front.sent.is_none() {
                 // Nothing in flight, and the first unsent must be alone: run it so.
-                let cmd = self.command(s, front.phase, rng.u64(..), rng);
+                let cmd = self.build(s, 0, rng);
                 let o = self.one(s, &cmd).await?;
                 s.units.pop_front();
                 return Ok(o);
@@ -99,9 +102,10 @@ impl ImapDriver {
             if s.units[i].sent.is_some() {
                 continue;
             }
-            let cmd = self.command(s, s.units[i].phase, rng.u64(..), rng);
+            let cmd = self.build(s, i, rng);
             let alone = cmd.hazards().alone;
             if alone || !may_send(&cmd, s.units.iter().filter_map(Unit::in_flight)) {
+                s.units[i].built = Some(cmd);
                 return;
             }
             if let Command::Select { .. } = cmd {
@@ -110,6 +114,15 @@ impl ImapDriver {
             let tag = s.conn.push(&cmd);
             s.units[i].outcome.phase = Some(cmd.phase());
             s.units[i].sent = Some((tag, cmd));
+        }
+    }
+
+    /// Unit `i`'s command: the one built before unless it names messages by number (an
+    /// APPEND's message is made once, however long it waits).
+    fn build(&self, s: &mut Session, i: usize, rng: &mut fastrand::Rng) -> Command {
+        match s.units[i].built.take() {
+            Some(cmd) if !cmd.hazards().numbers => cmd,
+            _ => self.command(s, s.units[i].phase, rng.u64(..), rng),
         }
     }
 
