@@ -108,9 +108,6 @@ impl ImapDriver {
                 s.units[i].built = Some(cmd);
                 return;
             }
-            if let Command::Select { .. } = cmd {
-                s.model.reset();
-            }
             let tag = s.conn.push(&cmd);
             s.units[i].outcome.phase = Some(cmd.phase());
             s.units[i].sent = Some((tag, cmd));
