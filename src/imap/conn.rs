@@ -228,7 +228,8 @@ impl ImapConn {
 
     /// Queues `cmd` behind those in flight (pipelining; the caller obeys
     /// [`crate::imap::proto::pipeline::may_send`]) and returns its tag: it is written with
-    /// the others pushed before the next [`ImapConn::reply`], in one write.
+    /// the others pushed by the next [`ImapConn::write_pushed`] or [`ImapConn::reply`], in
+    /// one write.
     pub fn push(&mut self, cmd: &Command) -> u32 {
         self.ended |= *cmd == Command::Logout;
         let tag = self.client.send(cmd);
@@ -240,13 +241,8 @@ impl ImapConn {
     /// command, whichever it is, timing it from its own write under its phase. The data is
     /// what came since the previous completion.
     pub async fn reply(&mut self) -> Result<Reply, ConnError> {
+        self.write_pushed().await?;
         let phase = self.client.awaiting().unwrap_or(Phase::Noop);
-        if !self.unwritten.is_empty() {
-            let now = Instant::now();
-            self.written
-                .extend(self.unwritten.drain(..).map(|tag| (tag, now)));
-            self.flush(phase).await?;
-        }
         let mut data = Vec::new();
         loop {
             match self.event(phase).await? {
@@ -261,6 +257,18 @@ impl ImapConn {
                 }
             }
         }
+    }
+
+    /// Writes what was pushed, in one write; each command's latency counts from here.
+    pub async fn write_pushed(&mut self) -> Result<(), ConnError> {
+        if self.unwritten.is_empty() {
+            return Ok(());
+        }
+        let phase = self.client.awaiting().unwrap_or(Phase::Noop);
+        let now = Instant::now();
+        self.written
+            .extend(self.unwritten.drain(..).map(|tag| (tag, now)));
+        self.flush(phase).await
     }
 
     /// IDLE until `wake` resolves or the server pushes data that `enough` accepts, then

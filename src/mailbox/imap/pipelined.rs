@@ -80,6 +80,9 @@ impl ImapDriver {
                 return Ok(Outcome::default());
             };
             if front.done {
+                // What was queued behind it goes now: the server works on it while the
+                // engine records this one.
+                s.conn.write_pushed().await?;
                 let unit = s.units.pop_front().map(|u| u.outcome);
                 return Ok(unit.unwrap_or_default());
             }
@@ -157,11 +160,13 @@ impl ImapDriver {
             s.model.apply(d, shared, &mut o.violations);
             match d {
                 Data::Fetch(f) => {
-                    let flying: Vec<usize> = (0..s.units.len())
-                        .filter(|i| s.units[*i].in_flight().is_some())
-                        .collect();
-                    let cmds = flying.iter().filter_map(|i| s.units[*i].in_flight());
-                    if let Some(j) = flags_answer(f, cmds).map(|j| flying[j])
+                    let cmds = s.units.iter().filter_map(Unit::in_flight);
+                    let whose = flags_answer(f, cmds).and_then(|nth| {
+                        let mut flying =
+                            (0..s.units.len()).filter(|i| s.units[*i].in_flight().is_some());
+                        flying.nth(nth)
+                    });
+                    if let Some(j) = whose
                         && let Some((_, Command::Store { op, flag, .. })) = &s.units[j].sent
                     {
                         let (op, flag) = (*op, *flag);
