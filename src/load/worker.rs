@@ -47,6 +47,8 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
         fastrand::Rng::with_seed(0x5eed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut live: Option<Open<D::Conn>> = None;
     let mut carried: VecDeque<InFlight> = VecDeque::new();
+    // Follow-ons claimed while the current unit is driven (kept: no allocation per unit).
+    let mut next: Vec<InFlight> = Vec::new();
     loop {
         if carried.is_empty()
             && let Some(old) = live.take_if(|o| o.left == 0 || !D::idle(&o.conn))
@@ -137,7 +139,6 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
         // Units this connection may still carry beyond those already in flight on it.
         let room = o.left.saturating_sub(carried.len() as u64);
         let may_follow = closed_loop && !eng.stop.is_cancelled();
-        let mut next: Vec<InFlight> = Vec::new();
         let result = {
             let (eng2, next2) = (&eng, &mut next);
             let mut ask = move || {
@@ -191,7 +192,7 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
         }
         match result {
             Ok(_) => {
-                carried.extend(next);
+                carried.extend(next.drain(..));
                 // The server starts on the next unit only now: it waited in the server's
                 // input behind the current one.
                 for n in &mut carried {
@@ -201,7 +202,7 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
             }
             Err(e) => {
                 // The connection is gone, and with it every follow-on already sent.
-                for _ in next.into_iter().chain(carried.drain(..)) {
+                for _ in next.drain(..).chain(carried.drain(..)) {
                     lost(&eng, id, &e, None, done, done);
                 }
                 live = None;
