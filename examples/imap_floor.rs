@@ -5,10 +5,14 @@
 //! timing, no statistics. The IMAP benchmark runs it beside mailbench: its CPU per command
 //! is what the kernel and the runtime cost.
 //!
-//! `imap_floor HOST:PORT CONNECTIONS COMMANDS PER_SESSION USERS_FILE MIX` prints the
-//! commands completed. MIX is `name=weight,...` over fetch, fetch_body, search, status,
-//! list, noop and select (the same commands as mailbench's).
+//! `imap_floor HOST:PORT CONNECTIONS COMMANDS PER_SESSION USERS_FILE MIX [DEPTH]` prints
+//! the commands completed. MIX is `name=weight,...` over fetch, fetch_body, search, status,
+//! list, noop and select (the same commands as mailbench's). DEPTH (default 1) is the
+//! commands in flight per session, under the same rules as `mailbench mailbox imap
+//! --pipeline` (nothing by sequence number beside a command that may renumber, SELECT
+//! alone), so "within 1.15x of the floor" compares the same depth.
 
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -59,6 +63,54 @@ impl Conn {
             self.fill().await;
         }
     }
+
+    /// Appends `tag command` to `out` (written later, with the others of the same turn);
+    /// returns the tag.
+    fn encode(&mut self, cmd: &[u8], out: &mut Vec<u8>) -> u32 {
+        self.tag += 1;
+        out.extend_from_slice(format!("a{} ", self.tag).as_bytes());
+        out.extend_from_slice(cmd);
+        out.extend_from_slice(b"\r\n");
+        self.tag
+    }
+
+    /// Skips responses up to the next tagged completion, whichever command's; returns its
+    /// tag.
+    async fn completion(&mut self) -> u32 {
+        let mut from = 0;
+        loop {
+            let mut at = from;
+            loop {
+                let line = if at == 0 && self.buf.first() == Some(&b'a') {
+                    0
+                } else if let Some(p) = memmem::find(&self.buf[at..], b"\r\na") {
+                    at + p + 2
+                } else {
+                    from = self.buf.len().saturating_sub(2);
+                    break;
+                };
+                let Some(end) = memmem::find(&self.buf[line..], b"\r\n") else {
+                    from = line.saturating_sub(2);
+                    break;
+                };
+                let digits = self.buf[line + 1..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                let tag = std::str::from_utf8(&self.buf[line + 1..line + 1 + digits])
+                    .ok()
+                    .and_then(|t| t.parse().ok());
+                if let Some(tag) = tag
+                    && self.buf.get(line + 1 + digits) == Some(&b' ')
+                {
+                    self.buf.drain(..line + end + 2);
+                    return tag;
+                }
+                at = line + 1;
+            }
+            self.fill().await;
+        }
+    }
 }
 
 /// The mix's commands, pre-encoded as far as they can be.
@@ -90,6 +142,28 @@ fn encode(c: Cmd, exists: u32, rng: &mut fastrand::Rng) -> Vec<u8> {
     }
 }
 
+impl Cmd {
+    /// Names messages by sequence number (so waits for commands that may renumber).
+    fn numbers(self) -> bool {
+        matches!(self, Cmd::Fetch | Cmd::FetchBody | Cmd::Search)
+    }
+
+    /// The server may send EXPUNGE during it.
+    fn renumbers(self) -> bool {
+        matches!(self, Cmd::Search | Cmd::Status | Cmd::List | Cmd::Noop)
+    }
+}
+
+/// `mailbench`'s pipelining rules over the floor's commands.
+fn may_send(cmd: Cmd, flying: &VecDeque<(u32, Cmd)>) -> bool {
+    flying.iter().all(|(_, f)| {
+        let alone = matches!(cmd, Cmd::Select) || matches!(f, Cmd::Select);
+        let renumbered = cmd.numbers() && f.renumbers();
+        let search_moved = matches!(f, Cmd::Search) && cmd.renumbers();
+        !(alone || renumbered || search_moved)
+    })
+}
+
 fn exists(select: &[u8]) -> u32 {
     let at = memmem::find(select, b" EXISTS\r\n").expect("SELECT says EXISTS");
     let start = select[..at]
@@ -102,14 +176,14 @@ fn exists(select: &[u8]) -> u32 {
         .expect("EXISTS count")
 }
 
-/// One session as `user`/`pass` running up to `per_session` commands, each claimed from
-/// `handed` until `commands` are handed out (as mailbench's load engine claims units);
-/// returns how many it ran.
+/// One session as `user`/`pass` running up to `per_session` commands, `depth` in flight,
+/// each claimed from `handed` until `commands` are handed out (as mailbench's load engine
+/// claims units); returns how many it ran.
 async fn session(
     addr: &str,
     user: &str,
     pass: &str,
-    (handed, commands, per_session): (&AtomicUsize, usize, usize),
+    (handed, commands, per_session, depth): (&AtomicUsize, usize, usize, usize),
     mix: &[(Cmd, u32)],
     rng: &mut fastrand::Rng,
 ) -> usize {
@@ -129,21 +203,54 @@ async fn session(
     let mut count = exists(&c.command(b"SELECT \"INBOX\"").await);
     let total: u32 = mix.iter().map(|(_, w)| w).sum();
     let mut n = 0;
-    while n < per_session && handed.fetch_add(1, Ordering::Relaxed) < commands {
-        n += 1;
-        let mut at = rng.u32(..total);
-        let cmd = mix
-            .iter()
-            .find(|(_, w)| {
-                let hit = at < *w;
-                at = at.saturating_sub(*w);
-                hit
-            })
-            .map_or(Cmd::Noop, |(c, _)| *c);
-        let reply = c.command(&encode(cmd, count, rng)).await;
-        if let Cmd::Select = cmd {
-            count = exists(&reply);
+    let mut flying: VecDeque<(u32, Cmd)> = VecDeque::with_capacity(depth);
+    let mut planned: Option<Cmd> = None;
+    let mut out = Vec::with_capacity(1024);
+    let mut claiming = true;
+    loop {
+        // Send, in order, what may go beside what is in flight.
+        loop {
+            if planned.is_none()
+                && claiming
+                && flying.len() < depth
+                && n < per_session
+                && handed.fetch_add(1, Ordering::Relaxed) < commands
+            {
+                n += 1;
+                let mut at = rng.u32(..total);
+                planned = mix
+                    .iter()
+                    .find(|(_, w)| {
+                        let hit = at < *w;
+                        at = at.saturating_sub(*w);
+                        hit
+                    })
+                    .map(|(c, _)| *c)
+                    .or(Some(Cmd::Noop));
+            } else if planned.is_none() && flying.len() < depth {
+                claiming = false;
+            }
+            let Some(cmd) = planned.filter(|c| may_send(*c, &flying)) else {
+                break;
+            };
+            planned = None;
+            if matches!(cmd, Cmd::Select) {
+                // Alone on the wire (may_send saw nothing in flight): its EXISTS is needed.
+                count = exists(&c.command(&encode(cmd, count, rng)).await);
+                continue;
+            }
+            let tag = c.encode(&encode(cmd, count, rng), &mut out);
+            flying.push_back((tag, cmd));
         }
+        if !out.is_empty() {
+            c.s.write_all(&out).await.expect("write");
+            out.clear();
+        }
+        if flying.is_empty() && planned.is_none() {
+            break;
+        }
+        let tag = c.completion().await;
+        flying.retain(|(t, _)| *t != tag);
     }
     c.command(b"LOGOUT").await;
     n
@@ -171,13 +278,18 @@ fn parse_mix(spec: &str) -> Vec<(Cmd, u32)> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: imap_floor HOST:PORT CONNECTIONS COMMANDS PER_SESSION USERS_FILE MIX";
+    let usage =
+        "usage: imap_floor HOST:PORT CONNECTIONS COMMANDS PER_SESSION USERS_FILE MIX [DEPTH]";
     let addr = Rc::new(args.get(1).expect(usage).clone());
     let conns: usize = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
     let commands: usize = args.get(3).and_then(|a| a.parse().ok()).expect(usage);
     let per_session: usize = args.get(4).and_then(|a| a.parse().ok()).expect(usage);
     let text = std::fs::read_to_string(args.get(5).expect(usage)).expect("users file");
     let mix = Rc::new(parse_mix(args.get(6).expect(usage)));
+    let depth: usize = args
+        .get(7)
+        .map_or(Some(1), |a| a.parse().ok())
+        .expect(usage);
     let users: Rc<Vec<(String, String)>> = Rc::new(
         text.lines()
             .filter_map(|l| l.split_once(' '))
@@ -200,7 +312,7 @@ async fn main() {
                     while handed.load(Ordering::Relaxed) < commands {
                         let k = sessions.fetch_add(1, Ordering::Relaxed);
                         let (u, p) = &users[k % users.len()];
-                        let claim = (&*handed, commands, per_session);
+                        let claim = (&*handed, commands, per_session, depth.max(1));
                         got += session(&addr, u, p, claim, &mix, &mut rng).await;
                     }
                     got

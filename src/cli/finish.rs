@@ -6,7 +6,6 @@ use crate::report::{csv, text, threshold};
 use crate::send::{self, SendPlan};
 use crate::shutdown::Shutdown;
 use crate::sink::plan::SinkPlan;
-use crate::smtp::steps::STEPS;
 use crate::stats::Results;
 use crate::stats::summary::Summary;
 
@@ -36,7 +35,7 @@ pub async fn send(plan: SendPlan, outputs: OutputPlan, rounds: u32) -> Result<u8
                 .unwrap_or_default(),
             r.duration_s
         );
-        text::render(r, STEPS, &headline)
+        text::summary(r, &headline)
     })
 }
 
@@ -60,7 +59,7 @@ pub async fn sink(plan: SinkPlan, outputs: OutputPlan) -> Result<u8, (u8, String
             ),
             _ => String::new(),
         };
-        text::render_sink(r, &headline)
+        text::summary(r, &headline)
     })
 }
 
@@ -229,7 +228,7 @@ fn write_outputs(r: &Results, outputs: &crate::report::Outputs) -> Result<(), (u
 /// True when a signal cut short a run that has an end of its own (a `sink` or `dns`
 /// server runs until it is stopped: a signal is how it ends).
 fn ends_by_signal(r: &Results) -> bool {
-    r.interrupted && !matches!(r.command.as_str(), "sink" | "dns")
+    r.interrupted && !crate::stats::kind::find(&r.command).is_some_and(|k| k.serves)
 }
 
 /// 2 when a signal cut the run short (its results are partial: a script must not take
@@ -239,7 +238,7 @@ fn ends_by_signal(r: &Results) -> bool {
 fn exit_code(r: &Results) -> u8 {
     if ends_by_signal(r) {
         EXIT_FAILED
-    } else if !matches!(r.command.as_str(), "sink" | "dns")
+    } else if !crate::stats::kind::find(&r.command).is_some_and(|k| k.serves)
         && r.counters.sent > 0
         && r.counters.accepted == 0
     {

@@ -52,15 +52,14 @@ pub fn merge(a: &MergeArgs) -> Result<u8, (u8, String)> {
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let steps = match inputs.first().map(|i| i.results.command.as_str()) {
-        Some("send") => crate::smtp::steps::STEPS,
-        _ => crate::stats::Steps::NONE,
-    };
+    let steps = inputs
+        .first()
+        .and_then(|i| crate::stats::kind::find(&i.results.command))
+        .map_or(crate::stats::Steps::NONE, |k| k.steps);
     let merged = crate::stats::merge::merge(&inputs, steps, a.force).map_err(usage)?;
-    let vocabulary = match merged.command.as_str() {
-        "sink" => crate::sink::THRESHOLDS,
-        _ => crate::send::THRESHOLDS,
-    };
+    let vocabulary = crate::stats::kind::find(&merged.command)
+        .unwrap_or(&crate::stats::kind::send::SEND)
+        .thresholds;
     let thresholds = merged.config["thresholds"]
         .as_array()
         .into_iter()
@@ -85,9 +84,8 @@ pub fn merge(a: &MergeArgs) -> Result<u8, (u8, String)> {
         merged.run_id,
         merged.duration_s
     );
-    super::finish::deliver(merged, &outputs, |r| match r.command.as_str() {
-        "sink" => crate::report::text::render_sink(r, &headline),
-        _ => crate::report::text::render(r, crate::smtp::steps::STEPS, &headline),
+    super::finish::deliver(merged, &outputs, |r| {
+        crate::report::text::summary(r, &headline)
     })
 }
 

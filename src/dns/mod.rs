@@ -24,8 +24,8 @@ use std::time::Instant;
 use crate::run::exporter::{self, Gauge};
 use crate::run::{Progress, Runner};
 use crate::shutdown::Shutdown;
-use crate::stats::Metric;
 use crate::stats::dns::DnsSummary;
+use crate::stats::kind::dns::DNS;
 use crate::stats::results::{Results, RunParts};
 use crate::stats::summary::{Summary, Vocabulary};
 
@@ -34,29 +34,8 @@ use server::{Running, Shared, Sockets};
 
 pub use crate::stats::dns::STEPS;
 
-/// The numeric keys of `dns`'s summary, and its metrics: what `--threshold` may name.
-pub const THRESHOLDS: Vocabulary = Vocabulary {
-    keys: &[&[
-        "questions",
-        "answered",
-        "dropped",
-        "ignored",
-        "noerror",
-        "nxdomain",
-        "servfail",
-        "refused",
-        "formerr",
-        "truncated",
-        "tcp",
-        "queries_per_sec",
-        "p50_ms",
-        "p99_ms",
-        "zones",
-        "duration_s",
-    ]],
-    steps: STEPS,
-    metrics: |m| !matches!(m, Metric::Lag | Metric::E2e),
-};
+/// What `dns`'s `--threshold` may name (its kind of run holds it).
+pub const THRESHOLDS: Vocabulary = crate::stats::kind::dns::DNS.thresholds;
 
 /// A validated `dns` run.
 pub struct DnsPlan {
@@ -98,9 +77,9 @@ pub async fn run(plan: DnsPlan, sockets: Sockets, shutdown: Shutdown) -> Result<
         tokio::select! {
             _ = runner.tick() => {
                 let (p, total) = runner.close_interval(&shared.shards);
-                exporter::publish_interval(run_id, "questions", total, STEPS, &p, Vec::<Gauge>::new());
+                exporter::publish_interval(run_id, DNS.units.noun, total, DNS.steps, &p, Vec::<Gauge>::new());
                 let c = total.counters.clone();
-                runner.live().update_dns(&p, &c);
+                runner.live().update_dns(&p, &c, DNS.units);
             }
             _ = shutdown.stop.cancelled() => break,
             _ = async { match deadline { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => break,
@@ -119,13 +98,13 @@ pub async fn run(plan: DnsPlan, sockets: Sockets, shutdown: Shutdown) -> Result<
     let zones = plan.responder.authority.zone_count() as u64;
     let summary = DnsSummary::new(&tally, &finished.total, zones, finished.duration_s);
     let mut results = Results::assemble(RunParts {
-        command: "dns",
+        command: DNS.name,
         run_id,
         started_us: finished.started_us,
         duration_s: finished.duration_s,
         config: plan.config_json,
         summary: Summary::Dns(summary),
-        steps: STEPS,
+        steps: DNS.steps,
         self_report: finished.self_report(Vec::new()),
         total: finished.total,
         series: finished.series,

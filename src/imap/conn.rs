@@ -134,6 +134,11 @@ pub struct ImapConn {
     ended: bool,
     /// In IDLE: the server's continuation came and DONE was not said yet.
     idling: bool,
+    /// Pipelined commands pushed and not written yet (tags).
+    unwritten: Vec<u32>,
+    /// Pipelined commands written, by tag, with when: each one's latency counts from its
+    /// own write.
+    written: Vec<(u32, Instant)>,
     /// When kept (`Some`): the count of every untagged EXISTS read, with the wall-clock µs
     /// it was read at — when each message became visible, for a caller that times
     /// arrivals. An EXPUNGE lowers the counts it renumbers (RFC 3501 §7.4.1).
@@ -164,6 +169,8 @@ impl ImapConn {
             tls_active: false,
             ended: false,
             idling: false,
+            unwritten: Vec::new(),
+            written: Vec::new(),
             exists_log: None,
         };
         c.timings.push((Phase::Connect, connected - started));
@@ -217,6 +224,51 @@ impl ImapConn {
                 }
             }
         }
+    }
+
+    /// Queues `cmd` behind those in flight (pipelining; the caller obeys
+    /// [`crate::imap::proto::pipeline::may_send`]) and returns its tag: it is written with
+    /// the others pushed by the next [`ImapConn::write_pushed`] or [`ImapConn::reply`], in
+    /// one write.
+    pub fn push(&mut self, cmd: &Command) -> u32 {
+        self.ended |= *cmd == Command::Logout;
+        let tag = self.client.send(cmd);
+        self.unwritten.push(tag);
+        tag
+    }
+
+    /// Writes what was pushed, then reads until the next tagged completion of a pushed
+    /// command, whichever it is, timing it from its own write under its phase. The data is
+    /// what came since the previous completion.
+    pub async fn reply(&mut self) -> Result<Reply, ConnError> {
+        self.write_pushed().await?;
+        let phase = self.client.awaiting().unwrap_or(Phase::Noop);
+        let mut data = Vec::new();
+        loop {
+            match self.event(phase).await? {
+                Event::Data(d) => data.push(d),
+                Event::Continue => self.flush(phase).await?,
+                Event::Done(done) => {
+                    if let Some(i) = self.written.iter().position(|(t, _)| *t == done.tag) {
+                        let (_, start) = self.written.swap_remove(i);
+                        self.timings.push((done.phase, start.elapsed()));
+                    }
+                    return Ok(Reply { done, data });
+                }
+            }
+        }
+    }
+
+    /// Writes what was pushed, in one write; each command's latency counts from here.
+    pub async fn write_pushed(&mut self) -> Result<(), ConnError> {
+        if self.unwritten.is_empty() {
+            return Ok(());
+        }
+        let phase = self.client.awaiting().unwrap_or(Phase::Noop);
+        let now = Instant::now();
+        self.written
+            .extend(self.unwritten.drain(..).map(|tag| (tag, now)));
+        self.flush(phase).await
     }
 
     /// IDLE until `wake` resolves or the server pushes data that `enough` accepts, then

@@ -4,32 +4,8 @@
 use super::proto::Phase;
 use crate::stats::{Metric, Steps};
 
-/// IMAP's step names, in `Phase::ALL` order.
-pub const STEPS: Steps = Steps(&[
-    "connect",
-    "banner",
-    "capability",
-    "starttls",
-    "tls_handshake",
-    "login",
-    "select",
-    "close",
-    "list",
-    "status",
-    "fetch",
-    "fetch_body",
-    "search",
-    "store",
-    "delete",
-    "expunge",
-    "copy",
-    "create",
-    "move",
-    "append",
-    "noop",
-    "idle",
-    "logout",
-]);
+/// IMAP's step names, in `Phase::ALL` order: kept with the kind of run that times them.
+pub const STEPS: Steps = crate::stats::kind::imap::STEPS;
 
 /// The step that records a phase.
 pub fn metric(p: Phase) -> Metric {

@@ -117,9 +117,9 @@ pub trait Driver: Send + Sync + 'static {
         seq: u64,
         rng: &mut fastrand::Rng,
     ) -> Result<(), Self::Failure>;
-    /// Drives the unit in flight to its end. `next` is asked at most once, when the
-    /// protocol could send what follows in the same write; a [`Next::Unit`] is then in
-    /// flight when this returns.
+    /// Drives the unit in flight to its end. `next` is asked when the protocol could
+    /// send what follows before that end (SMTP asks at most once, IMAP's `--pipeline` up
+    /// to its depth); every [`Next::Unit`] is then in flight, in order, when this returns.
     fn complete(
         &self,
         conn: &mut Self::Conn,

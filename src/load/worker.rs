@@ -2,6 +2,7 @@
 //! driver, records each unit's latency from its intended (or actual) start. Cancellation
 //! is checked only between units (never mid-transaction).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -33,8 +34,9 @@ struct InFlight {
 /// Runs one worker until the schedule is exhausted or the run stops.
 ///
 /// In closed loop the driver may send the next unit in the same write as the current
-/// one's end (SMTP: the next envelope after the content, RFC 2920 §3.1), and the goodbye
-/// with a connection's last unit. The follow-on's latency still counts from when the
+/// one's end (SMTP: the next envelope after the content, RFC 2920 §3.1), or several before
+/// the current one completes (IMAP's `--pipeline`), and the goodbye with a connection's
+/// last unit. The follow-on's latency still counts from when the
 /// current unit ended (the server could not start on it before), so pipelining never
 /// charges one unit's wait to the next. A connection whose quota is used up is closed
 /// right after its last unit, before the next slot is claimed: the goodbye is timed when
@@ -44,15 +46,17 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
     let mut rng =
         fastrand::Rng::with_seed(0x5eed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut live: Option<Open<D::Conn>> = None;
-    let mut carried: Option<InFlight> = None;
+    let mut carried: VecDeque<InFlight> = VecDeque::new();
+    // Follow-ons claimed while the current unit is driven (kept: no allocation per unit).
+    let mut next: Vec<InFlight> = Vec::new();
     loop {
-        if carried.is_none()
+        if carried.is_empty()
             && let Some(old) = live.take_if(|o| o.left == 0 || !D::idle(&o.conn))
         {
             // Boxed: the close future is kilobytes and runs once per connection.
             Box::pin(close(old.conn, &eng, id)).await;
         }
-        let cur = match carried.take() {
+        let cur = match carried.pop_front() {
             Some(c) => c,
             None => {
                 let Some(slot) = eng.schedule.claim() else {
@@ -132,19 +136,20 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
             continue;
         };
         o.left = o.left.saturating_sub(1);
-        let may_follow = closed_loop && o.left > 0 && !eng.stop.is_cancelled();
-        let last = o.left == 0;
-        let mut next: Option<InFlight> = None;
+        // Units this connection may still carry beyond those already in flight on it.
+        let room = o.left.saturating_sub(carried.len() as u64);
+        let may_follow = closed_loop && !eng.stop.is_cancelled();
         let result = {
             let (eng2, next2) = (&eng, &mut next);
             let mut ask = move || {
-                if may_follow {
+                let room = room.saturating_sub(next2.len() as u64);
+                if may_follow && room > 0 {
                     let Some(slot) = eng2.schedule.claim() else {
                         return Next::Last;
                     };
                     let begun = Instant::now();
                     eng2.in_flight.fetch_add(1, Ordering::Relaxed);
-                    *next2 = Some(InFlight {
+                    next2.push(InFlight {
                         seq: slot.seq,
                         t0: begun,
                         intended: None,
@@ -152,7 +157,7 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                         opened: (0, 0),
                     });
                     Next::Unit(slot.seq)
-                } else if last {
+                } else if room == 0 {
                     Next::Last
                 } else {
                     Next::Wait
@@ -185,18 +190,19 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
         if failed {
             count_failure(&eng);
         }
-        match (result, next) {
-            (Ok(_), Some(mut n)) => {
-                // The server starts on the follow-on only now: it waited in the
-                // server's input behind the current unit.
-                n.t0 = done;
-                n.begun = done;
-                carried = Some(n);
+        match result {
+            Ok(_) => {
+                carried.extend(next.drain(..));
+                // The server starts on the next unit only now: it waited in the server's
+                // input behind the current one.
+                for n in &mut carried {
+                    n.t0 = done;
+                    n.begun = done;
+                }
             }
-            (Ok(_), None) => {}
-            (Err(e), next) => {
-                // The connection is gone, and with it a follow-on already sent.
-                if next.is_some() {
+            Err(e) => {
+                // The connection is gone, and with it every follow-on already sent.
+                for _ in next.drain(..).chain(carried.drain(..)) {
                     lost(&eng, id, &e, None, done, done);
                 }
                 live = None;

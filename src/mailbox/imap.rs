@@ -19,6 +19,8 @@ use crate::load::{Driver, Failure, Next};
 use crate::message::trace::Trace;
 use crate::stats::{Metric, Recorder};
 
+mod pipelined;
+
 /// Flags that STORE sets and clears (system flags every server has, and a keyword).
 const FLAGS: [&str; 4] = ["\\Seen", "\\Flagged", "\\Answered", "$MailbenchLabel"];
 
@@ -42,6 +44,9 @@ pub struct Session {
     user: usize,
     /// The command the unit in flight runs.
     next: Phase,
+    /// Pipelining: the units on this connection not handed back to the engine yet, the
+    /// current one first.
+    units: std::collections::VecDeque<pipelined::Unit>,
 }
 
 /// What one command did.
@@ -225,6 +230,54 @@ impl ImapDriver {
             _ => {}
         }
     }
+
+    /// Runs `cmd` alone on the wire (waiting for its completion), checks it and says what
+    /// it did: every command without pipelining, and with it the ones that must be alone.
+    async fn one(&self, s: &mut Session, cmd: &Command) -> Result<Outcome, ConnError> {
+        let mut o = Outcome {
+            phase: Some(cmd.phase()),
+            ..Outcome::default()
+        };
+        if let Command::Select { .. } = cmd {
+            s.model.reset();
+        }
+        let r = if *cmd == Command::Idle {
+            // Into IDLE, waiting `--idle-for` (0: straight out again, what a client pays
+            // to start waiting) for what the server pushes.
+            let wake = tokio::time::sleep(self.plan.idle_for);
+            let data = s.conn.idle(wake, |_| false).await?;
+            Reply {
+                done: crate::imap::proto::Completion {
+                    tag: 0,
+                    phase: Phase::Idle,
+                    cond: Cond::Ok,
+                    code: None,
+                    text: String::new(),
+                },
+                data,
+            }
+        } else {
+            let r = s.conn.run(cmd).await?;
+            match (cmd, r.done.cond) {
+                // The folder is missing the first time ([TRYCREATE]): create it, again.
+                (Command::Move { .. }, Cond::No) => {
+                    s.conn.run(&Command::Create(MOVE_TO.into())).await?;
+                    s.conn.run(cmd).await?
+                }
+                _ => r,
+            }
+        };
+        if let Command::Append { .. } = cmd
+            && r.done.cond == Cond::Ok
+        {
+            o.appended = 1;
+        }
+        self.check(s, cmd, &r, &mut o);
+        if r.done.cond != Cond::Ok {
+            o.refused = Some(r.said());
+        }
+        Ok(o)
+    }
 }
 
 impl Failure for ConnError {
@@ -288,6 +341,7 @@ impl Driver for ImapDriver {
             model: Model::new(i as u32, 0),
             user: i,
             next: Phase::Noop,
+            units: std::collections::VecDeque::new(),
         };
         let select = Command::Select {
             mailbox: p.mailbox.clone(),
@@ -311,60 +365,24 @@ impl Driver for ImapDriver {
 
     fn begin(&self, s: &mut Session, _seq: u64, rng: &mut fastrand::Rng) -> Result<(), ConnError> {
         s.next = self.plan.mix.draw(rng);
+        if self.plan.pipeline > 1 {
+            s.units.push_back(pipelined::Unit::new(s.next));
+        }
         Ok(())
     }
 
     async fn complete(
         &self,
         s: &mut Session,
-        _next: &mut (dyn FnMut() -> Next + Send),
+        next: &mut (dyn FnMut() -> Next + Send),
         rng: &mut fastrand::Rng,
     ) -> Result<Outcome, ConnError> {
+        if self.plan.pipeline > 1 {
+            return self.pipelined(s, next, rng).await;
+        }
         let seq = rng.u64(..);
         let cmd = self.command(s, s.next, seq, rng);
-        let mut o = Outcome {
-            phase: Some(cmd.phase()),
-            ..Outcome::default()
-        };
-        if let Command::Select { .. } = cmd {
-            s.model.reset();
-        }
-        let r = if cmd == Command::Idle {
-            // Into IDLE, waiting `--idle-for` (0: straight out again, what a client pays
-            // to start waiting) for what the server pushes.
-            let wake = tokio::time::sleep(self.plan.idle_for);
-            let data = s.conn.idle(wake, |_| false).await?;
-            Reply {
-                done: crate::imap::proto::Completion {
-                    tag: 0,
-                    phase: Phase::Idle,
-                    cond: Cond::Ok,
-                    code: None,
-                    text: String::new(),
-                },
-                data,
-            }
-        } else {
-            let r = s.conn.run(&cmd).await?;
-            match (&cmd, r.done.cond) {
-                // The folder is missing the first time ([TRYCREATE]): create it, again.
-                (Command::Move { .. }, Cond::No) => {
-                    s.conn.run(&Command::Create(MOVE_TO.into())).await?;
-                    s.conn.run(&cmd).await?
-                }
-                _ => r,
-            }
-        };
-        if let Command::Append { .. } = cmd
-            && r.done.cond == Cond::Ok
-        {
-            o.appended = 1;
-        }
-        self.check(s, &cmd, &r, &mut o);
-        if r.done.cond != Cond::Ok {
-            o.refused = Some(r.said());
-        }
-        Ok(o)
+        self.one(s, &cmd).await
     }
 
     fn record(&self, rec: &mut Recorder, s: &mut Session, _seq: u64, o: Option<&Outcome>) -> bool {

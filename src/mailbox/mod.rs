@@ -16,9 +16,7 @@ pub mod profile;
 use std::sync::Arc;
 
 use crate::load;
-use crate::pop3::steps::STEPS;
 use crate::shutdown::Shutdown;
-use crate::stats::Metric;
 use crate::stats::results::Results;
 use crate::stats::summary::{ImapSummary, Pop3Summary, Summary, Vocabulary};
 
@@ -26,31 +24,8 @@ use imap::ImapDriver;
 use plan::{ImapPlan, Pop3Plan};
 use pop3::Pop3Driver;
 
-/// The numeric keys of `mailbox pop3`'s summary, and its metrics: what `--threshold` may
-/// name.
-pub const POP3_THRESHOLDS: Vocabulary = Vocabulary {
-    keys: &[&[
-        "intended",
-        "sessions",
-        "unstarted",
-        "completed",
-        "refused",
-        "errors",
-        "aborted",
-        "retrieved",
-        "deleted",
-        "bytes",
-        "sessions_per_sec",
-        "retrieved_per_sec",
-        "duration_s",
-        "active_s",
-        "p50_ms",
-        "p99_ms",
-        "lag_p99_ms",
-    ]],
-    steps: STEPS,
-    metrics: |m| m != Metric::E2e,
-};
+/// What `mailbox pop3`'s `--threshold` may name (its kind of run holds it).
+pub const POP3_THRESHOLDS: Vocabulary = crate::stats::kind::pop3::POP3.thresholds;
 
 /// Runs a POP3 workload to completion (or until stopped) against the plan's server and
 /// users. The error is the one line that says the server never accepted a connection.
@@ -60,46 +35,23 @@ pub async fn run_pop3(mut plan: Pop3Plan, shutdown: Shutdown) -> Result<Results,
     }
     // A POP3 session holds its mailbox until QUIT: one session per connection.
     plan.load.per_conn = (1, 1);
-    plan.load.units = crate::run::live::SESSIONS;
+    plan.load.units = crate::stats::kind::pop3::POP3.units;
     let mut config = plan.config_json.clone();
     config["target"] = plan.sessions.target.as_ref().map(|t| t.to_string()).into();
     config["users"] = plan.sessions.users.len().into();
     let plan = Arc::new(plan);
     let loaded = load::run(plan.load.clone(), Pop3Driver::new(plan.clone()), shutdown).await?;
-    Ok(
-        loaded.into_results("pop3", config, |total, intended, duration_s, active_s| {
+    Ok(loaded.into_results(
+        crate::stats::kind::pop3::POP3.name,
+        config,
+        |total, intended, duration_s, active_s| {
             Summary::Pop3(Pop3Summary::derive(total, intended, duration_s, active_s))
-        }),
-    )
+        },
+    ))
 }
 
-/// The numeric keys of `mailbox imap`'s summary, and its metrics: what `--threshold` may
-/// name.
-pub const IMAP_THRESHOLDS: Vocabulary = Vocabulary {
-    keys: &[&[
-        "intended",
-        "commands",
-        "unstarted",
-        "completed",
-        "refused",
-        "errors",
-        "aborted",
-        "sessions",
-        "fetched",
-        "appended",
-        "expunged",
-        "bytes",
-        "violations",
-        "commands_per_sec",
-        "duration_s",
-        "active_s",
-        "p50_ms",
-        "p99_ms",
-        "lag_p99_ms",
-    ]],
-    steps: crate::imap::steps::STEPS,
-    metrics: |m| m != Metric::E2e,
-};
+/// What `mailbox imap`'s `--threshold` may name (its kind of run holds it).
+pub const IMAP_THRESHOLDS: Vocabulary = crate::stats::kind::imap::IMAP.thresholds;
 
 /// Runs an IMAP workload to completion (or until stopped) against the plan's server and
 /// users. The error is the one line that says the server never accepted a connection.
@@ -107,7 +59,7 @@ pub async fn run_imap(mut plan: ImapPlan, shutdown: Shutdown) -> Result<Results,
     if plan.sessions.users.is_empty() {
         return Err("no mailbox users to log in as".into());
     }
-    plan.load.units = crate::run::live::COMMANDS;
+    plan.load.units = crate::stats::kind::imap::IMAP.units;
     let run_id = *plan.load.run_id.get_or_insert_with(crate::run::new_run_id);
     let mut config = plan.config_json.clone();
     config["target"] = plan.sessions.target.as_ref().map(|t| t.to_string()).into();
@@ -115,9 +67,11 @@ pub async fn run_imap(mut plan: ImapPlan, shutdown: Shutdown) -> Result<Results,
     let plan = Arc::new(plan);
     let driver = ImapDriver::new(plan.clone(), run_id);
     let loaded = load::run(plan.load.clone(), driver, shutdown).await?;
-    Ok(
-        loaded.into_results("imap", config, |total, intended, duration_s, active_s| {
+    Ok(loaded.into_results(
+        crate::stats::kind::imap::IMAP.name,
+        config,
+        |total, intended, duration_s, active_s| {
             Summary::Imap(ImapSummary::derive(total, intended, duration_s, active_s))
-        }),
-    )
+        },
+    ))
 }

@@ -229,6 +229,8 @@ pub struct ImapPlan {
     pub check_state: bool,
     /// Use LITERAL+ for APPEND when the server offers it.
     pub literal_plus: bool,
+    /// Commands in flight per session (`--pipeline`; 1: one at a time).
+    pub pipeline: usize,
     /// The configuration as recorded in the results file.
     pub config_json: serde_json::Value,
 }

@@ -4,22 +4,8 @@
 use super::proto::Phase;
 use crate::stats::{Metric, Steps};
 
-/// POP3's step names, in `Phase::ALL` order.
-pub const STEPS: Steps = Steps(&[
-    "connect",
-    "banner",
-    "capa",
-    "stls",
-    "tls_handshake",
-    "auth",
-    "stat",
-    "list",
-    "uidl",
-    "retr",
-    "top",
-    "dele",
-    "quit",
-]);
+/// POP3's step names, in `Phase::ALL` order: kept with the kind of run that times them.
+pub const STEPS: Steps = crate::stats::kind::pop3::STEPS;
 
 /// The step that records a phase.
 pub fn metric(p: Phase) -> Metric {

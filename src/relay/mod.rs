@@ -23,54 +23,10 @@ pub mod verdict;
 pub use bench::{FindMaxPlan, RelayPlan, bench};
 pub use dns::RelayDns;
 
-use crate::stats::Metric;
 use crate::stats::summary::Vocabulary;
 
-/// The numeric (and yes/no) keys of `relay`'s summary, and its metrics: what
-/// `--threshold` may name.
-pub const THRESHOLDS: Vocabulary = Vocabulary {
-    keys: &[
-        crate::send::INJECTION_KEYS,
-        &[
-            "expected_recipients",
-            "delivered",
-            "delivered_messages",
-            "lost",
-            "duplicates",
-            "aborted_delivered",
-            "bounced",
-            "bounces",
-            "untraced",
-            "drained",
-            "inject_mpm",
-            "drain_mpm",
-            "drain_s",
-            "drain_per_recipient",
-            "e2e_p50_ms",
-            "e2e_p99_ms",
-            "delivered_before_accept",
-            "before_accept_max_ms",
-            "max_backlog",
-            "max_queue",
-            "maillog_sent",
-            "queued_left",
-            "receiver_rejected",
-            "max_sustainable_per_sec",
-            "max_sustainable_mpm",
-            "flush_held",
-            "release_at_s",
-            "e2e_recipient_p50_ms",
-            "e2e_recipient_p99_ms",
-            "dns_queries",
-            "dns_queries_per_message",
-            "dns_p50_ms",
-            "dns_p99_ms",
-            "dns_deferred",
-        ],
-    ],
-    steps: crate::smtp::steps::STEPS,
-    metrics: |_: Metric| true,
-};
+/// What `relay`'s `--threshold` may name (its kind of run holds it).
+pub const THRESHOLDS: Vocabulary = crate::stats::kind::relay::RELAY.thresholds;
 
 /// Why a relay benchmark produced no results.
 #[derive(Debug)]

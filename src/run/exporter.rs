@@ -421,12 +421,7 @@ pub fn publish_interval(
 pub fn publish_results(r: &crate::stats::Results) {
     let Some(latest) = LATEST.get() else { return };
     let gauges = latest.lock().map(|s| s.gauges.clone()).unwrap_or_default();
-    let unit = match r.command.as_str() {
-        "pop3" => "sessions",
-        "imap" => "commands",
-        "profile" => "actions",
-        _ => "messages",
-    };
+    let unit = crate::stats::kind::find(&r.command).map_or("messages", |k| k.held_noun);
     let hists: Vec<(&str, Histogram<u64>)> = r
         .latency
         .iter()

@@ -35,47 +35,12 @@ impl std::fmt::Debug for LiveExtra {
     }
 }
 
-/// What a generator's units of work are called on its live line.
-#[derive(Debug, Clone, Copy)]
-pub struct Units {
-    /// What one unit is called on `/metrics` (`mailbench_<noun>_total`).
-    pub noun: &'static str,
-    /// The rate's unit.
-    pub rate: &'static str,
-    /// Units started.
-    pub started: &'static str,
-    /// Units that succeeded.
-    pub done: &'static str,
-    /// Units the server refused.
-    pub refused: &'static str,
-}
+/// What a generator's units of work are called on its live line: its kind of run's words,
+/// which `/metrics` reads too.
+pub use crate::stats::kind::Units;
 
 /// Messages (send, relay, populate).
-pub const MESSAGES: Units = Units {
-    noun: "messages",
-    rate: "msg/s",
-    started: "sent",
-    done: "accepted",
-    refused: "rejected",
-};
-
-/// Sessions (mailbox workloads).
-pub const SESSIONS: Units = Units {
-    noun: "sessions",
-    rate: "sessions/s",
-    started: "started",
-    done: "completed",
-    refused: "refused",
-};
-
-/// Commands (IMAP).
-pub const COMMANDS: Units = Units {
-    noun: "commands",
-    rate: "cmd/s",
-    started: "started",
-    done: "completed",
-    refused: "refused",
-};
+pub const MESSAGES: Units = crate::stats::kind::units::MESSAGES;
 
 /// Where progress goes.
 pub enum Live {
@@ -125,15 +90,15 @@ impl Live {
         self.show(p.t_s, &figures);
     }
 
-    /// Shows one closed interval of a sink.
-    pub fn update_sink(&self, p: &IntervalPoint, total: &Counters, extra: &str) {
+    /// Shows one closed interval of a sink, counted in `u`.
+    pub fn update_sink(&self, p: &IntervalPoint, total: &Counters, u: Units, extra: &str) {
         let figures = [
-            ("rate", format!("{:>9.1} msg/s", p.msgs_per_sec)),
+            ("rate", format!("{:>9.1} {}", p.msgs_per_sec, u.rate)),
             (
                 "counts",
                 format!(
-                    "messages {} recipients {} rejected {}",
-                    total.accepted, total.rcpts.delivered, total.rejected
+                    "{} {} recipients {} {} {}",
+                    u.noun, total.accepted, total.rcpts.delivered, u.refused, total.rejected
                 ),
             ),
             ("sessions", format!("sessions {}", total.connections)),
@@ -142,15 +107,22 @@ impl Live {
         self.show(p.t_s, &figures);
     }
 
-    /// A DNS server's interval: questions per second, totals, the tool's CPU.
-    pub fn update_dns(&self, p: &IntervalPoint, total: &Counters) {
+    /// A DNS server's interval: questions per second, totals (counted in `u`), the tool's
+    /// CPU.
+    pub fn update_dns(&self, p: &IntervalPoint, total: &Counters, u: Units) {
         let figures = [
-            ("rate", format!("{:>9.1} q/s", p.msgs_per_sec)),
+            ("rate", format!("{:>9.1} {}", p.msgs_per_sec, u.rate)),
             (
                 "counts",
                 format!(
-                    "questions {} answered {} dropped {} ignored {}",
-                    total.sent, total.accepted, total.aborted, total.errors
+                    "{} {} {} {} {} {} ignored {}",
+                    u.started,
+                    total.sent,
+                    u.done,
+                    total.accepted,
+                    u.refused,
+                    total.aborted,
+                    total.errors
                 ),
             ),
             ("tool", format!("cpu {:.0}%", p.cpu_pct)),

@@ -10,8 +10,6 @@ use std::sync::Arc;
 
 use crate::load::{self, Loaded};
 use crate::shutdown::Shutdown;
-use crate::smtp::steps::STEPS;
-use crate::stats::Metric;
 use crate::stats::results::Results;
 use crate::stats::summary::Vocabulary;
 use crate::stats::summary::{SendSummary, Summary};
@@ -19,40 +17,8 @@ use crate::stats::summary::{SendSummary, Summary};
 use driver::SmtpDriver;
 pub use plan::SendPlan;
 
-/// The summary keys of the injection, shared by `send` and `relay`.
-pub const INJECTION_KEYS: &[&str] = &[
-    "intended",
-    "sent",
-    "unstarted",
-    "accepted",
-    "rejected",
-    "errors",
-    "aborted",
-    "failed",
-    "msgs_per_sec",
-    "mpm",
-    "bytes",
-    "bytes_per_sec",
-    "rate_span_s",
-];
-
-/// The numeric keys of `send`'s summary, and its metrics: what `--threshold` may name.
-pub const THRESHOLDS: Vocabulary = Vocabulary {
-    keys: &[
-        INJECTION_KEYS,
-        &[
-            "duration_s",
-            "active_s",
-            "connections",
-            "rcpts_accepted",
-            "p50_ms",
-            "p99_ms",
-            "lag_p99_ms",
-        ],
-    ],
-    steps: STEPS,
-    metrics: |m| m != Metric::E2e,
-};
+/// What `send`'s `--threshold` may name (its kind of run holds it).
+pub const THRESHOLDS: Vocabulary = crate::stats::kind::send::SEND.thresholds;
 
 /// Runs the plan to completion (or until stopped) and returns its results. The error is
 /// the one line that says the target never accepted a connection (nothing was measured).
@@ -126,7 +92,11 @@ async fn measure(mut plan: SendPlan, shutdown: Shutdown) -> Result<Results, Stri
 
 /// The results document of a finished send.
 fn results(l: Loaded, config: serde_json::Value) -> Results {
-    l.into_results("send", config, |total, intended, duration_s, active_s| {
-        Summary::Send(SendSummary::derive(total, intended, duration_s, active_s))
-    })
+    l.into_results(
+        crate::stats::kind::send::SEND.name,
+        config,
+        |total, intended, duration_s, active_s| {
+            Summary::Send(SendSummary::derive(total, intended, duration_s, active_s))
+        },
+    )
 }

@@ -27,10 +27,11 @@ use tokio_util::task::TaskTracker;
 use crate::run::exporter::{self, Gauge};
 use crate::run::{Finished, Runner};
 use crate::shutdown::Shutdown;
+use crate::stats::Shards;
+use crate::stats::kind::sink::SINK;
 use crate::stats::results::{Results, RunParts};
 use crate::stats::seen::RunReport;
 use crate::stats::summary::{BouncesSent, SinkSummary, SinkTallies, Summary, Vocabulary};
-use crate::stats::{Metric, Shards, Steps};
 use crate::transport::listen::{Listener, accept};
 
 use conn::Shared;
@@ -38,34 +39,8 @@ use delivery::Delivery;
 use faults::FaultState;
 use plan::SinkPlan;
 
-/// The numeric keys of `sink`'s summary, and its metric: what `--threshold` may name.
-pub const THRESHOLDS: Vocabulary = Vocabulary {
-    keys: &[&[
-        "sessions",
-        "tls_sessions",
-        "transactions",
-        "messages",
-        "recipients",
-        "bytes",
-        "rejected",
-        "refused",
-        "abandoned",
-        "unconfirmed",
-        "protocol_errors",
-        "duplicates",
-        "missing",
-        "lost",
-        "null_sender",
-        "untracked",
-        "msgs_per_sec",
-        "mpm",
-        "e2e_p50_ms",
-        "e2e_p99_ms",
-        "duration_s",
-    ]],
-    steps: Steps::NONE,
-    metrics: |m| m == Metric::E2e,
-};
+/// What `sink`'s `--threshold` may name (its kind of run holds it).
+pub const THRESHOLDS: Vocabulary = crate::stats::kind::sink::SINK.thresholds;
 
 /// Serves until stopped; returns the results. `delivery` is updated as messages arrive and
 /// its times count from `start`.
@@ -132,11 +107,11 @@ pub async fn run(
                     exporter::refresh_delivery();
                 } else {
                     let gauge = Gauge { name: "open_connections", help: "Sessions open now.", value: open as f64 };
-                    exporter::publish_interval(run_id, "messages", total, Steps::NONE, &p, vec![gauge]);
+                    exporter::publish_interval(run_id, SINK.units.noun, total, SINK.steps, &p, vec![gauge]);
                 }
                 let counters = total.counters.clone();
                 let extra = format!("  open {open}");
-                runner.live().update_sink(&p, &counters, &extra);
+                runner.live().update_sink(&p, &counters, SINK.units, &extra);
                 if let Some(idle) = exit_idle {
                     let last = sh.last_activity_ms.load(Ordering::Relaxed);
                     if last > 0 && start.elapsed().as_millis() as u64 - last >= idle.as_millis() as u64 {
@@ -171,13 +146,13 @@ pub async fn run(
         ));
     }
     let mut results = Results::assemble(RunParts {
-        command: "sink",
+        command: SINK.name,
         run_id,
         started_us: finished.started_us,
         duration_s: finished.duration_s,
         config: config_json,
         summary: Summary::Sink(summary),
-        steps: Steps::NONE,
+        steps: SINK.steps,
         self_report: finished.self_report(warnings),
         total: finished.total,
         series: finished.series,

@@ -4,21 +4,8 @@
 use super::proto::Phase;
 use crate::stats::{Metric, Steps};
 
-/// SMTP's step names, in `Phase::ALL` order.
-pub const STEPS: Steps = Steps(&[
-    "connect",
-    "banner",
-    "ehlo",
-    "starttls",
-    "tls_handshake",
-    "auth",
-    "mail",
-    "rcpt",
-    "data",
-    "data_end",
-    "rset",
-    "quit",
-]);
+/// SMTP's step names, in `Phase::ALL` order: kept with the kinds of run that time them.
+pub const STEPS: Steps = crate::stats::kind::send::SMTP_STEPS;
 
 /// A phase as a statistics step.
 pub trait PhaseMetric {

@@ -2,7 +2,8 @@
 //! collection and the time series (`collector`), the results file (`results`), histograms in
 //! JSON (`hist`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`) and
 //! its machine's: the queue device and the load average (`host`); the DNS server's summary
-//! (`dns`); the results of a run split over agents added back into one (`merge`).
+//! (`dns`); one descriptor per kind of run, registered once (`kind`); the results of a
+//! run split over agents added back into one (`merge`).
 
 pub mod clock;
 pub mod collector;
@@ -10,6 +11,7 @@ pub mod cpu;
 pub mod dns;
 pub mod hist;
 pub mod host;
+pub mod kind;
 pub mod merge;
 pub mod metric;
 pub mod recorder;

@@ -619,20 +619,11 @@ impl Summary {
         v.as_f64().or_else(|| v.as_bool().map(f64::from))
     }
 
-    /// The summary of a results file, read by the command that wrote it.
+    /// The summary of a results file, read as the kind of run that wrote it says.
     pub fn from_json(command: &str, v: serde_json::Value) -> Result<Summary, String> {
-        let bad = |e: serde_json::Error| format!("its {command} summary is unreadable: {e}");
-        match command {
-            "send" => serde_json::from_value(v).map(Summary::Send).map_err(bad),
-            "sink" => serde_json::from_value(v).map(Summary::Sink).map_err(bad),
-            "relay" | "arrival" => serde_json::from_value(v).map(Summary::Relay).map_err(bad),
-            "pop3" => serde_json::from_value(v).map(Summary::Pop3).map_err(bad),
-            "imap" => serde_json::from_value(v).map(Summary::Imap).map_err(bad),
-            "profile" => serde_json::from_value(v).map(Summary::Profile).map_err(bad),
-            "populate" => serde_json::from_value(v).map(Summary::Send).map_err(bad),
-            "dns" => serde_json::from_value(v).map(Summary::Dns).map_err(bad),
-            other => Err(format!("it was written by an unknown command {other:?}")),
-        }
+        let kind = super::kind::find(command)
+            .ok_or_else(|| format!("it was written by an unknown command {command:?}"))?;
+        (kind.decode)(v).map_err(|e| format!("its {command} summary is unreadable: {e}"))
     }
 }
 

@@ -162,6 +162,76 @@ fn dovecot_counts_the_commands_mailbench_counts() {
     }
 }
 
+/// Ten commands in flight per session, reading and changing the mailboxes (FETCH, STORE,
+/// EXPUNGE, APPEND, COPY, SEARCH): Dovecot counts every command mailbench counts, and its
+/// answers, attributed to their commands whatever order they come in, contradict nothing.
+#[test]
+fn pipelined_dovecot_counts_the_commands_mailbench_counts() {
+    if require("dovecot").is_none() {
+        return;
+    }
+    let dir = TempDir::new("imap-pipelined");
+    let json = dir.0.join("r.json");
+    let args = [
+        "--lab",
+        "dovecot",
+        "--users",
+        "5",
+        "--fill",
+        "20",
+        "--server-stats",
+        "--mix",
+        "fetch=4,fetch_body=4,store=2,delete=1,expunge=1,append=1,copy=1,noop=1,search=1",
+        "--pipeline",
+        "10",
+        "-n",
+        "600",
+        "-c",
+        "5",
+        // One session per user for the whole run: sessions of one user at the same time
+        // race each other's STOREs, which the checks cannot tell from a wrong answer.
+        "--per-conn",
+        "0",
+    ];
+    let r = imap(&args, &json, 0);
+    assert_eq!(summary(&r, "violations"), 0, "{:#}", r["summary"]);
+    assert_eq!(r["config"]["pipeline"], 10, "{:#}", r["config"]);
+    let own: std::collections::BTreeMap<String, u64> = r["extra"]["store_stats"]
+        .as_array()
+        .expect("the store's own statistics")
+        .iter()
+        .filter_map(|m| Some((m["name"].as_str()?.to_string(), m["count"].as_u64()?)))
+        .collect();
+    let sessions = summary(&r, "sessions");
+    for (cmd, ours) in [
+        ("imap_FETCH", count(&r, "fetch") + count(&r, "fetch_body")),
+        ("imap_STORE", count(&r, "store") + count(&r, "delete")),
+        ("imap_EXPUNGE", count(&r, "expunge")),
+        ("imap_APPEND", count(&r, "append")),
+        ("imap_COPY", count(&r, "copy")),
+        ("imap_NOOP", count(&r, "noop")),
+        ("imap_UID_SEARCH", count(&r, "search")),
+        ("imap_SELECT", sessions),
+        ("imap_LOGOUT", sessions),
+    ] {
+        assert_eq!(own.get(cmd), Some(&ours), "{cmd}: Dovecot's count {own:?}");
+    }
+    let commands: u64 = [
+        "fetch",
+        "fetch_body",
+        "store",
+        "delete",
+        "expunge",
+        "append",
+        "copy",
+    ]
+    .iter()
+    .chain(&["noop", "search"])
+    .map(|s| count(&r, s))
+    .sum();
+    assert_eq!(commands, 600, "every command drawn was sent and completed");
+}
+
 /// What the rewriting proxy runs: server lines are passed on, except that in `uid` mode
 /// every other FETCH's UID is raised by 1000 and in `flags` mode `\Flagged` vanishes
 /// from FETCH responses; the client's bytes pass untouched.
@@ -236,6 +306,17 @@ fn rewriting_proxy(target: &str, mode: &str) -> (Proc, String) {
 /// everything, there is nothing to find.
 #[test]
 fn a_corrupting_proxy_is_caught_by_the_state_checks() {
+    corruption_is_caught(&[]);
+}
+
+/// The same with ten commands in flight per session: a FETCH's data is checked whichever
+/// command's completion it came before, and a STORE's own FETCH is still found.
+#[test]
+fn a_corrupting_proxy_is_caught_by_the_state_checks_when_pipelined() {
+    corruption_is_caught(&["--pipeline", "10"]);
+}
+
+fn corruption_is_caught(extra: &[&str]) {
     let Some(store) = Store::start(&["--users", "2", "--fill", "6", "--fill-size", "1k"]) else {
         return;
     };
@@ -243,7 +324,7 @@ fn a_corrupting_proxy_is_caught_by_the_state_checks() {
     let json = dir.0.join("r.json");
     let run_through = |mode: &str, mix: &str| {
         let (_proxy, target) = rewriting_proxy(&store.imap, mode);
-        let args = [
+        let mut args = vec![
             "--target",
             &target,
             "--users-file",
@@ -257,6 +338,7 @@ fn a_corrupting_proxy_is_caught_by_the_state_checks() {
             "-c",
             "2",
         ];
+        args.extend(extra);
         imap(&args, &json, 0)
     };
     let r = run_through("none", "fetch=1,store=1");

@@ -123,6 +123,10 @@ pub struct ImapArgs {
     /// Log in as a user drawn at random for each session instead of the next in turn.
     #[arg(long)]
     pub random_users: bool,
+    /// Commands in flight per session, as RFC 9051 §5.5 allows (imaptest sends up to 10);
+    /// 1 waits for each completion.
+    #[arg(long, default_value = "1", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub pipeline: u16,
     /// How sessions log in.
     #[arg(long, value_enum, default_value = "login")]
     pub login: ImapLoginArg,

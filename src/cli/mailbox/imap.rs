@@ -58,6 +58,9 @@ fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
         "random_users": a.random_users,
         "login": login,
     });
+    if a.pipeline > 1 {
+        config_json["pipeline"] = a.pipeline.into();
+    }
     w.describe(&mut config_json, &a.server);
     if let (Some(all), serde_json::Value::Object(mut m)) = (config_json.as_object_mut(), load_json)
     {
@@ -77,6 +80,7 @@ fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
         idle_for,
         check_state: !a.no_state_check,
         literal_plus: !a.no_literal_plus,
+        pipeline: a.pipeline.into(),
         config_json,
     };
     Ok(store::Planned {

@@ -28,21 +28,9 @@ use crate::transport::target::Target;
 use capacity::{Step, StepPlan};
 use scenario::{Action, Scenario};
 
-/// A profile run's latency rows: logins, each action, and every action together.
-pub const STEPS: Steps = Steps(&[
-    "login",
-    "open_inbox",
-    "close_inbox",
-    "read",
-    "delete",
-    "flag",
-    "move",
-    "search",
-    "receive",
-    "send",
-    "check",
-    "action",
-]);
+/// A profile run's latency rows: logins, each action, and every action together (kept
+/// with its kind of run).
+pub const STEPS: Steps = crate::stats::kind::profile::STEPS;
 
 /// The login step (a session opened by a caching or login-per-action client).
 pub const LOGIN: Metric = Metric::Step(0);
@@ -58,29 +46,9 @@ pub fn metric(a: Option<Action>) -> Metric {
     }
 }
 
-/// The numeric keys of `mailbox profile`'s summary and its metrics: what `--threshold`
-/// and `--capacity-rule` may name.
-pub const THRESHOLDS: Vocabulary = Vocabulary {
-    keys: &[&[
-        "users",
-        "capacity_users",
-        "actions",
-        "completed",
-        "refused",
-        "errors",
-        "late",
-        "overdue",
-        "sent",
-        "actions_per_min",
-        "mean_ms",
-        "p95_ms",
-        "p99_ms",
-        "sut_cpu",
-        "duration_s",
-    ]],
-    steps: STEPS,
-    metrics: |m| matches!(m, Metric::Step(_) | Metric::Lag),
-};
+/// What `mailbox profile`'s `--threshold` and `--capacity-rule` may name (its kind of run
+/// holds it).
+pub const THRESHOLDS: Vocabulary = crate::stats::kind::profile::PROFILE.thresholds;
 
 /// How many users, for how long.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -494,7 +462,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         overdue_n,
     );
     let mut r = Results::assemble(RunParts {
-        command: "profile",
+        command: crate::stats::kind::profile::PROFILE.name,
         run_id,
         started_us,
         duration_s,

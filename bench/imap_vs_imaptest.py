@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""mailbench's IMAP client beside Dovecot's imaptest, against the same lab Dovecot with the
+same users and messages (USERS users with PER_USER messages of SIZE_K KiB, CONNS clients, SECS
+seconds each), in rounds that alternate which runs first:
+
+  (a) pipelined reads: imaptest's default pipelining (up to 10 commands in flight) with `-
+      fetch2=100,99` (LOGIN, SELECT, about 100 single-message FETCHes, LOGOUT) against
+      `mailbench mailbox imap --pipeline 10 --mix fetch_body=1 --per-conn 100`;
+  (b) the same one command at a time: imaptest `no_pipelining` against `--pipeline 1`;
+  (c) a read-write mix on both, pipelined: imaptest's default profile (FETCH, STORE,
+      EXPUNGE, APPEND, COPY, ...) against mailbench's default (imaptest-like) mix, a new
+      login every 6 commands as imaptest's passes through its states have.
+
+For each: commands per second (every command, LOGIN, SELECT and LOGOUT included), the
+client's CPU microseconds per command, Dovecot's CPU per command (its process tree, exited
+children included), and the state errors of both (mailbench's violations; imaptest's
+`Error:` lines: neither may report any against a correct Dovecot). Ratios are mailbench's
+over imaptest's. imaptest's FETCH2 asks for a random part of the message (header, text,
+first part or all) where mailbench fetches the whole message: (a) and (b) are the same
+sessions, not the same octets.
+
+imaptest is built from third_party/imaptest by scripts/build-imaptest.sh (run first, as
+root, when target/peers/imaptest is missing).
+
+Usage: bench/imap_vs_imaptest.py [--users 100] [--per-user 30] [--size-k 10] [--conns 50]
+       [--secs 20] [--rounds 3] [--parts abc] [--mb target/release/mailbench] [--out DIR]
+Needs root and Dovecot (scripts/install-deps.sh). Loopback only; every run is bounded.
+"""
+import json, os, re, statistics, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import StoreLab, arg, emit, measure_client  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MB = arg("--mb", os.path.join(ROOT, "target", "release", "mailbench"))
+IMAPTEST = os.path.join(ROOT, "target", "peers", "imaptest")
+BUILD = os.path.join(ROOT, "scripts", "build-imaptest.sh")
+
+USERS, PER_USER, SIZE_K = arg("--users", 100), arg("--per-user", 30), arg("--size-k", 10)
+CONNS, SECS, ROUNDS = arg("--conns", 50), arg("--secs", 20), arg("--rounds", 3)
+PARTS, OUT = arg("--parts", "abc"), arg("--out", "")
+
+# mailbench's IMAP steps that are commands (connect, banner and TLS are not).
+COMMAND_STEPS = ["capability", "starttls", "login", "select", "close", "list", "status", "fetch", "fetch_body",
+                 "search", "store", "delete", "expunge", "copy", "create", "move", "append", "noop", "idle",
+                 "logout"]
+
+# Each part: (title, imaptest's arguments, mailbench's arguments).
+PARTS_SPEC = {
+    "a": ("pipelined reads", ["-", "fetch2=100,99"],
+          ["--pipeline", "10", "--mix", "fetch_body=1", "--per-conn", "100"]),
+    "b": ("one at a time", ["-", "fetch2=100,99", "no_pipelining"],
+          ["--pipeline", "1", "--mix", "fetch_body=1", "--per-conn", "100"]),
+    # imaptest's default profile logs out at the end of every pass through its states
+    # (about 9 commands with LOGIN, SELECT and LOGOUT): mailbench logs in as often.
+    "c": ("read-write mix, pipelined", ["copybox=INBOX"], ["--pipeline", "10", "--per-conn", "6"]),
+}
+
+
+def mailbench(lab, tmp, extra):
+    j = os.path.join(tmp, "mb.json")
+    cmd = [MB, "mailbox", "imap", "--target", f"127.0.0.1:{lab.port}", "--users-file", lab.users,
+           "-z", f"{SECS}s", "-c", str(CONNS), "-q", "--json", j] + extra
+
+    def parse(_out):
+        r = json.load(open(j))
+        commands = sum(r["latency"].get(s, {}).get("count", 0) for s in COMMAND_STEPS)
+        return {"commands": commands, "errors": r["summary"]["violations"], "failed": r["summary"]["errors"]}
+
+    return measure_client("mailbench", lab, cmd, parse)
+
+
+def imaptest(lab, tmp, extra):
+    users = os.path.join(tmp, "users.imaptest")
+    with open(lab.users) as src, open(users, "w") as dst:
+        for line in src:
+            if line.strip():
+                dst.write(":".join(line.split(None, 1)).strip() + "\n")
+    mbox = os.path.join(tmp, "append.mbox")
+    if not os.path.exists(mbox):
+        body = "x" * 76 + "\n"
+        with open(mbox, "w") as f:
+            for i in range(20):
+                f.write(f"From imaptest@bench.test Thu Nov 26 00:00:00 2026\nFrom: imaptest@bench.test\n"
+                        f"To: user@store.test\nSubject: imaptest append {i}\nMessage-ID: <{i}@imaptest.bench>\n\n"
+                        + body * (SIZE_K * 1024 // 77) + "\n")
+    cmd = [IMAPTEST, "user=unused", f"userfile={users}", "host=127.0.0.1", f"port={lab.port}", f"mbox={mbox}",
+           f"clients={CONNS}", f"secs={SECS}", f"msgs={PER_USER}"] + extra
+
+    def parse(out):
+        text = out.stdout + out.stderr
+        totals = text.rsplit("Totals:", 1)
+        if len(totals) != 2:
+            raise SystemExit(f"imaptest printed no totals:\n{text[-2000:]}")
+        rows = [ln.split() for ln in totals[1].strip().splitlines()]
+        counts = [int(x) for x in rows[-1] if x.isdigit()] if rows else []
+        return {"commands": sum(counts), "errors": len(re.findall(r"^Error:", text, re.M)), "failed": 0}
+
+    return measure_client("imaptest", lab, cmd, parse)
+
+
+def table(title, rows):
+    lines = [f"## ({title})", f"{'client':<10} {'commands/s':>11} {'cpu us/cmd':>11} {'Dovecot us/cmd':>15} "
+             f"{'state errors':>13}"]
+    med = {}
+    for tool in ("mailbench", "imaptest"):
+        mine = [r for r in rows if r["tool"] == tool]
+        med[tool] = m = {
+            "rate": statistics.median(r["commands"] / r["wall_s"] for r in mine),
+            "cpu": statistics.median(r["cpu_s"] / max(r["commands"], 1) * 1e6 for r in mine),
+            "store": statistics.median(r["store_cpu_s"] / max(r["commands"], 1) * 1e6 for r in mine),
+            "errors": sum(r["errors"] for r in mine),
+        }
+        lines.append(f"{tool:<10} {m['rate']:>11.1f} {m['cpu']:>11.2f} {m['store']:>15.2f} {m['errors']:>13}")
+    a, b = med["mailbench"], med["imaptest"]
+    lines.append(f"mailbench / imaptest: rate {a['rate'] / b['rate']:.2f}x, client CPU per command "
+                 f"{a['cpu'] / b['cpu']:.2f}x, Dovecot CPU per command {a['store'] / b['store']:.2f}x")
+    return lines
+
+
+def main():
+    if not os.path.exists(MB):
+        raise SystemExit(f"build first: cargo build --release (or give --mb PATH); {MB} is missing")
+    if not os.path.exists(IMAPTEST):
+        subprocess.run([BUILD], check=True)
+    report = [f"# IMAP, mailbench vs imaptest: {CONNS} clients, {SECS} s per run; {USERS} users x {PER_USER} "
+              f"messages of {SIZE_K} KiB, lab Dovecot; {ROUNDS} rounds alternating, medians", ""]
+    raw = []
+    with tempfile.TemporaryDirectory(prefix="mailbench-imaptest-") as tmp:
+        for part in PARTS:
+            title, theirs, ours = PARTS_SPEC[part]
+            rows = []
+            # A fresh store per part: the read-write mix changes the mailboxes.
+            with StoreLab(MB, tmp, "IMAP", USERS, PER_USER, SIZE_K) as lab:
+                for r in range(ROUNDS):
+                    order = [lambda: mailbench(lab, tmp, ours), lambda: imaptest(lab, tmp, theirs)]
+                    for run in order[::-1] if r % 2 else order:
+                        row = run()
+                        row.update(part=part, round=r)
+                        rows.append(row)
+            raw += rows
+            report += table(title, rows) + [""]
+    emit("\n".join(report), OUT, "imap_vs_imaptest.txt")
+    if OUT:
+        json.dump(raw, open(os.path.join(OUT, "imap_vs_imaptest.json"), "w"), indent=1)
+    if any(r["errors"] or r["failed"] for r in raw):
+        raise SystemExit("state errors or failed commands: see the table")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+//! `--pipeline N`: up to N commands in flight per session, as imaptest sends them. The
+//! engine hands the driver one unit at a time and asks it for follow-ons; the session keeps
+//! them in order, sends each when `imap::proto::pipeline::may_send` lets it beside those
+//! in flight (a command that must be alone waits for an empty wire and runs as without
+//! pipelining), and hands back each unit's outcome in the engine's order whatever order
+//! the server completes them in. Untagged data is applied to the model as it arrives; what
+//! a command's own check needs (a STORE's FETCH, a SEARCH's answer) is found by
+//! `pipeline::flags_answer` and by the one SEARCH the rules allow in flight.
+
+use crate::imap::conn::{ConnError, Reply};
+use crate::imap::proto::pipeline::{flags_answer, may_send};
+use crate::imap::proto::{Code, Command, Cond, Data, Phase};
+use crate::load::Next;
+
+use super::{ImapDriver, Outcome, Session};
+
+/// One unit of the session's queue.
+pub struct Unit {
+    /// The command drawn for it.
+    phase: Phase,
+    /// Built but not sent yet (it may not go beside those in flight). One that names
+    /// messages by number is built again when it can go, on the numbers known then.
+    built: Option<Command>,
+    /// Sent: its tag and the command.
+    sent: Option<(u32, Command)>,
+    /// Completed.
+    done: bool,
+    outcome: Outcome,
+    /// A SEARCH's answer, wherever it arrived.
+    found: Option<Vec<u32>>,
+    /// An EXPUNGE arrived while it was in flight (a SEARCH is not compared then).
+    expunge_seen: bool,
+}
+
+impl Unit {
+    /// A unit drawn as `phase`, not sent yet.
+    pub fn new(phase: Phase) -> Unit {
+        Unit {
+            phase,
+            built: None,
+            sent: None,
+            done: false,
+            outcome: Outcome::default(),
+            found: None,
+            expunge_seen: false,
+        }
+    }
+
+    fn in_flight(&self) -> Option<&Command> {
+        self.sent.as_ref().filter(|_| !self.done).map(|(_, c)| c)
+    }
+}
+
+impl ImapDriver {
+    /// The current unit (the front of the session's queue) to its end, with up to
+    /// `--pipeline` units in flight.
+    pub(super) async fn pipelined(
+        &self,
+        s: &mut Session,
+        next: &mut (dyn FnMut() -> Next + Send),
+        rng: &mut fastrand::Rng,
+    ) -> Result<Outcome, ConnError> {
+        let mut asking = true;
+        loop {
+            self.send_ready(s, rng);
+            while asking
+                && s.units.len() < self.plan.pipeline
+                && s.units.iter().all(|u| u.sent.is_some())
+            {
+                match next() {
+                    Next::Unit(_) => {
+                        s.units.push_back(Unit::new(self.plan.mix.draw(rng)));
+                        self.send_ready(s, rng);
+                    }
+                    Next::Last | Next::Wait => asking = false,
+                }
+            }
+            let Some(front) = s.units.front() else {
+                // The engine began no unit: nothing to do (not reached).
+                return Ok(Outcome::default());
+            };
+            if front.done {
+                // What was queued behind it goes now: the server works on it while the
+                // engine records this one.
+                s.conn.write_pushed().await?;
+                let unit = s.units.pop_front().map(|u| u.outcome);
+                return Ok(unit.unwrap_or_default());
+            }
+            if front.sent.is_none() {
+                // Nothing in flight, and the first unsent must be alone: run it so.
+                let cmd = self.build(s, 0, rng);
+                let o = self.one(s, &cmd).await?;
+                s.units.pop_front();
+                return Ok(o);
+            }
+            let r = s.conn.reply().await?;
+            self.answered(s, &r);
+        }
+    }
+
+    /// Sends, in order, every unsent unit that may go beside those in flight; stops at the
+    /// first that may not (imaptest does too: commands keep their order).
+    fn send_ready(&self, s: &mut Session, rng: &mut fastrand::Rng) {
+        for i in 0..s.units.len() {
+            if s.units[i].sent.is_some() {
+                continue;
+            }
+            let cmd = self.build(s, i, rng);
+            let alone = cmd.hazards().alone;
+            if alone || !may_send(&cmd, s.units.iter().filter_map(Unit::in_flight)) {
+                s.units[i].built = Some(cmd);
+                return;
+            }
+            let tag = s.conn.push(&cmd);
+            s.units[i].outcome.phase = Some(cmd.phase());
+            s.units[i].sent = Some((tag, cmd));
+        }
+    }
+
+    /// Unit `i`'s command: the one built before unless it names messages by number (an
+    /// APPEND's message is made once, however long it waits).
+    fn build(&self, s: &mut Session, i: usize, rng: &mut fastrand::Rng) -> Command {
+        match s.units[i].built.take() {
+            Some(cmd) if !cmd.hazards().numbers => cmd,
+            _ => self.command(s, s.units[i].phase, rng.u64(..), rng),
+        }
+    }
+
+    /// Applies a completion and the data before it: the data to the model as it came, a
+    /// STORE's FETCH to its STORE and a SEARCH's answer to the SEARCH wherever they came,
+    /// the rest of the checks to the command completed.
+    fn answered(&self, s: &mut Session, r: &Reply) {
+        let Some(at) = s
+            .units
+            .iter()
+            .position(|u| !u.done && u.sent.as_ref().is_some_and(|(t, _)| *t == r.done.tag))
+        else {
+            return;
+        };
+        let check = self.plan.check_state;
+        let shared = self.shared.as_ref();
+        for d in &r.data {
+            let o = &mut s.units[at].outcome;
+            match d {
+                Data::Expunge(_) => o.expunged += 1,
+                Data::Fetch(f) => {
+                    if let Some(b) = &f.body {
+                        o.fetched += 1;
+                        o.octets += b.len;
+                    }
+                }
+                _ => {}
+            }
+            if !check {
+                if matches!(d, Data::Exists(_) | Data::Expunge(_)) {
+                    s.model.apply(d, None, &mut Vec::new());
+                }
+                continue;
+            }
+            s.model.apply(d, shared, &mut o.violations);
+            match d {
+                Data::Fetch(f) => {
+                    let cmds = s.units.iter().filter_map(Unit::in_flight);
+                    let whose = flags_answer(f, cmds).and_then(|nth| {
+                        let mut flying =
+                            (0..s.units.len()).filter(|i| s.units[*i].in_flight().is_some());
+                        flying.nth(nth)
+                    });
+                    if let Some(j) = whose
+                        && let Some((_, Command::Store { op, flag, .. })) = &s.units[j].sent
+                    {
+                        let (op, flag) = (*op, *flag);
+                        s.model
+                            .stored(f, op, flag, &mut s.units[j].outcome.violations);
+                    }
+                }
+                Data::Search(found) => {
+                    if let Some(u) = s
+                        .units
+                        .iter_mut()
+                        .find(|u| matches!(u.in_flight(), Some(Command::Search(_))))
+                    {
+                        u.found = Some(found.clone());
+                    }
+                }
+                Data::Expunge(_) => {
+                    for u in s.units.iter_mut().filter(|u| u.in_flight().is_some()) {
+                        u.expunge_seen = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let u = &mut s.units[at];
+        u.done = true;
+        let ok = r.done.cond == Cond::Ok;
+        if !ok {
+            u.outcome.refused = Some(r.said());
+        }
+        let Some((_, cmd)) = &u.sent else { return };
+        if let Command::Append { .. } = cmd
+            && ok
+        {
+            u.outcome.appended = 1;
+        }
+        if !ok || !check {
+            return;
+        }
+        match (cmd, &r.done.code) {
+            (Command::Search("ALL"), _) if !u.expunge_seen => {
+                let found = u.found.take().unwrap_or_default();
+                s.model.searched(&found, &mut u.outcome.violations);
+            }
+            (Command::Append { .. }, Some(Code::AppendUid(v, uid))) => {
+                s.model.appended(*v, *uid, &mut u.outcome.violations);
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The human summary printed at the end of a run, rendered from the results document only
+//! (so it shows exactly what the file holds).
+//!
+//! One file per layout a kind of run names (`generator`, `sink`, `relay`, `dns`, `pop3`,
+//! `imap`, `profile`), built from shared pieces (`parts`); [`summary`] picks the layout.
+
+mod dns;
+mod generator;
+mod imap;
+mod parts;
+mod pop3;
+mod profile;
+mod relay;
+mod sink;
+#[cfg(test)]
+mod tests;
+
+pub use dns::render_dns;
+pub use generator::render;
+pub use imap::render_imap;
+pub use pop3::render_pop3;
+pub use profile::render_profile;
+pub use relay::render_relay;
+pub use sink::render_sink;
+
+use crate::stats::Results;
+use crate::stats::kind::{self, Layout};
+
+/// Renders the summary of any run, in the layout and with the steps its kind of run names
+/// (a command this version does not know is shown as a generator's, with SMTP's steps).
+pub fn summary(r: &Results, headline: &str) -> String {
+    let kind = kind::find(&r.command).unwrap_or(&kind::send::SEND);
+    let steps = kind.steps;
+    match kind.layout {
+        Layout::Generator => render(r, steps, headline),
+        Layout::Sink => render_sink(r, headline),
+        Layout::Relay => render_relay(r, steps, headline),
+        Layout::Dns => render_dns(r, headline),
+        Layout::Pop3 => render_pop3(r, steps, headline),
+        Layout::Imap => render_imap(r, steps, headline),
+        Layout::Profile => render_profile(r, steps, headline),
+    }
+}

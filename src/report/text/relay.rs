@@ -1,0 +1,173 @@
+//! A relay's summary (`relay`, `mailbox arrival`): injection, delivery, drain, the MTA's
+//! cost, a capacity search's steps, then the injection's detail.
+
+use std::fmt::Write as _;
+
+use super::generator::render;
+use super::parts::*;
+use crate::stats::summary::Summary;
+use crate::stats::{Results, Steps};
+
+/// Renders the summary of a relay run; `steps` name the injection's latency rows.
+pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{headline}");
+    let _ = writeln!(out);
+    let Summary::Relay(s) = &r.summary else {
+        return out;
+    };
+    let i = &s.injection;
+    let _ = writeln!(
+        out,
+        "  injected   sent {}  accepted {}  rejected {}  errors {}   {:.0} msg/min accepted",
+        i.sent, i.accepted, i.rejected, i.errors, s.inject_mpm
+    );
+    let _ = writeln!(
+        out,
+        "  delivered  {} of {} recipients ({} messages)  bounced {}  lost {}  duplicates {}{}   drain {:.0} {}/min (last arrival {:.2} s after the {})",
+        s.delivered,
+        s.expected_recipients,
+        s.delivered_messages,
+        s.bounced,
+        s.lost,
+        s.duplicates,
+        if s.drained { "" } else { "  NOT DRAINED" },
+        s.drain_mpm,
+        if s.drain_per_recipient {
+            "recipients"
+        } else {
+            "messages"
+        },
+        s.drain_s,
+        if s.release_at_s.is_some() {
+            "release"
+        } else {
+            "first injection"
+        }
+    );
+    if let (Some(held), Some(at)) = (s.flush_held, s.release_at_s) {
+        let _ = writeln!(
+            out,
+            "  flush      {held} messages held during injection, released {at:.2} s after the first injection; the drain counts from there"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  end to end p50 {:.3} ms  p99 {:.3} ms (from the end of each message's data)   max backlog {}{}",
+        s.e2e_p50_ms,
+        s.e2e_p99_ms,
+        s.max_backlog,
+        if s.drain_per_recipient {
+            " recipients (messages arrived in several copies: drain and backlog count recipients)"
+        } else {
+            ""
+        }
+    );
+    if s.delivered_before_accept > 0 {
+        let _ = writeln!(
+            out,
+            "  before 250 {} of {} messages reached the receiver before the MTA's 250 reached the client (by up to {:.3} ms)",
+            s.delivered_before_accept,
+            s.delivered_messages,
+            s.before_accept_max_ms.unwrap_or(0.0)
+        );
+    }
+    if let (Some(p50), Some(p99)) = (s.e2e_recipient_p50_ms, s.e2e_recipient_p99_ms) {
+        let _ = writeln!(
+            out,
+            "  per rcpt   end to end p50 {p50:.3} ms  p99 {p99:.3} ms (messages arrived in several copies: each recipient timed by its own)"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  other mail bounces (null sender) {}  untraced {}  cut off by the end but delivered {}",
+        s.bounces, s.untraced, s.aborted_delivered
+    );
+    if let Some(n) = s.receiver_rejected {
+        let faults = r.extra["sink"]["faults"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  receiver   negative replies {n}{}: each a delivery the MTA had to try again or bounce",
+            if faults.is_empty() {
+                String::new()
+            } else {
+                format!(" (sink rules fired: {faults})")
+            }
+        );
+    }
+    if s.maillog_sent.is_some() {
+        let _ = writeln!(
+            out,
+            "  MTA log    delivered {}  still queued {}",
+            opt(s.maillog_sent),
+            opt(s.queued_left)
+        );
+    }
+    sut_cost(&mut out, r, "MTA");
+    if let Some(rows) = r.extra.get("find_max").and_then(|v| v.as_array()) {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "  {:>10} {:>10} {:>10} {:>11} {:>6}  verdict",
+            "rate/s", "drain MPM", "e2e p99", "max backlog", "lost"
+        );
+        for row in rows {
+            let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "  {:>10.1} {:>10.0} {:>10.1} {:>11} {:>6}  {}",
+                f("rate_per_sec"),
+                f("drain_mpm"),
+                f("e2e_p99_ms"),
+                f("max_backlog") as i64,
+                f("lost") as u64,
+                row["why"].as_str().unwrap_or("")
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  maximum sustainable rate: {:.1} msg/s ({:.0} msg/min)",
+            s.max_sustainable_per_sec.unwrap_or(0.0),
+            s.max_sustainable_mpm.unwrap_or(0.0)
+        );
+    }
+    if let Some(rows) = r.extra.get("sweep").and_then(|v| v.as_array()) {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "  {:>8} {:>11} {:>10} {:>10} {:>10} {:>11} {:>6}",
+            "sessions", "inject MPM", "drain MPM", "e2e p50", "e2e p99", "max backlog", "lost"
+        );
+        for row in rows {
+            let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "  {:>8} {:>11.0} {:>10.0} {:>10.1} {:>10.1} {:>11} {:>6}",
+                f("concurrency") as u64,
+                f("inject_mpm"),
+                f("drain_mpm"),
+                f("e2e_p50_ms"),
+                f("e2e_p99_ms"),
+                f("max_backlog") as i64,
+                f("lost") as u64
+            );
+        }
+        let _ = writeln!(out, "  (the detail below is the last level's)");
+    }
+    let _ = writeln!(out);
+    out.push_str(&render(r, steps, "  injection detail:").replacen(
+        "  injection detail:\n\n",
+        "",
+        1,
+    ));
+    out
+}

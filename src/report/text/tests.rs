@@ -1,0 +1,199 @@
+//! The text summaries, by layout and by the pieces they share.
+
+use super::parts::{store_lines, sut_table};
+use crate::stats::{IntervalPoint, RelayPoint, SutPoint};
+
+#[test]
+fn the_mta_table_shows_averages_and_peaks_per_interval() {
+    let point = |user: f64, rss_kib: u64| IntervalPoint {
+        relay: RelayPoint {
+            sut: Some(SutPoint {
+                cpu_user_pct: user,
+                rss_kib,
+                procs: 10,
+                ..SutPoint::default()
+            }),
+            ..RelayPoint::default()
+        },
+        ..IntervalPoint::default()
+    };
+    let mut out = String::new();
+    sut_table(&mut out, &[point(100.0, 1024), point(300.0, 3072)], "MTA");
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .map(|l| l.split_whitespace().rev().take(2).collect::<Vec<_>>())
+    };
+    assert_eq!(row("cpu user"), Some(vec!["300.0", "200.0"]), "{out}");
+    assert_eq!(row("memory"), Some(vec!["3.0", "2.0"]), "{out}");
+    assert_eq!(row("processes"), Some(vec!["10.0", "10.0"]), "{out}");
+}
+
+#[test]
+fn issue_25_13_every_rate_of_the_send_line_is_over_one_named_span() {
+    // Steps of the protocol's kind; the rate line does not depend on which.
+    const STEPS: crate::stats::Steps = crate::stats::Steps(&["connect", "total"]);
+    use crate::stats::Recorder;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    use crate::stats::summary::{SendSummary, Summary};
+    let mut total = Recorder::new();
+    total.counters.sent = 1000;
+    total.counters.accepted = 1000;
+    total.counters.bytes = 2_000_000;
+    // The last transaction ended 2 s in; closing the connections took the run to 20 s.
+    let summary = Summary::Send(SendSummary::derive(&total, 1000, 20.0, 2.0));
+    let r = Results::assemble(RunParts {
+        command: "send",
+        run_id: 1,
+        started_us: 0,
+        duration_s: 20.0,
+        config: serde_json::json!({}),
+        summary,
+        steps: STEPS,
+        self_report: SelfReport::default(),
+        total,
+        series: Vec::new(),
+    });
+    let out = super::render(&r, STEPS, "send");
+    let want = "rate       500.0 msg/s   30000 msg/min   2.00 MB accepted (1.00 MB/s), over the active span (2.000 s)";
+    assert!(out.contains(want), "expected {want:?} in:\n{out}");
+}
+
+/// Every kind of run in the registry: a results file of it is read back to the same
+/// summary, and shown in its own layout, headline to tail.
+#[test]
+fn every_kind_of_run_reads_back_and_renders() {
+    use crate::stats::Recorder;
+    use crate::stats::kind::KINDS;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    let dir = std::env::temp_dir().join(format!("mailbench-kinds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for k in KINDS {
+        let summary = crate::stats::kind::tests::sample(k);
+        let r = Results::assemble(RunParts {
+            command: k.name,
+            run_id: 1,
+            started_us: 0,
+            duration_s: 1.0,
+            config: serde_json::json!({}),
+            summary: summary.clone(),
+            steps: k.steps,
+            self_report: SelfReport::default(),
+            total: Recorder::new(),
+            series: Vec::new(),
+        });
+        let path = dir.join(format!("{}.json", k.name));
+        r.write(&path).expect("write");
+        let back = Results::read(&path).expect("read back");
+        assert_eq!(back.summary, summary, "{}", k.name);
+        let out = super::summary(&back, k.name);
+        assert!(out.starts_with(&format!("{}\n\n  ", k.name)), "{out}");
+        assert!(
+            out.contains("\n  tool       cpu "),
+            "{}: no tail in\n{out}",
+            k.name
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A mailbox run's rate names its span: 200 commands done 0.045 s in, while a refused
+/// login (the server's auth delay) took the run to 1.53 s, is 4,444 commands/s over
+/// the 0.045 s the commands took — said so, not left to look like 200 over 1.53 s.
+#[test]
+fn a_mailbox_rate_names_its_active_span() {
+    const STEPS: crate::stats::Steps = crate::stats::Steps(&["connect", "total"]);
+    use crate::stats::Recorder;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    use crate::stats::summary::{ImapSummary, Pop3Summary, Summary};
+    let mut total = Recorder::new();
+    total.counters.sent = 200;
+    total.counters.accepted = 200;
+    let parts = |command, summary| RunParts {
+        command,
+        run_id: 1,
+        started_us: 0,
+        duration_s: 1.53,
+        config: serde_json::json!({}),
+        summary,
+        steps: STEPS,
+        self_report: SelfReport::default(),
+        total: total.clone(),
+        series: Vec::new(),
+    };
+    let imap = Summary::Imap(ImapSummary::derive(&total, 200, 1.53, 0.045));
+    let out = super::render_imap(&Results::assemble(parts("imap", imap)), STEPS, "imap");
+    let want = "rate       4444.4 commands/s, over the active span (0.045 s: to the last completed command)";
+    assert!(out.contains(want), "expected {want:?} in:\n{out}");
+    let pop3 = Summary::Pop3(Pop3Summary::derive(&total, 200, 1.53, 0.045));
+    let out = super::render_pop3(&Results::assemble(parts("pop3", pop3)), STEPS, "pop3");
+    let want = "over the active span (0.045 s: to the last completed session)";
+    assert!(out.contains(want), "expected {want:?} in:\n{out}");
+}
+
+/// The replies line adds up to the answers: a code the summary has no key for
+/// (BADVERS for an EDNS version 1 question) is printed from the server's tally.
+#[test]
+fn the_dns_replies_line_shows_every_code() {
+    const STEPS: crate::stats::Steps = crate::stats::Steps(&["answer"]);
+    use crate::stats::Recorder;
+    use crate::stats::dns::DnsSummary;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    use crate::stats::summary::Summary;
+    let summary = Summary::Dns(DnsSummary {
+        questions: 6,
+        answered: 6,
+        noerror: 3,
+        nxdomain: 2,
+        ..DnsSummary::default()
+    });
+    let mut r = Results::assemble(RunParts {
+        command: "dns",
+        run_id: 1,
+        started_us: 0,
+        duration_s: 1.0,
+        config: serde_json::json!({}),
+        summary,
+        steps: STEPS,
+        self_report: SelfReport::default(),
+        total: Recorder::new(),
+        series: Vec::new(),
+    });
+    r.extra.insert(
+        "dns".into(),
+        serde_json::json!({"by_rcode": {"noerror": 3, "nxdomain": 2, "badvers": 1}}),
+    );
+    let out = super::render_dns(&r, "dns");
+    assert!(
+        out.contains("formerr 0  badvers 1"),
+        "expected badvers 1 in the replies line:\n{out}"
+    );
+}
+
+#[test]
+fn no_mta_samples_no_table() {
+    let mut out = String::new();
+    sut_table(&mut out, &[IntervalPoint::default()], "MTA");
+    assert_eq!(out, "");
+}
+
+#[test]
+fn a_lab_store_shows_its_limits_and_its_own_counts() {
+    let extra = serde_json::json!({
+        "store_limits": {"pop3 mail_max_userip_connections": "100000"},
+        "store_stats": [
+            {"name": "logins", "count": 4, "mean_us": 52.6, "p50_us": 50, "p95_us": 60, "max_us": 61},
+            {"name": "deliveries", "count": 6, "mean_us": 1216.0, "p50_us": 900, "p95_us": 2000, "max_us": 2100}
+        ]
+    });
+    let extra = serde_json::from_value(extra).expect("a map");
+    let mut out = String::new();
+    store_lines(&mut out, &extra);
+    assert_eq!(
+        out,
+        "  store limits pop3 mail_max_userip_connections 100000\n  store's own count since it started: logins 4 (mean 0.053 ms)  deliveries 6 (mean 1.216 ms)\n"
+    );
+    let mut none = String::new();
+    store_lines(&mut none, &Default::default());
+    assert_eq!(none, "", "no lab, no store lines");
+}

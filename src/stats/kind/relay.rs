@@ -1,0 +1,67 @@
+//! `relay` (send → MTA under test → sink) and `mailbox arrival` (SMTP in, each message
+//! timed until IMAP shows it): an injection over SMTP and what arrived at the far end.
+
+use super::send::{INJECTION_KEYS, SMTP_STEPS};
+use super::{Kind, Layout, units};
+use crate::stats::metric::Metric;
+use crate::stats::summary::{Summary, Vocabulary};
+
+/// `relay`.
+pub const RELAY: Kind = Kind {
+    name: "relay",
+    steps: SMTP_STEPS,
+    units: units::MESSAGES,
+    held_noun: "messages",
+    decode: |v| serde_json::from_value(v).map(Summary::Relay),
+    layout: Layout::Relay,
+    thresholds: Vocabulary {
+        keys: &[
+            INJECTION_KEYS,
+            &[
+                "expected_recipients",
+                "delivered",
+                "delivered_messages",
+                "lost",
+                "duplicates",
+                "aborted_delivered",
+                "bounced",
+                "bounces",
+                "untraced",
+                "drained",
+                "inject_mpm",
+                "drain_mpm",
+                "drain_s",
+                "drain_per_recipient",
+                "e2e_p50_ms",
+                "e2e_p99_ms",
+                "delivered_before_accept",
+                "before_accept_max_ms",
+                "max_backlog",
+                "max_queue",
+                "maillog_sent",
+                "queued_left",
+                "receiver_rejected",
+                "max_sustainable_per_sec",
+                "max_sustainable_mpm",
+                "flush_held",
+                "release_at_s",
+                "e2e_recipient_p50_ms",
+                "e2e_recipient_p99_ms",
+                "dns_queries",
+                "dns_queries_per_message",
+                "dns_p50_ms",
+                "dns_p99_ms",
+                "dns_deferred",
+            ],
+        ],
+        steps: SMTP_STEPS,
+        metrics: |_: Metric| true,
+    },
+    serves: false,
+};
+
+/// `mailbox arrival`: a relay whose far end is a store's IMAP view.
+pub const ARRIVAL: Kind = Kind {
+    name: "arrival",
+    ..RELAY
+};
