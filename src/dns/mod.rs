@@ -10,8 +10,10 @@ pub mod cache;
 pub mod faults;
 pub mod rdata;
 pub mod server;
+pub mod shared;
 pub mod spec;
 pub mod tally;
+pub mod token;
 pub mod udp;
 pub mod zone;
 pub mod zonefile;
@@ -30,7 +32,8 @@ use crate::stats::results::{Results, RunParts};
 use crate::stats::summary::{Summary, Vocabulary};
 
 use answer::Responder;
-use server::{Running, Shared, Sockets};
+use server::{Running, Sockets};
+use shared::Shared;
 
 pub use crate::stats::dns::STEPS;
 

@@ -8,6 +8,7 @@ pub mod append;
 pub mod arrival;
 pub mod bench;
 pub mod imap;
+pub mod labs;
 pub mod plan;
 pub mod pop3;
 pub mod populate;
