@@ -6,6 +6,7 @@
 
 pub mod exporter;
 pub mod live;
+pub mod rounds;
 pub mod sampler;
 
 use std::time::{Duration, Instant};
