@@ -1,9 +1,13 @@
 //! `mailbench dns`: an authoritative DNS server for synthetic zones (`spec`) or zone files
-//! (`zonefile`, `rdata`), answering as RFC 1034 §4.3.2 says (`zone`), with fault rules (`faults`), answering over UDP and TCP (`server`) through a
-//! sans-IO responder (`answer`) and, over UDP, a cache of its replies (`cache`), counting what it is asked (`tally`) into the shared
-//! statistics layer. It answers only for its own zones (REFUSED otherwise) and never
-//! recurses or forwards. The relay benchmark embeds it so that a lab MTA resolves MX and
-//! address records the way it would in production.
+//! (`zonefile`, reading the words of `token` and each type's `rdata`), answering as
+//! RFC 1034 §4.3.2 says (`zone`), with fault rules (`faults`). A sans-IO responder
+//! (`answer`) answers; `server` binds UDP and TCP on each address, serves TCP and starts
+//! `udp`, which serves UDP in batches from OS threads with a cache of its replies
+//! (`cache`); both share one server's state (`shared`: counts, latencies, the query log),
+//! counting what it is asked (`tally`) into the shared statistics layer. It answers only
+//! for its own zones (REFUSED otherwise) and never recurses or forwards. The relay
+//! benchmark embeds it so that a lab MTA resolves MX and address records the way it would
+//! in production.
 
 pub mod answer;
 pub mod cache;
