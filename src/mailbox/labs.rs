@@ -16,7 +16,8 @@ use crate::transport::target::Target;
 pub struct StoreSetup {
     /// Which store.
     pub store: Store,
-    /// How.
+    /// Its users, mail format and placement, TLS and settings, as the store flags gave
+    /// them.
     pub options: StoreOptions,
 }
 
