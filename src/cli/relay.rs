@@ -204,11 +204,11 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         super::lab::clean_leftovers("relay");
     }
     if let Some(spec) = &a.compare_postconf {
-        return super::vary::settings(&a, spec, plan, outputs.files.json.clone()).await;
+        return super::vary::settings(spec, a.load.rounds, plan, outputs.files.json.clone()).await;
     }
     if a.lab.len() > 1 {
         let mtas: Vec<Mta> = a.lab.iter().map(|k| super::lab::mta(*k)).collect();
-        return super::vary::mtas(&a, &mtas, plan, outputs.files.json.clone()).await;
+        return super::vary::mtas(&mtas, a.load.rounds, plan, outputs.files.json.clone()).await;
     }
     let preflight =
         super::doctor::preflight_run("relay", &plan.send.load, &plan.send.client.targets, 2);
@@ -219,7 +219,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         // Each round's lab logs, named by the MTA and the round.
         if let (Some((mta, _)), Some(json), true) = (&plan.lab, &plan.keep_logs, a.load.rounds > 1)
         {
-            plan.keep_logs = Some(super::finish::round_logs(json, mta.name(), round));
+            plan.keep_logs = Some(crate::run::rounds::round_logs(json, mta.name(), round));
         }
         async move {
             crate::relay::bench(plan, shutdown)
