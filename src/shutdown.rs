@@ -62,3 +62,15 @@ impl Shutdown {
         self.signalled.load(Ordering::Relaxed)
     }
 }
+
+/// Rounds stop starting new ones at the first signal, and a comparison it reached is cut
+/// short.
+impl crate::run::rounds::Stop for Shutdown {
+    fn stopping(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    fn signalled(&self) -> bool {
+        self.interrupted()
+    }
+}

@@ -94,74 +94,21 @@ pub fn note_short_run(results: &mut Results, warmup: Option<std::time::Duration>
     results.extra.insert("notes".into(), vec![note].into());
 }
 
-/// Runs a benchmark `rounds` times, one after another, until a signal stops it, and keeps
-/// the rounds as one results document (`report::rounds`); one round is the run itself.
+/// Runs a benchmark `rounds` times and keeps the rounds as one results document (the
+/// engine's `run::rounds::repeat`, combined by `report::rounds`); errors carry their exit
+/// code.
 pub async fn in_rounds<F, Fut>(
     rounds: u32,
     shutdown: &Shutdown,
-    mut run: F,
+    run: F,
 ) -> Result<Results, (u8, String)>
 where
     F: FnMut(u32) -> Fut,
     Fut: std::future::Future<Output = Result<Results, (u8, String)>>,
 {
-    let mut done = Vec::new();
-    for round in 1..=rounds {
-        if rounds > 1 {
-            crate::run::live::say(&format!("mailbench: round {round} of {rounds}"));
-        }
-        done.push(run(round).await?);
-        if shutdown.stop.is_cancelled() {
-            break;
-        }
-    }
-    // A round a signal cut short is not a round like the others: with whole rounds
-    // before it, it is left out of the median and spread (and named in the results).
-    let cut = match done.last() {
-        Some(last) if last.interrupted && done.len() > 1 => done.pop(),
-        _ => None,
-    };
-    if done.len() == 1 && cut.is_none() {
-        return done.pop().ok_or((EXIT_FAILED, "no round ran".into()));
-    }
-    let mut r = crate::report::rounds::combine(done).ok_or((EXIT_FAILED, "no round ran".into()))?;
-    if let Some(c) = cut {
-        let round = r.config["rounds"].as_u64().unwrap_or(0) + 1;
-        crate::run::live::say(&format!(
-            "mailbench: interrupted in round {round} of {rounds}: that round is left out; the figures are over the {} whole round{}",
-            round - 1,
-            if round == 2 { "" } else { "s" }
-        ));
-        r.interrupted = true;
-        r.extra.insert(
-            "dropped_rounds".into(),
-            serde_json::json!([{
-                "round": round,
-                "interrupted": true,
-                "duration_s": c.duration_s,
-                "mta_logs": c.extra.get("mta_logs"),
-            }]),
-        );
-    }
-    Ok(r)
-}
-
-/// Where round `round` of a run compared or repeated under `tag` (an MTA, a setting)
-/// keeps its lab logs: a base that `relay` turns into `FILE.TAG.roundN.maillog.I` beside
-/// the results file `FILE.json`, so that every round's log is kept and its round names it.
-pub fn round_logs(json: &std::path::Path, tag: &str, round: u32) -> std::path::PathBuf {
-    let tag: String = tag
-        .chars()
-        .map(|c| {
-            if c == '/' || c.is_whitespace() {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect();
-    let stem = json.with_extension("");
-    std::path::PathBuf::from(format!("{}.{tag}.round{round}.json", stem.display()))
+    crate::run::rounds::repeat(rounds, shutdown, crate::report::rounds::combine, run)
+        .await
+        .map_err(|e| e.or(|why| (EXIT_FAILED, why)))
 }
 
 /// The line a summary ends with when a signal cut the run short: the figures cover only

@@ -243,12 +243,11 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     if !mtas.is_empty() {
         super::lab::clean_leftovers("relay");
     }
-    // The rounds runner reads the relay's flags itself (moving below the CLI).
     if let Some(spec) = &compare {
-        return super::vary::settings(&a, spec, plan, outputs.files.json.clone()).await;
+        return super::vary::settings(spec, rounds, plan, outputs.files.json.clone()).await;
     }
     if mtas.len() > 1 {
-        return super::vary::mtas(&a, &mtas, plan, outputs.files.json.clone()).await;
+        return super::vary::mtas(&mtas, rounds, plan, outputs.files.json.clone()).await;
     }
     let preflight =
         super::doctor::preflight_run("relay", &plan.send.load, &plan.send.client.targets, 2);
@@ -258,7 +257,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         let (mut plan, shutdown) = (plan.clone(), shutdown.clone());
         // Each round's lab logs, named by the MTA and the round.
         if let (Some((mta, _)), Some(json), true) = (&plan.lab, &plan.keep_logs, rounds > 1) {
-            plan.keep_logs = Some(super::finish::round_logs(json, mta.name(), round));
+            plan.keep_logs = Some(crate::run::rounds::round_logs(json, mta.name(), round));
         }
         async move {
             crate::relay::bench(plan, shutdown)

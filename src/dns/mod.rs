@@ -1,17 +1,23 @@
 //! `mailbench dns`: an authoritative DNS server for synthetic zones (`spec`) or zone files
-//! (`zonefile`, `rdata`), answering as RFC 1034 §4.3.2 says (`zone`), with fault rules (`faults`), answering over UDP and TCP (`server`) through a
-//! sans-IO responder (`answer`) and, over UDP, a cache of its replies (`cache`), counting what it is asked (`tally`) into the shared
-//! statistics layer. It answers only for its own zones (REFUSED otherwise) and never
-//! recurses or forwards. The relay benchmark embeds it so that a lab MTA resolves MX and
-//! address records the way it would in production.
+//! (`zonefile`, reading the words of `token` and each type's `rdata`), answering as
+//! RFC 1034 §4.3.2 says (`zone`), with fault rules (`faults`). A sans-IO responder
+//! (`answer`) answers; `server` binds UDP and TCP on each address, serves TCP and starts
+//! `udp`, which serves UDP in batches from OS threads with a cache of its replies
+//! (`cache`); both share one server's state (`shared`: counts, latencies, the query log),
+//! counting what it is asked (`tally`) into the shared statistics layer. It answers only
+//! for its own zones (REFUSED otherwise) and never recurses or forwards. The relay
+//! benchmark embeds it so that a lab MTA resolves MX and address records the way it would
+//! in production.
 
 pub mod answer;
 pub mod cache;
 pub mod faults;
 pub mod rdata;
 pub mod server;
+pub mod shared;
 pub mod spec;
 pub mod tally;
+pub mod token;
 pub mod udp;
 pub mod zone;
 pub mod zonefile;
@@ -30,7 +36,8 @@ use crate::stats::results::{Results, RunParts};
 use crate::stats::summary::{Summary, Vocabulary};
 
 use answer::Responder;
-use server::{Running, Shared, Sockets};
+use server::{Running, Sockets};
+use shared::Shared;
 
 pub use crate::stats::dns::STEPS;
 

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use hickory_proto::rr::rdata::{A, AAAA, CNAME, MX, NS, NULL, PTR, SOA, SRV, TXT};
 use hickory_proto::rr::{Name, RData, RecordType};
 
-use super::zonefile::{Token, name, ttl, unescape};
+use super::token::{Token, name, ttl, unescape};
 
 /// Types read in their usual text form.
 const READ: &[RecordType] = &[

@@ -24,7 +24,7 @@ use nix::sys::socket::{
 
 use super::answer::{Answer, Transport};
 use super::cache::AnswerCache;
-use super::server::{MAX_DELAYED, Shared};
+use super::shared::{MAX_DELAYED, Shared};
 
 /// Most queries taken in one system call (NSD takes 64 too).
 pub const BATCH: usize = 64;

@@ -49,7 +49,7 @@ pub enum ConnError {
     /// STARTTLS, login, the first SELECT), or is not an IMAP4rev1 server.
     #[error("{phase} refused: {text}")]
     Refused {
-        /// Where.
+        /// The step refused, which the statistics charge and the message names.
         phase: Phase,
         /// What the server said.
         text: String,
@@ -63,9 +63,9 @@ pub enum ConnError {
     /// The server broke the protocol.
     #[error("{phase}: {source}")]
     Protocol {
-        /// Where.
+        /// The step at which the server broke the protocol, charged with the failure.
         phase: Phase,
-        /// How.
+        /// What the server did wrong, for the error table's sample.
         source: ImapError,
     },
 }

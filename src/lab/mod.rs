@@ -4,7 +4,10 @@
 //! directories with its own ports and is stopped and removed on drop, whatever happens.
 //! Every server is one file behind [`LabServer`] and either [`MtaLab`] or [`StoreLab`],
 //! registered in [`Mta`] or [`Store`]; what they share — free ports, the greeting check,
-//! queue and mail placement, certificates, checks — is in `host`.
+//! queue and mail placement, certificates, checks — is in `host`. Around them: `opendkim`
+//! signs for an MTA, `isolate` runs an MTA in its own namespaces, `syslog` gives an MTA
+//! that only logs through syslog a log file, and `leftovers` finds and cleans the labs of
+//! runs that died.
 
 pub mod chain;
 pub mod dovecot;

@@ -1,9 +1,11 @@
 //! The load engine, whatever the protocol: a schedule of units of work (`schedule`:
 //! closed loop, or open-loop intended start times), a budget (a count and/or a duration),
 //! one worker per connection slot (`worker`) driving a protocol's client through the
-//! [`Driver`] trait, and the run skeleton (ticks, live line, self CPU). SMTP's driver is
-//! `send::driver`; POP3 and IMAP drivers plug in the same way and get pacing, budgets,
-//! the live line and the generator's warnings unchanged.
+//! [`Driver`] trait, and the run skeleton (ticks, live line, self CPU). A run split over
+//! agents (`--shard I/N`) takes its own part of the sequence numbers, connections and
+//! source addresses (`shard`). SMTP's driver is `send::driver`; POP3's and IMAP's
+//! (`mailbox::pop3`, `mailbox::imap`) plug in the same way and get pacing, budgets, the
+//! live line and the generator's warnings unchanged.
 
 pub mod schedule;
 pub mod shard;

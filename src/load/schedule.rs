@@ -33,7 +33,7 @@ pub enum Pacing {
     Open {
         /// Messages per second (at the end of the ramp, if any).
         rate: f64,
-        /// Spacing.
+        /// How starts are spaced at that rate (even, or Poisson as independent users send).
         arrivals: Arrivals,
         /// Linear ramp: start at `ramp_from` per second and reach `rate` after `ramp_over`.
         ramp_from: Option<f64>,

@@ -11,11 +11,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::bench::{MailboxError, StoreSetup};
+use super::labs::{self, MailboxError, StoreSetup, start_mta, tcp};
 use crate::imap::conn::{ImapConn, Login};
 use crate::imap::proto::{Code, Command, Data};
 use crate::imap::steps::{STEPS, metric};
-use crate::lab::{LabError, LabOptions, Mta, MtaLab, QueueKind, StoreLab, StoreUser};
+use crate::lab::{LabOptions, MtaLab, QueueKind, StoreLab, StoreUser};
 use crate::message::trace::{HEADER_NAME, Trace};
 use crate::relay::run::{Receiver, RelayRun};
 use crate::run::sampler::Pids;
@@ -72,7 +72,7 @@ pub async fn run(
 ) -> Result<Results, MailboxError> {
     crate::limits::raise_nofile();
     let store_lab: Option<Arc<dyn StoreLab>> = match store {
-        Some(s) => Some(super::bench::store(s, None, &shutdown).await?.0),
+        Some(s) => Some(labs::store(s, None, &shutdown).await?.0),
         None => None,
     };
     if let Some(l) = &store_lab {
@@ -187,24 +187,6 @@ pub async fn run(
         results.extra.insert("store_limits".into(), limits.into());
     }
     Ok(results)
-}
-
-/// Starts a lab Postfix (off the runtime); a setting it refuses is the user's input.
-pub async fn start_mta(opts: LabOptions) -> Result<Arc<dyn MtaLab>, MailboxError> {
-    Mta::Postfix.check().map_err(MailboxError::Usage)?;
-    match tokio::task::spawn_blocking(move || Mta::Postfix.start(&opts)).await {
-        Ok(Ok(lab)) => Ok(Arc::from(lab)),
-        Ok(Err(e @ LabError::Setting(_))) => Err(MailboxError::Usage(e.to_string())),
-        Ok(Err(e)) => Err(MailboxError::Failed(e.to_string())),
-        Err(e) => Err(MailboxError::Failed(e.to_string())),
-    }
-}
-
-fn tcp(addr: std::net::SocketAddr) -> Target {
-    Target::Tcp {
-        addr,
-        host: addr.ip().to_string(),
-    }
 }
 
 /// Logs every watcher in and selects its INBOX before the first message is sent: what

@@ -4,80 +4,19 @@
 
 use std::sync::Arc;
 
+// The store a workload runs on is started by `labs` (shared with `arrival`); callers
+// name it here, with the workload they hand it to.
+pub use super::labs::{Fill, MailboxError, StoreSetup, store};
+
+use super::labs::{start_mta, tcp};
 use super::plan::{ImapPlan, Pop3Plan};
 use super::populate::aim;
 use super::profile::ProfilePlan;
-use crate::lab::{LabError, Store, StoreLab, StoreOptions, StoreUser};
-use crate::run::live::say;
+use crate::lab::{StoreLab, StoreUser};
 use crate::run::sampler::{Pids, Sampler};
-use crate::send::SendPlan;
 use crate::shutdown::Shutdown;
 use crate::stats::Results;
 use crate::transport::target::Target;
-
-/// The lab store to start.
-pub struct StoreSetup {
-    /// Which store.
-    pub store: Store,
-    /// How.
-    pub options: StoreOptions,
-}
-
-/// Filling the mailboxes first.
-pub struct Fill {
-    /// The generator's plan (content, concurrency); aimed at the store when it starts.
-    pub send: SendPlan,
-    /// Messages per user.
-    pub per_user: u64,
-    /// Folders per user, INBOX included.
-    pub folders: u32,
-}
-
-/// Why a mailbox benchmark produced no results.
-#[derive(Debug)]
-pub enum MailboxError {
-    /// The user's input: a setting the store refused, a server that never answered (exit 1).
-    Usage(String),
-    /// The run broke down (exit 2).
-    Failed(String),
-}
-
-/// Starts a lab store and fills it when asked: what `lab dovecot` hands over and every
-/// lab workload starts from. The store is stopped and removed when the returned lab drops.
-pub async fn store(
-    setup: StoreSetup,
-    fill: Option<Fill>,
-    shutdown: &Shutdown,
-) -> Result<(Arc<dyn StoreLab>, Option<Results>), MailboxError> {
-    setup.store.check().map_err(MailboxError::Usage)?;
-    let lab = start(setup).await?;
-    for n in lab.notices() {
-        say(&format!("mailbench mailbox: notice: {n}"));
-    }
-    let filled = match fill {
-        Some(mut f) => {
-            aim(
-                &mut f.send,
-                tcp(lab.endpoints().lmtp),
-                lab.users(),
-                f.per_user,
-                f.folders,
-            );
-            let r = crate::send::run(f.send, shutdown.clone())
-                .await
-                .map_err(MailboxError::Failed)?;
-            say(&format!(
-                "mailbench mailbox: filled {} users with {} messages in {:.2} s",
-                lab.users().len(),
-                r.counters.accepted,
-                r.duration_s
-            ));
-            Some(r)
-        }
-        None => None,
-    };
-    Ok((lab, filled))
-}
 
 /// A fill that left mailboxes short is no ground for a workload: its numbers would be
 /// taken on other mailboxes than the ones asked for.
@@ -192,7 +131,7 @@ pub async fn workload(
                 relay_lmtp: true,
                 starttls: false,
             };
-            let m = super::arrival::start_mta(opts).await?;
+            let m = start_mta(opts).await?;
             p.smtp = Some(tcp(m.entry()));
             Some(m)
         }
@@ -307,23 +246,5 @@ fn lab_extras(lab: &dyn StoreLab, r: &mut Results) {
             "store_stats".into(),
             serde_json::to_value(stats).unwrap_or_default(),
         );
-    }
-}
-
-fn tcp(addr: std::net::SocketAddr) -> Target {
-    Target::Tcp {
-        addr,
-        host: addr.ip().to_string(),
-    }
-}
-
-/// Starts the store off the runtime (it waits for the store to greet); a setting the store
-/// refuses is the user's input, anything else a failure.
-async fn start(s: StoreSetup) -> Result<Arc<dyn StoreLab>, MailboxError> {
-    match tokio::task::spawn_blocking(move || s.store.start(&s.options)).await {
-        Ok(Ok(lab)) => Ok(Arc::from(lab)),
-        Ok(Err(e @ LabError::Setting(_))) => Err(MailboxError::Usage(e.to_string())),
-        Ok(Err(e)) => Err(MailboxError::Failed(e.to_string())),
-        Err(e) => Err(MailboxError::Failed(e.to_string())),
     }
 }

@@ -1,13 +1,18 @@
-//! `mailbench mailbox`: mail-store workloads. `populate` fills mailboxes over LMTP;
-//! `pop3` runs rabid's job (sessions that download and delete a share of the messages) on
-//! the load engine, with POP3's driver (`pop3`); `bench` starts a lab store when asked,
-//! fills it, runs the workload and watches the store's processes. `plan` holds what the
-//! command line validated.
+//! `mailbench mailbox`: mail-store workloads, over POP3 and IMAP. `populate` fills
+//! mailboxes over LMTP (with `send`), `append` over IMAP APPEND (with flags); `pop3` runs
+//! rabid's job (sessions that download and delete a share of the messages) and `imap`
+//! imaptest's (a mix of commands per session), both as drivers of the load engine;
+//! `profile` runs virtual users of a scenario, each on its own schedule, up to a capacity;
+//! `arrival` times mail injected over SMTP until it is visible over IMAP (a relay run whose
+//! receiver is the store). `labs` starts the lab store (filled when asked) and a lab
+//! Postfix they run on; `bench` runs a workload on them while the store's processes are
+//! watched. `plan` holds what the command line validated.
 
 pub mod append;
 pub mod arrival;
 pub mod bench;
 pub mod imap;
+pub mod labs;
 pub mod plan;
 pub mod pop3;
 pub mod populate;

@@ -58,7 +58,7 @@ pub enum ConnError {
     /// login).
     #[error("{phase} refused: -ERR {text}")]
     Refused {
-        /// Where.
+        /// The step refused, which the statistics charge and the message names.
         phase: Phase,
         /// What the server said.
         text: String,

@@ -66,6 +66,41 @@ pub struct RelayPlan {
     pub dns: Option<RelayDns>,
 }
 
+impl RelayPlan {
+    /// The variant of this plan with `key=value` set in the lab (replacing the key if
+    /// `--mta-conf` set it), and recorded so in its configuration: one side of a settings
+    /// comparison.
+    pub fn with_setting(&self, key: &str, value: &str) -> RelayPlan {
+        let mut p = self.clone();
+        if let Some((_, opts)) = &mut p.lab {
+            opts.settings.retain(|(k, _)| k != key);
+            opts.settings.push((key.to_string(), value.to_string()));
+        }
+        let setting = format!("{key}={value}");
+        let conf = &mut p.send.config_json["relay"]["mta_conf"];
+        match conf.as_array_mut() {
+            Some(list) => {
+                list.retain(|v| {
+                    !v.as_str()
+                        .is_some_and(|s| s.starts_with(&format!("{key}=")))
+                });
+                list.push(setting.into());
+            }
+            None => *conf = serde_json::json!([setting]),
+        }
+        p
+    }
+
+    /// The variant of this plan on another lab MTA: one side of an MTA comparison.
+    pub fn on_mta(&self, mta: Mta) -> RelayPlan {
+        let mut p = self.clone();
+        if let Some((m, _)) = &mut p.lab {
+            *m = mta;
+        }
+        p
+    }
+}
+
 /// `--find-max`: where to start, and what each step must show.
 #[derive(Debug, Clone, Copy)]
 pub struct FindMaxPlan {

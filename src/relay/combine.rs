@@ -23,6 +23,18 @@ use crate::stats::results::SelfReport;
 use crate::stats::summary::{Injection, RelaySummary, Summary};
 use crate::stats::timelog::TimeLog;
 
+/// What a flush held and when it let go.
+pub(super) struct Released {
+    /// Messages on hold when released.
+    pub(super) held: u64,
+    /// Messages the MTA said it released.
+    pub(super) released: u64,
+    /// Wall-clock µs of the release.
+    pub(super) at_us: u64,
+    /// How long the release itself took, ms.
+    pub(super) took_ms: f64,
+}
+
 /// What a relay run measured besides the generator's and the sink's results.
 pub(super) struct CombineInputs {
     /// Accept time (wall µs) per sequence number the MTA accepted.
@@ -47,7 +59,7 @@ pub(super) struct CombineInputs {
     /// When injection started, seconds after the relay's start (the sampler's clock).
     pub(super) send_offset_s: f64,
     /// A flush's release: then the drain counts from it, not from the first injection.
-    pub(super) released: Option<super::run::Released>,
+    pub(super) released: Option<Released>,
 }
 
 /// One accepted message that arrived, on the wall clock (µs).

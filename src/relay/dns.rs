@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 
 use crate::dns::answer::Responder;
 use crate::dns::faults::{Faults, QClass};
-use crate::dns::server::{Running, Shared, Sockets};
+use crate::dns::server::{Running, Sockets};
+use crate::dns::shared::Shared;
 use crate::dns::spec::Synthetic;
 use crate::stats::Results;
 use crate::stats::hist::ms;

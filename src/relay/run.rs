@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::RelayError;
-use super::combine::{CombineInputs, combine};
+use super::combine::{CombineInputs, Released, combine};
 use super::drain::{Limits, QueueProbe, drain};
 use crate::lab::MtaLab;
 use crate::run::exporter::Gauge;
@@ -50,18 +50,6 @@ pub struct RelayRun {
     /// The flush benchmark: the lab held everything injected; release it all at once
     /// after injection, then drain.
     pub flush: bool,
-}
-
-/// What a flush held and when it let go.
-pub(super) struct Released {
-    /// Messages on hold when released.
-    pub(super) held: u64,
-    /// Messages the MTA said it released.
-    pub(super) released: u64,
-    /// Wall-clock µs of the release.
-    pub(super) at_us: u64,
-    /// How long the release itself took, ms.
-    pub(super) took_ms: f64,
 }
 
 /// A receiver's own run: given the run's delivery record (to confirm each arrival in),

@@ -1,11 +1,14 @@
 //! The skeleton every engine's run shares (the generator, the sink, and the mailbox and
 //! DNS parts after them): time zero on both clocks, a tick per interval that drains the
 //! statistics shards into the series and shows the live line (`live`), the final tick, and
-//! the tool's own CPU over the run. Engines keep only what is theirs: the work, and their
-//! summary.
+//! the tool's own CPU over the run. Around it: the system under test watched while the run
+//! goes (`sampler`), the figures served at `/metrics` (`exporter`), and a run repeated in
+//! rounds or variants of it run in rotating turns (`rounds`). Engines keep only what is
+//! theirs: the work, and their summary.
 
 pub mod exporter;
 pub mod live;
+pub mod rounds;
 pub mod sampler;
 
 use std::time::{Duration, Instant};

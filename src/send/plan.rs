@@ -26,10 +26,10 @@ pub enum Addresses {
     List(Arc<Vec<User>>),
 }
 
-/// Authentication.
+/// Whether and how the generator authenticates after EHLO (`--auth`).
 #[derive(Debug, Clone)]
 pub enum Auth {
-    /// None.
+    /// No AUTH: an MTA that relays for the generator's address.
     None,
     /// The same credentials on every connection.
     Fixed(Credentials),
@@ -77,7 +77,7 @@ pub struct ClientPlan {
     pub command_timeout: Duration,
     /// TLS: how, on which share of the connections.
     pub tls: TlsPlan,
-    /// Authentication.
+    /// SMTP AUTH, as a submission server would ask for it.
     pub auth: Auth,
     /// Use PIPELINING when offered.
     pub pipelining: bool,

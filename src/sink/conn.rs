@@ -33,7 +33,7 @@ pub struct Shared {
     pub plan: SinkPlan,
     /// Fault state and counts.
     pub faults: FaultState,
-    /// Statistics.
+    /// The latency and counter shards this connection records into.
     pub shards: Shards,
     /// Messages delivered so far (for `--exit-after-messages`).
     pub messages: AtomicU64,

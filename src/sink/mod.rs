@@ -3,7 +3,12 @@
 //!
 //! The caller binds the listeners first (so a busy port fails before anything runs); `run`
 //! accepts connections (one task each, see `conn`), collects the shards once per interval,
-//! stops on a signal or an exit condition, and returns the results document.
+//! stops on a signal or an exit condition, and returns the results document. The parts:
+//! `plan` (what the command line validated), `faults` (what a difficult receiver does),
+//! `store` (discard, maildir, mbox or files), `bounce` (DSNs for recipients flagged so),
+//! `dkim` (verifying signatures), `correlate` (end to end, duplicates and loss from the
+//! trace headers, with sequence numbers kept as ranges in `seqmap`), and `delivery` (what
+//! has arrived, counted the way a relay benchmark needs it).
 
 pub mod bounce;
 pub mod conn;

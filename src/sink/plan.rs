@@ -10,7 +10,7 @@ use crate::smtp::proto::server::ServerConfig;
 
 /// A validated `sink` run.
 pub struct SinkPlan {
-    /// Listeners.
+    /// Where it accepts connections: TCP addresses and Unix sockets, each bound before the run.
     pub listen: Vec<crate::transport::listen::Listen>,
     /// Protocol and extensions.
     pub server: ServerConfig,

@@ -13,7 +13,7 @@ use crate::smtp::proto::server::Envelope;
 /// Where messages go.
 #[derive(Debug)]
 pub enum Store {
-    /// Nowhere.
+    /// Nowhere: the default, so that the sink costs no disk and measures the sender alone.
     Discard,
     /// A maildir (tmp/, new/, cur/).
     Maildir(PathBuf),

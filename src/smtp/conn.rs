@@ -36,9 +36,9 @@ pub enum ConnError {
     /// A malformed reply.
     #[error("malformed reply at {phase}: {error}")]
     Reply {
-        /// Where.
+        /// The step whose reply was malformed, charged with the failure.
         phase: Phase,
-        /// What.
+        /// What was wrong with the reply, for the error table's sample.
         error: super::proto::ReplyError,
     },
     /// The session was already closed (e.g. after a 421).

@@ -134,7 +134,7 @@ pub struct SutPoint {
     pub write_kib_s: f64,
     /// Resident memory summed over its processes, KiB.
     pub rss_kib: u64,
-    /// Processes.
+    /// Processes in the tree: a server that forks per connection shows its load here.
     pub procs: u64,
     /// The queue device's reads completed per second (when a device is watched).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,9 @@
-//! The statistics layer shared by every command: metrics and counters (`recorder`), sharded
-//! collection and the time series (`collector`), the results file (`results`), histograms in
-//! JSON (`hist`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`) and
+//! The statistics layer shared by every command: the measured quantities (`metric`: a
+//! protocol names its steps), metrics and counters (`recorder`), sharded collection and
+//! the time series (`collector`), the results file (`results`) and each command's typed
+//! summary in it (`summary`), histograms in JSON (`hist`), wall-clock times (`clock`),
+//! times per sequence number that a relay matches (`timelog`), what a sink saw of a run
+//! (`seen`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`) and
 //! its machine's: the queue device and the load average (`host`); the DNS server's summary
 //! (`dns`); one descriptor per kind of run, registered once (`kind`); the results of a
 //! run split over agents added back into one (`merge`).

@@ -298,7 +298,7 @@ impl Results {
                 raw.schema_version
             ));
         }
-        let summary = Summary::from_json(&raw.command, raw.summary)?;
+        let summary = super::kind::decode(&raw.command, raw.summary)?;
         Ok(Results {
             schema_version: raw.schema_version,
             command: raw.command,

@@ -618,13 +618,6 @@ impl Summary {
         let v = v.get(key)?;
         v.as_f64().or_else(|| v.as_bool().map(f64::from))
     }
-
-    /// The summary of a results file, read as the kind of run that wrote it says.
-    pub fn from_json(command: &str, v: serde_json::Value) -> Result<Summary, String> {
-        let kind = super::kind::find(command)
-            .ok_or_else(|| format!("it was written by an unknown command {command:?}"))?;
-        (kind.decode)(v).map_err(|e| format!("its {command} summary is unreadable: {e}"))
-    }
 }
 
 #[cfg(test)]
@@ -663,7 +656,7 @@ mod tests {
         assert_eq!(s.number("max_queue"), None, "null is not a number");
         assert_eq!(s.number("nope"), None);
         let v = serde_json::to_value(&s).expect("json");
-        assert_eq!(Summary::from_json("relay", v), Ok(s));
-        assert!(Summary::from_json("nope", serde_json::json!({})).is_err());
+        assert_eq!(crate::stats::kind::decode("relay", v), Ok(s));
+        assert!(crate::stats::kind::decode("nope", serde_json::json!({})).is_err());
     }
 }

@@ -18,7 +18,7 @@ pub struct Sample {
     pub write_bytes: u64,
     /// Resident memory in KiB.
     pub rss_kib: u64,
-    /// Processes.
+    /// Processes in the tree: a server that forks per connection shows its load here.
     pub procs: u64,
 }
 

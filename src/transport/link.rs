@@ -34,13 +34,13 @@ pub enum LinkError<P: LinkPhase> {
     Connect {
         /// Where to.
         target: String,
-        /// Why.
+        /// The system's reason (refused, unreachable), for the error table's sample.
         source: io::Error,
     },
     /// A response (or the connection) did not come in time.
     #[error("timed out after {after:?} waiting at {phase}")]
     Timeout {
-        /// Where.
+        /// The step that waited, charged with the timeout.
         phase: P,
         /// The limit that passed.
         after: Duration,
@@ -48,9 +48,9 @@ pub enum LinkError<P: LinkPhase> {
     /// Reading or writing failed, or the server closed the connection.
     #[error("connection lost at {phase}: {source}")]
     Io {
-        /// Where.
+        /// The step at which the connection broke, charged with the failure.
         phase: P,
-        /// Why.
+        /// The system's reason, for the error table's sample.
         source: io::Error,
     },
     /// The TLS handshake failed.

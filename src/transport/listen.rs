@@ -29,9 +29,9 @@ impl std::fmt::Display for Listen {
 
 /// A bound listener.
 pub enum Listener {
-    /// TCP.
+    /// Bound on an address and port.
     Tcp(TcpListener),
-    /// Unix.
+    /// Bound on a Unix socket path (an LMTP socket, as MTAs deliver to one).
     Unix(UnixListener),
 }
 

@@ -33,7 +33,8 @@ pub enum TlsMode {
 /// configuration they share.
 #[derive(Debug, Clone)]
 pub struct TlsPlan {
-    /// How.
+    /// Whether TLS starts after the greeting or from the first byte: the connection's
+    /// set-up, and the port, differ.
     pub mode: TlsMode,
     /// Share of connections that use TLS, 0–100.
     pub percent: f64,

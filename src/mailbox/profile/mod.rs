@@ -2,7 +2,8 @@
 //! schedule (`user`), at a fixed count or in steps (`--ramp-users`, the Domino study's
 //! "add load generators") until a capacity rule breaks; the capacity is the largest user
 //! count whose step met every rule, shown with the table of steps it stands on
-//! (`capacity`).
+//! (`capacity`). Its time series (users running, actions per interval, the store's
+//! resources) is its own (`series`).
 
 pub mod capacity;
 pub mod scenario;

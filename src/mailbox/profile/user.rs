@@ -27,7 +27,7 @@ const SCHEDULE_AHEAD: usize = 256;
 
 /// How an action ended, for the counters and the error table.
 enum Outcome {
-    /// Done.
+    /// The action did what it was for (counted, and timed in its histogram).
     Ok,
     /// The server said no (NO, BAD, -ERR, a refused delivery): its words.
     Refused(String),

@@ -280,9 +280,9 @@ pub enum Pop3Error {
     /// A malformed response.
     #[error("malformed response at {phase}: {error}")]
     Reply {
-        /// Where.
+        /// The step whose response was malformed, charged with the failure.
         phase: Phase,
-        /// What.
+        /// What was wrong with the response, for the error table's sample.
         error: ReplyError,
     },
 }

@@ -2,8 +2,9 @@
 //! change against the baseline in %, and a verdict that takes the noise into account —
 //! the seeds' version-against-version tables, made honest on a shared machine. A side is
 //! one results file, or several (`--baseline a1 a2 … --candidate b1 b2 …`); a file holding
-//! rounds (`--rounds`) gives one value per round. See `noise` for the test and
-//! `docs/compare.md` for the method.
+//! rounds (`--rounds`) gives one value per round. `metrics` reads the figures from a
+//! results document, `noise` is the test (see `docs/compare.md` for the method), `render`
+//! prints the table as text, Markdown, CSV, JSON or HTML.
 
 pub mod metrics;
 pub mod noise;

@@ -72,7 +72,7 @@ pub enum SessionError {
     /// The server refused a set-up step (greeting, EHLO, STARTTLS, AUTH).
     #[error("{phase} refused: {reply}")]
     Rejected {
-        /// Where.
+        /// The step refused, which the statistics charge and the message names.
         phase: Phase,
         /// What the server said.
         reply: Reply,
@@ -80,7 +80,7 @@ pub enum SessionError {
     /// The server's behaviour breaks the protocol or our requirements.
     #[error("protocol violation at {phase}: {what}")]
     Protocol {
-        /// Where.
+        /// The step at which the server broke the protocol, charged with the failure.
         phase: Phase,
         /// What went wrong.
         what: &'static str,

@@ -1,5 +1,9 @@
-//! The sans-IO SMTP/LMTP core: replies, capabilities, body encoding and session state
-//! machines. Nothing here does IO or reads a clock; `crate::smtp::conn` drives it.
+//! The sans-IO SMTP/LMTP core. Nothing here does IO or reads a clock; `crate::smtp::conn`
+//! and the sink's connections drive it. Replies and their decoder (`reply`), capabilities
+//! from EHLO/LHLO (`ehlo`), bodies on the wire (`data`: CRLF and dot-stuffing), the
+//! session's phases (`phase`); the client's session (`client`) with its transactions
+//! (`txn`) and the bytes it queues (`outbox`); the server's session (`server`) and what it
+//! asks of and tells the IO layer (`handler`).
 
 pub mod client;
 pub mod data;

@@ -86,6 +86,14 @@ pub fn find(name: &str) -> Option<&'static Kind> {
     KINDS.iter().copied().find(|k| k.name == name)
 }
 
+/// The summary of a results file, read as the kind of run that wrote it says (here, not
+/// in `summary`, which the kinds build on).
+pub fn decode(command: &str, v: serde_json::Value) -> Result<Summary, String> {
+    let kind =
+        find(command).ok_or_else(|| format!("it was written by an unknown command {command:?}"))?;
+    (kind.decode)(v).map_err(|e| format!("its {command} summary is unreadable: {e}"))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
