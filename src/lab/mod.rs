@@ -248,6 +248,13 @@ pub trait StoreLab: LabServer {
     /// The store's own statistics since it started, when it was asked to keep them
     /// ([`StoreOptions::server_stats`]); empty otherwise.
     fn server_stats(&self) -> Vec<ServerMetric>;
+    /// Makes every user's folders f2 … f`folders` ready before a fill delivers to
+    /// `user+fN@` over LMTP. A store that creates a folder as its first mail arrives
+    /// (Dovecot) has nothing to do; one that delivers only into existing folders does it
+    /// here.
+    fn prepare_folders(&self, _folders: u32) -> Result<(), LabError> {
+        Ok(())
+    }
 }
 
 /// A kind of lab MTA, as the registry [`MTAS`] lists it: the name `--lab` takes and

@@ -56,6 +56,7 @@ pub async fn store(
     }
     let filled = match fill {
         Some(mut f) => {
+            prepare(&lab, f.folders).await?;
             aim(
                 &mut f.send,
                 tcp(lab.endpoints().lmtp),
@@ -77,6 +78,15 @@ pub async fn store(
         None => None,
     };
     Ok((lab, filled))
+}
+
+/// Has the store make the fill's folders (off the runtime: it may run an admin session).
+async fn prepare(lab: &Arc<dyn StoreLab>, folders: u32) -> Result<(), MailboxError> {
+    let lab = lab.clone();
+    match tokio::task::spawn_blocking(move || lab.prepare_folders(folders)).await {
+        Ok(r) => r.map_err(|e| MailboxError::Failed(e.to_string())),
+        Err(e) => Err(MailboxError::Failed(e.to_string())),
+    }
 }
 
 /// A fill that left mailboxes short is no ground for a workload: its numbers would be
