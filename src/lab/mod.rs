@@ -7,6 +7,7 @@
 //! queue and mail placement, certificates, checks — is in `host`.
 
 pub mod chain;
+pub mod cyrus;
 pub mod dovecot;
 pub mod exim;
 pub mod host;
@@ -345,7 +346,7 @@ pub struct Store {
 }
 
 /// Every lab mail store, in the order `--lab`'s help lists them.
-pub const STORES: &[Store] = &[dovecot::KIND];
+pub const STORES: &[Store] = &[dovecot::KIND, cyrus::KIND];
 
 impl Store {
     /// The name in `--lab`, results and messages.
