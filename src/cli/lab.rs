@@ -19,7 +19,7 @@ use crate::units;
 /// Refuses what only the Postfix lab does (STARTTLS on its entry, DKIM signing through a
 /// milter, LMTP onward) for another MTA, naming the flag.
 pub fn postfix_only(mta: Mta, opts: &LabOptions) -> Result<(), String> {
-    if mta == Mta::POSTFIX {
+    if mta == Mta::Postfix {
         return Ok(());
     }
     let flag = if opts.starttls {
@@ -166,7 +166,7 @@ pub fn clean_leftovers(who: &str) {
 /// listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
     match c {
-        LabCommand::Postfix(a) => relaying(Mta::POSTFIX, a).await,
+        LabCommand::Postfix(a) => relaying(Mta::Postfix, a).await,
         LabCommand::Exim(a) => relaying(crate::lab::exim::KIND, a).await,
         LabCommand::Opensmtpd(a) => relaying(crate::lab::opensmtpd::KIND, a).await,
         LabCommand::Sendmail(a) => relaying(crate::lab::sendmail::KIND, a).await,

@@ -730,7 +730,7 @@ fn profile_plan(
                 .map_err(|e| e.replace("--threshold", "--capacity-rule"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(m) = a.mta.filter(|m| *m != crate::lab::Mta::POSTFIX) {
+    if let Some(m) = a.mta.filter(|m| *m != crate::lab::Mta::Postfix) {
         return Err(format!(
             "--mta {}: only the Postfix lab delivers into the store (over LMTP); use --mta postfix",
             m.name()

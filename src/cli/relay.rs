@@ -137,7 +137,7 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
                     ));
                 }
                 super::lab::postfix_only(mta, &opts)?;
-                if a.flush && mta != Mta::POSTFIX {
+                if a.flush && mta != Mta::Postfix {
                     return Err(format!(
                         "--flush: the {} lab has no hold queue; the flush benchmark runs on --lab postfix",
                         mta.name()

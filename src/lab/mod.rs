@@ -277,7 +277,9 @@ pub const MTAS: &[Mta] = &[postfix::KIND, exim::KIND, opensmtpd::KIND, sendmail:
 impl Mta {
     /// The system's MTA: the one lab with features the others lack yet (STARTTLS on its
     /// entry, DKIM signing, LMTP onward, holding mail), and the one `mailbox arrival` uses.
-    pub const POSTFIX: Mta = postfix::KIND;
+    /// Named as the enum variant it was, so that callers (and tests) read as before.
+    #[allow(non_upper_case_globals)]
+    pub const Postfix: Mta = postfix::KIND;
 
     /// The name in `--lab`, results and messages.
     pub fn name(self) -> &'static str {

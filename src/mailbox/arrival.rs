@@ -191,8 +191,8 @@ pub async fn run(
 
 /// Starts a lab Postfix (off the runtime); a setting it refuses is the user's input.
 pub async fn start_mta(opts: LabOptions) -> Result<Arc<dyn MtaLab>, MailboxError> {
-    Mta::POSTFIX.check().map_err(MailboxError::Usage)?;
-    match tokio::task::spawn_blocking(move || Mta::POSTFIX.start(&opts)).await {
+    Mta::Postfix.check().map_err(MailboxError::Usage)?;
+    match tokio::task::spawn_blocking(move || Mta::Postfix.start(&opts)).await {
         Ok(Ok(lab)) => Ok(Arc::from(lab)),
         Ok(Err(e @ LabError::Setting(_))) => Err(MailboxError::Usage(e.to_string())),
         Ok(Err(e)) => Err(MailboxError::Failed(e.to_string())),
