@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what mailbench's tests and benchmarks need, from Debian packages, without
 # prompts. Idempotent: does nothing when everything is present. Never configures or starts
-# the system's own Postfix or Dovecot (the labs run private instances). --for-tests adds
-# what only the tests use; --mtas (and --for-tests) the other lab MTAs (install-mtas.sh).
+# the system's own Postfix, Dovecot or Cyrus (the labs run private instances).
+# --for-tests adds what only the tests use; --mtas (and --for-tests) the other lab MTAs
+# (install-mtas.sh).
 set -euo pipefail
 
 need=()
@@ -16,6 +17,12 @@ perl -MNet::SSLeay -e1 >/dev/null 2>&1 || need+=(libnet-ssleay-perl)
 for part in imap pop3 lmtp; do
   [ -x /usr/lib/dovecot/$part ] || need+=(dovecot-${part}d)
 done
+# The Cyrus lab (`--lab cyrus`): imapd and lmtpd, pop3d (packaged apart), and
+# saslpasswd2 for its users. Installing starts no service here; the lab runs its own
+# master on loopback ports.
+[ -x /usr/lib/cyrus/bin/imapd ] || need+=(cyrus-imapd)
+[ -x /usr/lib/cyrus/bin/pop3d ] || need+=(cyrus-pop3d)
+command -v saslpasswd2 >/dev/null 2>&1 || [ -x /usr/sbin/saslpasswd2 ] || need+=(sasl2-bin)
 # OpenDKIM signs for a lab MTA (--mta-dkim-key); like Postfix's, its own service is left
 # alone: the lab runs a private instance.
 [ -x /usr/sbin/opendkim ] || need+=(opendkim)
@@ -51,6 +58,11 @@ if [ ${#need[@]} -gt 0 ]; then
   # The prometheus package starts its server where systemd runs; only promtool is wanted.
   if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
     systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
+  # The cyrus-imapd package starts the system's Cyrus where systemd runs (on ports 143
+  # and 110, which the system's Dovecot may want); the lab runs its own.
+  if [[ " ${need[*]} " == *" cyrus-imapd "* ]] && command -v systemctl >/dev/null 2>&1; then
+    systemctl disable --now cyrus-imapd >/dev/null 2>&1 || true
   fi
 fi
 # NSD, the reference of the differential DNS test (tests/it/dns_nsd.rs): Debian's package

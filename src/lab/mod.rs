@@ -1,6 +1,6 @@
 //! Disposable real mail servers for benchmarks: MTAs that relay (`postfix`, and `exim`,
 //! `opensmtpd`, `sendmail` unpacked beside it, sharing `chain`) and mail stores that users
-//! read (`dovecot`). Each lab is started for a run in temporary
+//! read (`dovecot`, `cyrus`). Each lab is started for a run in temporary
 //! directories with its own ports and is stopped and removed on drop, whatever happens.
 //! Every server is one file behind [`LabServer`] and either [`MtaLab`] or [`StoreLab`],
 //! registered in [`MTAS`] or [`STORES`]; what they share — free ports, the greeting check,
