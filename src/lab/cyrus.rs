@@ -242,16 +242,25 @@ impl Lab {
     }
 
     /// The directories (Cyrus's own), the users list, the certificate, both configurations.
+    /// Cyrus makes none of its configuration directory's parts itself: without `db` its
+    /// every process assumes its databases need recovery, without `socket` no process
+    /// hears `idled` (IDLE never wakes) and the service locks are off (as Debian's
+    /// `makedirs` would make them).
     fn write_files(&self) -> Result<(), LabError> {
         let d = &self.dir;
         let m = &self.mail.path;
-        for sub in [
+        let conf = [
+            "db", "proc", "socket", "log", "msg", "user", "quota", "lock",
+        ]
+        .map(|sub| m.join("conf").join(sub));
+        let own = [
             d.join("run"),
             d.join("sock"),
             d.join("log"),
             m.join("conf"),
             m.join("part"),
-        ] {
+        ];
+        for sub in own.into_iter().chain(conf) {
             std::fs::create_dir_all(&sub).map_err(|e| io("create the lab directories", e))?;
             host::chown_to(&sub, OWNER)?;
         }
