@@ -714,7 +714,7 @@ pub struct OutputArgs {
 
 /// `--lab`'s values for an MTA: the lab registry's names, each with its help, so that a
 /// new MTA needs no edit here.
-fn mta_parser() -> impl clap::builder::TypedValueParser<Value = Mta> {
+fn mta_parser() -> impl TypedValueParser<Value = Mta> {
     let values = MTAS
         .iter()
         .map(|m| PossibleValue::new(m.name()).help(m.about()));
@@ -724,7 +724,7 @@ fn mta_parser() -> impl clap::builder::TypedValueParser<Value = Mta> {
 
 /// `--lab`'s values for a mail store: the lab registry's names, each with its help, so
 /// that a new store needs no edit here.
-fn store_parser() -> impl clap::builder::TypedValueParser<Value = Store> {
+fn store_parser() -> impl TypedValueParser<Value = Store> {
     let values = STORES
         .iter()
         .map(|s| PossibleValue::new(s.name()).help(s.about()));

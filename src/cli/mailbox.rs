@@ -810,7 +810,8 @@ async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
             r.config["scenario"].as_str().unwrap_or("?"),
             r.config["lab"]
                 .as_str()
-                .map_or("your store", |_| "the lab's Dovecot"),
+                .and_then(Store::named)
+                .map_or("your store".into(), |s| format!("the lab's {}", s.title())),
             r.duration_s
         );
         crate::report::text::render_profile(r, crate::mailbox::profile::STEPS, &headline)

@@ -33,6 +33,7 @@ const BACKLOG: u32 = 1024;
 /// Cyrus's line in the lab registry.
 pub const KIND: Store = Store {
     name: "cyrus",
+    title: "Cyrus",
     about: "Cyrus IMAP (IMAP, POP3, LMTP) from Debian's packages",
     settings: SettingsFlag {
         flag: "--store-conf",

@@ -79,6 +79,7 @@ fn parse_stats_dump(text: &str) -> Vec<ServerMetric> {
 /// always used.
 pub const KIND: super::Store = super::Store {
     name: "dovecot",
+    title: "Dovecot",
     about: "Dovecot (IMAP, POP3, LMTP) from Debian's packages",
     settings: super::SettingsFlag {
         flag: "--doveconf",

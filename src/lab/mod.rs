@@ -341,6 +341,7 @@ pub struct SettingsFlag {
 #[derive(Clone, Copy)]
 pub struct Store {
     name: &'static str,
+    title: &'static str,
     about: &'static str,
     settings: SettingsFlag,
     check: fn() -> Result<(), String>,
@@ -354,6 +355,11 @@ impl Store {
     /// The name in `--lab`, results and messages.
     pub fn name(self) -> &'static str {
         self.name
+    }
+
+    /// Its name in a sentence (`the lab's Dovecot`).
+    pub fn title(self) -> &'static str {
+        self.title
     }
 
     /// What it is and where it comes from, for `--lab`'s help.
