@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Installs what mailbench's tests and benchmarks need, from Debian packages, without
 # prompts. Idempotent: does nothing when everything is present. Never configures or starts
-# the system's own Postfix, Dovecot or Cyrus (the labs run private instances).
-# --for-tests adds what only the tests use; --mtas (and --for-tests) the other lab MTAs
-# (install-mtas.sh).
+# the system's own Postfix or Dovecot (the labs run private instances). --for-tests adds
+# what only the tests use; --mtas (and --for-tests) the other lab MTAs (install-mtas.sh).
 set -euo pipefail
 
 need=()
@@ -17,12 +16,6 @@ perl -MNet::SSLeay -e1 >/dev/null 2>&1 || need+=(libnet-ssleay-perl)
 for part in imap pop3 lmtp; do
   [ -x /usr/lib/dovecot/$part ] || need+=(dovecot-${part}d)
 done
-# The Cyrus lab (`--lab cyrus`): imapd and lmtpd, pop3d (packaged apart), and
-# saslpasswd2 for its users. Installing starts no service here; the lab runs its own
-# master on loopback ports.
-[ -x /usr/lib/cyrus/bin/imapd ] || need+=(cyrus-imapd)
-[ -x /usr/lib/cyrus/bin/pop3d ] || need+=(cyrus-pop3d)
-command -v saslpasswd2 >/dev/null 2>&1 || [ -x /usr/sbin/saslpasswd2 ] || need+=(sasl2-bin)
 # OpenDKIM signs for a lab MTA (--mta-dkim-key); like Postfix's, its own service is left
 # alone: the lab runs a private instance.
 [ -x /usr/sbin/opendkim ] || need+=(opendkim)
@@ -59,11 +52,6 @@ if [ ${#need[@]} -gt 0 ]; then
   if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
     systemctl disable --now prometheus >/dev/null 2>&1 || true
   fi
-  # The cyrus-imapd package starts the system's Cyrus where systemd runs (on ports 143
-  # and 110, which the system's Dovecot may want); the lab runs its own.
-  if [[ " ${need[*]} " == *" cyrus-imapd "* ]] && command -v systemctl >/dev/null 2>&1; then
-    systemctl disable --now cyrus-imapd >/dev/null 2>&1 || true
-  fi
 fi
 # NSD, the reference of the differential DNS test (tests/it/dns_nsd.rs): Debian's package
 # unpacked into target/peers/nsd, as bench/dns_vs_nsd.py does, never installed (its
@@ -80,6 +68,11 @@ fi
 # into the python3 the tests run.
 if [ "${1:-}" = "--for-tests" ] && ! python3 -c 'import kubernetes_validate' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
+fi
+# The Cyrus lab store (`--lab cyrus`), unpacked beside Dovecot: installed with apt-get,
+# cyrus-imapd would remove dovecot-imapd and dovecot-pop3d (both provide imap-server).
+if [ "$(id -u)" = 0 ]; then
+  "$(dirname "$0")/install-cyrus.sh"
 fi
 # The other lab MTAs (Exim, OpenSMTPD, Sendmail), unpacked beside Postfix: for the tests,
 # or when asked (--mtas) for `relay --lab postfix,exim,opensmtpd,sendmail`.

@@ -4,8 +4,9 @@
 //! on disk, listeners on free loopback ports, users in a private sasldb (no system
 //! accounts), each INBOX made as its first mail arrives or its user first logs in. Cyrus
 //! logs only through syslog, so its master runs in a namespace whose `/dev/log` is the
-//! lab's log socket (see `isolate`, `syslog`). Started with `master -d`, stopped and
-//! removed on drop; never touches the system's Cyrus. Checked on Debian 12's 3.6.1.
+//! lab's log socket (see `isolate`, `syslog`). It runs from Debian 12's packages (3.6.1)
+//! unpacked by `scripts/install-cyrus.sh` beside the system's Dovecot; started with
+//! `master -d`, stopped and removed on drop.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -20,7 +21,32 @@ use super::{
     StoreLab, StoreOptions, StoreUser,
 };
 
-const BIN: &str = "/usr/lib/cyrus/bin";
+/// Where scripts/install-cyrus.sh unpacked Debian's packages: installed with apt-get,
+/// Cyrus would remove Dovecot's IMAP and POP3 servers (both provide `imap-server`).
+fn root() -> PathBuf {
+    std::env::var_os("MAILBENCH_STORES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/mailbench/stores"))
+        .join("cyrus")
+}
+
+/// A Cyrus program in the unpacked tree.
+fn bin(program: &str) -> PathBuf {
+    root().join("usr/lib/cyrus/bin").join(program)
+}
+
+/// The unpacked tree's libraries (Cyrus's own libcyrus*), for its programs' loader: the
+/// directory under usr/lib that holds libcyrus.so.0, whatever the architecture.
+fn library_path() -> PathBuf {
+    let lib = root().join("usr/lib");
+    std::fs::read_dir(&lib)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("libcyrus.so.0").exists())
+        .unwrap_or(lib)
+}
 const SASLPASSWD: &str = "/usr/sbin/saslpasswd2";
 /// The user Cyrus drops to; everything it writes must be its own.
 const OWNER: &str = "cyrus:mail";
@@ -61,18 +87,19 @@ pub struct Lab {
 
 /// Checks that a Cyrus lab can run here; the error says how to fix it.
 pub fn check() -> Result<(), String> {
-    for (bin, package) in [
-        (format!("{BIN}/master"), "cyrus-imapd"),
-        (format!("{BIN}/imapd"), "cyrus-imapd"),
-        (format!("{BIN}/lmtpd"), "cyrus-imapd"),
-        (format!("{BIN}/pop3d"), "cyrus-pop3d"),
-        (SASLPASSWD.to_string(), "sasl2-bin"),
-    ] {
-        if !Path::new(&bin).exists() {
+    for program in ["master", "imapd", "lmtpd", "pop3d"] {
+        if !bin(program).exists() {
             return Err(format!(
-                "{package} is not installed; run scripts/install-deps.sh (or apt-get install cyrus-imapd cyrus-pop3d sasl2-bin)"
+                "Cyrus is not unpacked in {}; run scripts/install-deps.sh (or scripts/install-cyrus.sh)",
+                root().display()
             ));
         }
+    }
+    if !Path::new(SASLPASSWD).exists() {
+        return Err(
+            "sasl2-bin is not installed; run scripts/install-deps.sh (or apt-get install sasl2-bin)"
+                .into(),
+        );
     }
     host::check_root("the Cyrus lab")
 }
@@ -218,27 +245,33 @@ impl Lab {
                 .find(|(s, _)| *s == service)
                 .map_or(0, |(_, n)| *n)
         };
+        // Programs by their full path: the master looks for bare names where Debian's
+        // package installs them, not in the unpacked tree.
+        let run = |program: &str, flags: &str| format!("{} {flags}-C {c}", bin(program).display());
         let mut services = String::new();
-        let mut add = |name: &str, cmd: &str, addr: SocketAddr, cap: u32| {
+        let mut add = |name: &str, cmd: String, addr: SocketAddr, cap: u32| {
             let _ = writeln!(
                 services,
-                "  {name} cmd=\"{cmd} -C {c}\" listen=\"{addr}\" maxchild={cap}"
+                "  {name} cmd=\"{cmd}\" listen=\"{addr}\" maxchild={cap}"
             );
         };
-        add("imap", "imapd", e.imap, cap("imap"));
-        add("pop3", "pop3d", e.pop3, cap("pop3"));
-        add("lmtp", "lmtpd -a", e.lmtp, cap("lmtp"));
+        add("imap", run("imapd", ""), e.imap, cap("imap"));
+        add("pop3", run("pop3d", ""), e.pop3, cap("pop3"));
+        add("lmtp", run("lmtpd", "-a "), e.lmtp, cap("lmtp"));
         if let Some(a) = e.imaps {
-            add("imaps", "imapd -s", a, cap("imap"));
+            add("imaps", run("imapd", "-s "), a, cap("imap"));
         }
         if let Some(a) = e.pop3s {
-            add("pop3s", "pop3d -s", a, cap("pop3"));
+            add("pop3s", run("pop3d", "-s "), a, cap("pop3"));
         }
         format!(
-            "START {{\n  recover cmd=\"ctl_cyrusdb -r -C {c}\"\n}}\n\
+            "START {{\n  recover cmd=\"{}\"\n}}\n\
              SERVICES {{\n{services}}}\n\
-             EVENTS {{\n  checkpoint cmd=\"ctl_cyrusdb -c -C {c}\" period=30\n}}\n\
-             DAEMON {{\n  idled cmd=\"idled -C {c}\"\n}}\n"
+             EVENTS {{\n  checkpoint cmd=\"{}\" period=30\n}}\n\
+             DAEMON {{\n  idled cmd=\"{}\"\n}}\n",
+            run("ctl_cyrusdb", "-r "),
+            run("ctl_cyrusdb", "-c "),
+            run("idled", ""),
         )
     }
 
@@ -291,7 +324,8 @@ impl Lab {
     /// it cannot read; `cyr_info conf-lint` says both, so a `--store-conf` value it
     /// refuses is named in one line before anything starts.
     fn check_settings(&self, settings: &[(String, String)]) -> Result<(), LabError> {
-        let out = Command::new(format!("{BIN}/cyr_info"))
+        let out = Command::new(bin("cyr_info"))
+            .env("LD_LIBRARY_PATH", library_path())
             .arg("-C")
             .arg(self.conf_path())
             .arg("conf-lint")
@@ -384,8 +418,10 @@ impl Lab {
             "-d".into(),
         ];
         let mut cmd = iso
-            .command(&Path::new(BIN).join("master"), &args)
+            .command(&bin("master"), &args)
             .map_err(|e| io("prepare the namespace", e))?;
+        // The master's services inherit it.
+        cmd.env("LD_LIBRARY_PATH", library_path());
         let errors = d.join("log/start.err");
         let err_file = std::fs::File::create(&errors).map_err(|e| io("create the start log", e))?;
         let status = super::leftovers::own_group(&mut cmd)
