@@ -124,6 +124,21 @@ fn split(address: &str) -> (&str, &str) {
     address.rsplit_once('@').unwrap_or((address, ""))
 }
 
+/// `conf` with each of `settings` replacing the option of its name, or added after: Cyrus
+/// refuses an option given twice, so a user's value cannot simply follow the lab's.
+fn overridden(
+    mut conf: Vec<(String, String)>,
+    settings: &[(String, String)],
+) -> Vec<(String, String)> {
+    for (k, v) in settings {
+        match conf.iter_mut().find(|(key, _)| key == k) {
+            Some(slot) => slot.1 = v.clone(),
+            None => conf.push((k.clone(), v.clone())),
+        }
+    }
+    conf
+}
+
 /// A string as an IMAP quoted string.
 fn quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
@@ -223,13 +238,7 @@ impl Lab {
             conf.push(("tls_server_cert".into(), format!("{d}/tls.crt")));
             conf.push(("tls_server_key".into(), format!("{d}/tls.key")));
         }
-        for (k, v) in settings {
-            match conf.iter_mut().find(|(key, _)| key == k) {
-                Some(slot) => slot.1 = v.clone(),
-                None => conf.push((k.clone(), v.clone())),
-            }
-        }
-        conf
+        overridden(conf, settings)
     }
 
     /// The services: IMAP, POP3 and LMTP (and IMAPS, POP3S) on the lab's ports, each with
@@ -616,5 +625,23 @@ mod tests {
         assert_eq!(split("user1@store.test"), ("user1", "store.test"));
         assert_eq!(split("a@b@c.test"), ("a@b", "c.test"));
         assert_eq!(quoted(r#"a"b\c"#), r#""a\"b\\c""#);
+    }
+
+    #[test]
+    fn a_setting_replaces_the_lab_option_of_its_name_and_others_follow() {
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let lab = vec![kv("admins", "cyrus"), kv("autocreate_quota", "0")];
+        let got = overridden(
+            lab,
+            &[kv("autocreate_quota", "100"), kv("fulldirhash", "1")],
+        );
+        assert_eq!(
+            got,
+            [
+                kv("admins", "cyrus"),
+                kv("autocreate_quota", "100"),
+                kv("fulldirhash", "1")
+            ]
+        );
     }
 }

@@ -408,3 +408,23 @@ impl std::fmt::Debug for Store {
         f.write_str(self.name)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_kind_is_found_by_its_own_unique_name() {
+        for m in MTAS {
+            assert_eq!(Mta::named(m.name()), Some(*m));
+            assert_eq!(MTAS.iter().filter(|o| o.name() == m.name()).count(), 1);
+        }
+        for s in STORES {
+            assert_eq!(Store::named(s.name()), Some(*s));
+            assert_eq!(STORES.iter().filter(|o| o.name() == s.name()).count(), 1);
+        }
+        assert_eq!(Mta::named("qmail"), None);
+        assert_eq!(Store::names(), "dovecot|cyrus");
+        assert_eq!(Mta::Postfix.name(), "postfix");
+    }
+}
