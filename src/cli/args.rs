@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::lab::{MTAS, Mta, STORES, Store};
 
 /// Benchmark suite for mail servers.
 #[derive(Debug, Parser)]
@@ -709,24 +712,24 @@ pub struct OutputArgs {
     pub prometheus_hold: String,
 }
 
-/// Which lab MTA.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MtaArg {
-    /// Postfix from Debian's package.
-    Postfix,
-    /// Exim 4, unpacked beside it by scripts/install-mtas.sh.
-    Exim,
-    /// OpenSMTPD, unpacked beside it by scripts/install-mtas.sh.
-    Opensmtpd,
-    /// Sendmail, unpacked beside it by scripts/install-mtas.sh.
-    Sendmail,
+/// `--lab`'s values for an MTA: the lab registry's names, each with its help, so that a
+/// new MTA needs no edit here.
+fn mta_parser() -> impl TypedValueParser<Value = Mta> {
+    let values = MTAS
+        .iter()
+        .map(|m| PossibleValue::new(m.name()).help(m.about()));
+    PossibleValuesParser::new(values)
+        .try_map(|name| Mta::named(&name).ok_or_else(|| format!("no lab MTA {name}")))
 }
 
-/// Which lab mail store.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum StoreArg {
-    /// Dovecot (IMAP, POP3, LMTP) from Debian's packages.
-    Dovecot,
+/// `--lab`'s values for a mail store: the lab registry's names, each with its help, so
+/// that a new store needs no edit here.
+fn store_parser() -> impl TypedValueParser<Value = Store> {
+    let values = STORES
+        .iter()
+        .map(|s| PossibleValue::new(s.name()).help(s.about()));
+    PossibleValuesParser::new(values)
+        .try_map(|name| Store::named(&name).ok_or_else(|| format!("no lab store {name}")))
 }
 
 /// Where a lab keeps its queue or its mail.
@@ -792,12 +795,12 @@ pub struct RelayArgs {
     /// with --rounds) whose order rotates, ending with one table.
     #[arg(
         long,
-        value_enum,
+        value_parser = mta_parser(),
         value_delimiter = ',',
         value_name = "MTA[,MTA…]",
         conflicts_with = "target"
     )]
-    pub lab: Vec<MtaArg>,
+    pub lab: Vec<Mta>,
     /// Answer "what did this setting buy": run the lab with KEY=V1 and KEY=V2 in
     /// alternating rounds (at least 4 each; more with --rounds) and end with the compare
     /// table, e.g. default_process_limit=100,20.
@@ -951,9 +954,11 @@ pub struct StoreArgs {
     /// Mail on a RAM disk or on disk [default: tmpfs].
     #[arg(long, visible_alias = "store", value_enum)]
     pub storage: Option<PlacementArg>,
-    /// Override a Dovecot setting (repeatable), e.g. mail_fsync=always.
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub doveconf: Vec<String>,
+    /// Override one of the store's own settings (repeatable): a dovecot.conf setting for
+    /// Dovecot (mail_fsync=always), an imapd.conf option for Cyrus (fulldirhash=1). A
+    /// setting the store refuses is an error.
+    #[arg(long = "store-conf", alias = "doveconf", value_name = "KEY=VALUE")]
+    pub store_conf: Vec<String>,
     /// Have the store count its own logins, deliveries and IMAP commands, with their
     /// durations, and put them beside mailbench's figures (a server-side cross-check; the
     /// store's statistics process costs it a little).
@@ -1128,8 +1133,8 @@ Lab runs need root and Dovecot (scripts/install-deps.sh).";
 #[derive(Debug, Clone, Args)]
 pub struct MailboxServerArgs {
     /// Start a disposable store for the run.
-    #[arg(long, value_enum, conflicts_with = "users_file")]
-    pub lab: Option<StoreArg>,
+    #[arg(long, value_parser = store_parser(), conflicts_with = "users_file")]
+    pub lab: Option<Store>,
     /// The lab store's users and settings.
     #[command(flatten)]
     pub store: StoreArgs,
@@ -1376,8 +1381,8 @@ pub struct ProfileArgs {
     pub smtp: Option<String>,
     /// With --lab dovecot: the users' sends go through a lab MTA that delivers into the
     /// store over LMTP.
-    #[arg(long, value_enum, value_name = "MTA", requires = "lab")]
-    pub mta: Option<MtaArg>,
+    #[arg(long, value_parser = mta_parser(), value_name = "MTA", requires = "lab")]
+    pub mta: Option<Mta>,
     /// --lab: messages delivered into each user's mailboxes before the run [default: 10].
     #[arg(long, value_name = "N")]
     pub fill: Option<String>,

@@ -5,27 +5,16 @@
 use std::net::SocketAddr;
 
 use super::args::{
-    DovecotLabArgs, LabCommand, LabShape, MailFormatArg, MtaArg, MtaLabArgs, PlacementArg,
-    StoreArgs,
+    DovecotLabArgs, LabCommand, LabShape, MailFormatArg, MtaLabArgs, PlacementArg, StoreArgs,
 };
 use super::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::lab::{
-    LabError, LabOptions, LabServer, MailFormat, Mta, MtaLimits, QueueKind, StoreOptions,
+    LabError, LabOptions, LabServer, MailFormat, Mta, MtaLimits, QueueKind, Store, StoreOptions,
 };
 use crate::mailbox::bench::StoreSetup;
 use crate::shutdown::Shutdown;
 use crate::transport::target::parse_tcp;
 use crate::units;
-
-/// The MTA a `--lab` flag names.
-pub fn mta(kind: MtaArg) -> Mta {
-    match kind {
-        MtaArg::Postfix => Mta::Postfix,
-        MtaArg::Exim => Mta::Exim,
-        MtaArg::Opensmtpd => Mta::OpenSmtpd,
-        MtaArg::Sendmail => Mta::Sendmail,
-    }
-}
 
 /// Refuses what only the Postfix lab does (STARTTLS on its entry, DKIM signing through a
 /// milter, LMTP onward) for another MTA, naming the flag.
@@ -115,11 +104,11 @@ pub fn store_flags_given(a: &StoreArgs) -> bool {
         || a.password_template.is_some()
         || a.mail_format.is_some()
         || a.storage.is_some()
-        || !a.doveconf.is_empty()
+        || !a.store_conf.is_empty()
 }
 
-/// The lab store's options from its flags.
-pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, String> {
+/// The lab store's options from its flags; its settings are named as `store` names them.
+pub fn store_options(store: Store, a: &StoreArgs, starttls: bool) -> Result<StoreOptions, String> {
     let users = match &a.users {
         Some(n) => units::count(n).map_err(|e| format!("--users: {e}"))?,
         None => 100,
@@ -154,7 +143,11 @@ pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, Stri
         },
         placement: placement(a.storage.unwrap_or(PlacementArg::Tmpfs)),
         starttls,
-        settings: settings("--doveconf", &a.doveconf, "mail_fsync=always")?,
+        settings: settings(
+            store.settings().flag,
+            &a.store_conf,
+            store.settings().example,
+        )?,
         server_stats: a.server_stats,
     })
 }
@@ -173,15 +166,15 @@ pub fn clean_leftovers(who: &str) {
 /// listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
     match c {
-        LabCommand::Postfix(a) => relaying(MtaArg::Postfix, a).await,
-        LabCommand::Exim(a) => relaying(MtaArg::Exim, a).await,
-        LabCommand::Opensmtpd(a) => relaying(MtaArg::Opensmtpd, a).await,
-        LabCommand::Sendmail(a) => relaying(MtaArg::Sendmail, a).await,
+        LabCommand::Postfix(a) => relaying(Mta::Postfix, a).await,
+        LabCommand::Exim(a) => relaying(crate::lab::exim::KIND, a).await,
+        LabCommand::Opensmtpd(a) => relaying(crate::lab::opensmtpd::KIND, a).await,
+        LabCommand::Sendmail(a) => relaying(crate::lab::sendmail::KIND, a).await,
         LabCommand::Dovecot(a) => dovecot(a).await,
     }
 }
 
-async fn relaying(kind: MtaArg, a: MtaLabArgs) -> Result<u8, (u8, String)> {
+async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     let (lmtp, next) = match a.relay.strip_prefix("lmtp:") {
         Some(addr) => (true, addr),
         None => (false, a.relay.as_str()),
@@ -189,7 +182,6 @@ async fn relaying(kind: MtaArg, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     let relay = parse_tcp(next, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
     let mut opts = options(&a.shape, relay, a.starttls).map_err(|e| (EXIT_USAGE, e))?;
     opts.relay_lmtp = lmtp;
-    let mta = mta(kind);
     postfix_only(mta, &opts).map_err(|e| (EXIT_USAGE, e))?;
     mta.check().map_err(|e| (EXIT_USAGE, e))?;
     clean_leftovers("lab");
@@ -216,16 +208,14 @@ async fn relaying(kind: MtaArg, a: MtaLabArgs) -> Result<u8, (u8, String)> {
 
 async fn dovecot(a: DovecotLabArgs) -> Result<u8, (u8, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
-    let options = store_options(&a.store, a.starttls).map_err(usage)?;
+    let store = crate::lab::dovecot::KIND;
+    let options = store_options(store, &a.store, a.starttls).map_err(usage)?;
     let per_user = units::count(&a.fill).map_err(|e| usage(format!("--fill: {e}")))?;
     let fill = match per_user {
         0 => None,
         n => Some(super::mailbox::fill(&a.filling, n).map_err(usage)?),
     };
-    let setup = StoreSetup {
-        store: crate::lab::Store::Dovecot,
-        options,
-    };
+    let setup = StoreSetup { store, options };
     clean_leftovers("lab");
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab store and removing its directories",

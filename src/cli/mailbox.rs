@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::args::{
     ArrivalArgs, ArrivalMtaArg, FillArgs, ImapArgs, ImapLoginArg, MailboxCommand,
     MailboxServerArgs, MessageArgs, Pop3Args, Pop3LoginArg, PopulateArgs, ProfileArgs, ShapeArgs,
-    StoreArg, TlsArgs, ViaArg,
+    TlsArgs, ViaArg,
 };
 use super::finish::deliver;
 use super::lab::{store_flags_given, store_options};
@@ -67,16 +67,16 @@ fn sweep_before(setup: &Option<StoreSetup>) {
 /// The lab store the flags ask for, or none (then no store flag may be given).
 fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<StoreSetup>, String> {
     match a.lab {
-        Some(StoreArg::Dovecot) => Ok(Some(StoreSetup {
-            store: Store::Dovecot,
-            options: store_options(&a.store, starttls)?,
+        Some(store) => Ok(Some(StoreSetup {
+            store,
+            options: store_options(store, &a.store, starttls)?,
         })),
-        None if store_flags_given(&a.store) => Err(
+        None if store_flags_given(&a.store) => Err(format!(
             "--users, --user-template, --password-template, --mail-format, --storage and \
-             --doveconf shape a lab store: give --lab dovecot, or drop them and list the \
-             server's users in --users-file"
-                .into(),
-        ),
+             --store-conf shape a lab store: give --lab {}, or drop them and list the \
+             server's users in --users-file",
+            Store::names()
+        )),
         None => Ok(None),
     }
 }
@@ -231,9 +231,10 @@ async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
             r
         }
         _ => {
-            return Err(usage(
-                "give --lab dovecot, or --lmtp ADDR and --users-file FILE".into(),
-            ));
+            return Err(usage(format!(
+                "give --lab {}, or --lmtp ADDR and --users-file FILE",
+                Store::names()
+            )));
         }
     };
     deliver(results, &outputs, |r| {
@@ -303,7 +304,7 @@ impl Where {
 
     /// Adds the store, its fill and TLS to a results file's configuration.
     fn describe(&self, config: &mut serde_json::Value, server: &MailboxServerArgs) {
-        config["lab"] = server.lab.map(|_| "dovecot").into();
+        config["lab"] = server.lab.map(Store::name).into();
         config["tls"] = serde_json::to_value(self.tls.mode).unwrap_or_default();
         config["tls_percent"] = self.tls.percent.into();
         config["store"] = self
@@ -314,7 +315,7 @@ impl Where {
                     "users": s.options.users,
                     "mail_format": s.options.mail_format,
                     "storage": s.options.placement,
-                    "doveconf": server.store.doveconf,
+                    "doveconf": server.store.store_conf,
                 })
             })
             .into();
@@ -341,10 +342,10 @@ fn lab_fill(n: &Option<String>, filling: &FillArgs, lab: bool) -> Result<Option<
             n => Ok(Some(fill(filling, n)?)),
         },
         (None, true) => Ok(Some(fill(filling, 10)?)),
-        (Some(_), false) => Err(
-            "--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`"
-                .into(),
-        ),
+        (Some(_), false) => Err(format!(
+            "--fill fills a lab store: give --lab {}, or fill your own with `mailbox populate --lmtp`",
+            Store::names()
+        )),
         (None, false) => Ok(None),
     }
 }
@@ -421,7 +422,7 @@ fn pop3_plan(
     let mut config_json = serde_json::json!({
         "protocol": "pop3",
         "target": a.target,
-        "lab": a.server.lab.map(|_| "dovecot"),
+        "lab": a.server.lab.map(Store::name),
         "interval_s": progress.interval.as_secs_f64(),
         "thresholds": a.out.threshold,
         "download": download,
@@ -642,7 +643,10 @@ fn profile_plan(
         None => Vec::new(),
     };
     if !lab && a.imap.is_none() && a.pop3.is_none() {
-        return Err("give --lab dovecot, or the store's --imap (and --pop3, --lmtp as the scenario needs) with --users-file".into());
+        return Err(format!(
+            "give --lab {}, or the store's --imap (and --pop3, --lmtp as the scenario needs) with --users-file",
+            Store::names()
+        ));
     }
     let target = |flag: &str, v: &Option<String>, port: u16| {
         v.as_deref()
@@ -730,10 +734,10 @@ fn profile_plan(
                 .map_err(|e| e.replace("--threshold", "--capacity-rule"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(m) = a.mta.filter(|m| *m != super::args::MtaArg::Postfix) {
+    if let Some(m) = a.mta.filter(|m| *m != crate::lab::Mta::Postfix) {
         return Err(format!(
             "--mta {}: only the Postfix lab delivers into the store (over LMTP); use --mta postfix",
-            super::lab::mta(m).name()
+            m.name()
         ));
     }
     let timeouts = Timeouts::plan(&a.connect_timeout, &a.timeout)?;
@@ -810,7 +814,8 @@ async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
             r.config["scenario"].as_str().unwrap_or("?"),
             r.config["lab"]
                 .as_str()
-                .map_or("your store", |_| "the lab's Dovecot"),
+                .and_then(Store::named)
+                .map_or("your store".into(), |s| format!("the lab's {}", s.title())),
             r.duration_s
         );
         crate::report::text::render_profile(r, crate::mailbox::profile::STEPS, &headline)
@@ -833,7 +838,10 @@ fn arrival_plan(
     let setup = store_setup(&a.server, false)?;
     let lab = setup.is_some();
     if !lab && (a.smtp.is_none() || a.imap.is_none()) {
-        return Err("give --lab dovecot, or --smtp (an MTA that delivers into the store), --imap and --users-file".into());
+        return Err(format!(
+            "give --lab {}, or --smtp (an MTA that delivers into the store), --imap and --users-file",
+            Store::names()
+        ));
     }
     let users = match &a.server.users_file {
         Some(f) => users_file(f)?,
@@ -894,7 +902,7 @@ fn arrival_plan(
         "path": path,
         "target": a.smtp,
         "imap": a.imap,
-        "lab": a.server.lab.map(|_| "dovecot"),
+        "lab": a.server.lab.map(Store::name),
         "watchers": watchers,
         "drain_timeout_s": drain_timeout.as_secs_f64(),
         "interval_s": progress.interval.as_secs_f64(),
@@ -979,9 +987,10 @@ async fn populate_imap(
             users_file(f).map_err(usage)?,
         ),
         _ => {
-            return Err(usage(
-                "give --lab dovecot, or --imap HOST:PORT and --users-file FILE".into(),
-            ));
+            return Err(usage(format!(
+                "give --lab {}, or --imap HOST:PORT and --users-file FILE",
+                Store::names()
+            )));
         }
     };
     let plan = crate::mailbox::append::AppendPlan {
@@ -1004,7 +1013,7 @@ async fn populate_imap(
             "size": a.filling.fill_size,
             "flags": flags.iter().map(|(f, s)| serde_json::json!({"flag": f, "share": s})).collect::<Vec<_>>(),
             "fill_concurrency": concurrency,
-            "lab": a.server.lab.map(|_| "dovecot"),
+            "lab": a.server.lab.map(Store::name),
             "thresholds": a.out.threshold,
         }),
     };

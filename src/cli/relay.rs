@@ -129,9 +129,8 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
             let starttls = send.client.tls.mode == TlsMode::Starttls;
             // The relay target (the sink) is known once its listener is bound.
             let opts = super::lab::options(&a.shape, sink, starttls)?;
-            for (i, &kind) in a.lab.iter().enumerate() {
-                let mta = super::lab::mta(kind);
-                if a.lab[..i].contains(&kind) {
+            for (i, &mta) in a.lab.iter().enumerate() {
+                if a.lab[..i].contains(&mta) {
                     return Err(format!(
                         "--lab: {} is named twice; name each MTA once",
                         mta.name()
@@ -148,7 +147,7 @@ fn plan(a: &RelayArgs) -> Result<(RelayPlan, super::output::OutputPlan), String>
             if a.lab.len() > 1 && !opts.settings.is_empty() {
                 return Err("--mta-conf with several MTAs in --lab: each MTA names its settings differently; compare them on the lab's settings (and --mta-processes, --mta-dest-concurrency), or run one MTA at a time".into());
             }
-            Some((super::lab::mta(first), opts))
+            Some((first, opts))
         }
         None => None,
     };
@@ -207,8 +206,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         return super::vary::settings(spec, a.load.rounds, plan, outputs.files.json.clone()).await;
     }
     if a.lab.len() > 1 {
-        let mtas: Vec<Mta> = a.lab.iter().map(|k| super::lab::mta(*k)).collect();
-        return super::vary::mtas(&mtas, a.load.rounds, plan, outputs.files.json.clone()).await;
+        return super::vary::mtas(&a.lab, a.load.rounds, plan, outputs.files.json.clone()).await;
     }
     let preflight =
         super::doctor::preflight_run("relay", &plan.send.load, &plan.send.client.targets, 2);

@@ -150,14 +150,11 @@ impl ImapDriver {
                 s.units[e].outcome.expunged += 1;
             }
             let o = &mut s.units[at].outcome;
-            match d {
-                Data::Fetch(f) => {
-                    if let Some(b) = &f.body {
-                        o.fetched += 1;
-                        o.octets += b.len;
-                    }
-                }
-                _ => {}
+            if let Data::Fetch(f) = d
+                && let Some(b) = &f.body
+            {
+                o.fetched += 1;
+                o.octets += b.len;
             }
             if !check {
                 if matches!(d, Data::Exists(_) | Data::Expunge(_)) {
