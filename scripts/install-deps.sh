@@ -69,6 +69,11 @@ fi
 if [ "${1:-}" = "--for-tests" ] && ! python3 -c 'import kubernetes_validate' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
 fi
+# The Cyrus lab store (`--lab cyrus`), unpacked beside Dovecot: installed with apt-get,
+# cyrus-imapd would remove dovecot-imapd and dovecot-pop3d (both provide imap-server).
+if [ "$(id -u)" = 0 ]; then
+  "$(dirname "$0")/install-cyrus.sh"
+fi
 # The other lab MTAs (Exim, OpenSMTPD, Sendmail), unpacked beside Postfix: for the tests,
 # or when asked (--mtas) for `relay --lab postfix,exim,opensmtpd,sendmail`.
 case "${1:-}" in

@@ -3,10 +3,10 @@
 //! what killed runs left, which every command that starts a lab does first. The lab
 //! flags are planned in `plan::lab`.
 
-use super::args::{DovecotLabArgs, LabCommand, MtaArg, MtaLabArgs};
+use super::args::{DovecotLabArgs, LabCommand, MtaLabArgs};
 use super::exit::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use super::plan::lab::{mta, options, postfix_only, store_options};
-use crate::lab::{LabError, LabServer};
+use super::plan::lab::{options, postfix_only, store_options};
+use crate::lab::{LabError, LabServer, Mta};
 use crate::mailbox::bench::StoreSetup;
 use crate::shutdown::Shutdown;
 use crate::transport::target::parse_tcp;
@@ -34,15 +34,15 @@ pub fn clean_before_store(setup: &Option<StoreSetup>) {
 /// listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
     match c {
-        LabCommand::Postfix(a) => relaying(MtaArg::Postfix, a).await,
-        LabCommand::Exim(a) => relaying(MtaArg::Exim, a).await,
-        LabCommand::Opensmtpd(a) => relaying(MtaArg::Opensmtpd, a).await,
-        LabCommand::Sendmail(a) => relaying(MtaArg::Sendmail, a).await,
+        LabCommand::Postfix(a) => relaying(Mta::Postfix, a).await,
+        LabCommand::Exim(a) => relaying(crate::lab::exim::KIND, a).await,
+        LabCommand::Opensmtpd(a) => relaying(crate::lab::opensmtpd::KIND, a).await,
+        LabCommand::Sendmail(a) => relaying(crate::lab::sendmail::KIND, a).await,
         LabCommand::Dovecot(a) => dovecot(a).await,
     }
 }
 
-async fn relaying(kind: MtaArg, a: MtaLabArgs) -> Result<u8, (u8, String)> {
+async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     let (lmtp, next) = match a.relay.strip_prefix("lmtp:") {
         Some(addr) => (true, addr),
         None => (false, a.relay.as_str()),
@@ -50,7 +50,6 @@ async fn relaying(kind: MtaArg, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     let relay = parse_tcp(next, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
     let mut opts = options(&a.shape, relay, a.starttls).map_err(|e| (EXIT_USAGE, e))?;
     opts.relay_lmtp = lmtp;
-    let mta = mta(kind);
     postfix_only(mta, &opts).map_err(|e| (EXIT_USAGE, e))?;
     mta.check().map_err(|e| (EXIT_USAGE, e))?;
     clean_leftovers("lab");
@@ -77,16 +76,14 @@ async fn relaying(kind: MtaArg, a: MtaLabArgs) -> Result<u8, (u8, String)> {
 
 async fn dovecot(a: DovecotLabArgs) -> Result<u8, (u8, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
-    let options = store_options(&a.store, a.starttls).map_err(usage)?;
+    let store = crate::lab::dovecot::KIND;
+    let options = store_options(store, &a.store, a.starttls).map_err(usage)?;
     let per_user = units::count(&a.fill).map_err(|e| usage(format!("--fill: {e}")))?;
     let fill = match per_user {
         0 => None,
         n => Some(super::plan::fill::fill(&a.filling, n).map_err(usage)?),
     };
-    let setup = StoreSetup {
-        store: crate::lab::Store::Dovecot,
-        options,
-    };
+    let setup = StoreSetup { store, options };
     clean_leftovers("lab");
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab store and removing its directories",

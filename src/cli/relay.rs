@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use super::args::{DEFAULT_TO, LoadArgs, RelayArgs};
 use super::exit::{EXIT_FAILED, EXIT_USAGE};
 use super::finish::deliver;
-use super::plan::lab::{mta, options, postfix_only};
+use super::plan::lab::{options, postfix_only};
 use super::plan::load::Defaults;
 use super::plan::output::OutputPlan;
 use super::plan::send::{Implied, plan as send_plan};
@@ -158,9 +158,8 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             let starttls = send.client.tls.mode == TlsMode::Starttls;
             // The relay target (the sink) is known once its listener is bound.
             let opts = options(&a.shape, sink, starttls)?;
-            for (i, &kind) in a.lab.iter().enumerate() {
-                let mta = mta(kind);
-                if a.lab[..i].contains(&kind) {
+            for (i, &mta) in a.lab.iter().enumerate() {
+                if a.lab[..i].contains(&mta) {
                     return Err(format!(
                         "--lab: {} is named twice; name each MTA once",
                         mta.name()
@@ -177,7 +176,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             if a.lab.len() > 1 && !opts.settings.is_empty() {
                 return Err("--mta-conf with several MTAs in --lab: each MTA names its settings differently; compare them on the lab's settings (and --mta-processes, --mta-dest-concurrency), or run one MTA at a time".into());
             }
-            Some((mta(first), opts))
+            Some((first, opts))
         }
         None => None,
     };
@@ -226,7 +225,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         plan,
         outputs,
         rounds: a.load.rounds,
-        mtas: a.lab.iter().map(|k| mta(*k)).collect(),
+        mtas: a.lab.clone(),
         compare: a.compare_postconf.clone(),
     })
 }

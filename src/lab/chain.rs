@@ -208,6 +208,20 @@ pub fn said(out: &[u8]) -> String {
     }
 }
 
+/// The registry entry (see [`super::MTAS`]) of an MTA the chain runs.
+pub const fn kind<F: Flavor>(about: &'static str) -> super::Mta {
+    super::Mta {
+        name: F::NAME,
+        about,
+        check: F::check,
+        start: start::<F>,
+    }
+}
+
+fn start<F: Flavor>(opts: &LabOptions) -> Result<Box<dyn MtaLab>, LabError> {
+    Ok(Box::new(Chain::<F>::start(opts)?))
+}
+
 /// One MTA the chain can run: one file each.
 pub trait Flavor: Send + Sync + 'static {
     /// The name in results and messages (`exim`).

@@ -75,6 +75,20 @@ fn parse_stats_dump(text: &str) -> Vec<ServerMetric> {
         .collect()
 }
 
+/// Dovecot's line in the lab registry. Its settings flag keeps the name its messages have
+/// always used.
+pub const KIND: super::Store = super::Store {
+    name: "dovecot",
+    title: "Dovecot",
+    about: "Dovecot (IMAP, POP3, LMTP) from Debian's packages",
+    settings: super::SettingsFlag {
+        flag: "--doveconf",
+        example: "mail_fsync=always",
+    },
+    check,
+    start: |opts| Ok(Box::new(Lab::start(opts)?)),
+};
+
 /// Checks that a Dovecot lab can run here; the error says how to fix it.
 pub fn check() -> Result<(), String> {
     for (bin, package) in [

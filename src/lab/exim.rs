@@ -21,6 +21,10 @@ pub struct Exim;
 /// The Exim lab's chain of instances.
 pub type Lab = chain::Chain<Exim>;
 
+/// Exim's line in the lab registry.
+pub const KIND: super::Mta =
+    chain::kind::<Exim>("Exim 4, unpacked beside it by scripts/install-mtas.sh");
+
 fn binary() -> std::path::PathBuf {
     chain::mta_root().join("exim").join(BINARY)
 }

@@ -1,15 +1,16 @@
 //! Disposable real mail servers for benchmarks: MTAs that relay (`postfix`, and `exim`,
 //! `opensmtpd`, `sendmail` unpacked beside it, sharing `chain`) and mail stores that users
-//! read (`dovecot`). Each lab is started for a run in temporary
+//! read (`dovecot`, `cyrus`). Each lab is started for a run in temporary
 //! directories with its own ports and is stopped and removed on drop, whatever happens.
 //! Every server is one file behind [`LabServer`] and either [`MtaLab`] or [`StoreLab`],
-//! registered in [`Mta`] or [`Store`]; what they share — free ports, the greeting check,
+//! registered in [`MTAS`] or [`STORES`]; what they share — free ports, the greeting check,
 //! queue and mail placement, certificates, checks — is in `host`. Around them: `opendkim`
 //! signs for an MTA, `isolate` runs an MTA in its own namespaces, `syslog` gives an MTA
 //! that only logs through syslog a log file, and `leftovers` finds and cleans the labs of
 //! runs that died.
 
 pub mod chain;
+pub mod cyrus;
 pub mod dovecot;
 pub mod exim;
 pub mod host;
@@ -251,83 +252,182 @@ pub trait StoreLab: LabServer {
     /// The store's own statistics since it started, when it was asked to keep them
     /// ([`StoreOptions::server_stats`]); empty otherwise.
     fn server_stats(&self) -> Vec<ServerMetric>;
+    /// Makes every user's folders f2 … f`folders` ready before a fill delivers to
+    /// `user+fN@` over LMTP. A store that creates a folder as its first mail arrives
+    /// (Dovecot) has nothing to do; one that delivers only into existing folders does it
+    /// here.
+    fn prepare_folders(&self, _folders: u32) -> Result<(), LabError> {
+        Ok(())
+    }
 }
 
-/// The MTAs a lab can run. Adding one is a file implementing [`chain::Flavor`] (or
-/// [`MtaLab`]), a variant, and its install lines in `scripts/install-mtas.sh`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mta {
-    /// Postfix from Debian's package (the system's MTA).
-    Postfix,
-    /// Exim, unpacked beside it.
-    Exim,
-    /// OpenSMTPD, unpacked beside it.
-    OpenSmtpd,
-    /// Sendmail, unpacked beside it.
-    Sendmail,
+/// A kind of lab MTA, as the registry [`MTAS`] lists it: the name `--lab` takes and
+/// results and messages use, its line in `--lab`'s help, and how to check and start it.
+/// Each MTA's file defines its own (`postfix::KIND`), so adding an MTA is that file and
+/// one line in [`MTAS`] (and its install lines in `scripts/install-mtas.sh`). Its
+/// settings are given with `--mta-conf` (alias `--postconf`).
+#[derive(Clone, Copy)]
+pub struct Mta {
+    name: &'static str,
+    about: &'static str,
+    check: fn() -> Result<(), String>,
+    start: fn(&LabOptions) -> Result<Box<dyn MtaLab>, LabError>,
 }
+
+/// Every lab MTA, in the order `--lab`'s help lists them.
+pub const MTAS: &[Mta] = &[postfix::KIND, exim::KIND, opensmtpd::KIND, sendmail::KIND];
 
 impl Mta {
-    /// The name in results and messages.
+    /// The system's MTA: the one lab with features the others lack yet (STARTTLS on its
+    /// entry, DKIM signing, LMTP onward, holding mail), and the one `mailbox arrival` uses.
+    /// Named as the enum variant it was, so that callers (and tests) read as before.
+    #[allow(non_upper_case_globals)]
+    pub const Postfix: Mta = postfix::KIND;
+
+    /// The name in `--lab`, results and messages.
     pub fn name(self) -> &'static str {
-        use chain::Flavor;
-        match self {
-            Mta::Postfix => "postfix",
-            Mta::Exim => exim::Exim::NAME,
-            Mta::OpenSmtpd => opensmtpd::OpenSmtpd::NAME,
-            Mta::Sendmail => sendmail::Sendmail::NAME,
-        }
+        self.name
+    }
+
+    /// What it is and where it comes from, for `--lab`'s help.
+    pub fn about(self) -> &'static str {
+        self.about
+    }
+
+    /// The MTA the registry has under `name`.
+    pub fn named(name: &str) -> Option<Mta> {
+        MTAS.iter().copied().find(|m| m.name == name)
     }
 
     /// Checks that this lab can run here; the error says how to fix it.
     pub fn check(self) -> Result<(), String> {
-        use chain::Flavor;
-        match self {
-            Mta::Postfix => postfix::check(),
-            Mta::Exim => exim::Exim::check(),
-            Mta::OpenSmtpd => opensmtpd::OpenSmtpd::check(),
-            Mta::Sendmail => sendmail::Sendmail::check(),
-        }
+        (self.check)()
     }
 
     /// Starts the lab (blocking: it waits for the MTA to greet).
     pub fn start(self, opts: &LabOptions) -> Result<Box<dyn MtaLab>, LabError> {
-        Ok(match self {
-            Mta::Postfix => Box::new(postfix::Lab::start(opts)?),
-            Mta::Exim => Box::new(exim::Lab::start(opts)?),
-            Mta::OpenSmtpd => Box::new(opensmtpd::Lab::start(opts)?),
-            Mta::Sendmail => Box::new(sendmail::Lab::start(opts)?),
-        })
+        (self.start)(opts)
     }
 }
 
-/// The mail stores a lab can run. Adding one is a file implementing [`StoreLab`] and a
-/// variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Store {
-    /// Dovecot (IMAP, POP3, LMTP) from Debian's packages.
-    Dovecot,
+/// Two kinds are the same lab when they have the same name (the registry's names are
+/// unique; comparing function pointers would not be reliable).
+impl PartialEq for Mta {
+    fn eq(&self, other: &Mta) -> bool {
+        self.name == other.name
+    }
 }
 
+impl Eq for Mta {}
+
+/// Plans that hold a kind print it by name.
+impl std::fmt::Debug for Mta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Which flag carries a store's own settings in its messages, and an example for them.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingsFlag {
+    /// The flag as messages name it (`--store-conf`, or `--doveconf` for Dovecot, whose
+    /// messages named it so before `--store-conf` existed).
+    pub flag: &'static str,
+    /// A `key=value` the store accepts, shown when a value is malformed.
+    pub example: &'static str,
+}
+
+/// A kind of lab mail store, as the registry [`STORES`] lists it: the name `--lab` takes
+/// and results and messages use, its line in `--lab`'s help, its settings flag, and how
+/// to check and start it. Each store's file defines its own (`dovecot::KIND`), so adding
+/// a store is that file and one line in [`STORES`].
+#[derive(Clone, Copy)]
+pub struct Store {
+    name: &'static str,
+    title: &'static str,
+    about: &'static str,
+    settings: SettingsFlag,
+    check: fn() -> Result<(), String>,
+    start: fn(&StoreOptions) -> Result<Box<dyn StoreLab>, LabError>,
+}
+
+/// Every lab mail store, in the order `--lab`'s help lists them.
+pub const STORES: &[Store] = &[dovecot::KIND, cyrus::KIND];
+
 impl Store {
-    /// The name in results and messages.
+    /// The name in `--lab`, results and messages.
     pub fn name(self) -> &'static str {
-        match self {
-            Store::Dovecot => "dovecot",
-        }
+        self.name
+    }
+
+    /// Its name in a sentence (`the lab's Dovecot`).
+    pub fn title(self) -> &'static str {
+        self.title
+    }
+
+    /// What it is and where it comes from, for `--lab`'s help.
+    pub fn about(self) -> &'static str {
+        self.about
+    }
+
+    /// How its settings are given (`--store-conf KEY=VALUE`).
+    pub fn settings(self) -> SettingsFlag {
+        self.settings
+    }
+
+    /// The store the registry has under `name`.
+    pub fn named(name: &str) -> Option<Store> {
+        STORES.iter().copied().find(|s| s.name == name)
+    }
+
+    /// Every store's name, as a message offers them (`dovecot|cyrus`).
+    pub fn names() -> String {
+        STORES.iter().map(|s| s.name).collect::<Vec<_>>().join("|")
     }
 
     /// Checks that this lab can run here; the error says how to fix it.
     pub fn check(self) -> Result<(), String> {
-        match self {
-            Store::Dovecot => dovecot::check(),
-        }
+        (self.check)()
     }
 
     /// Starts the lab (blocking: it waits for the store to greet).
     pub fn start(self, opts: &StoreOptions) -> Result<Box<dyn StoreLab>, LabError> {
-        match self {
-            Store::Dovecot => Ok(Box::new(dovecot::Lab::start(opts)?)),
+        (self.start)(opts)
+    }
+}
+
+/// Two kinds are the same lab when they have the same name.
+impl PartialEq for Store {
+    fn eq(&self, other: &Store) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Store {}
+
+/// Plans that hold a kind print it by name.
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_kind_is_found_by_its_own_unique_name() {
+        for m in MTAS {
+            assert_eq!(Mta::named(m.name()), Some(*m));
+            assert_eq!(MTAS.iter().filter(|o| o.name() == m.name()).count(), 1);
         }
+        for s in STORES {
+            assert_eq!(Store::named(s.name()), Some(*s));
+            assert_eq!(STORES.iter().filter(|o| o.name() == s.name()).count(), 1);
+        }
+        assert_eq!(Mta::named("qmail"), None);
+        assert_eq!(Store::names(), "dovecot|cyrus");
+        assert_eq!(Mta::Postfix.name(), "postfix");
     }
 }

@@ -23,6 +23,10 @@ pub struct OpenSmtpd;
 /// The OpenSMTPD lab's chain of instances.
 pub type Lab = chain::Chain<OpenSmtpd>;
 
+/// OpenSMTPD's line in the lab registry.
+pub const KIND: super::Mta =
+    chain::kind::<OpenSmtpd>("OpenSMTPD, unpacked beside it by scripts/install-mtas.sh");
+
 fn path(rel: &str) -> PathBuf {
     chain::mta_root().join("opensmtpd").join(rel)
 }

@@ -39,6 +39,14 @@ pub struct Lab {
     starttls: bool,
 }
 
+/// Postfix's line in the lab registry.
+pub const KIND: super::Mta = super::Mta {
+    name: "postfix",
+    about: "Postfix from Debian's package",
+    check,
+    start: |opts| Ok(Box::new(Lab::start(opts)?)),
+};
+
 /// Checks that a Postfix lab can run here; the error says how to fix it.
 pub fn check() -> Result<(), String> {
     if !Path::new(POSTFIX).exists() {

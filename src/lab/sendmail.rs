@@ -23,6 +23,10 @@ pub struct Sendmail;
 /// The Sendmail lab's chain of instances.
 pub type Lab = chain::Chain<Sendmail>;
 
+/// Sendmail's line in the lab registry.
+pub const KIND: super::Mta =
+    chain::kind::<Sendmail>("Sendmail, unpacked beside it by scripts/install-mtas.sh");
+
 fn path(rel: &str) -> PathBuf {
     chain::mta_root().join("sendmail").join(rel)
 }

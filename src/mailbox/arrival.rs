@@ -110,9 +110,10 @@ pub async fn run(
         (Path::Lmtp, _, Some(l), _) => tcp(l.endpoints().lmtp),
         (Path::Smtp, _, _, Some(t)) => t.clone(),
         _ => {
-            return Err(MailboxError::Usage(
-                "no way in: give --lab dovecot (with --mta postfix or lmtp) or --smtp".into(),
-            ));
+            return Err(MailboxError::Usage(format!(
+                "no way in: give --lab {} (with --mta postfix or lmtp) or --smtp",
+                crate::lab::Store::names()
+            )));
         }
     };
     plan.send.client.targets = vec![entry];

@@ -54,6 +54,7 @@ pub async fn store(
     }
     let filled = match fill {
         Some(mut f) => {
+            prepare(&lab, f.folders).await?;
             aim(
                 &mut f.send,
                 tcp(lab.endpoints().lmtp),
@@ -79,6 +80,15 @@ pub async fn store(
 
 /// Starts the store off the runtime (it waits for the store to greet); a setting the store
 /// refuses is the user's input, anything else a failure.
+/// Has the store make the fill's folders (off the runtime: it may run an admin session).
+async fn prepare(lab: &Arc<dyn StoreLab>, folders: u32) -> Result<(), MailboxError> {
+    let lab = lab.clone();
+    match tokio::task::spawn_blocking(move || lab.prepare_folders(folders)).await {
+        Ok(r) => r.map_err(|e| MailboxError::Failed(e.to_string())),
+        Err(e) => Err(MailboxError::Failed(e.to_string())),
+    }
+}
+
 async fn start(s: StoreSetup) -> Result<Arc<dyn StoreLab>, MailboxError> {
     match tokio::task::spawn_blocking(move || s.store.start(&s.options)).await {
         Ok(Ok(lab)) => Ok(Arc::from(lab)),

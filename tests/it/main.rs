@@ -3,6 +3,8 @@
 //! - `arrival`: `mailbox arrival`: every message through Postfix (or LMTP) into Dovecot seen
 //!   once over IMAP IDLE, imaplib's counts, a known IMAP delay in end to end
 //! - `cli`:  bad input, help, exit codes (no server needed)
+//! - `cyrus`: the Cyrus lab store: populate, IMAP and POP3 counts checked with Python's
+//!   imaplib and poplib, and `--lab cyrus` runs that leave nothing behind
 //! - `deploy`: issue 16 — the Kubernetes example against the bundled schemas
 //!   (kubernetes-validate) and the meaning checks the schemas cannot make
 //! - `dns`: issue 14 — `mailbench dns` answering dig over UDP, TCP and IPv6 as the zone
@@ -57,6 +59,7 @@
 
 mod arrival;
 mod cli;
+mod cyrus;
 mod deploy;
 mod dns;
 mod dns_nsd;

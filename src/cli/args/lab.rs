@@ -2,26 +2,29 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
 
-/// Which lab MTA.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MtaArg {
-    /// Postfix from Debian's package.
-    Postfix,
-    /// Exim 4, unpacked beside it by scripts/install-mtas.sh.
-    Exim,
-    /// OpenSMTPD, unpacked beside it by scripts/install-mtas.sh.
-    Opensmtpd,
-    /// Sendmail, unpacked beside it by scripts/install-mtas.sh.
-    Sendmail,
+use crate::lab::{MTAS, Mta, STORES, Store};
+
+/// `--lab`'s values for an MTA: the lab registry's names, each with its help, so that a
+/// new MTA needs no edit here.
+pub(super) fn mta_parser() -> impl TypedValueParser<Value = Mta> {
+    let values = MTAS
+        .iter()
+        .map(|m| PossibleValue::new(m.name()).help(m.about()));
+    PossibleValuesParser::new(values)
+        .try_map(|name| Mta::named(&name).ok_or_else(|| format!("no lab MTA {name}")))
 }
 
-/// Which lab mail store.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum StoreArg {
-    /// Dovecot (IMAP, POP3, LMTP) from Debian's packages.
-    Dovecot,
+/// `--lab`'s values for a mail store: the lab registry's names, each with its help, so
+/// that a new store needs no edit here.
+pub(super) fn store_parser() -> impl TypedValueParser<Value = Store> {
+    let values = STORES
+        .iter()
+        .map(|s| PossibleValue::new(s.name()).help(s.about()));
+    PossibleValuesParser::new(values)
+        .try_map(|name| Store::named(&name).ok_or_else(|| format!("no lab store {name}")))
 }
 
 /// Where a lab keeps its queue or its mail.
@@ -147,9 +150,11 @@ pub struct StoreArgs {
     /// Mail on a RAM disk or on disk [default: tmpfs].
     #[arg(long, visible_alias = "store", value_enum)]
     pub storage: Option<PlacementArg>,
-    /// Override a Dovecot setting (repeatable), e.g. mail_fsync=always.
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub doveconf: Vec<String>,
+    /// Override one of the store's own settings (repeatable): a dovecot.conf setting for
+    /// Dovecot (mail_fsync=always), an imapd.conf option for Cyrus (fulldirhash=1). A
+    /// setting the store refuses is an error.
+    #[arg(long = "store-conf", alias = "doveconf", value_name = "KEY=VALUE")]
+    pub store_conf: Vec<String>,
     /// Have the store count its own logins, deliveries and IMAP commands, with their
     /// durations, and put them beside mailbench's figures (a server-side cross-check; the
     /// store's statistics process costs it a little).

@@ -2,10 +2,11 @@
 
 use clap::{Args, ValueEnum};
 
-use super::lab::MtaArg;
+use super::lab::mta_parser;
 use super::load::ShapeArgs;
 use super::output::OutputArgs;
 use super::server::{LabFillArgs, MailboxClientArgs, MailboxServerArgs};
+use crate::lab::Mta;
 
 /// Flags of `mailbench mailbox profile`.
 #[derive(Debug, Args)]
@@ -44,8 +45,8 @@ pub struct ProfileArgs {
     pub smtp: Option<String>,
     /// With --lab dovecot: the users' sends go through a lab MTA that delivers into the
     /// store over LMTP.
-    #[arg(long, value_enum, value_name = "MTA", requires = "lab")]
-    pub mta: Option<MtaArg>,
+    #[arg(long, value_parser = mta_parser(), value_name = "MTA", requires = "lab")]
+    pub mta: Option<Mta>,
     /// A lab store's filling.
     #[command(flatten)]
     pub lab_fill: LabFillArgs,

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::dns::ZoneArgs;
-use super::lab::{LabShape, MtaArg};
+use super::lab::{LabShape, mta_parser};
 use super::load::LoadArgs;
+use crate::lab::Mta;
 
 /// Shown after the command's flags in its `--help`: examples and what the flags mean together.
 pub(super) const RELAY_EXAMPLES: &str = "\
@@ -36,12 +37,12 @@ pub struct RelayArgs {
     /// with --rounds) whose order rotates, ending with one table.
     #[arg(
         long,
-        value_enum,
+        value_parser = mta_parser(),
         value_delimiter = ',',
         value_name = "MTA[,MTA…]",
         conflicts_with = "target"
     )]
-    pub lab: Vec<MtaArg>,
+    pub lab: Vec<Mta>,
     /// Answer "what did this setting buy": run the lab with KEY=V1 and KEY=V2 in
     /// alternating rounds (at least 4 each; more with --rounds) and end with the compare
     /// table, e.g. default_process_limit=100,20.

@@ -5,14 +5,15 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::lab::{FillArgs, StoreArg, StoreArgs};
+use super::lab::{FillArgs, StoreArgs, store_parser};
+use crate::lab::Store;
 
 /// Which store a mailbox workload runs against: a lab, or a server and its users.
 #[derive(Debug, Clone, Args)]
 pub struct MailboxServerArgs {
     /// Start a disposable store for the run.
-    #[arg(long, value_enum, conflicts_with = "users_file")]
-    pub lab: Option<StoreArg>,
+    #[arg(long, value_parser = store_parser(), conflicts_with = "users_file")]
+    pub lab: Option<Store>,
     /// The lab store's users and settings.
     #[command(flatten)]
     pub store: StoreArgs,

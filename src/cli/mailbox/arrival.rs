@@ -5,6 +5,7 @@ use crate::cli::exit::{self, EXIT_USAGE};
 use crate::cli::finish::deliver;
 use crate::cli::plan::load::Defaults;
 use crate::cli::plan::{client, lab, load, message, output, store};
+use crate::lab::Store;
 use crate::mailbox::arrival::{ArrivalPlan, Path as ArrivalPath};
 use crate::mailbox::bench::StoreSetup;
 use crate::send::SendPlan;
@@ -28,7 +29,10 @@ fn arrival_plan(
     let setup = lab::store_setup(&a.server, false)?;
     let lab = setup.is_some();
     if !lab && (a.smtp.is_none() || a.imap.is_none()) {
-        return Err("give --lab dovecot, or --smtp (an MTA that delivers into the store), --imap and --users-file".into());
+        return Err(format!(
+            "give --lab {}, or --smtp (an MTA that delivers into the store), --imap and --users-file",
+            Store::names()
+        ));
     }
     let users = match &a.server.users_file {
         Some(f) => store::users_file(f)?,
@@ -71,7 +75,7 @@ fn arrival_plan(
         "path": path,
         "target": a.smtp,
         "imap": a.imap,
-        "lab": a.server.lab.map(|_| "dovecot"),
+        "lab": a.server.lab.map(Store::name),
         "watchers": watchers,
         "drain_timeout_s": drain_timeout.as_secs_f64(),
         "interval_s": progress.interval.as_secs_f64(),

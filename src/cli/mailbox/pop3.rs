@@ -5,6 +5,7 @@ use crate::cli::exit::{self, EXIT_USAGE};
 use crate::cli::finish::deliver;
 use crate::cli::plan::load::Defaults;
 use crate::cli::plan::{client, load, output, store};
+use crate::lab::Store;
 use crate::mailbox::bench::Workload;
 use crate::mailbox::plan::{Pop3Login, Pop3Plan};
 use crate::pop3::steps::STEPS;
@@ -55,7 +56,7 @@ fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
     let mut config_json = serde_json::json!({
         "protocol": "pop3",
         "target": a.target,
-        "lab": a.server.lab.map(|_| "dovecot"),
+        "lab": a.server.lab.map(Store::name),
         "interval_s": progress.interval.as_secs_f64(),
         "thresholds": a.out.threshold,
         "download": download,

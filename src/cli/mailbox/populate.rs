@@ -5,7 +5,7 @@ use crate::cli::args::{PopulateArgs, ViaArg};
 use crate::cli::exit::{self, EXIT_USAGE};
 use crate::cli::finish::deliver;
 use crate::cli::plan::{fill, lab, output, store};
-use crate::lab::StoreUser;
+use crate::lab::{Store, StoreUser};
 use crate::mailbox::bench::StoreSetup;
 use crate::shutdown::Shutdown;
 use crate::transport::target::{Target, parse_target};
@@ -51,9 +51,10 @@ pub(super) async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
             Destination::Own(target, users)
         }
         _ => {
-            return Err(usage(
-                "give --lab dovecot, or --lmtp ADDR and --users-file FILE".into(),
-            ));
+            return Err(usage(format!(
+                "give --lab {}, or --lmtp ADDR and --users-file FILE",
+                Store::names()
+            )));
         }
     };
     if matches!(into, Destination::Lab(_)) {
@@ -112,9 +113,10 @@ async fn populate_imap(
             store::users_file(f).map_err(usage)?,
         ),
         _ => {
-            return Err(usage(
-                "give --lab dovecot, or --imap HOST:PORT and --users-file FILE".into(),
-            ));
+            return Err(usage(format!(
+                "give --lab {}, or --imap HOST:PORT and --users-file FILE",
+                Store::names()
+            )));
         }
     };
     let plan = crate::mailbox::append::AppendPlan {
@@ -137,7 +139,7 @@ async fn populate_imap(
             "size": a.filling.fill_size,
             "flags": flags.iter().map(|(f, s)| serde_json::json!({"flag": f, "share": s})).collect::<Vec<_>>(),
             "fill_concurrency": concurrency,
-            "lab": a.server.lab.map(|_| "dovecot"),
+            "lab": a.server.lab.map(Store::name),
             "thresholds": a.out.threshold,
         }),
     };

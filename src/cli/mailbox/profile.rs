@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use crate::cli::args::{MtaArg, ProfileArgs};
+use crate::cli::args::ProfileArgs;
 use crate::cli::exit::{self, EXIT_USAGE};
 use crate::cli::finish::deliver;
 use crate::cli::plan::{client, fill, lab, output, store};
+use crate::lab::{Mta, Store};
 use crate::mailbox::bench::Workload;
 use crate::mailbox::profile::scenario::Scenario;
 use crate::mailbox::profile::{Population, ProfilePlan};
@@ -58,7 +59,10 @@ fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
         None => Vec::new(),
     };
     if !lab && a.imap.is_none() && a.pop3.is_none() {
-        return Err("give --lab dovecot, or the store's --imap (and --pop3, --lmtp as the scenario needs) with --users-file".into());
+        return Err(format!(
+            "give --lab {}, or the store's --imap (and --pop3, --lmtp as the scenario needs) with --users-file",
+            Store::names()
+        ));
     }
     let target = |flag: &str, v: &Option<String>, port: u16| {
         v.as_deref()
@@ -143,10 +147,10 @@ fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
         .iter()
         .map(|r| Threshold::parse_as(r, &crate::mailbox::profile::THRESHOLDS, "--capacity-rule"))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(m) = a.mta.filter(|m| *m != MtaArg::Postfix) {
+    if let Some(m) = a.mta.filter(|m| *m != Mta::Postfix) {
         return Err(format!(
             "--mta {}: only the Postfix lab delivers into the store (over LMTP); use --mta postfix",
-            lab::mta(m).name()
+            m.name()
         ));
     }
     let timeouts = client::Timeouts::plan(&a.client)?;
@@ -230,7 +234,8 @@ pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
             r.config["scenario"].as_str().unwrap_or("?"),
             r.config["lab"]
                 .as_str()
-                .map_or("your store", |_| "the lab's Dovecot"),
+                .and_then(Store::named)
+                .map_or("your store".into(), |s| format!("the lab's {}", s.title())),
             r.duration_s
         );
         crate::report::text::render_profile(r, crate::mailbox::profile::STEPS, &headline)

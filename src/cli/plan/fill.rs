@@ -3,6 +3,7 @@
 //! is known.
 
 use crate::cli::args::{FillArgs, LabFillArgs};
+use crate::lab::Store;
 use crate::mailbox::bench::Fill;
 use crate::send::SendPlan;
 use crate::units;
@@ -56,10 +57,10 @@ pub fn lab_fill(a: &LabFillArgs, lab: bool) -> Result<Option<Fill>, String> {
             n => Ok(Some(fill(filling, n)?)),
         },
         (None, true) => Ok(Some(fill(filling, 10)?)),
-        (Some(_), false) => Err(
-            "--fill fills a lab store: give --lab dovecot, or fill your own with `mailbox populate --lmtp`"
-                .into(),
-        ),
+        (Some(_), false) => Err(format!(
+            "--fill fills a lab store: give --lab {}, or fill your own with `mailbox populate --lmtp`",
+            Store::names()
+        )),
         (None, false) => Ok(None),
     }
 }

@@ -4,22 +4,10 @@
 
 use std::net::SocketAddr;
 
-use crate::cli::args::{
-    LabShape, MailFormatArg, MailboxServerArgs, MtaArg, PlacementArg, StoreArg, StoreArgs,
-};
+use crate::cli::args::{LabShape, MailFormatArg, MailboxServerArgs, PlacementArg, StoreArgs};
 use crate::lab::{LabOptions, MailFormat, Mta, MtaLimits, QueueKind, Store, StoreOptions};
 use crate::mailbox::bench::StoreSetup;
 use crate::units;
-
-/// The MTA a `--lab` flag names.
-pub fn mta(kind: MtaArg) -> Mta {
-    match kind {
-        MtaArg::Postfix => Mta::Postfix,
-        MtaArg::Exim => Mta::Exim,
-        MtaArg::Opensmtpd => Mta::OpenSmtpd,
-        MtaArg::Sendmail => Mta::Sendmail,
-    }
-}
 
 /// Refuses what only the Postfix lab does (STARTTLS on its entry, DKIM signing through a
 /// milter, LMTP onward) for another MTA, naming the flag.
@@ -109,11 +97,11 @@ pub fn store_flags_given(a: &StoreArgs) -> bool {
         || a.password_template.is_some()
         || a.mail_format.is_some()
         || a.storage.is_some()
-        || !a.doveconf.is_empty()
+        || !a.store_conf.is_empty()
 }
 
-/// The lab store's options from its flags.
-pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, String> {
+/// The lab store's options from its flags; its settings are named as `store` names them.
+pub fn store_options(store: Store, a: &StoreArgs, starttls: bool) -> Result<StoreOptions, String> {
     let users = match &a.users {
         Some(n) => units::count(n).map_err(|e| format!("--users: {e}"))?,
         None => 100,
@@ -148,7 +136,11 @@ pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, Stri
         },
         placement: placement(a.storage.unwrap_or(PlacementArg::Tmpfs)),
         starttls,
-        settings: settings("--doveconf", &a.doveconf, "mail_fsync=always")?,
+        settings: settings(
+            store.settings().flag,
+            &a.store_conf,
+            store.settings().example,
+        )?,
         server_stats: a.server_stats,
     })
 }
@@ -156,16 +148,16 @@ pub fn store_options(a: &StoreArgs, starttls: bool) -> Result<StoreOptions, Stri
 /// The lab store the flags ask for, or none (then no store flag may be given).
 pub fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<StoreSetup>, String> {
     match a.lab {
-        Some(StoreArg::Dovecot) => Ok(Some(StoreSetup {
-            store: Store::Dovecot,
-            options: store_options(&a.store, starttls)?,
+        Some(store) => Ok(Some(StoreSetup {
+            store,
+            options: store_options(store, &a.store, starttls)?,
         })),
-        None if store_flags_given(&a.store) => Err(
+        None if store_flags_given(&a.store) => Err(format!(
             "--users, --user-template, --password-template, --mail-format, --storage and \
-             --doveconf shape a lab store: give --lab dovecot, or drop them and list the \
-             server's users in --users-file"
-                .into(),
-        ),
+             --store-conf shape a lab store: give --lab {}, or drop them and list the \
+             server's users in --users-file",
+            Store::names()
+        )),
         None => Ok(None),
     }
 }

@@ -8,7 +8,7 @@ use super::client::Timeouts;
 use super::lab::store_setup;
 use super::output::OutputPlan;
 use crate::cli::args::{LabFillArgs, MailboxServerArgs, TlsArgs};
-use crate::lab::StoreUser;
+use crate::lab::{Store, StoreUser};
 use crate::mailbox::bench::{Fill, StoreSetup, Workload};
 use crate::mailbox::plan::Sessions;
 use crate::transport::target::{Target, parse_target};
@@ -92,7 +92,7 @@ impl Where {
 
     /// Adds the store, its fill and TLS to a results file's configuration.
     pub fn describe(&self, config: &mut serde_json::Value, server: &MailboxServerArgs) {
-        config["lab"] = server.lab.map(|_| "dovecot").into();
+        config["lab"] = server.lab.map(Store::name).into();
         config["tls"] = serde_json::to_value(self.tls.mode).unwrap_or_default();
         config["tls_percent"] = self.tls.percent.into();
         config["store"] = self
@@ -103,7 +103,7 @@ impl Where {
                     "users": s.options.users,
                     "mail_format": s.options.mail_format,
                     "storage": s.options.placement,
-                    "doveconf": server.store.doveconf,
+                    "doveconf": server.store.store_conf,
                 })
             })
             .into();

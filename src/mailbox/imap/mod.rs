@@ -186,9 +186,12 @@ impl ImapDriver {
     fn check(&self, s: &mut Session, cmd: &Command, r: &Reply, o: &mut Outcome) {
         let shared = self.shared.as_ref();
         let out = &mut o.violations;
+        // Only an EXPUNGE or MOVE counts what it expunged: the EXPUNGE responses another
+        // command gets report another session's (of the same user), counted there.
+        let expunges = matches!(cmd, Command::Expunge | Command::Move { .. });
         for d in &r.data {
             match d {
-                Data::Expunge(_) => o.expunged += 1,
+                Data::Expunge(_) if expunges => o.expunged += 1,
                 Data::Fetch(f) => {
                     if let Some(b) = &f.body {
                         o.fetched += 1;

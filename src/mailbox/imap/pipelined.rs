@@ -139,17 +139,22 @@ impl ImapDriver {
         };
         let check = self.plan.check_state;
         let shared = self.shared.as_ref();
+        // The command whose expunges these are: the EXPUNGE or MOVE in flight (it goes
+        // alone among sequence-number commands). Without one, an EXPUNGE reports another
+        // session's and is that session's count.
+        let expunger = s.units.iter().position(|u| {
+            !u.done && matches!(u.sent, Some((_, Command::Expunge | Command::Move { .. })))
+        });
         for d in &r.data {
+            if let (Data::Expunge(_), Some(e)) = (d, expunger) {
+                s.units[e].outcome.expunged += 1;
+            }
             let o = &mut s.units[at].outcome;
-            match d {
-                Data::Expunge(_) => o.expunged += 1,
-                Data::Fetch(f) => {
-                    if let Some(b) = &f.body {
-                        o.fetched += 1;
-                        o.octets += b.len;
-                    }
-                }
-                _ => {}
+            if let Data::Fetch(f) = d
+                && let Some(b) = &f.body
+            {
+                o.fetched += 1;
+                o.octets += b.len;
             }
             if !check {
                 if matches!(d, Data::Exists(_) | Data::Expunge(_)) {

@@ -275,8 +275,9 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     let needs = plan.scenario.needs(plan.smtp.is_some());
     let server = |what: &str, needed: bool, given: &Option<Target>| match given {
         None if needed => Err(format!(
-            "no {what} server for scenario {}: give --lab dovecot or --{what}",
-            plan.scenario.name
+            "no {what} server for scenario {}: give --lab {} or --{what}",
+            plan.scenario.name,
+            crate::lab::Store::names()
         )),
         _ => Ok(given.clone()),
     };
