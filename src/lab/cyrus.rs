@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::host::{self, QueueDir, io};
 use super::{
@@ -309,12 +309,7 @@ impl Lab {
         }
         host::chown_to(m, OWNER)?;
         host::set_mode(m, 0o750);
-        let postal: String = self
-            .users
-            .iter()
-            .map(|u| format!("{} {}\n", u.address, u.password))
-            .collect();
-        std::fs::write(self.users_file(), postal).map_err(|e| io("write the users list", e))?;
+        host::write_users_list(&self.users_file(), &self.users)?;
         if self.starttls {
             host::write_tls_files(d, &self.name)?;
             host::chown_to(&d.join("tls.key"), OWNER)?;
@@ -449,12 +444,6 @@ impl Lab {
         )))
     }
 
-    fn master_pid(&self) -> Option<u32> {
-        std::fs::read_to_string(self.dir.join("run/master.pid"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-    }
-
     /// Runs `commands` as the admin in one IMAP session, pipelined; a NO that `tolerated`
     /// accepts (e.g. a mailbox that exists) is no error.
     fn admin(&self, commands: &[String], tolerated: &str) -> Result<(), LabError> {
@@ -523,19 +512,11 @@ impl LabServer for Lab {
     }
 
     fn describe(&self) -> Vec<String> {
-        let e = &self.endpoints;
-        let tls = match (e.imaps, e.pop3s) {
-            (Some(i), Some(p)) => format!(", IMAPS on {i}, POP3S on {p}"),
-            _ => String::new(),
-        };
-        vec![format!(
-            "cyrus: IMAP on {}, POP3 on {}, LMTP on {}{tls}, {} users ({} ...), config {}",
-            e.imap,
-            e.pop3,
-            e.lmtp,
-            self.users.len(),
-            self.users.first().map_or("", |u| u.address.as_str()),
-            self.conf_path().display()
+        vec![host::store_line(
+            "cyrus",
+            &self.endpoints,
+            &self.users,
+            &self.conf_path().display(),
         )]
     }
 
@@ -601,12 +582,9 @@ impl StoreLab for Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        if let Some(pid) = self.master_pid() {
+        if let Some(pid) = host::read_pid(&self.dir.join("run/master.pid")) {
             super::leftovers::signal(&[pid], "TERM");
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            host::wait_exit(pid);
         }
         // Whatever the master left running (it was cut short, or hung).
         super::leftovers::stop_processes(&self.dir);

@@ -9,7 +9,6 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use super::host::{self, QueueDir, io};
 use super::{
@@ -204,12 +203,7 @@ impl Lab {
             );
         }
         std::fs::write(d.join("users"), users).map_err(|e| io("write the users file", e))?;
-        let postal: String = self
-            .users
-            .iter()
-            .map(|u| format!("{} {}\n", u.address, u.password))
-            .collect();
-        std::fs::write(self.users_file(), postal).map_err(|e| io("write the users list", e))?;
+        host::write_users_list(&self.users_file(), &self.users)?;
         if self.starttls {
             host::write_tls_files(d, &self.name)?;
         }
@@ -363,12 +357,6 @@ userdb {{
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default()
     }
-
-    fn master_pid(&self) -> Option<u32> {
-        std::fs::read_to_string(self.dir.join("run/master.pid"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-    }
 }
 
 impl LabServer for Lab {
@@ -389,19 +377,11 @@ impl LabServer for Lab {
     }
 
     fn describe(&self) -> Vec<String> {
-        let e = &self.endpoints;
-        let tls = match (e.imaps, e.pop3s) {
-            (Some(i), Some(p)) => format!(", IMAPS on {i}, POP3S on {p}"),
-            _ => String::new(),
-        };
-        vec![format!(
-            "dovecot: IMAP on {}, POP3 on {}, LMTP on {}{tls}, {} users ({} ...), config {}",
-            e.imap,
-            e.pop3,
-            e.lmtp,
-            self.users.len(),
-            self.users.first().map_or("", |u| u.address.as_str()),
-            self.conf()
+        vec![host::store_line(
+            "dovecot",
+            &self.endpoints,
+            &self.users,
+            &self.conf(),
         )]
     }
 
@@ -467,15 +447,12 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        let pid = self.master_pid();
+        let pid = host::read_pid(&self.dir.join("run/master.pid"));
         let _ = super::leftovers::own_group(&mut Command::new(DOVEADM))
             .args(["-c", &self.conf(), "stop"])
             .output();
         if let Some(pid) = pid {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            host::wait_exit(pid);
         }
         // Whatever `doveadm stop` left running (it was cut short, or the master hung).
         super::leftovers::stop_processes(&self.dir);

@@ -1,13 +1,14 @@
 //! What every lab MTA needs from the host: root, a free loopback port, a directory of its
 //! own, a queue on a RAM disk (or /dev/shm when mounting is not allowed), a certificate,
-//! and a way to tell that the server answering on its port is the one it started.
+//! and a way to tell that the server answering on its port is the one it started; and
+//! what the mail store labs share, so each store's file holds only what is its own.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::LabError;
+use super::{LabError, StoreEndpoints, StoreUser};
 
 /// Checks that the process runs as root, which `what` needs; the error says how to fix it.
 pub fn check_root(what: &str) -> Result<(), String> {
@@ -252,6 +253,54 @@ pub fn trees(pid_files: &[PathBuf]) -> Vec<u32> {
         })
         .collect();
     crate::stats::sut::descendants(&roots)
+}
+
+/// The pid a master wrote into `pid_file`, if it is running (or was).
+pub fn read_pid(pid_file: &Path) -> Option<u32> {
+    std::fs::read_to_string(pid_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// Waits up to 10 s for `pid` to exit, so that a lab's directories are removed only
+/// once its master has let go of them.
+pub fn wait_exit(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A store lab's line in the run's header, the same for every store so that runs against
+/// different stores read alike: `name`'s listeners, its users and its configuration.
+pub fn store_line(
+    name: &str,
+    e: &StoreEndpoints,
+    users: &[StoreUser],
+    config: &dyn std::fmt::Display,
+) -> String {
+    let tls = match (e.imaps, e.pop3s) {
+        (Some(i), Some(p)) => format!(", IMAPS on {i}, POP3S on {p}"),
+        _ => String::new(),
+    };
+    format!(
+        "{name}: IMAP on {}, POP3 on {}, LMTP on {}{tls}, {} users ({} ...), config {config}",
+        e.imap,
+        e.pop3,
+        e.lmtp,
+        users.len(),
+        users.first().map_or("", |u| u.address.as_str()),
+    )
+}
+
+/// Writes `users` as `address password` lines to `path`: the list a store lab hands to
+/// `mailbench mailbox --users-file` and to people logging in by hand.
+pub fn write_users_list(path: &Path, users: &[StoreUser]) -> Result<(), LabError> {
+    let postal: String = users
+        .iter()
+        .map(|u| format!("{} {}\n", u.address, u.password))
+        .collect();
+    std::fs::write(path, postal).map_err(|e| io("write the users list", e))
 }
 
 /// The uid and gid of `nobody` and `nogroup`, which lab mailboxes belong to (so no system
