@@ -1,13 +1,10 @@
 //! `mailbox imap`: IMAP users' sessions running a mix of commands (imaptest's job).
 
 use crate::cli::args::{ImapArgs, ImapLoginArg};
-use crate::cli::exit::{self, EXIT_USAGE};
-use crate::cli::finish::deliver;
 use crate::cli::plan::load::Defaults;
 use crate::cli::plan::{client, load, output, store};
 use crate::mailbox::bench::Workload;
 use crate::mailbox::plan::{DEFAULT_MIX, ImapLogin, ImapPlan, Mix};
-use crate::shutdown::Shutdown;
 use crate::units;
 
 /// `mailbox imap`'s defaults: 10,000 commands over 10 sessions (imaptest's clients=10).
@@ -83,25 +80,12 @@ fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
         pipeline: a.pipeline.into(),
         config_json,
     };
-    Ok(store::Planned {
-        work: Workload::Imap(plan),
-        setup: w.setup,
-        fill: w.fill,
-        sut_pids: a.sut_pid.clone(),
-        outputs,
-    })
+    Ok(w.planned(Workload::Imap(plan), &a.sut_pid, outputs))
 }
 
 /// Runs `mailbox imap`. Errors carry their exit code.
 pub(super) async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
-    let p = imap_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    crate::cli::lab::clean_before_store(&p.setup);
-    let shutdown = Shutdown::install();
-    let outputs = p.outputs;
-    let results = crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)
-        .await
-        .map_err(exit::mailbox)?;
-    deliver(results, &outputs, |r| {
+    super::run(imap_plan(&a), |r| {
         let headline = format!(
             "mailbench mailbox imap: {} commands against {} in {:.2} s",
             r.counters.sent,
@@ -110,4 +94,5 @@ pub(super) async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
         );
         crate::report::text::render_imap(r, crate::imap::steps::STEPS, &headline)
     })
+    .await
 }

@@ -9,6 +9,11 @@ mod populate;
 mod profile;
 
 use crate::cli::args::MailboxCommand;
+use crate::cli::exit::{self, EXIT_USAGE};
+use crate::cli::finish::deliver;
+use crate::cli::plan::store::Planned;
+use crate::shutdown::Shutdown;
+use crate::stats::Results;
 
 pub use arrival::ARRIVAL_DEFAULTS;
 pub use imap::IMAP_DEFAULTS;
@@ -23,4 +28,21 @@ pub async fn mailbox(c: MailboxCommand) -> Result<u8, (u8, String)> {
         MailboxCommand::Profile(a) => profile::profile(*a).await,
         MailboxCommand::Arrival(a) => arrival::arrival(*a).await,
     }
+}
+
+/// Runs a planned session workload (`pop3`, `imap`, `profile`) the one way they all run:
+/// a refused plan is a usage error; otherwise the lab's leftovers go, the store starts and
+/// is filled, the sessions run, and the results are delivered under `render`'s text.
+async fn run(
+    plan: Result<Planned, String>,
+    render: impl FnOnce(&Results) -> String,
+) -> Result<u8, (u8, String)> {
+    let p = plan.map_err(|e| (EXIT_USAGE, e))?;
+    crate::cli::lab::clean_before_store(&p.setup);
+    let shutdown = Shutdown::install();
+    let outputs = p.outputs;
+    let results = crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)
+        .await
+        .map_err(exit::mailbox)?;
+    deliver(results, &outputs, render)
 }

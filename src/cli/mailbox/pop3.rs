@@ -1,15 +1,12 @@
 //! `mailbox pop3`: POP3 users' sessions (rabid's job) against a lab store or one's own.
 
 use crate::cli::args::{Pop3Args, Pop3LoginArg};
-use crate::cli::exit::{self, EXIT_USAGE};
-use crate::cli::finish::deliver;
 use crate::cli::plan::load::Defaults;
 use crate::cli::plan::{client, load, output, store};
 use crate::lab::Store;
 use crate::mailbox::bench::Workload;
 use crate::mailbox::plan::{Pop3Login, Pop3Plan};
 use crate::pop3::steps::STEPS;
-use crate::shutdown::Shutdown;
 use crate::units;
 
 /// `mailbox pop3`'s defaults: 1,000 sessions over 16 connections.
@@ -91,25 +88,12 @@ fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
         max_download,
         config_json,
     };
-    Ok(store::Planned {
-        work: Workload::Pop3(plan),
-        setup: w.setup,
-        fill: w.fill,
-        sut_pids: a.sut_pid.clone(),
-        outputs,
-    })
+    Ok(w.planned(Workload::Pop3(plan), &a.sut_pid, outputs))
 }
 
 /// Runs `mailbox pop3`. Errors carry their exit code.
 pub(super) async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
-    let p = pop3_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    crate::cli::lab::clean_before_store(&p.setup);
-    let shutdown = Shutdown::install();
-    let outputs = p.outputs;
-    let results = crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)
-        .await
-        .map_err(exit::mailbox)?;
-    deliver(results, &outputs, |r| {
+    super::run(pop3_plan(&a), |r| {
         let headline = format!(
             "mailbench mailbox pop3: {} sessions against {} in {:.2} s",
             r.counters.sent,
@@ -118,4 +102,5 @@ pub(super) async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
         );
         crate::report::text::render_pop3(r, STEPS, &headline)
     })
+    .await
 }

@@ -4,15 +4,12 @@
 use std::sync::Arc;
 
 use crate::cli::args::ProfileArgs;
-use crate::cli::exit::{self, EXIT_USAGE};
-use crate::cli::finish::deliver;
 use crate::cli::plan::{client, fill, lab, output, store};
 use crate::lab::{Mta, Store};
 use crate::mailbox::bench::Workload;
 use crate::mailbox::profile::scenario::Scenario;
 use crate::mailbox::profile::{Population, ProfilePlan};
 use crate::report::threshold::Threshold;
-use crate::shutdown::Shutdown;
 use crate::transport::target::parse_target;
 use crate::transport::tls::TlsPlan;
 use crate::units;
@@ -210,25 +207,12 @@ fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
         run_limit,
         config_json,
     };
-    Ok(store::Planned {
-        work: Workload::Profile(Box::new(plan)),
-        setup: w.setup,
-        fill: w.fill,
-        sut_pids: a.sut_pid.clone(),
-        outputs,
-    })
+    Ok(w.planned(Workload::Profile(Box::new(plan)), &a.sut_pid, outputs))
 }
 
 /// Runs `mailbox profile`. Errors carry their exit code.
 pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
-    let p = profile_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
-    crate::cli::lab::clean_before_store(&p.setup);
-    let shutdown = Shutdown::install();
-    let outputs = p.outputs;
-    let results = crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)
-        .await
-        .map_err(exit::mailbox)?;
-    deliver(results, &outputs, |r| {
+    super::run(profile_plan(&a), |r| {
         let headline = format!(
             "mailbench mailbox profile: scenario {} against {} in {:.2} s",
             r.config["scenario"].as_str().unwrap_or("?"),
@@ -240,4 +224,5 @@ pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
         );
         crate::report::text::render_profile(r, crate::mailbox::profile::STEPS, &headline)
     })
+    .await
 }

@@ -46,6 +46,19 @@ pub struct Where {
 }
 
 impl Where {
+    /// The planned workload `work` runs where this says (the lab store and its filling),
+    /// watching `sut_pids` besides the lab's and writing `outputs`: every session workload
+    /// ends its planning here.
+    pub fn planned(self, work: Workload, sut_pids: &[u32], outputs: OutputPlan) -> Planned {
+        Planned {
+            work,
+            setup: self.setup,
+            fill: self.fill,
+            sut_pids: sut_pids.to_vec(),
+            outputs,
+        }
+    }
+
     /// `ports` are the protocol's plain and implicit-TLS defaults.
     pub fn plan(
         server: &MailboxServerArgs,
