@@ -27,6 +27,17 @@ fn imap(args: &[&str], json: &std::path::Path, code: i32) -> serde_json::Value {
     run_json("imap", args, json, code)
 }
 
+/// The store's own count of each thing it did (`--server-stats`), by its name, to set
+/// beside mailbench's.
+fn store_stats(r: &serde_json::Value) -> std::collections::BTreeMap<String, u64> {
+    r["extra"]["store_stats"]
+        .as_array()
+        .expect("the store's own statistics")
+        .iter()
+        .filter_map(|m| Some((m["name"].as_str()?.to_string(), m["count"].as_u64()?)))
+        .collect()
+}
+
 fn summary(r: &serde_json::Value, key: &str) -> u64 {
     r["summary"][key]
         .as_u64()
@@ -141,12 +152,7 @@ fn dovecot_counts_the_commands_mailbench_counts() {
         "30",
     ];
     let r = imap(&args, &json, 0);
-    let own: std::collections::BTreeMap<String, u64> = r["extra"]["store_stats"]
-        .as_array()
-        .expect("the store's own statistics")
-        .iter()
-        .filter_map(|m| Some((m["name"].as_str()?.to_string(), m["count"].as_u64()?)))
-        .collect();
+    let own = store_stats(&r);
     let sessions = summary(&r, "sessions");
     for (cmd, ours) in [
         ("imap_FETCH", count(&r, "fetch") + count(&r, "fetch_body")),
@@ -196,12 +202,7 @@ fn pipelined_dovecot_counts_the_commands_mailbench_counts() {
     let r = imap(&args, &json, 0);
     assert_eq!(summary(&r, "violations"), 0, "{:#}", r["summary"]);
     assert_eq!(r["config"]["pipeline"], 10, "{:#}", r["config"]);
-    let own: std::collections::BTreeMap<String, u64> = r["extra"]["store_stats"]
-        .as_array()
-        .expect("the store's own statistics")
-        .iter()
-        .filter_map(|m| Some((m["name"].as_str()?.to_string(), m["count"].as_u64()?)))
-        .collect();
+    let own = store_stats(&r);
     let sessions = summary(&r, "sessions");
     for (cmd, ours) in [
         ("imap_FETCH", count(&r, "fetch") + count(&r, "fetch_body")),
