@@ -58,19 +58,9 @@ pub struct Pop3Args {
     /// Send one command at a time even when the server offers PIPELINING.
     #[arg(long)]
     pub no_pipelining: bool,
-    /// The client's connect and response limits.
+    /// The client, TLS, the processes observed and the outputs.
     #[command(flatten)]
-    pub client: MailboxClientArgs,
-    /// TLS.
-    #[command(flatten)]
-    pub tls: TlsArgs,
-    /// Observe this process tree as the system under test (repeatable; the lab's own is
-    /// observed automatically).
-    #[arg(long, value_name = "PID")]
-    pub sut_pid: Vec<u32>,
-    /// Outputs and thresholds.
-    #[command(flatten)]
-    pub out: OutputArgs,
+    pub run: SessionRunArgs,
 }
 
 /// Flags of `mailbench mailbox imap`.
@@ -130,6 +120,15 @@ pub struct ImapArgs {
     /// How sessions log in.
     #[arg(long, value_enum, default_value = "login")]
     pub login: ImapLoginArg,
+    /// The client, TLS, the processes observed and the outputs.
+    #[command(flatten)]
+    pub run: SessionRunArgs,
+}
+
+/// The flags `mailbox pop3` and `mailbox imap` end with, in one struct so that the two
+/// workloads connect, use TLS, observe processes and write results alike.
+#[derive(Debug, Args)]
+pub struct SessionRunArgs {
     /// The client's connect and response limits.
     #[command(flatten)]
     pub client: MailboxClientArgs,

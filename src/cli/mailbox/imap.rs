@@ -17,10 +17,10 @@ pub const IMAP_DEFAULTS: Defaults = Defaults {
 
 /// Validates `mailbox imap`'s flags.
 fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
-    let (outputs, progress) = output::plan(&a.out, None, &IMAP_DEFAULTS.thresholds)?;
+    let (outputs, progress) = output::plan(&a.run.out, None, &IMAP_DEFAULTS.thresholds)?;
     let (load, load_json) = load::shape(&a.shape, &IMAP_DEFAULTS, progress)?;
-    let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.tls, (143, 993))?;
-    let timeouts = client::Timeouts::plan(&a.client)?;
+    let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.run.tls, (143, 993))?;
+    let timeouts = client::Timeouts::plan(&a.run.client)?;
     let mix_spec = a.mix.as_deref().unwrap_or(DEFAULT_MIX);
     let mix = Mix::parse(mix_spec)?;
     let fetch_range =
@@ -44,7 +44,7 @@ fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
         "protocol": "imap",
         "target": a.target,
         "interval_s": progress.interval.as_secs_f64(),
-        "thresholds": a.out.threshold,
+        "thresholds": a.run.out.threshold,
         "mix": mix_spec,
         "mailbox": a.mailbox,
         "fetch_range": fetch_range,
@@ -80,7 +80,7 @@ fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
         pipeline: a.pipeline.into(),
         config_json,
     };
-    Ok(w.planned(Workload::Imap(plan), &a.sut_pid, outputs))
+    Ok(w.planned(Workload::Imap(plan), &a.run.sut_pid, outputs))
 }
 
 /// Runs `mailbox imap`. Errors carry their exit code.

@@ -19,7 +19,7 @@ pub const POP3_DEFAULTS: Defaults = Defaults {
 
 /// Validates `mailbox pop3`'s flags.
 fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
-    let (outputs, progress) = output::plan(&a.out, None, &POP3_DEFAULTS.thresholds)?;
+    let (outputs, progress) = output::plan(&a.run.out, None, &POP3_DEFAULTS.thresholds)?;
     if a.shape.per_conn.trim() != "0" {
         return Err(
             "--per-conn: a POP3 session holds its mailbox until QUIT, so every session has its own connection"
@@ -27,8 +27,8 @@ fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
         );
     }
     let (load, load_json) = load::shape(&a.shape, &POP3_DEFAULTS, progress)?;
-    let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.tls, (110, 995))?;
-    let timeouts = client::Timeouts::plan(&a.client)?;
+    let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.run.tls, (110, 995))?;
+    let timeouts = client::Timeouts::plan(&a.run.client)?;
     let share = |flag: &str, v: &str| {
         units::percent(v)
             .map(|p| p / 100.0)
@@ -55,7 +55,7 @@ fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
         "target": a.target,
         "lab": a.server.lab.map(Store::name),
         "interval_s": progress.interval.as_secs_f64(),
-        "thresholds": a.out.threshold,
+        "thresholds": a.run.out.threshold,
         "download": download,
         "delete": delete,
         "top": a.top,
@@ -88,7 +88,7 @@ fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
         max_download,
         config_json,
     };
-    Ok(w.planned(Workload::Pop3(plan), &a.sut_pid, outputs))
+    Ok(w.planned(Workload::Pop3(plan), &a.run.sut_pid, outputs))
 }
 
 /// Runs `mailbox pop3`. Errors carry their exit code.
