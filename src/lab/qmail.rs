@@ -66,8 +66,12 @@ fn built(rel: &str) -> PathBuf {
     chain::mta_root().join("qmail").join(HOME).join(rel)
 }
 
-/// The control files of one instance, `(name, contents)`.
-fn controls(hop: &Hop, opts: &LabOptions) -> Result<Vec<(String, String)>, LabError> {
+/// The control files of the instance called `name` relaying to `next`, `(file, contents)`.
+fn controls(
+    name: &str,
+    next: std::net::SocketAddr,
+    opts: &LabOptions,
+) -> Result<Vec<(String, String)>, LabError> {
     let MtaLimits {
         per_destination, ..
     } = opts.limits;
@@ -82,16 +86,16 @@ fn controls(hop: &Hop, opts: &LabOptions) -> Result<Vec<(String, String)>, LabEr
             "--mta-dest-concurrency: qmail runs at most {MAX_SPAWN} deliveries at once (conf-spawn as built); give {MAX_SPAWN} or less"
         )));
     }
-    let std::net::IpAddr::V4(next) = hop.next.ip() else {
+    let std::net::IpAddr::V4(ip) = next.ip() else {
         return Err(LabError::Failed(
             "lab: qmail relays over IPv4 only; give the relay target an IPv4 address".into(),
         ));
     };
     let mut files = vec![
-        ("me".to_string(), hop.name.clone()),
+        ("me".to_string(), name.to_string()),
         // No local domains: everything goes to the next hop.
         ("locals".into(), String::new()),
-        ("smtproutes".into(), format!(":{next}:{}", hop.next.port())),
+        ("smtproutes".into(), format!(":{ip}:{}", next.port())),
         ("concurrencyremote".into(), per.to_string()),
     ];
     for (k, v) in &opts.settings {
@@ -197,7 +201,7 @@ impl Flavor for Qmail {
         for d in [&control, &home.join("users"), &home.join("alias")] {
             std::fs::create_dir_all(d).map_err(|e| io("create qmail's home", e))?;
         }
-        for (name, text) in controls(hop, opts)? {
+        for (name, text) in controls(&hop.name, hop.next, opts)? {
             std::fs::write(control.join(&name), format!("{text}\n"))
                 .map_err(|e| io(&format!("write control/{name}"), e))?;
         }
@@ -246,6 +250,66 @@ impl Flavor for Qmail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn options(settings: &[(&str, &str)], per_destination: Option<u32>) -> LabOptions {
+        LabOptions {
+            hops: 1,
+            queue: super::super::QueueKind::Tmpfs,
+            settings: settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            limits: MtaLimits {
+                processes: None,
+                per_destination,
+            },
+            relay: "127.0.0.1:2525".parse().expect("address"),
+            relay_lmtp: false,
+            starttls: false,
+            hold: false,
+            dkim: None,
+            dns: None,
+        }
+    }
+
+    #[test]
+    fn the_routes_send_everything_to_the_next_port_and_a_setting_replaces_the_labs() {
+        let next = "127.0.0.1:4000".parse().expect("address");
+        let files = controls(
+            "lab0.test",
+            next,
+            &options(&[("concurrencyremote", "7")], None),
+        )
+        .expect("accepted");
+        let file = |n: &str| {
+            files
+                .iter()
+                .filter(|(f, _)| f == n)
+                .map(|(_, t)| t.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(file("smtproutes"), [":127.0.0.1:4000"]);
+        assert_eq!(file("me"), ["lab0.test"]);
+        assert_eq!(file("locals"), [""]);
+        assert_eq!(file("concurrencyremote"), ["7"]);
+        let per = controls("lab0.test", next, &options(&[], Some(30))).expect("accepted");
+        assert!(per.contains(&("concurrencyremote".into(), "30".into())));
+    }
+
+    #[test]
+    fn an_unknown_control_file_or_too_many_deliveries_is_the_users_error() {
+        let next = "127.0.0.1:4000".parse().expect("address");
+        for opts in [
+            options(&[("smtproutes", ":10.0.0.1")], None),
+            options(&[("../x", "1")], None),
+            options(&[], Some(MAX_SPAWN + 1)),
+        ] {
+            assert!(matches!(
+                controls("lab0.test", next, &opts),
+                Err(LabError::Setting(_))
+            ));
+        }
+    }
 
     #[test]
     fn deliveries_are_the_success_lines() {
