@@ -1,11 +1,14 @@
 //! Issue 29 — qmail (notqmail 1.09, built by scripts/install-mtas.sh) as a lab MTA:
 //! exactly once with its own log agreeing, its concurrency knob, beside Postfix in the MTA
-//! comparison, refusals in one line, nothing left behind.
+//! comparison, refusals in one line, nothing left behind (even by a run killed outright).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::relay::assert_exactly_once;
-use crate::util::{TempDir, describe, leftovers, refused_in_one_line, require, results, run};
+use crate::util::{
+    TempDir, describe, leftovers, mailbench, refused_in_one_line, require, results, run, wait_until,
+};
 
 /// Whether qmail is built for the lab; in CI (which builds it) its absence fails.
 fn built() -> bool {
@@ -211,4 +214,91 @@ fn qmail_refuses_what_it_cannot_do_in_one_line() {
     ] {
         refused_in_one_line(args, needle);
     }
+}
+
+/// The pids of running (not zombie) processes whose command is `comm`, from /proc.
+fn running_named(comm: &str) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_string_lossy().parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (name, rest) = stat.split_once(") ")?;
+            let alive = !rest.starts_with('Z');
+            (alive && name.ends_with(&format!("({comm}"))).then_some(pid)
+        })
+        .collect()
+}
+
+/// The lab directory of mailbench process `pid`, once qmail-send has logged there.
+fn started_lab(pid: u32) -> Option<PathBuf> {
+    let prefix = format!("mailbench-lab-{pid}-0-");
+    std::fs::read_dir(std::env::temp_dir())
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+                && std::fs::read_to_string(p.join("maillog")).is_ok_and(|l| l.contains("status: "))
+        })
+}
+
+#[test]
+fn a_killed_runs_qmail_is_stopped_unmounted_and_removed_by_doctor() {
+    if !built() {
+        return;
+    }
+    let before = running_named("qmail-send");
+    let dir = TempDir::new("qmail-killed");
+    let json = dir.0.join("r.json");
+    let mut child = mailbench()
+        .args([
+            "relay", "--lab", "qmail", "-n", "200000", "--rate", "200/s", "-q", "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start mailbench");
+    let pid = child.id();
+    let mut lab = None;
+    let started = wait_until(Duration::from_secs(30), || {
+        lab = started_lab(pid);
+        lab.is_some()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(started, "the qmail lab started");
+    let lab = lab.expect("its directory");
+    let mine: Vec<u32> = running_named("qmail-send")
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert!(!mine.is_empty(), "the killed run's qmail-send runs on");
+    let out = run(&["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "cleaned up a lab left by mailbench process {pid},"
+        )),
+        "{}",
+        describe(&["doctor"], &out)
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            running_named("qmail-send")
+                .iter()
+                .all(|p| !mine.contains(p))
+        }),
+        "qmail-send of the killed run left: {mine:?}"
+    );
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    assert!(
+        !mounts.contains(&lab.display().to_string()),
+        "its queue's tmpfs left"
+    );
+    assert!(!lab.exists(), "{} left", lab.display());
 }
