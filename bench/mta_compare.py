@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""The four lab MTAs (Postfix, Exim, OpenSMTPD, Sendmail) under the same load on this
-machine, with the queue on tmpfs and on disk: `mailbench relay --lab
-postfix,exim,opensmtpd,sendmail` in rotating rounds, each placement's table and results
-file kept; then, for every MTA, the classic method beside mailbench in the same run
-(bench/relay_vs_classic.py: smtp-source → MTA → smtp-sink, the queue polled until empty).
+"""The five lab MTAs (Postfix, Exim, OpenSMTPD, Sendmail, qmail) under the same load on
+this machine, with the queue on tmpfs and on disk: `mailbench relay --lab
+postfix,exim,opensmtpd,sendmail,qmail` in rotating rounds, each placement's table and
+results file kept; then, for every MTA but qmail, the classic method beside mailbench in
+the same run (bench/relay_vs_classic.py: smtp-source → MTA → smtp-sink, the queue polled
+until empty; it starts the MTA with `mailbench lab MTA`, which has no qmail yet).
 
 Usage: bench/mta_compare.py [-n 2000] [--size-k 25] [--sessions 64] [--rounds 8]
        [--classic-n 1000] [--classic-rounds 2] [--out DIR]
@@ -12,7 +13,8 @@ leaves some of 64 simultaneous connections waiting for a banner that never comes
 kernel's SYN cookies complete connections the server never sees), and the default 60 s
 would stretch every OpenSMTPD round by a minute. The classic comparison runs OpenSMTPD at
 5 sessions for the same reason (smtp-source has no timeout and would hang). Needs root,
-Postfix and scripts/install-mtas.sh. Loopback only; every run is bounded in count and time.
+Postfix and scripts/install-mtas.sh (which builds qmail). Loopback only; every run is
+bounded in count and time.
 """
 import os, subprocess, sys, time
 
@@ -21,7 +23,9 @@ from benchlib import arg  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, "target", "release", "mailbench")
-MTAS = ["postfix", "exim", "opensmtpd", "sendmail"]
+MTAS = ["postfix", "exim", "opensmtpd", "sendmail", "qmail"]
+# The MTAs `mailbench lab` starts, which the classic method needs.
+CLASSIC_MTAS = [m for m in MTAS if m != "qmail"]
 
 N, SIZE_K, SESSIONS, ROUNDS = arg("-n", 2000), arg("--size-k", 25), arg("--sessions", 64), arg("--rounds", 8)
 CLASSIC_N, CLASSIC_ROUNDS = arg("--classic-n", 1000), arg("--classic-rounds", 2)
@@ -46,7 +50,7 @@ def main():
         text = head + "\n" + r.stdout + (f"\nexit {r.returncode}: {r.stderr[-2000:]}" if r.returncode else "")
         print(text, flush=True)
         texts.append(text)
-    for mta in MTAS:
+    for mta in CLASSIC_MTAS:
         sessions = "5" if mta == "opensmtpd" else str(SESSIONS)
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "relay_vs_classic.py"), "--mta", mta,
                             "-n", str(CLASSIC_N), "--size-k", str(SIZE_K), "--sessions", sessions,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Unpacks the lab's other MTAs — Exim, OpenSMTPD, Sendmail — from Debian 12's packages
-# into /opt/mailbench/mtas/<mta> (or $MAILBENCH_MTAS/<mta>), beside the system's own MTA.
+# into /opt/mailbench/mtas/<mta> (or $MAILBENCH_MTAS/<mta>), beside the system's own MTA,
+# and builds qmail (notqmail, which Debian does not package) from third_party/notqmail.
 #
 # Debian lets one package at a time provide the system MTA (`mail-transport-agent`), so
 # they cannot all be installed with apt-get install. Instead: `apt-get download` fetches
@@ -10,8 +11,8 @@
 # run the binaries from the unpacked tree with their own configuration; the system's own
 # MTA, /etc and its services are left as they are.
 #
-# Idempotent: an MTA whose tree carries the stamp of the same package versions is
-# skipped. Needs root.
+# Idempotent: an MTA whose tree carries the stamp of the same package versions (qmail: of
+# the same archive) is skipped. Needs root.
 set -euo pipefail
 
 root="${MAILBENCH_MTAS:-/opt/mailbench/mtas}"
@@ -22,6 +23,8 @@ declare -A packages=(
 )
 # What the unpacked trees need besides their libraries: sendmail.cf is built with m4.
 tools=(m4)
+# qmail's SMTP service runs under tcpserver; it is built with a C compiler and make.
+tools+=(ucspi-tcp gcc make)
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-mtas: needs root to unpack into $root and create the MTAs' users (try: sudo $0)" >&2
@@ -94,3 +97,50 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+
+# qmail: built from the vendored notqmail with its home compiled in as /var/qmail (the lab
+# binds its own directory there, in its namespace) and installed under $root/qmail.
+here="$(cd "$(dirname "$0")/.." && pwd)"
+archive="$here/third_party/notqmail/notqmail-1.09.tar.gz"
+(cd "$here/third_party/notqmail" && sha256sum --quiet -c SHA256SUMS) || {
+  echo "install-mtas: $archive does not match third_party/notqmail/SHA256SUMS" >&2
+  exit 1
+}
+# Its users and groups, as its INSTALL.ids.md makes them (homes as it gives them; no
+# login shell).
+qmail_user() {
+  getent passwd "$1" >/dev/null ||
+    useradd --system --gid "$2" --no-create-home --home-dir "$3" \
+      --shell /usr/sbin/nologin "$1"
+}
+getent group nofiles >/dev/null || groupadd --system nofiles
+getent group qmail >/dev/null || groupadd --system qmail
+qmail_user alias nofiles /var/qmail/alias
+for u in qmaild qmaill qmailp; do qmail_user "$u" nofiles /var/qmail; done
+for u in qmailq qmailr qmails; do qmail_user "$u" qmail /var/qmail; done
+want="$(sha256sum "$archive" | cut -d' ' -f1)"
+stamp="$root/qmail/.mailbench-archive"
+if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "install-mtas: building qmail (notqmail 1.09) into $root/qmail" >&2
+  tmp="$(mktemp -d)"
+  tar xzf "$archive" -C "$tmp"
+  (
+    cd "$tmp/notqmail-1.09"
+    echo /var/qmail > conf-qmail
+    # (its old-style C warns a lot; the log is shown only when the build fails)
+    make it man instpackage instchown >build.log 2>&1 || {
+      tail -20 build.log >&2
+      exit 1
+    }
+    rm -rf "$root/qmail.new"
+    mkdir -p "$root/qmail.new"
+    DESTDIR="$root/qmail.new" ./instpackage
+    DESTDIR="$root/qmail.new" ./instchown
+    chmod 755 "$root/qmail.new/var"
+  )
+  rm -rf "$tmp" "$root/qmail"
+  mv "$root/qmail.new" "$root/qmail"
+  echo "$want" > "$stamp"
+fi
+# The mount point of its compiled-in home (empty: each lab instance binds its own there).
+mkdir -p /var/qmail

@@ -1,6 +1,6 @@
 //! Disposable real mail servers for benchmarks: MTAs that relay (`postfix`, and `exim`,
-//! `opensmtpd`, `sendmail` unpacked beside it, sharing `chain`) and mail stores that users
-//! read (`dovecot`, `cyrus`). Each lab is started for a run in temporary
+//! `opensmtpd`, `sendmail` unpacked and `qmail` built beside it, sharing `chain`) and mail
+//! stores that users read (`dovecot`, `cyrus`). Each lab is started for a run in temporary
 //! directories with its own ports and is stopped and removed on drop, whatever happens.
 //! Every server is one file behind [`LabServer`] and either [`MtaLab`] or [`StoreLab`],
 //! registered in [`MTAS`] or [`STORES`]; what they share — free ports, the greeting check,
@@ -19,6 +19,7 @@ pub mod leftovers;
 pub mod opendkim;
 pub mod opensmtpd;
 pub mod postfix;
+pub mod qmail;
 pub mod sendmail;
 pub mod syslog;
 
@@ -275,7 +276,13 @@ pub struct Mta {
 }
 
 /// Every lab MTA, in the order `--lab`'s help lists them.
-pub const MTAS: &[Mta] = &[postfix::KIND, exim::KIND, opensmtpd::KIND, sendmail::KIND];
+pub const MTAS: &[Mta] = &[
+    postfix::KIND,
+    exim::KIND,
+    opensmtpd::KIND,
+    sendmail::KIND,
+    qmail::KIND,
+];
 
 impl Mta {
     /// The system's MTA: the one lab with features the others lack yet (STARTTLS on its
@@ -426,7 +433,7 @@ mod tests {
             assert_eq!(Store::named(s.name()), Some(*s));
             assert_eq!(STORES.iter().filter(|o| o.name() == s.name()).count(), 1);
         }
-        assert_eq!(Mta::named("qmail"), None);
+        assert_eq!(Mta::named("courier"), None);
         assert_eq!(Store::names(), "dovecot|cyrus");
         assert_eq!(Mta::Postfix.name(), "postfix");
     }

@@ -40,6 +40,9 @@
 //!   and schedule, two sinks merged, two agents through a lab Postfix, refusals
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
+//! - `qmail`: issue 29 — the qmail lab relaying exactly once as its own log says, its
+//!   remote concurrency as set, compared with Postfix over rotating rounds, refusals, a
+//!   killed run's qmail stopped and removed by `doctor`
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup;
 //!   issue 25: deliveries per interval and the receiver's 451s against Postfix's log, a
 //!   fan-out's drain against its `delay=`, deliveries before the 250 behind a delaying proxy)
@@ -72,6 +75,7 @@ mod mailbox;
 mod mtas;
 mod preflight;
 mod profile;
+mod qmail;
 mod relay;
 mod relay_path;
 mod relay_round2;
