@@ -66,7 +66,8 @@ pub fn render(runs: &[(String, &Results)]) -> String {
     page
 }
 
-/// The page's title: the command, the MTA a relay went through, and the run's label when
+/// The page's title: the command, the MTA a relay went through or the lab store a mailbox
+/// workload ran on, and the run's label when
 /// it says more than the command does.
 fn title(runs: &[(String, &Results)]) -> String {
     let [(label, r)] = runs else {
@@ -75,6 +76,9 @@ fn title(runs: &[(String, &Results)]) -> String {
     let mut t = format!("mailbench {}", r.command);
     if let Some(mta) = r.config.pointer("/relay/lab").and_then(|v| v.as_str()) {
         let _ = write!(t, " through {mta}");
+    }
+    if let Some(store) = r.config.get("lab").and_then(|v| v.as_str()) {
+        let _ = write!(t, " on {store}");
     }
     if *label != r.command {
         let _ = write!(t, " · {label}");

@@ -290,18 +290,16 @@ fn header(runs: &[(String, &Results)], labels: &[&str]) -> String {
         )
     })
     .collect();
-    // The MTA a relay went through is what its figures are about.
-    let mtas: Vec<Option<Value>> = runs
-        .iter()
-        .map(|(_, r)| {
-            r.config
-                .pointer("/relay/lab")
-                .filter(|v| !v.is_null())
-                .cloned()
-        })
-        .collect();
-    if mtas.iter().any(Option::is_some) {
-        rows.insert(1, ("MTA".to_string(), mtas));
+    // The MTA a relay went through, or the lab store a mailbox workload ran on, is what
+    // its figures are about.
+    for (name, at) in [("store", "/lab"), ("MTA", "/relay/lab")] {
+        let labs: Vec<Option<Value>> = runs
+            .iter()
+            .map(|(_, r)| r.config.pointer(at).filter(|v| v.is_string()).cloned())
+            .collect();
+        if labs.iter().any(Option::is_some) {
+            rows.insert(1, (name.to_string(), labs));
+        }
     }
     key_table("run", "Run", labels, &rows)
 }

@@ -247,6 +247,12 @@ pub const IMAP: Headline = Headline {
             unit: "",
             value: |d| at(d, "/summary/errors"),
         },
+        Figure {
+            id: "store_cpu_ms_per_command",
+            label: "store CPU per command",
+            unit: "ms",
+            value: |d| cpu_ms_per(d, "/summary/completed"),
+        },
     ],
     throughput: "commands/s",
     device: "Store device",
