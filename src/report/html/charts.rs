@@ -84,10 +84,15 @@ const RATE: &str = "{rate}";
 /// mailbox server.
 const DEVICE: &str = "{device}";
 
-/// `text` with the words of `r`'s kind put in for [`RATE`] and [`DEVICE`].
-fn in_words(text: &str, r: &Results) -> String {
+/// Where a chart names the server under test: the MTA, the store.
+const SERVER: &str = "{server}";
+
+/// `text` with the words of `r`'s kind put in for [`RATE`], [`DEVICE`] and [`SERVER`].
+pub fn in_words(text: &str, r: &Results) -> String {
     let h = super::headline::of(r);
-    text.replace(RATE, h.throughput).replace(DEVICE, h.device)
+    text.replace(RATE, h.throughput)
+        .replace(DEVICE, h.device)
+        .replace(SERVER, h.server)
 }
 
 const TIME_CHARTS: &[TimeChart] = &[
@@ -242,7 +247,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_cpu",
-        title: "Server CPU",
+        title: "{server} CPU",
         unit: "% of one core",
         columns: &[
             Column {
@@ -259,7 +264,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_disk",
-        title: "Server disk",
+        title: "{server} disk",
         unit: "KiB/s",
         columns: &[
             Column {
@@ -310,7 +315,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_memory",
-        title: "Server memory (RSS)",
+        title: "{server} memory (RSS)",
         unit: "MiB",
         columns: &[Column {
             label: "rss",
@@ -320,7 +325,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_procs",
-        title: "Server processes",
+        title: "{server} processes",
         unit: "processes",
         columns: &[Column {
             label: "processes",

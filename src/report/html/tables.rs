@@ -191,8 +191,12 @@ pub fn details(runs: &[(String, &Results)]) -> String {
     h.push_str(&thresholds(runs));
     let extra =
         |key: &str| -> Vec<Option<&Value>> { runs.iter().map(|(_, r)| r.extra.get(key)).collect() };
+    let server = runs.first().map_or_else(
+        || "Server under test".to_string(),
+        |(_, r)| super::charts::in_words("{server} under test", r),
+    );
     for (key, id, title) in [
-        ("sut", "sut", "Server under test"),
+        ("sut", "sut", server.as_str()),
         ("store_limits", "store_limits", "Store limits in effect"),
         ("dns", "dns", "DNS questions and replies"),
     ] {

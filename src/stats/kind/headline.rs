@@ -32,6 +32,8 @@ pub struct Headline {
     pub throughput: &'static str,
     /// What the server's watched device holds, as the device charts name it.
     pub device: &'static str,
+    /// What the server under test is, as its resource charts and table name it.
+    pub server: &'static str,
 }
 
 /// The value at JSON pointer `path` of the document, when it is a value at all.
@@ -115,6 +117,7 @@ pub const RELAY: Headline = Headline {
     ],
     throughput: "accepted/s",
     device: "Queue device",
+    server: "MTA",
 };
 
 /// `send` and `mailbox populate`: the rate reached, what failed, the slow end, and what
@@ -154,6 +157,7 @@ pub const SEND: Headline = Headline {
     ],
     throughput: "accepted/s",
     device: "Queue device",
+    server: "Server",
 };
 
 /// `sink`: what arrived, how fast, and whether any of it came twice or never.
@@ -186,6 +190,7 @@ pub const SINK: Headline = Headline {
     ],
     throughput: "accepted/s",
     device: "Queue device",
+    server: "Server",
 };
 
 /// `mailbox pop3`: sessions per second, their slow end, and what went wrong.
@@ -218,6 +223,7 @@ pub const POP3: Headline = Headline {
     ],
     throughput: "sessions/s",
     device: "Store device",
+    server: "Store",
 };
 
 /// `mailbox imap`: commands per second, their slow end, and the state checks broken.
@@ -256,6 +262,7 @@ pub const IMAP: Headline = Headline {
     ],
     throughput: "commands/s",
     device: "Store device",
+    server: "Store",
 };
 
 /// A mailbox profile: how many users the store carried, and the step that broke it.
@@ -294,6 +301,7 @@ pub const PROFILE: Headline = Headline {
     ],
     throughput: "actions done/s",
     device: "Store device",
+    server: "Store",
 };
 
 /// `dns`: questions answered per second, their slow end, and how often the faults fired.
@@ -326,6 +334,7 @@ pub const DNS: Headline = Headline {
     ],
     throughput: "answered/s",
     device: "Device",
+    server: "Server",
 };
 
 #[cfg(test)]
