@@ -88,7 +88,7 @@ const DEVICE: &str = "{device}";
 const SERVER: &str = "{server}";
 
 /// `text` with the words of `r`'s kind put in for [`RATE`], [`DEVICE`] and [`SERVER`].
-pub fn in_words(text: &str, r: &Results) -> String {
+pub(super) fn in_words(text: &str, r: &Results) -> String {
     let h = super::headline::of(r);
     text.replace(RATE, h.throughput)
         .replace(DEVICE, h.device)

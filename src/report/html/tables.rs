@@ -27,7 +27,7 @@ pub fn escape(s: &str) -> String {
 
 /// A JSON value as people read it: integers whole, other numbers to 2 decimals (3
 /// significant digits below 1), yes/no, text as is.
-pub fn show(v: &Value) -> String {
+pub(super) fn show(v: &Value) -> String {
     match v {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(0.0);
