@@ -283,6 +283,32 @@ fn fault_rules_show_with_their_share_and_delay_and_truncation_sends_dig_to_tcp()
         let page = crate::report::report(&chromium, &[&json], &dir.0.join("dns.html"), &[]);
         page.assert_drawn("dns", 2, &["throughput", "percentiles"]);
         page.assert_summary("dns", 0, &r);
+        use crate::report::fig;
+        page.assert_headline(
+            "dns",
+            0,
+            &[
+                fig(&r, "queries_per_sec", "/summary/queries_per_sec"),
+                fig(&r, "p99_ms", "/summary/p99_ms"),
+                (
+                    "faults_fired",
+                    Some(
+                        d["faults"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(|f| f["fired"].as_u64().unwrap_or(0))
+                            .sum::<u64>()
+                            .into(),
+                    ),
+                ),
+                fig(&r, "dropped", "/summary/dropped"),
+            ],
+        );
+        assert!(
+            page.dom.contains("id=\"dns_faults_table\""),
+            "the fault rules' table"
+        );
     }
     let mx = &r["latency"]["mx"];
     assert!(

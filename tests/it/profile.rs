@@ -650,4 +650,20 @@ fn issue_25_profile_results_have_a_series_that_report_renders() {
             "capacity",
         ],
     );
+    use crate::report::fig;
+    page.assert_headline(
+        "profile",
+        0,
+        &[
+            fig(&r, "capacity_users", "/extra/capacity/capacity_users"),
+            fig(&r, "broke_at_users", "/extra/capacity/broke_at_users"),
+            fig(&r, "actions_per_min", "/summary/actions_per_min"),
+            fig(&r, "p99_ms", "/summary/p99_ms"),
+            fig(&r, "errors", "/summary/errors"),
+        ],
+    );
+    assert!(
+        page.dom.contains("<th>users</th><th>ran (s)</th>"),
+        "the capacity ramp leads with its users"
+    );
 }

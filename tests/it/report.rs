@@ -10,7 +10,7 @@ use crate::util::{TempDir, describe, refused_in_one_line, require, results, run,
 
 /// What the page says about itself after its script ran, and its whole DOM.
 pub(crate) struct Page {
-    dom: String,
+    pub(crate) dom: String,
 }
 
 impl Page {
@@ -121,6 +121,111 @@ impl Page {
     }
 }
 
+impl Page {
+    /// The headline opens the page, before the run's table and the charts, and shows each
+    /// of `figures` (an id and its value as the results file has it, `None` for a figure
+    /// the run has no value for) for run `run`: the raw value exactly, and the text as
+    /// [`at_a_glance`] writes it.
+    pub(crate) fn assert_headline(
+        &self,
+        what: &str,
+        run: usize,
+        figures: &[(&str, Option<serde_json::Value>)],
+    ) {
+        let at = |needle: &str| self.dom.find(needle);
+        let headline = at("<section id=\"headline\">").expect("a headline");
+        for later in ["<section id=\"run\">", "<section id=\"charts\">"] {
+            assert!(
+                at(later).is_some_and(|l| l > headline),
+                "{what}: the headline comes before {later}"
+            );
+        }
+        for (id, want) in figures {
+            let needle = format!("data-run=\"{run}\" data-figure=\"{id}\" data-value=\"");
+            let Some(want) = want else {
+                assert!(at(&needle).is_none(), "{what}: {id} shown without a value");
+                continue;
+            };
+            let start = at(&needle)
+                .unwrap_or_else(|| panic!("{what}: headline figure {id} is not on the page"))
+                + needle.len();
+            let rest = &self.dom[start..];
+            let raw = rest[..rest.find('"').expect("end of value")].replace("&quot;", "\"");
+            let raw: serde_json::Value =
+                serde_json::from_str(&raw).unwrap_or_else(|e| panic!("{what}: {id}={raw}: {e}"));
+            assert_eq!(
+                raw.as_f64()
+                    .map(|f| f.to_string())
+                    .or(raw.as_str().map(String::from)),
+                want.as_f64()
+                    .map(|f| f.to_string())
+                    .or(want.as_str().map(String::from)),
+                "{what}: headline {id}: page against results file"
+            );
+            let shown_at = rest.find("<b class=\"value\">").expect("shown value") + 17;
+            let shown = &rest[shown_at..shown_at + rest[shown_at..].find("</b>").expect("</b>")];
+            assert_eq!(shown, at_a_glance(want), "{what}: headline {id} as shown");
+        }
+    }
+}
+
+/// A headline figure as the page is to show it: whole numbers from 100 up in groups of
+/// three digits, 2 decimals from 1 up, 3 below; a name as it is.
+pub(crate) fn at_a_glance(v: &serde_json::Value) -> String {
+    fn grouped(n: i64) -> String {
+        let digits = n.unsigned_abs().to_string();
+        let groups: Vec<&str> = (0..digits.len())
+            .rev()
+            .step_by(3)
+            .map(|end| &digits[end.saturating_sub(2)..=end])
+            .collect();
+        let sign = if n < 0 { "-" } else { "" };
+        format!(
+            "{sign}{}",
+            groups.into_iter().rev().collect::<Vec<_>>().join(",")
+        )
+    }
+    if let Some(s) = v.as_str() {
+        return s.to_string();
+    }
+    if let Some(n) = v.as_i64() {
+        return grouped(n);
+    }
+    let f = v.as_f64().expect("a number");
+    if f.abs() >= 100.0 {
+        grouped(f.round() as i64)
+    } else if f.abs() >= 1.0 {
+        format!("{f:.2}")
+    } else {
+        format!("{f:.3}")
+    }
+}
+
+/// Figure `id` of a headline, as the results file `r` has it at JSON pointer `at`.
+pub(crate) fn fig(
+    r: &serde_json::Value,
+    id: &'static str,
+    at: &str,
+) -> (&'static str, Option<serde_json::Value>) {
+    (id, r.pointer(at).filter(|v| !v.is_null()).cloned())
+}
+
+/// The server's CPU per unit in ms, `per` naming the summary's count of units: what the
+/// headline works out from the results file's `extra.sut`, to the µs.
+pub(crate) fn cpu_per(
+    r: &serde_json::Value,
+    id: &'static str,
+    per: &str,
+) -> (&'static str, Option<serde_json::Value>) {
+    let sut = &r["extra"]["sut"];
+    let cpu = sut["cpu_user_s"].as_f64().zip(sut["cpu_sys_s"].as_f64());
+    let n = r["summary"][per].as_f64().filter(|n| *n > 0.0);
+    let v = cpu
+        .zip(n)
+        .map(|((u, s), n)| ((u + s) * 1e6 / n).round() / 1e3);
+    (id, v.map(serde_json::Value::from))
+}
+
 /// `mailbench WORDS -q --json JSON` (exit 0).
 fn run_json(words: &[&str], json: &Path) {
     let j = json.display().to_string();
@@ -190,6 +295,22 @@ fn reports_of_every_command_draw_in_a_real_browser_and_match_their_results() {
         &["throughput", "latency", "tool_cpu", "percentiles"],
     );
     page.assert_summary("send", 0, &results(&send_closed));
+    let r = results(&send_closed);
+    page.assert_headline(
+        "send",
+        0,
+        &[
+            fig(&r, "msgs_per_sec", "/summary/msgs_per_sec"),
+            fig(&r, "accepted", "/summary/accepted"),
+            fig(&r, "errors", "/summary/errors"),
+            fig(&r, "p99_ms", "/summary/p99_ms"),
+            fig(&r, "unstarted", "/summary/unstarted"),
+        ],
+    );
+    assert!(
+        page.dom.contains("<title>mailbench send</title>"),
+        "the title does not repeat the command as the label"
+    );
 
     let page = Page::open(&chromium, &end_report);
     page.assert_drawn("send --report", 4, &["throughput", "lag", "percentiles"]);
@@ -253,6 +374,25 @@ fn reports_of_every_command_draw_in_a_real_browser_and_match_their_results() {
             ],
         );
         page.assert_summary("relay", 0, &results(&relay));
+        let r = results(&relay);
+        page.assert_headline(
+            "relay",
+            0,
+            &[
+                fig(&r, "drain_mpm", "/summary/drain_mpm"),
+                fig(&r, "delivered", "/summary/delivered"),
+                fig(&r, "lost", "/summary/lost"),
+                fig(&r, "duplicates", "/summary/duplicates"),
+                fig(&r, "e2e_p50_ms", "/summary/e2e_p50_ms"),
+                fig(&r, "e2e_p99_ms", "/summary/e2e_p99_ms"),
+                ("mta", Some("postfix".into())),
+                cpu_per(&r, "mta_cpu_ms_per_message", "delivered_messages"),
+            ],
+        );
+        assert!(
+            page.dom.contains("last delivery"),
+            "the subtitle gives the drain apart from the injection"
+        );
         assert!(page.dom.contains("id=\"sweep_table\""), "the sweep's table");
     }
 
@@ -268,6 +408,54 @@ fn reports_of_every_command_draw_in_a_real_browser_and_match_their_results() {
         let page = report(&chromium, &[&pop3], &p("pop3.html"), &[]);
         page.assert_drawn("pop3", 3, &["throughput", "percentiles"]);
         page.assert_summary("pop3", 0, &results(&pop3));
+        let r = results(&pop3);
+        page.assert_headline(
+            "pop3",
+            0,
+            &[
+                fig(&r, "sessions_per_sec", "/summary/sessions_per_sec"),
+                fig(&r, "p99_ms", "/summary/p99_ms"),
+                fig(&r, "errors", "/summary/errors"),
+                cpu_per(&r, "store_cpu_ms_per_session", "completed"),
+            ],
+        );
+        assert!(
+            page.dom.contains("\"sessions/s\"") && !page.dom.contains("accepted/s"),
+            "POP3's throughput is in sessions"
+        );
+        assert!(
+            !page.dom.contains("Queue device"),
+            "a store has no queue device"
+        );
+
+        let imap = p("imap.json");
+        run_json(
+            &[
+                "mailbox", "imap", "--lab", "dovecot", "--users", "4", "--fill", "3", "-n", "40",
+                "-c", "2",
+            ],
+            &imap,
+        );
+        let page = report(&chromium, &[&imap], &p("imap.html"), &[]);
+        page.assert_drawn("imap", 3, &["throughput", "percentiles"]);
+        page.assert_summary("imap", 0, &results(&imap));
+        let r = results(&imap);
+        page.assert_headline(
+            "imap",
+            0,
+            &[
+                fig(&r, "commands_per_sec", "/summary/commands_per_sec"),
+                fig(&r, "p99_ms", "/summary/p99_ms"),
+                fig(&r, "violations", "/summary/violations"),
+                fig(&r, "errors", "/summary/errors"),
+                cpu_per(&r, "store_cpu_ms_per_command", "completed"),
+            ],
+        );
+        assert!(
+            page.dom
+                .contains("<title>mailbench imap on dovecot</title>"),
+            "the title names the store"
+        );
         // The store's resources are a summary in the results file, not a series.
         assert!(
             page.dom.contains("<section id=\"sut\">"),

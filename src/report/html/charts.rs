@@ -77,6 +77,24 @@ fn rate(n: u64, p: &IntervalPoint) -> f64 {
     if p.dt_s > 0.0 { n as f64 / p.dt_s } else { 0.0 }
 }
 
+/// Where a chart names the rate of units done: the run's kind says in which units
+/// (`stats::kind::headline`).
+const RATE: &str = "{rate}";
+/// Where a chart names the server's watched device: a queue for an MTA, a store for a
+/// mailbox server.
+const DEVICE: &str = "{device}";
+
+/// Where a chart names the server under test: the MTA, the store.
+const SERVER: &str = "{server}";
+
+/// `text` with the words of `r`'s kind put in for [`RATE`], [`DEVICE`] and [`SERVER`].
+pub(super) fn in_words(text: &str, r: &Results) -> String {
+    let h = super::headline::of(r);
+    text.replace(RATE, h.throughput)
+        .replace(DEVICE, h.device)
+        .replace(SERVER, h.server)
+}
+
 const TIME_CHARTS: &[TimeChart] = &[
     TimeChart {
         id: "profile_users",
@@ -135,7 +153,7 @@ const TIME_CHARTS: &[TimeChart] = &[
         unit: "per second",
         columns: &[
             Column {
-                label: "accepted/s",
+                label: RATE,
                 get: |p| Some(p.msgs_per_sec),
                 agg: Agg::Mean,
             },
@@ -229,7 +247,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_cpu",
-        title: "Server CPU",
+        title: "{server} CPU",
         unit: "% of one core",
         columns: &[
             Column {
@@ -246,7 +264,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_disk",
-        title: "Server disk",
+        title: "{server} disk",
         unit: "KiB/s",
         columns: &[
             Column {
@@ -263,7 +281,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_device",
-        title: "Queue device",
+        title: DEVICE,
         unit: "operations/s",
         columns: &[
             Column {
@@ -280,7 +298,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_device_busy",
-        title: "Queue device busy, and the load average",
+        title: "{device} busy, and the load average",
         unit: "% busy / load",
         columns: &[
             Column {
@@ -297,7 +315,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_memory",
-        title: "Server memory (RSS)",
+        title: "{server} memory (RSS)",
         unit: "MiB",
         columns: &[Column {
             label: "rss",
@@ -307,7 +325,7 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_procs",
-        title: "Server processes",
+        title: "{server} processes",
         unit: "processes",
         columns: &[Column {
             label: "processes",
@@ -363,13 +381,17 @@ fn time_chart(c: &TimeChart, runs: &[(String, &Results)]) -> Option<Chart> {
                 .collect();
             if points.iter().any(|(_, y)| y.is_some_and(|v| v != 0.0)) {
                 lines.push(Line {
-                    label: name(runs, label, col.label),
+                    label: name(runs, label, &in_words(col.label, r)),
                     points,
                 });
             }
         }
     }
-    chart(c.id, c.title, c.unit, XAxis::Time, "seconds", false, lines)
+    // Runs of several kinds on one page share a title: the first run's words name it.
+    let title = runs
+        .first()
+        .map_or_else(|| c.title.to_string(), |(_, r)| in_words(c.title, r));
+    chart(c.id, &title, c.unit, XAxis::Time, "seconds", false, lines)
 }
 
 /// Consecutive intervals merged so that no run draws more than [`MAX_POINTS`].

@@ -6,9 +6,13 @@
 //! Built on the results file alone, so every command's results get a report.
 
 pub mod charts;
+pub mod headline;
 pub mod tables;
 
+use std::fmt::Write as _;
+
 use crate::stats::results::Results;
+use crate::stats::summary::Summary;
 
 /// uPlot's minified script, vendored unchanged (checksum pinned by a test).
 const UPLOT_JS: &str = include_str!("vendor/uPlot.iife.min.js");
@@ -26,22 +30,10 @@ pub fn render(runs: &[(String, &Results)]) -> String {
     let data = serde_json::to_string(&charts)
         .unwrap_or_else(|_| "[]".into())
         .replace("</", "<\\/");
-    let title = match runs {
-        [(label, r)] => format!("mailbench {} · {}", r.command, label),
-        _ => format!("mailbench · {} runs", runs.len()),
-    };
+    let title = title(runs);
     let subtitle = runs
         .iter()
-        .map(|(label, r)| {
-            format!(
-                "{}: {} started {} for {:.1} s{}",
-                label,
-                r.command,
-                r.started_at,
-                r.duration_s,
-                if r.interrupted { " (interrupted)" } else { "" }
-            )
-        })
+        .map(|(label, r)| subtitle(label, r))
         .collect::<Vec<_>>()
         .join(" · ");
     let mut page = String::with_capacity(UPLOT_JS.len() + data.len() + 64 * 1024);
@@ -58,6 +50,7 @@ pub fn render(runs: &[(String, &Results)]) -> String {
         tables::escape(&title),
         tables::escape(&subtitle)
     ));
+    page.push_str(&headline::section(runs));
     page.push_str("<div class=\"head\">");
     page.push_str(&tables::head(runs));
     page.push_str("</div>");
@@ -71,6 +64,50 @@ pub fn render(runs: &[(String, &Results)]) -> String {
     page.push_str(PAGE_JS);
     page.push_str("</script>\n</body></html>\n");
     page
+}
+
+/// The page's title: the command, the MTA a relay went through or the lab store a mailbox
+/// workload ran on, and the run's label when
+/// it says more than the command does.
+fn title(runs: &[(String, &Results)]) -> String {
+    let [(label, r)] = runs else {
+        return format!("mailbench · {} runs", runs.len());
+    };
+    let mut t = format!("mailbench {}", r.command);
+    if let Some(mta) = r.config.pointer("/relay/lab").and_then(|v| v.as_str()) {
+        let _ = write!(t, " through {mta}");
+    }
+    if let Some(store) = r.config.get("lab").and_then(|v| v.as_str()) {
+        let _ = write!(t, " on {store}");
+    }
+    if *label != r.command {
+        let _ = write!(t, " · {label}");
+    }
+    t
+}
+
+/// When a run started and how long it took; a relay's injection and its drain each with
+/// their own length, since the drain goes on after the last message is sent.
+fn subtitle(label: &str, r: &Results) -> String {
+    let took = match &r.summary {
+        Summary::Relay(s) => format!(
+            "injected for {:.1} s, last delivery {:.2} s after the {}",
+            r.duration_s,
+            s.drain_s,
+            if s.release_at_s.is_some() {
+                "release"
+            } else {
+                "first injection"
+            }
+        ),
+        _ => format!("for {:.1} s", r.duration_s),
+    };
+    format!(
+        "{label}: {} started {} {took}{}",
+        r.command,
+        r.started_at,
+        if r.interrupted { " (interrupted)" } else { "" }
+    )
 }
 
 /// Writes the report of `runs` to `path`.

@@ -9,7 +9,9 @@
   var colors = ["#2f6fdb", "#e4572e", "#17a05d", "#a05195", "#f0a202", "#12a4b6", "#7a5c3e", "#d45087", "#5a6270", "#8fb339"];
   var css = getComputedStyle(document.documentElement);
   var fg = css.getPropertyValue("--muted").trim(), grid = css.getPropertyValue("--grid").trim();
-  function pct(v) { return v <= 1 ? "0%" : (100 * (1 - 1 / v)).toPrecision(Math.max(2, Math.round(Math.log10(v)) + 1)) + "%"; }
+  // 1/(1-q) as a percentile, to as many decimals as its decade needs (10 → 90%, 1e5 →
+  // 99.999%): no trailing zeros to widen the last label past the chart's edge.
+  function pct(v) { return v <= 1 ? "0%" : (100 * (1 - 1 / v)).toFixed(Math.max(0, Math.round(Math.log10(v)) - 2)) + "%"; }
   function draw(c, into) {
     var x = c.x === "percentile"
       ? { stroke: fg, grid: { stroke: grid }, label: c.x_label, splits: function () { return [1, 10, 100, 1e3, 1e4, 1e5]; },
@@ -17,6 +19,8 @@
       : { stroke: fg, grid: { stroke: grid }, label: c.x_label };
     var opts = {
       width: Math.max(320, into.clientWidth), height: 260,
+      // Room on the right for the last percentile label, which sits on the edge.
+      padding: [null, c.x === "percentile" ? 32 : null, null, null],
       scales: { x: { time: false, distr: c.x === "percentile" ? 3 : 1 }, y: { distr: c.log_y ? 3 : 1 } },
       series: [{ label: c.x_label, value: c.x === "percentile" ? function (u, v) { return v == null ? "–" : pct(v); } : undefined }]
         .concat(c.series.map(function (s, i) { return { label: s, stroke: colors[i % colors.length], width: 1.5, spanGaps: true }; })),

@@ -27,7 +27,7 @@ pub fn escape(s: &str) -> String {
 
 /// A JSON value as people read it: integers whole, other numbers to 2 decimals (3
 /// significant digits below 1), yes/no, text as is.
-fn show(v: &Value) -> String {
+pub(super) fn show(v: &Value) -> String {
     match v {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(0.0);
@@ -58,8 +58,31 @@ fn key_table(
     if rows.is_empty() {
         return String::new();
     }
-    let mut h = section_head(id, title);
-    h.push_str("<table><thead><tr><th></th>");
+    section_head(id, title) + &key_rows(labels, rows) + "</section>"
+}
+
+/// A key table folded away under `title`, for the raw keys that the headline already
+/// said in plain words: there for whoever checks a figure, out of the way of a first read.
+fn folded_key_table(
+    id: &str,
+    title: &str,
+    labels: &[&str],
+    rows: &[(String, Vec<Option<Value>>)],
+) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<section id=\"{}\"><details><summary>{}</summary>{}</details></section>",
+        escape(id),
+        escape(title),
+        key_rows(labels, rows)
+    )
+}
+
+/// The `<table>` of a key table.
+fn key_rows(labels: &[&str], rows: &[(String, Vec<Option<Value>>)]) -> String {
+    let mut h = String::from("<table><thead><tr><th></th>");
     for l in labels {
         let _ = write!(h, "<th>{}</th>", escape(l));
     }
@@ -82,7 +105,7 @@ fn key_table(
         }
         h.push_str("</tr>");
     }
-    h.push_str("</tbody></table></section>");
+    h.push_str("</tbody></table>");
     h
 }
 
@@ -142,7 +165,8 @@ fn flatten(prefix: &str, v: &Value, out: &mut Flat) {
     }
 }
 
-/// The tables read first: the runs' header and the headline summary.
+/// The tables read after the headline: the runs' header, and the summary's raw keys
+/// folded away.
 pub fn head(runs: &[(String, &Results)]) -> String {
     let labels: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
     let summaries: Vec<Value> = runs
@@ -150,9 +174,9 @@ pub fn head(runs: &[(String, &Results)]) -> String {
         .map(|(_, r)| serde_json::to_value(&r.summary).unwrap_or(Value::Null))
         .collect();
     header(runs, &labels)
-        + &key_table(
+        + &folded_key_table(
             "summary",
-            "Summary",
+            "Every summary figure, by its key in the results file",
             &labels,
             &object_rows(&summaries.iter().map(Some).collect::<Vec<_>>()),
         )
@@ -167,29 +191,78 @@ pub fn details(runs: &[(String, &Results)]) -> String {
     h.push_str(&thresholds(runs));
     let extra =
         |key: &str| -> Vec<Option<&Value>> { runs.iter().map(|(_, r)| r.extra.get(key)).collect() };
+    let server = runs.first().map_or_else(
+        || "Server under test".to_string(),
+        |(_, r)| super::charts::in_words("{server} under test", r),
+    );
     for (key, id, title) in [
-        ("sut", "sut", "Server under test"),
+        ("sut", "sut", server.as_str()),
         ("store_limits", "store_limits", "Store limits in effect"),
+        ("dns", "dns", "DNS questions and replies"),
     ] {
         h.push_str(&key_table(id, title, &labels, &object_rows(&extra(key))));
     }
+    h.push_str(&step_table(
+        runs,
+        "dns_faults",
+        "DNS fault rules and how often each fired",
+        &[("rule", "rule"), ("fired", "fired")],
+        |r| r.extra.get("dns").map(|d| &d["faults"]),
+    ));
     h.push_str(&tool(runs, &labels));
-    for (key, title) in [
-        ("sweep", "Concurrency sweep"),
-        ("find_max", "Find-max steps"),
-    ] {
-        h.push_str(&step_table(runs, key, title, |r| r.extra.get(key)));
-    }
-    h.push_str(&step_table(runs, "capacity", "Capacity ramp", |r| {
-        r.extra.get("capacity").map(|c| &c["steps"])
-    }));
+    h.push_str(&step_table(
+        runs,
+        "sweep",
+        "Concurrency sweep",
+        &[
+            ("concurrency", "sessions"),
+            ("inject_mpm", "injected (msg/min)"),
+            ("drain_mpm", "drained (msg/min)"),
+            ("e2e_p50_ms", "end to end p50 (ms)"),
+            ("e2e_p99_ms", "end to end p99 (ms)"),
+            ("max_backlog", "max backlog"),
+            ("lost", "lost"),
+        ],
+        |r| r.extra.get("sweep"),
+    ));
+    h.push_str(&step_table(
+        runs,
+        "find_max",
+        "Find-max steps",
+        &[
+            ("rate_per_sec", "rate (msg/s)"),
+            ("drain_mpm", "drained (msg/min)"),
+            ("e2e_p99_ms", "end to end p99 (ms)"),
+            ("max_backlog", "max backlog"),
+            ("lost", "lost"),
+            ("why", "verdict"),
+        ],
+        |r| r.extra.get("find_max"),
+    ));
+    h.push_str(&step_table(
+        runs,
+        "capacity",
+        "Capacity ramp",
+        &[
+            ("users", "users"),
+            ("seconds", "ran (s)"),
+            ("summary.actions_per_min", "actions/min"),
+            ("summary.p95_ms", "p95 (ms)"),
+            ("summary.p99_ms", "p99 (ms)"),
+            ("failed", "failed"),
+            ("summary.sut_cpu", "store CPU (%)"),
+            ("broken", "broke"),
+            ("cut_short", "cut short"),
+        ],
+        |r| r.extra.get("capacity").map(|c| &c["steps"]),
+    ));
     h.push_str(&capacity_verdict(runs, &labels));
     h.push_str(&config(runs));
     h
 }
 
 fn header(runs: &[(String, &Results)], labels: &[&str]) -> String {
-    let rows: Vec<(String, Vec<Option<Value>>)> = [
+    let mut rows: Vec<(String, Vec<Option<Value>>)> = [
         (
             "command",
             (|r: &Results| Value::from(r.command.clone())) as fn(&Results) -> Value,
@@ -221,6 +294,17 @@ fn header(runs: &[(String, &Results)], labels: &[&str]) -> String {
         )
     })
     .collect();
+    // The MTA a relay went through, or the lab store a mailbox workload ran on, is what
+    // its figures are about.
+    for (name, at) in [("store", "/lab"), ("MTA", "/relay/lab")] {
+        let labs: Vec<Option<Value>> = runs
+            .iter()
+            .map(|(_, r)| r.config.pointer(at).filter(|v| v.is_string()).cloned())
+            .collect();
+        if labs.iter().any(Option::is_some) {
+            rows.insert(1, (name.to_string(), labs));
+        }
+    }
     key_table("run", "Run", labels, &rows)
 }
 
@@ -351,11 +435,14 @@ fn tool(runs: &[(String, &Results)], labels: &[&str]) -> String {
     h
 }
 
-/// A list of flat objects (steps) as a table: one row per step, one column per key.
+/// A list of flat objects (steps) as a table, one row per step: the `lead` columns (key,
+/// plain label) that tell the story, and every column folded away below them when the
+/// steps have more (a capacity step has dozens).
 fn step_table(
     runs: &[(String, &Results)],
     id: &str,
     title: &str,
+    lead: &[(&str, &str)],
     rows_of: impl Fn(&Results) -> Option<&Value>,
 ) -> String {
     let tables: Vec<(&str, Vec<Flat>)> = runs
@@ -378,10 +465,15 @@ fn step_table(
     }
     let mut h = section_head(&format!("{id}_table"), title);
     for (label, rows) in tables {
-        let mut keys: Vec<&String> = Vec::new();
+        let mut keys: Vec<&str> = lead
+            .iter()
+            .map(|(k, _)| *k)
+            .filter(|k| rows.iter().any(|row| row.iter().any(|(rk, _)| rk == k)))
+            .collect();
+        let shown = keys.len();
         for row in &rows {
             for (k, _) in row {
-                if !keys.contains(&k) {
+                if !keys.contains(&k.as_str()) {
                     keys.push(k);
                 }
             }
@@ -389,22 +481,43 @@ fn step_table(
         if runs.len() > 1 {
             let _ = write!(h, "<h3>{}</h3>", escape(label));
         }
-        h.push_str("<table><thead><tr>");
-        for k in &keys {
-            let _ = write!(h, "<th>{}</th>", escape(k));
+        let header = |k: &str| {
+            let plain = lead.iter().find(|(l, _)| *l == k).map_or(k, |(_, t)| *t);
+            plain.to_string()
+        };
+        if shown > 0 {
+            h.push_str(&rows_table(&rows, &keys[..shown], header));
         }
-        h.push_str("</tr></thead><tbody>");
-        for row in &rows {
-            h.push_str("<tr>");
-            for k in &keys {
-                let v = row.iter().find(|(rk, _)| rk == *k).map(|(_, v)| show(v));
-                let _ = write!(h, "<td>{}</td>", escape(&v.unwrap_or_default()));
+        if keys.len() > shown {
+            if shown > 0 {
+                h.push_str("<details><summary>Every column</summary>");
             }
-            h.push_str("</tr>");
+            h.push_str(&rows_table(&rows, &keys, str::to_string));
+            if shown > 0 {
+                h.push_str("</details>");
+            }
         }
-        h.push_str("</tbody></table>");
     }
     h.push_str("</section>");
+    h
+}
+
+/// The `<table>` of steps `rows` in columns `keys`, headed as `header` names them.
+fn rows_table(rows: &[Flat], keys: &[&str], header: impl Fn(&str) -> String) -> String {
+    let mut h = String::from("<table><thead><tr>");
+    for k in keys {
+        let _ = write!(h, "<th>{}</th>", escape(&header(k)));
+    }
+    h.push_str("</tr></thead><tbody>");
+    for row in rows {
+        h.push_str("<tr>");
+        for k in keys {
+            let v = row.iter().find(|(rk, _)| rk == k).map(|(_, v)| show(v));
+            let _ = write!(h, "<td>{}</td>", escape(&v.unwrap_or_default()));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table>");
     h
 }
 

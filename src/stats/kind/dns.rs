@@ -1,7 +1,7 @@
 //! `dns`: the test DNS server, which times its answers by question type and serves until
 //! it is stopped.
 
-use super::{Kind, Layout, units};
+use super::{Kind, Layout, headline, units};
 use crate::stats::dns::STEPS;
 use crate::stats::metric::Metric;
 use crate::stats::summary::{Summary, Vocabulary};
@@ -36,5 +36,6 @@ pub const DNS: Kind = Kind {
         steps: STEPS,
         metrics: |m| !matches!(m, Metric::Lag | Metric::E2e),
     },
+    headline: &headline::DNS,
     serves: true,
 };

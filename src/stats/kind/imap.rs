@@ -1,6 +1,6 @@
 //! `mailbox imap`: commands on logged-in, selected sessions, with the store's state checked.
 
-use super::{Kind, Layout, units};
+use super::{Kind, Layout, headline, units};
 use crate::stats::metric::{Metric, Steps};
 use crate::stats::summary::{Summary, Vocabulary};
 
@@ -65,5 +65,6 @@ pub const IMAP: Kind = Kind {
         steps: STEPS,
         metrics: |m| m != Metric::E2e,
     },
+    headline: &headline::IMAP,
     serves: false,
 };

@@ -1,17 +1,20 @@
 //! One descriptor per kind of run — what its results files are called, the steps it times,
 //! what its unit of work is called live and on `/metrics`, how its summary is read back,
-//! which text summary shows it, what its thresholds may name — registered once in
-//! [`KINDS`], so that reading results, the exporter, the report and the end of a command
-//! look a kind up here instead of each matching command names.
+//! which text summary shows it, what its thresholds may name, what its report puts
+//! first — registered once in [`KINDS`], so that reading results, the exporter, the
+//! report and the end of a command look a kind up here instead of each matching command
+//! names.
 //!
 //! A new kind of run is its own file here (name, steps, units, decoder, threshold keys)
 //! and one line in [`KINDS`]; a new summary type adds its variant to `Summary`, and a new
 //! layout its file in `report::text` and its arm in `report::text::summary`.
 //!
 //! The kinds: `send` and `populate` (`send`), `sink`, `relay` and `arrival` (`relay`),
-//! `pop3`, `imap`, `profile`, `dns`; the units they count in (`units`).
+//! `pop3`, `imap`, `profile`, `dns`; the units they count in (`units`); their reports'
+//! headlines (`headline`).
 
 pub mod dns;
+pub mod headline;
 pub mod imap;
 pub mod pop3;
 pub mod profile;
@@ -63,6 +66,8 @@ pub struct Kind {
     pub layout: Layout,
     /// What its `--threshold`s may name.
     pub thresholds: Vocabulary,
+    /// What its report puts first, and the words its charts use.
+    pub headline: &'static headline::Headline,
     /// A server that runs until it is stopped (`sink`, `dns`): a signal is how it ends,
     /// not a cut-short run, and it accepts nothing of its own to judge.
     pub serves: bool,

@@ -1,6 +1,6 @@
 //! `mailbox pop3`: sessions that log in, list, download and delete.
 
-use super::{Kind, Layout, units};
+use super::{Kind, Layout, headline, units};
 use crate::stats::metric::{Metric, Steps};
 use crate::stats::summary::{Summary, Vocabulary};
 
@@ -53,5 +53,6 @@ pub const POP3: Kind = Kind {
         steps: STEPS,
         metrics: |m| m != Metric::E2e,
     },
+    headline: &headline::POP3,
     serves: false,
 };

@@ -1,6 +1,6 @@
 //! `mailbox profile`: virtual users' actions, and the capacity in users found.
 
-use super::{Kind, Layout, units};
+use super::{Kind, Layout, headline, units};
 use crate::stats::metric::{Metric, Steps};
 use crate::stats::summary::{Summary, Vocabulary};
 
@@ -50,5 +50,6 @@ pub const PROFILE: Kind = Kind {
         steps: STEPS,
         metrics: |m| matches!(m, Metric::Step(_) | Metric::Lag),
     },
+    headline: &headline::PROFILE,
     serves: false,
 };

@@ -2,7 +2,7 @@
 //! timed until IMAP shows it): an injection over SMTP and what arrived at the far end.
 
 use super::send::{INJECTION_KEYS, SMTP_STEPS};
-use super::{Kind, Layout, units};
+use super::{Kind, Layout, headline, units};
 use crate::stats::metric::Metric;
 use crate::stats::summary::{Summary, Vocabulary};
 
@@ -57,6 +57,7 @@ pub const RELAY: Kind = Kind {
         steps: SMTP_STEPS,
         metrics: |_: Metric| true,
     },
+    headline: &headline::RELAY,
     serves: false,
 };
 

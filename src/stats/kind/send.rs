@@ -1,7 +1,7 @@
 //! The SMTP generators: `send`, and `mailbox populate` filling mailboxes over LMTP; both
 //! time SMTP's phases and sum up as an injection.
 
-use super::{Kind, Layout, units};
+use super::{Kind, Layout, headline, units};
 use crate::stats::metric::{Metric, Steps};
 use crate::stats::summary::{Summary, Vocabulary};
 
@@ -66,6 +66,7 @@ pub const SEND: Kind = Kind {
     decode: |v| serde_json::from_value(v).map(Summary::Send),
     layout: Layout::Generator,
     thresholds: THRESHOLDS,
+    headline: &headline::SEND,
     serves: false,
 };
 

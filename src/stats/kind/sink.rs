@@ -1,6 +1,6 @@
 //! `sink`: the receiver, which times end to end only and serves until it is stopped.
 
-use super::{Kind, Layout, units};
+use super::{Kind, Layout, headline, units};
 use crate::stats::metric::{Metric, Steps};
 use crate::stats::summary::{Summary, Vocabulary};
 
@@ -39,5 +39,6 @@ pub const SINK: Kind = Kind {
         steps: Steps::NONE,
         metrics: |m| m == Metric::E2e,
     },
+    headline: &headline::SINK,
     serves: true,
 };

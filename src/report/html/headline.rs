@@ -1,0 +1,109 @@
+//! The top of the page: what each run found, as its kind's headline figures say
+//! (`stats::kind::headline`), in plain words with units. Each figure keeps its raw value
+//! in `data-value`, so that a reader or a test can check it against the results file.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::tables::{escape, show};
+use crate::stats::kind::{self, headline::Headline};
+use crate::stats::results::Results;
+
+/// The headline of the kind that wrote `r`; a results file of an unknown kind (none is
+/// read without one) gets the generator's.
+pub fn of(r: &Results) -> &'static Headline {
+    kind::find(&r.command).map_or(&kind::headline::SEND, |k| k.headline)
+}
+
+/// The parts of a results file a figure may read, as one JSON document.
+fn document(r: &Results) -> Value {
+    serde_json::json!({
+        "summary": serde_json::to_value(&r.summary).unwrap_or(Value::Null),
+        "extra": r.extra,
+        "config": r.config,
+    })
+}
+
+/// One block of figures per run, its label above it when there are several.
+pub fn section(runs: &[(String, &Results)]) -> String {
+    let mut h = String::from("<section id=\"headline\">");
+    for (run, (label, r)) in runs.iter().enumerate() {
+        let doc = document(r);
+        if runs.len() > 1 {
+            let _ = write!(h, "<h3>{}</h3>", escape(label));
+        }
+        h.push_str("<div class=\"figures\">");
+        for f in of(r).figures {
+            let Some(v) = (f.value)(&doc) else { continue };
+            let unit = if f.unit.is_empty() {
+                String::new()
+            } else {
+                format!(" <span class=\"unit\">{}</span>", escape(f.unit))
+            };
+            let _ = write!(
+                h,
+                "<div class=\"figure\" data-run=\"{run}\" data-figure=\"{}\" data-value=\"{}\"><b class=\"value\">{}</b>{unit}<div class=\"label\">{}</div></div>",
+                escape(f.id),
+                escape(&v.to_string()),
+                escape(&figure_text(&v)),
+                escape(f.label),
+            );
+        }
+        h.push_str("</div>");
+    }
+    h.push_str("</section>\n");
+    h
+}
+
+/// A figure as read at a glance: whole numbers from 100 up, in groups of three digits
+/// ("49,023"), 2 decimals from 1 up, 3 below; anything else as the tables show it.
+pub fn figure_text(v: &Value) -> String {
+    let Some(f) = v.as_f64() else {
+        return show(v);
+    };
+    if let Some(n) = v.as_i64() {
+        return grouped(n);
+    }
+    if f.abs() >= 100.0 && f.abs() < 1e15 {
+        grouped(f.round() as i64)
+    } else if f.abs() >= 1.0 {
+        format!("{f:.2}")
+    } else {
+        format!("{f:.3}")
+    }
+}
+
+/// `n` with its digits in groups of three.
+fn grouped(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_read_at_a_glance() {
+        let t = |v: Value| figure_text(&v);
+        assert_eq!(t(49022.95.into()), "49,023");
+        assert_eq!(t(1234567.into()), "1,234,567");
+        assert_eq!(t(0.into()), "0");
+        assert_eq!(t(300.into()), "300");
+        assert_eq!(t(80.639.into()), "80.64");
+        assert_eq!(t(0.6667.into()), "0.667");
+        assert_eq!(t(2000.0.into()), "2,000");
+        assert_eq!(t("postfix".into()), "postfix");
+    }
+}
