@@ -7,6 +7,7 @@
 //! theirs: the work, and their summary.
 
 pub mod exporter;
+pub mod iotrace;
 pub mod live;
 pub mod rounds;
 pub mod sampler;
