@@ -17,7 +17,7 @@ use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -53,6 +53,9 @@ const EVENTS: &[(&str, &str)] = &[
     ("sched/sched_switch", ""),
     ("sched/sched_process_fork", ""),
 ];
+
+/// Traces started by this process: each has its own instance (tests run several at once).
+static TRACES: AtomicU64 = AtomicU64::new(0);
 
 /// A trace under way; dropping it stops it and removes everything it set up.
 pub struct IoTrace {
@@ -98,9 +101,11 @@ impl IoTrace {
             run("mount", &["-t", "tracefs", "nodev", TRACEFS])?;
             true
         };
-        let instance = Path::new(TRACEFS)
-            .join("instances")
-            .join(format!("mailbench-{}", std::process::id()));
+        let instance = Path::new(TRACEFS).join("instances").join(format!(
+            "mailbench-{}-{}",
+            std::process::id(),
+            TRACES.fetch_add(1, Ordering::Relaxed)
+        ));
         let mut trace = IoTrace {
             instance: instance.clone(),
             mounted,
