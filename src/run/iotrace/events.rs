@@ -67,9 +67,9 @@ impl Tally {
                 self.creating.insert(task);
             }
             ("sys_open" | "sys_openat", Some(ret)) => {
-                if self.creating.remove(&task) && ret >= 0 {
-                    c.files_created += 1;
-                }
+                // The entry is forgotten whatever the outcome.
+                let created = self.creating.remove(&task) && ret >= 0;
+                c.files_created += u64::from(created);
             }
             ("sys_creat", Some(_)) => c.files_created += 1,
             ("sys_rename" | "sys_renameat" | "sys_renameat2", Some(_)) => c.renames += 1,
@@ -79,9 +79,8 @@ impl Tally {
                 Some(ret),
             ) => c.bytes_written += ret.max(0) as u64,
             ("sched_switch:", _) => {
-                if field(rest, "prev_pid=").is_some_and(|p| self.tree.contains(&p)) {
-                    c.context_switches += 1;
-                }
+                let ours = field(rest, "prev_pid=").is_some_and(|p| self.tree.contains(&p));
+                c.context_switches += u64::from(ours);
             }
             ("sched_process_fork:", _) => {
                 if let Some(child) = field(rest, "child_pid=") {
