@@ -209,6 +209,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         keep_logs: outputs.files.json.clone(),
         queue_device,
         flush: a.flush,
+        trace_io: a.trace_io,
         dkim_verify: a
             .dkim_verify
             .as_deref()

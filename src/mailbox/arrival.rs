@@ -172,6 +172,7 @@ pub async fn run(
             .as_ref()
             .map(|l| crate::stats::host::Device::holding(&l.queue_dir())),
         flush: false,
+        trace_io: false,
     };
     let mut results = crate::relay::run::run(r, mta.clone(), shutdown)
         .await

@@ -64,6 +64,9 @@ pub struct RelayPlan {
     pub dkim_verify: Option<Arc<crate::sink::dkim::Verifier>>,
     /// DNS in the benchmark: the embedded DNS server, the sink on several addresses.
     pub dns: Option<RelayDns>,
+    /// `--trace-io`: each run counts the MTA's fsyncs, file operations, bytes written and
+    /// context switches per delivered message, from the kernel.
+    pub trace_io: bool,
 }
 
 impl RelayPlan {
@@ -122,6 +125,9 @@ enum Steps {
 pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, RelayError> {
     if let Some((mta, _)) = &plan.lab {
         mta.check().map_err(RelayError::Usage)?;
+    }
+    if plan.trace_io {
+        trace_io_possible(&plan).map_err(RelayError::Usage)?;
     }
     crate::limits::raise_nofile();
     let (listeners, sink_listen) = match &plan.dns {
@@ -409,8 +415,20 @@ async fn run_once(
         queue_cmd: plan.queue_cmd.clone(),
         queue_device: device,
         flush: plan.flush,
+        trace_io: plan.trace_io,
     };
     run(r, lab, shutdown.clone()).await
+}
+
+/// Whether `--trace-io` can count anything, checked before the lab starts: the kernel must
+/// let this process trace, and there must be MTA processes to trace.
+fn trace_io_possible(plan: &RelayPlan) -> Result<(), String> {
+    if plan.lab.is_none() && plan.sut_pids.is_empty() {
+        return Err(
+            "--trace-io needs --lab or --sut-pid: the MTA's processes are the ones counted".into(),
+        );
+    }
+    crate::run::iotrace::available()
 }
 
 /// The generator's plan for one open-loop step at `rate` per second for `step`.

@@ -11,6 +11,7 @@ use super::combine::{CombineInputs, Released, combine};
 use super::drain::{Limits, QueueProbe, drain};
 use crate::lab::MtaLab;
 use crate::run::exporter::Gauge;
+use crate::run::iotrace::{IoCounts, IoTrace};
 use crate::run::live::LiveExtra;
 use crate::run::sampler::{Pids, Sampler};
 use crate::send::SendPlan;
@@ -21,6 +22,7 @@ use crate::sink::plan::SinkPlan;
 use crate::stats::Results;
 use crate::stats::cpu::CpuTimes;
 use crate::stats::host::Device;
+use crate::stats::summary::Summary;
 use crate::stats::timelog::TimeLog;
 use crate::transport::listen::Listener;
 
@@ -50,6 +52,9 @@ pub struct RelayRun {
     /// The flush benchmark: the lab held everything injected; release it all at once
     /// after injection, then drain.
     pub flush: bool,
+    /// Count what the system under test's processes ask of the kernel per delivered
+    /// message (`--trace-io`), from injection to the end of the drain.
+    pub trace_io: bool,
 }
 
 /// A receiver's own run: given the run's delivery record (to confirm each arrival in),
@@ -85,6 +90,11 @@ pub async fn run(
 ) -> Result<Results, RelayError> {
     let lab = lab_arc.as_deref();
     let progress = r.send.load.progress;
+    // Started before anything else, so a refusal leaves nothing running.
+    let io_trace = match r.trace_io {
+        true => Some(IoTrace::start(&(r.sut_pids)()).map_err(RelayError::Usage)?),
+        false => None,
+    };
     let start = Instant::now();
     let cpu0 = CpuTimes::of_self();
     // A lab may carry earlier runs (a sweep): count only this run's log lines.
@@ -176,6 +186,7 @@ pub async fn run(
     )
     .await;
     let end_us = crate::stats::clock::unix_us();
+    let io = io_trace.map(IoTrace::finish).transpose();
     sink_stop.stop.cancel();
     let observed = sampler.finish().await;
     let sink = sink_joined(sink_task.await)?;
@@ -203,7 +214,30 @@ pub async fn run(
     if let (Some(note), Some(sut)) = (device_note, results.extra.get_mut("sut")) {
         sut["queue_device_note"] = note.into();
     }
+    if let Some(io) = io.map_err(RelayError::Failed)? {
+        per_message(&mut results, &io);
+    }
     Ok(results)
+}
+
+/// `--trace-io`'s counts, whole in `extra.iotrace` and per delivered message in the
+/// summary (none when nothing was delivered: there is nothing to divide by).
+fn per_message(results: &mut Results, io: &IoCounts) {
+    results.extra.insert(
+        "iotrace".into(),
+        serde_json::to_value(io).unwrap_or_default(),
+    );
+    let Summary::Relay(s) = &mut results.summary else {
+        return;
+    };
+    let n = s.delivered_messages;
+    let per = |count: u64| (n > 0).then(|| count as f64 / n as f64);
+    s.fsyncs_per_msg = per(io.fsyncs);
+    s.files_created_per_msg = per(io.files_created);
+    s.renames_per_msg = per(io.renames);
+    s.unlinks_per_msg = per(io.unlinks);
+    s.bytes_written_per_msg = per(io.bytes_written);
+    s.ctx_switches_per_msg = per(io.context_switches);
 }
 
 /// The flush: waits until the lab holds every accepted message (its cleanup may still be

@@ -2,11 +2,13 @@
 //! DNS parts after them): time zero on both clocks, a tick per interval that drains the
 //! statistics shards into the series and shows the live line (`live`), the final tick, and
 //! the tool's own CPU over the run. Around it: the system under test watched while the run
-//! goes (`sampler`), the figures served at `/metrics` (`exporter`), and a run repeated in
-//! rounds or variants of it run in rotating turns (`rounds`). Engines keep only what is
-//! theirs: the work, and their summary.
+//! goes (`sampler`) and what its processes ask of the kernel (`iotrace`), the figures
+//! served at `/metrics` (`exporter`), and a run repeated in rounds or variants of it run in
+//! rotating turns (`rounds`). Engines keep only what is theirs: the work, and their
+//! summary.
 
 pub mod exporter;
+pub mod iotrace;
 pub mod live;
 pub mod rounds;
 pub mod sampler;

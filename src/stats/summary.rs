@@ -362,6 +362,27 @@ pub struct RelaySummary {
     /// Deferrals the MTA's log blames on DNS (lookup failures, not found, timeouts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dns_deferred: Option<u64>,
+    /// With `--trace-io`: fsync, fdatasync and sync_file_range calls of the MTA's processes per
+    /// delivered message, the forced writes that bound a disk queue's rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsyncs_per_msg: Option<f64>,
+    /// With `--trace-io`: opens with O_CREAT (and creat calls) per delivered message: the
+    /// queue files an MTA makes for each (seed 004: one for Postfix, several for qmail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_created_per_msg: Option<f64>,
+    /// With `--trace-io`: renames per delivered message (a queue file moving between states).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renames_per_msg: Option<f64>,
+    /// With `--trace-io`: unlinks per delivered message (queue files removed once delivered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlinks_per_msg: Option<f64>,
+    /// With `--trace-io`: bytes the MTA's write calls wrote per delivered message (files,
+    /// pipes and sockets alike: its queue and log writes beside the relayed copy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_written_per_msg: Option<f64>,
+    /// With `--trace-io`: times the MTA's processes left a CPU per delivered message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctx_switches_per_msg: Option<f64>,
 }
 
 /// `mailbox pop3`'s summary: sessions as the units of work, and what they did.

@@ -18,6 +18,9 @@
 //!   shows accepted by its command
 //! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
 //!   violations, and a corrupting proxy caught by the state checks
+//! - `iotrace`: issue 29 — `relay --trace-io`: a known program's fsyncs, files created,
+//!   renamed and unlinked and bytes written counted exactly (strace agreeing), a lab
+//!   Postfix's one queue file per message, refusals in one line, tracefs left as found
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
 //! - `live`: the live view under tmux (figures while running, the summary intact after a
 //!   resize), `/metrics` parsed by the Prometheus client's OpenMetrics parser and equal to
@@ -68,6 +71,7 @@ mod dns;
 mod dns_nsd;
 mod examples;
 mod imap;
+mod iotrace;
 mod layout;
 mod leftovers;
 mod live;

@@ -119,6 +119,10 @@ pub struct RelayArgs {
     /// backlog) are reported apart.
     #[arg(long, requires = "lab", conflicts_with_all = ["find_max", "compare_postconf"])]
     pub flush: bool,
+    /// Count the MTA's fsyncs, files created, renamed and unlinked, bytes written and
+    /// context switches per delivered message, from the kernel's tracepoints (root).
+    #[arg(long)]
+    pub trace_io: bool,
     /// Observe this process tree as the system under test (repeatable; the lab's own is
     /// observed automatically).
     #[arg(long, value_name = "PID")]

@@ -46,6 +46,12 @@ const SUMMARY: &[(&str, Better)] = &[
     ("duplicates", Better::Less),
     ("violations", Better::Less),
     ("late", Better::Less),
+    ("fsyncs_per_msg", Better::Less),
+    ("files_created_per_msg", Better::Less),
+    ("renames_per_msg", Better::Less),
+    ("unlinks_per_msg", Better::Less),
+    ("bytes_written_per_msg", Better::Less),
+    ("ctx_switches_per_msg", Better::Less),
 ];
 
 /// The rate that decides `--fail-if-slower`: the first of these a run has.

@@ -112,6 +112,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
             opt(s.queued_left)
         );
     }
+    io_per_message(&mut out, r);
     sut_cost(&mut out, r, "MTA");
     if let Some(rows) = r.extra.get("find_max").and_then(|v| v.as_array()) {
         let _ = writeln!(out);
@@ -170,4 +171,37 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         1,
     ));
     out
+}
+
+/// `--trace-io`'s line: what the MTA's processes asked of the kernel per delivered
+/// message, the figures that explain a disk queue's rate (nothing without the flag).
+fn io_per_message(out: &mut String, r: &Results) {
+    let Summary::Relay(s) = &r.summary else {
+        return;
+    };
+    let (Some(fsyncs), Some(created), Some(renames), Some(unlinks), Some(bytes), Some(cs)) = (
+        s.fsyncs_per_msg,
+        s.files_created_per_msg,
+        s.renames_per_msg,
+        s.unlinks_per_msg,
+        s.bytes_written_per_msg,
+        s.ctx_switches_per_msg,
+    ) else {
+        return;
+    };
+    let lost = r
+        .extra
+        .get("iotrace")
+        .and_then(|io| io["lost"].as_u64())
+        .unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "  MTA I/O    per message: fsyncs {fsyncs:.2}  files created {created:.2}  renamed {renames:.2}  unlinked {unlinks:.2}  written {:.1} KiB  context switches {cs:.1}{}",
+        bytes / 1024.0,
+        if lost > 0 {
+            format!("  ({lost} kernel events lost: the counts are low)")
+        } else {
+            String::new()
+        }
+    );
 }

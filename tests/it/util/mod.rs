@@ -239,7 +239,8 @@ pub fn assert_threshold_keys(
 }
 
 /// The relay summary's keys that only some modes have: `--find-max`, `--flush`, a fan-out
-/// (several copies per message), deliveries before the MTA's 250, `--dns-domains`.
+/// (several copies per message), deliveries before the MTA's 250, `--dns-domains`,
+/// `--trace-io`.
 const RELAY_MODE_KEYS: &[&str] = &[
     "max_sustainable_per_sec",
     "max_sustainable_mpm",
@@ -253,6 +254,12 @@ const RELAY_MODE_KEYS: &[&str] = &[
     "dns_p50_ms",
     "dns_p99_ms",
     "dns_deferred",
+    "fsyncs_per_msg",
+    "files_created_per_msg",
+    "renames_per_msg",
+    "unlinks_per_msg",
+    "bytes_written_per_msg",
+    "ctx_switches_per_msg",
 ];
 
 /// The relay's mode-specific keys a run may lack: all but the `present` ones (its mode's).
