@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{Cell, Comparison};
-use crate::report::html::tables::escape;
+use crate::report::html::format::escape;
 
 /// The output formats of `compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::tables::{escape, show};
+use super::format::{escape, show};
 use crate::stats::kind::{self, headline::Headline};
 use crate::stats::results::Results;
 

@@ -2,10 +2,13 @@
 //! opens offline from a file: uPlot (MIT, vendored from npm's `uplot` 1.6.32 with its
 //! licence in `vendor/`), the page's own small script, its style and the data are all
 //! inlined, and a Content-Security-Policy forbids any network load. Tables are static
-//! HTML (`tables`); charts are data made here (`charts`) that the script only draws.
-//! Built on the results file alone, so every command's results get a report.
+//! HTML (`tables`), under the answer of each run at the top (`headline`, the figures its
+//! kind names); charts are data made here (`charts`) that the script only draws; values
+//! are written one way everywhere (`format`). Built on the results file alone, so every
+//! command's results get a report.
 
 pub mod charts;
+pub mod format;
 pub mod headline;
 pub mod tables;
 
@@ -40,15 +43,15 @@ pub fn render(runs: &[(String, &Results)]) -> String {
     page.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
     page.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n");
     page.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    page.push_str(&format!("<title>{}</title>\n", tables::escape(&title)));
+    page.push_str(&format!("<title>{}</title>\n", format::escape(&title)));
     page.push_str("<style>");
     page.push_str(UPLOT_CSS);
     page.push_str(PAGE_CSS);
     page.push_str("</style></head>\n<body data-report-status=\"loading\">\n");
     page.push_str(&format!(
         "<h1>{}</h1><p class=\"muted\">{}</p>\n",
-        tables::escape(&title),
-        tables::escape(&subtitle)
+        format::escape(&title),
+        format::escape(&subtitle)
     ));
     page.push_str(&headline::section(runs));
     page.push_str("<div class=\"head\">");
