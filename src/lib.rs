@@ -31,9 +31,10 @@
 //!   three parts for their clients; IMAP adds `state`, the checks across commands and
 //!   sessions), `message` (content prepared once, the trace header, address templates,
 //!   user lists, DKIM signing), `lab` (disposable real servers: MTAs that relay,
-//!   `postfix`, and `exim`, `opensmtpd`, `sendmail` unpacked beside it, sharing `chain`
-//!   and run in their own namespaces by `isolate`; mail stores that users read,
-//!   `dovecot`; and `leftovers`, the labs of runs that died).
+//!   `postfix`, and `exim`, `opensmtpd`, `sendmail` unpacked and `qmail` built beside it,
+//!   sharing `chain` and run in their own namespaces by `isolate`; mail stores that users
+//!   read, `dovecot`, and `cyrus` unpacked beside it; each registered once in `lab::MTAS`
+//!   or `lab::STORES`; and `leftovers`, the labs of runs that died).
 //! - `load`: the load engine — schedule, budget, workers over a protocol's driver, a run
 //!   split over agents (`shard`).
 //! - the parts: `send` (the SMTP driver for `load`, its plan and workload), `sink` (the

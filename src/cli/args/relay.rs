@@ -27,12 +27,13 @@ Examples:
 Summary keys: sent, accepted, delivered, bounced, lost, duplicates, errors, inject_mpm,
 drain_mpm, e2e_p50_ms, e2e_p99_ms, max_backlog, drained ('lost==0' and 'drained==1' make
 good thresholds). Lab runs need root and Postfix (scripts/install-deps.sh); Exim,
-OpenSMTPD and Sendmail are unpacked beside it by scripts/install-deps.sh --mtas.";
+OpenSMTPD and Sendmail are unpacked, and qmail built, beside it by
+scripts/install-deps.sh --mtas.";
 
 /// Flags of `mailbench relay`.
 #[derive(Debug, Args)]
 pub struct RelayArgs {
-    /// Start a disposable MTA for the run. Several (`postfix,exim,opensmtpd,sendmail`)
+    /// Start a disposable MTA for the run. Several (`postfix,exim,opensmtpd,sendmail,qmail`)
     /// compare them: the same workload against each in turn, in rounds (at least 4; more
     /// with --rounds) whose order rotates, ending with one table.
     #[arg(
