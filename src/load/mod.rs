@@ -128,6 +128,13 @@ pub trait Driver: Send + Sync + 'static {
         next: &mut (dyn FnMut() -> Next + Send),
         rng: &mut fastrand::Rng,
     ) -> impl Future<Output = Result<Self::Outcome, Self::Failure>> + Send;
+    /// A completed unit's own time, where the protocol timed it better than the engine
+    /// can: pipelined, a unit's clock would start where the one before it on the wire
+    /// completed, though it was written with it. `None`: the engine's (from its start, or
+    /// the previous unit's completion on a pipelined connection).
+    fn took(&self, _outcome: &Self::Outcome) -> Option<std::time::Duration> {
+        None
+    }
     /// Records the steps a connection timed since the last call and, for a completed
     /// unit `seq`, its outcome; true when the unit failed (was refused).
     fn record(

@@ -175,7 +175,8 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
             rec.counters.connections += cur.opened.0;
             rec.counters.tls_connections += cur.opened.1;
             record_start(&mut rec, cur.intended, cur.begun, eng.late);
-            rec.record(Metric::Total, done - cur.t0);
+            let took = result.as_ref().ok().and_then(|o| eng.driver.took(o));
+            rec.record(Metric::Total, took.unwrap_or(done - cur.t0));
             rec.counters.sent += 1;
             let failed = eng
                 .driver

@@ -66,6 +66,9 @@ pub struct Outcome {
     pub appended: u64,
     /// Messages expunged (EXPUNGE responses).
     pub expunged: u64,
+    /// Pipelined: the command's own time, from its write to its tagged completion (the
+    /// engine's clock would start it where the unit before it on the wire completed).
+    pub took: Option<std::time::Duration>,
 }
 
 impl ImapDriver {
@@ -386,6 +389,10 @@ impl Driver for ImapDriver {
         let seq = rng.u64(..);
         let cmd = self.command(s, s.next, seq, rng);
         self.one(s, &cmd).await
+    }
+
+    fn took(&self, o: &Outcome) -> Option<std::time::Duration> {
+        o.took
     }
 
     fn record(&self, rec: &mut Recorder, s: &mut Session, _seq: u64, o: Option<&Outcome>) -> bool {

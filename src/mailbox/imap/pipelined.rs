@@ -89,12 +89,16 @@ impl ImapDriver {
             if front.sent.is_none() {
                 // Nothing in flight, and the first unsent must be alone: run it so.
                 let cmd = self.build(s, 0, rng);
-                let o = self.one(s, &cmd).await?;
+                let mut o = self.one(s, &cmd).await?;
+                o.took = s.conn.timings.last().map(|(_, d)| *d);
                 s.units.pop_front();
                 return Ok(o);
             }
             let r = s.conn.reply().await?;
-            self.answered(s, &r);
+            // Its own time, write to completion, as `reply` timed it under its phase: the
+            // engine's clock would start it where the unit before it completed.
+            let took = s.conn.timings.last().map(|(_, d)| *d);
+            self.answered(s, &r, took);
         }
     }
 
@@ -129,7 +133,7 @@ impl ImapDriver {
     /// Applies a completion and the data before it: the data to the model as it came, a
     /// STORE's FETCH to its STORE and a SEARCH's answer to the SEARCH wherever they came,
     /// the rest of the checks to the command completed.
-    fn answered(&self, s: &mut Session, r: &Reply) {
+    fn answered(&self, s: &mut Session, r: &Reply, took: Option<std::time::Duration>) {
         let Some(at) = s
             .units
             .iter()
@@ -137,6 +141,7 @@ impl ImapDriver {
         else {
             return;
         };
+        s.units[at].outcome.took = took;
         let check = self.plan.check_state;
         let shared = self.shared.as_ref();
         // The command whose expunges these are: the EXPUNGE or MOVE in flight (it goes
