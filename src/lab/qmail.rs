@@ -120,14 +120,17 @@ fn send_pid(hop: &Hop) -> PathBuf {
 /// and `qmail-start` (which becomes `qmail-send` and starts the rest), both below the
 /// shell (the lab's pid file names it) and started in the instance's directory (so that
 /// `leftovers` finds them by it, whichever dies first); when `qmail-send` ends, the SMTP
-/// service goes with it. `qmail-start` finds its programs by `PATH`.
+/// service goes with it. `qmail-start` finds its programs by `PATH`. `tcpserver -D` sets
+/// TCP_NODELAY as qmail sites run it: without it, qmail-smtpd's two-part replies to a
+/// pipelining client waited out the client's delayed ACK, 40 ms per MAIL (a newcomer saw
+/// 5,225 msg/min where the same qmail takes 39,857 without pipelining).
 fn services(hop: &Hop, opts: &LabOptions) -> String {
     let processes = opts.limits.processes.unwrap_or(512);
     format!(
         "cd '{dir}'
 PATH={COMPILED_HOME}/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
-tcpserver -q -H -R -l {name} -c {processes} -b {processes} -u \"$(id -u qmaild)\" -g \"$(id -g qmaild)\" 127.0.0.1 {port} {COMPILED_HOME}/bin/qmail-smtpd &
+tcpserver -q -D -H -R -l {name} -c {processes} -b {processes} -u \"$(id -u qmaild)\" -g \"$(id -g qmaild)\" 127.0.0.1 {port} {COMPILED_HOME}/bin/qmail-smtpd &
 smtpd=$!
 qmail-start ./Maildir/ &
 echo $! > '{pid}'
