@@ -178,7 +178,7 @@ impl Slurm {
         cluster
     }
 
-    /// Starts one daemon in the foreground, its output in `log/NAME.log`.
+    /// Starts one daemon in the foreground, its output in `log/NAME.out`.
     fn spawn(&mut self, name: &'static str, args: &[String]) {
         let log = self.dir.join(format!("log/{name}.out"));
         let file = std::fs::File::create(&log).expect("daemon log");
