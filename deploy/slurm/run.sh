@@ -32,6 +32,7 @@ echo "run id $run_id, $agents agents, start at $start_at, target $target, result
 array=$(sbatch --parsable --array="0-$((agents - 1))" --output="$results/%x-%A_%a.out" \
   "$here/send.sbatch" "$results" "$run_id" "$start_at" "$target" "$@")
 array=${array%%;*} # "id;cluster" on a federation
+echo "agents: job array $array (squeue -j $array; scancel $array stops them)"
 # sbatch --wait returns the merge's exit code (3: a --threshold failed on the merged run),
 # but 0 when the merge was cancelled unstarted because an agent failed: its log says which.
 set +e

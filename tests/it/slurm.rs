@@ -105,6 +105,11 @@ fn srun_and_an_array_job_merge_into_one_agents_run() {
             && printed.contains("sent 100  accepted 100"),
         "run.sh prints the merged summary: {printed}"
     );
+    assert_eq!(
+        job_states(&cluster, &printed),
+        vec!["COMPLETED 0:0"; 3],
+        "Slurm's record of the agents"
+    );
     let files: Vec<PathBuf> = (0..3)
         .map(|i| results_dir.join(format!("agent-{i}.json")))
         .collect();
@@ -138,6 +143,11 @@ fn srun_and_an_array_job_merge_into_one_agents_run() {
         text(&out)
     );
     assert!(!failed_dir.join("merged.json").exists());
+    assert_eq!(
+        job_states(&cluster, &String::from_utf8_lossy(&out.stdout)),
+        vec!["FAILED 1:0"; 2],
+        "Slurm's record of the failing agents"
+    );
     let logs: Vec<String> = std::fs::read_dir(&failed_dir)
         .expect("the agents' logs")
         .flatten()
@@ -164,6 +174,34 @@ fn srun_and_an_array_job_merge_into_one_agents_run() {
         left.is_empty(),
         "left running after the cluster stopped: {left:?}"
     );
+}
+
+/// Slurm's own record (`scontrol show job`) of the array job run.sh names in `printed`:
+/// each task's state and exit code, in task order.
+fn job_states(cluster: &Slurm, printed: &str) -> Vec<String> {
+    let array = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("agents: job array "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("run.sh names the job array: {printed}"));
+    let mut cmd = cluster.command("scontrol");
+    cmd.args(["show", "job", "--oneliner", array]);
+    let out = cluster.run(cmd, Duration::from_secs(10));
+    let field = |line: &str, key: &str| {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(key))
+            .unwrap_or("?")
+            .to_string()
+    };
+    let mut tasks: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let state = format!("{} {}", field(l, "JobState="), field(l, "ExitCode="));
+            (field(l, "ArrayTaskId="), state)
+        })
+        .collect();
+    tasks.sort();
+    tasks.into_iter().map(|(_, state)| state).collect()
 }
 
 /// A shipped script's refusal, as bad input must be refused: exit 1, one line on stderr

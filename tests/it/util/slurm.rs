@@ -21,6 +21,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("sinfo", "slurm-client"),
     ("squeue", "slurm-client"),
     ("scancel", "slurm-client"),
+    ("scontrol", "slurm-client"),
 ];
 
 /// The launchers' index variables and what a surrounding Slurm job would leak into the
