@@ -145,9 +145,11 @@ impl Slurm {
         std::fs::write(&key, &bytes).expect("write the munge key");
         set_mode(&key, 0o600);
         let conf = dir.join("slurm.conf");
-        let host = line_of("hostname", &["-s"]);
+        // slurmd finds its NodeName by the short host name.
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("the host name");
+        let host = host.trim().split('.').next().unwrap_or("localhost");
         let user = line_of("id", &["-un"]);
-        std::fs::write(&conf, slurm_conf(&dir, &host, &user, cpus)).expect("write slurm.conf");
+        std::fs::write(&conf, slurm_conf(&dir, host, &user, cpus)).expect("write slurm.conf");
         let mut cluster = Slurm {
             dir: dir.clone(),
             conf,
