@@ -33,6 +33,11 @@ if [ "${1:-}" = "--for-tests" ]; then
   done
   # promtool checks /metrics in the Prometheus text format; the package's server is not used.
   command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+  # A private one-node Slurm for the scale-out test (tests/it/slurm.rs starts its own
+  # munged, slurmctld and slurmd; the packages' services are left stopped).
+  for pkg in munge slurmctld slurmd slurm-client; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done
 fi
 # openssl makes a stranger's CA for the TLS-failure test and DKIM keys; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
@@ -52,6 +57,12 @@ if [ ${#need[@]} -gt 0 ]; then
   if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
     systemctl disable --now prometheus >/dev/null 2>&1 || true
   fi
+  # Likewise munge and Slurm's daemons: the Slurm test runs private ones.
+  for svc in munge slurmctld slurmd; do
+    if [[ " ${need[*]} " == *" $svc "* ]] && command -v systemctl >/dev/null 2>&1; then
+      systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    fi
+  done
 fi
 # NSD, the reference of the differential DNS test (tests/it/dns_nsd.rs): Debian's package
 # unpacked into target/peers/nsd, as bench/dns_vs_nsd.py does, never installed (its

@@ -41,6 +41,9 @@
 //! - `scale`: issue 16 — a send split over 2, 3 and 4 agent processes (launcher index
 //!   variables, a shared `--start-at` and `--run-id`) merged into the single run's counts
 //!   and schedule, two sinks merged, two agents through a lab Postfix, refusals
+//! - `slurm`: issue 31 — `srun -n 3` and the array job of deploy/slurm under a private
+//!   one-node Slurm (munged, slurmctld, slurmd) merged into one agent's run exactly;
+//!   the scripts' refusals
 //! - `send`: `mailbench send` against Postfix's smtp-sink (counts, dump contents, open-loop
 //!   rate, thresholds, SIGTERM)
 //! - `qmail`: issue 29 — the qmail lab relaying exactly once as its own log says, its
@@ -87,5 +90,6 @@ mod report;
 mod scale;
 mod send;
 mod sink;
+mod slurm;
 mod truth;
 mod util;

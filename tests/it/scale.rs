@@ -5,12 +5,16 @@
 //! two agents drive a lab Postfix; bad splits and merges are refused in one line.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime};
+use std::process::{Child, Stdio};
+use std::time::Duration;
 
 use mailbench::lab::QueueKind;
 
 use crate::sink::Sink;
+use crate::util::split::{
+    OPEN_LOOP, assert_began_together, assert_merged_as_one, assert_sink_saw_whole, merged,
+    seen_run, start_in,
+};
 use crate::util::{
     TempDir, describe, mailbench, postfix_to_sink, refused_in_one_line, require, results,
     run_expect, wait_until,
@@ -25,25 +29,6 @@ const INDEX_VARIABLES: &[&str] = &[
     "NOMAD_ALLOC_INDEX",
     "PARALLEL_SEQ",
 ];
-
-/// A UTC time `ahead` from now in RFC 3339 with milliseconds, as an operator would give
-/// every agent.
-fn start_in(ahead: Duration) -> String {
-    let at = SystemTime::now() + ahead;
-    let ms = at
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis();
-    let out = Command::new("date")
-        .args(["-u", "-d", &format!("@{}", ms / 1000), "+%Y-%m-%dT%H:%M:%S"])
-        .output()
-        .expect("date");
-    format!(
-        "{}.{:03}Z",
-        String::from_utf8_lossy(&out.stdout).trim(),
-        ms % 1000
-    )
-}
 
 /// What starts one agent: its arguments, and the launcher's index variable with its
 /// value (`None`: `--shard` names the index itself).
@@ -99,44 +84,16 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
 
-/// `mailbench merge FILES -o OUT` (exit 0 expected), and the merged results.
-fn merged(files: &[PathBuf], out: &Path) -> serde_json::Value {
-    let mut args = vec!["merge".to_string()];
-    args.extend(files.iter().map(|f| path(f)));
-    args.extend(["-o".into(), path(out)]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    run_expect(&args, 0);
-    results(out)
-}
-
-/// The sink's record of one run id.
-fn seen_run(sink: &serde_json::Value, run_id: &str) -> serde_json::Value {
-    sink["extra"]["runs"][run_id].clone()
-}
-
 #[test]
 fn open_loop_agents_merge_into_the_single_schedule() {
     let dir = TempDir::new("scale-open");
     let sink_json = dir.0.join("sink.json");
     let sink = Sink::start(&["--json", &path(&sink_json)]);
-    // 50 messages a second for 2 s: a gap of 20 ms, so that each one ends inside the
-    // interval it was scheduled in and the per-interval counts are exact.
     let shape = |run_id: &str, json: &Path| -> Vec<String> {
-        strings(&[
-            "send",
-            &sink.target(),
-            "--rate",
-            "50/s",
-            "-n",
-            "100",
-            "-c",
-            "8",
-            "--run-id",
-            run_id,
-            "--json",
-            &path(json),
-            "-q",
-        ])
+        let mut args = strings(&["send", &sink.target()]);
+        args.extend(strings(OPEN_LOOP));
+        args.extend(strings(&["--run-id", run_id, "--json", &path(json), "-q"]));
+        args
     };
     let single = run_agents(&dir.0, "single", 1, |_, f| (shape("5ca1e001", f), None));
     let one = results(&single[0]);
@@ -158,74 +115,16 @@ fn open_loop_agents_merge_into_the_single_schedule() {
             let index = if one_based { i + 1 } else { i };
             (args, Some((var, index.to_string())))
         });
-        for (i, f) in files.iter().enumerate() {
-            let r = results(f);
-            let shard = &r["extra"]["shard"];
-            assert_eq!(
-                (shard["index"].as_u64(), shard["count"].as_u64()),
-                (Some(i as u64), Some(count)),
-                "{var} gave agent {i} of {count}: {shard:#}"
-            );
-            let offset = shard["start_offset_s"].as_f64().expect("an offset");
-            assert!(
-                (-0.05..0.5).contains(&offset),
-                "agent {i} of {count} began {offset} s off the shared start"
-            );
-            assert_eq!(r["run_id"], format!("00000000{run_id}"));
-        }
+        assert_began_together(&files, &format!("00000000{run_id}"), var);
         let m = merged(&files, &dir.0.join(format!("merged-{count}.json")));
-        let s = &m["summary"];
-        for key in ["intended", "sent", "accepted"] {
-            assert_eq!(
-                s[key], one["summary"][key],
-                "{count} agents merged: {key} (merged {s:#})"
-            );
-        }
-        assert_eq!(s["accepted"], 100);
-        assert_eq!(s["failed"], 0);
-        // The merged arrivals keep the single schedule: 50 a second in each interval.
-        let per_interval: Vec<u64> = m["series"]
-            .as_array()
-            .expect("series")
-            .iter()
-            .map(|p| p["sent"].as_u64().unwrap_or(0))
-            .filter(|n| *n > 0)
-            .collect();
-        assert_eq!(per_interval.len(), 2, "{count} agents: {per_interval:?}");
-        for n in &per_interval {
-            assert!(
-                n.abs_diff(50) <= 1,
-                "{count} agents, per interval: {per_interval:?}"
-            );
-        }
-        // Latency: within noise of the one agent doing the same work on loopback.
-        let p50 = |r: &serde_json::Value| r["latency"]["total"]["p50_us"].as_f64().unwrap_or(0.0);
-        assert!(
-            (p50(&m) - p50(&one)).abs() < 5_000.0,
-            "p50 merged {} µs against one agent {} µs",
-            p50(&m),
-            p50(&one)
-        );
-        assert_eq!(
-            m["extra"]["agents"].as_array().map(Vec::len),
-            Some(count as usize)
-        );
+        assert_merged_as_one(&m, &one, count as usize, var);
     }
     let (code, _) = sink.stop();
     assert_eq!(code, Some(0));
     let sunk = results(&sink_json);
     for count in 1..=4 {
-        let run = seen_run(&sunk, &format!("000000005ca1e00{count}"));
-        assert_eq!(
-            (
-                run["distinct"].as_u64(),
-                run["missing_count"].as_u64(),
-                run["duplicates"].as_u64(),
-                run["max_seq"].as_u64()
-            ),
-            (Some(100), Some(0), Some(0), Some(99)),
-            "the sink saw run {count} whole: {run:#}"
-        );
+        let run_id = format!("000000005ca1e00{count}");
+        assert_sink_saw_whole(&sunk, &run_id, &format!("{count} agents"));
     }
 }
 

@@ -1,6 +1,9 @@
 //! Helpers for integration tests: running the binary, real peer servers on free loopback
 //! ports, and polling instead of sleeping.
 
+pub mod slurm;
+pub mod split;
+
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
