@@ -254,9 +254,9 @@ mod tests {
             "a run without DNS"
         );
         let dns = serde_json::json!({"summary": {"dns_queries": 508, "delivered": 254}});
-        let f = figures(&dns);
         assert_eq!(
-            f.iter()
+            figures(&dns)
+                .iter()
                 .find(|x| x.name == "dns questions per recipient")
                 .map(|x| x.value),
             Some(2.0)

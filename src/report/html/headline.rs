@@ -68,9 +68,19 @@ fn value(
     read: fn(&Value) -> Option<Value>,
 ) -> Option<(Value, String)> {
     let rounds = r.extra.get("rounds_summary").and_then(|s| s.get(id));
-    match rounds.and_then(|s| Some((s.get("median")?.clone(), s.get("n")?.as_u64()?))) {
-        Some((median, n)) => Some((median, format!(", median of {n} rounds"))),
+    match rounds.and_then(|s| Some((s.get("median")?.as_f64()?, s.get("n")?.as_u64()?))) {
+        Some((median, n)) => Some((number(median), format!(", median of {n} rounds"))),
         None => read(doc).map(|v| (v, String::new())),
+    }
+}
+
+/// A median as a figure: a count's median is whole unless two rounds straddle it, and
+/// then it reads as a count ("0", not "0.000").
+pub fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        Value::from(v as i64)
+    } else {
+        Value::from(v)
     }
 }
 
@@ -123,5 +133,7 @@ mod tests {
         assert_eq!(t(0.6667.into()), "0.667");
         assert_eq!(t(2000.0.into()), "2,000");
         assert_eq!(t("postfix".into()), "postfix");
+        assert_eq!(t(number(0.0)), "0", "a median count");
+        assert_eq!(t(number(2.5)), "2.50");
     }
 }

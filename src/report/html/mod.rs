@@ -76,7 +76,15 @@ pub fn render(runs: &[(String, &Results)]) -> String {
 /// it says more than the command does.
 fn title(runs: &[(String, &Results)]) -> String {
     let [(label, r)] = runs else {
-        return format!("mailbench · {} runs", runs.len());
+        // Runs of one command (an MTA comparison, a setting's two values): what was
+        // compared, by name.
+        let labels: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
+        return match runs.first() {
+            Some((_, first)) if runs.iter().all(|(_, r)| r.command == first.command) => {
+                format!("mailbench {}: {}", first.command, labels.join(" against "))
+            }
+            _ => format!("mailbench · {} runs", runs.len()),
+        };
     };
     let mut t = format!("mailbench {}", r.command);
     if let Some(mta) = r.config.pointer("/relay/lab").and_then(|v| v.as_str()) {

@@ -106,15 +106,10 @@ pub fn section(runs: &[(String, &Results)]) -> String {
         let Some(w) = winner(&c.sides, row) else {
             continue;
         };
-        // A count's median is whole unless two rounds straddle it: shown as a count.
-        let value = if w.median.fract() == 0.0 && w.median.abs() < 1e15 {
-            serde_json::Value::from(w.median as i64)
-        } else {
-            serde_json::Value::from(w.median)
-        };
+        let value = headline::number(w.median);
         let _ = write!(
             h,
-            "<tr data-figure=\"{}\" data-winner=\"{}\" data-value=\"{}\" data-verdict=\"{}\"><td>{}{}</td><td><b>{}</b></td><td class=\"num\">{}</td><td>{}</td></tr>",
+            "<tr data-figure=\"{}\" data-winner=\"{}\" data-value=\"{}\" data-verdict=\"{}\"><th>{}{}</th><td><b>{}</b></td><td class=\"num\">{}</td><td>{}</td></tr>",
             escape(f.id),
             escape(w.run.as_deref().unwrap_or("")),
             escape(&value.to_string()),
