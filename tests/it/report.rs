@@ -757,7 +757,8 @@ fn compare_postconf_alternates_two_settings_and_ends_with_the_table() {
 /// median of its rounds, as `compare` does, not the median round's value.
 #[test]
 fn a_comparison_report_opens_with_the_best_run_per_figure_and_compare_s_verdict() {
-    let Some(chromium) = chromium() else { return };
+    let chromium =
+        chromium().expect("chromium-headless-shell: scripts/install-deps.sh --for-tests");
     assert!(
         require("postfix").is_some()
             && Path::new("/opt/mailbench/mtas/exim/.mailbench-packages").exists(),
