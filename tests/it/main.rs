@@ -49,6 +49,8 @@
 //! - `qmail`: issue 29 — the qmail lab relaying exactly once as its own log says, its
 //!   remote concurrency as set, compared with Postfix over rotating rounds, refusals, a
 //!   killed run's qmail stopped and removed by `doctor`
+//! - `recipes`: issue 31 — each seed's recipe run from its page (docs/recipes/), scaled
+//!   down by the page's own substitutions, its tables checked against its results files
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup;
 //!   issue 25: deliveries per interval and the receiver's 451s against Postfix's log, a
 //!   fan-out's drain against its `delay=`, deliveries before the 250 behind a delaying proxy)
@@ -83,6 +85,7 @@ mod mtas;
 mod preflight;
 mod profile;
 mod qmail;
+mod recipes;
 mod relay;
 mod relay_path;
 mod relay_round2;

@@ -750,3 +750,123 @@ fn compare_postconf_alternates_two_settings_and_ends_with_the_table() {
         );
     }
 }
+
+/// Issue 31: an MTA comparison's page opens with the best MTA per headline figure: the
+/// best median of rounds (worked out here from each MTA's rounds in the results file),
+/// and the verdict `compare` prints for the same file; each MTA's own headline gives the
+/// median of its rounds, as `compare` does, not the median round's value.
+#[test]
+fn a_comparison_report_opens_with_the_best_run_per_figure_and_compare_s_verdict() {
+    let chromium =
+        chromium().expect("chromium-headless-shell: scripts/install-deps.sh --for-tests");
+    assert!(
+        require("postfix").is_some()
+            && Path::new("/opt/mailbench/mtas/exim/.mailbench-packages").exists(),
+        "Postfix and the unpacked Exim are needed: scripts/install-deps.sh, scripts/install-mtas.sh"
+    );
+    let dir = TempDir::new("report-compare");
+    let json = dir.0.join("mtas.json");
+    run_json(
+        &[
+            "relay",
+            "--lab",
+            "postfix,exim",
+            "-n",
+            "100",
+            "--size",
+            "2k",
+            "-c",
+            "4",
+        ],
+        &json,
+    );
+    let r = results(&json);
+    let sides = r["extra"]["sides"].as_array().expect("one side per MTA");
+    let labels: Vec<&str> = sides.iter().filter_map(|s| s["label"].as_str()).collect();
+    assert_eq!(labels, ["postfix", "exim"]);
+    let out = run_expect(
+        &["compare", &json.display().to_string(), "--format", "json"],
+        0,
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("compare json");
+    let page = report(&chromium, &[&json], &dir.0.join("mtas.html"), &[]);
+    page.assert_drawn("comparison", 3, &["throughput"]);
+    let winners = page.dom.find("<section id=\"winners\">").expect("winners");
+    let headline = page
+        .dom
+        .find("<section id=\"headline\">")
+        .expect("headline");
+    assert!(winners < headline, "the best per figure comes first");
+
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[(v.len() - 1) / 2] + v[v.len() / 2]) / 2.0
+    };
+    let mut checked = 0;
+    for (id, higher) in [
+        ("drain_mpm", true),
+        ("e2e_p50_ms", false),
+        ("e2e_p99_ms", false),
+    ] {
+        let medians: Vec<f64> = sides
+            .iter()
+            .map(|s| {
+                let mut v: Vec<f64> = s["results"]["extra"]["rounds"]
+                    .as_array()
+                    .expect("rounds")
+                    .iter()
+                    .map(|x| x["summary"][id].as_f64().expect(id))
+                    .collect();
+                assert_eq!(v.len(), 4, "four rounds each");
+                median(&mut v)
+            })
+            .collect();
+        if medians[0] == medians[1] {
+            continue;
+        }
+        let best = usize::from((medians[1] > medians[0]) == higher);
+        let row = c["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|x| x["name"] == id)
+            .expect(id);
+        let verdict = if best == 1 {
+            row["cells"][1]["verdict"]
+                .as_str()
+                .expect("verdict")
+                .to_string()
+        } else {
+            match row["cells"][1]["verdict"].as_str().expect("verdict") {
+                "faster" => "slower".into(),
+                "slower" => "faster".into(),
+                v => v.to_string(),
+            }
+        };
+        let other = labels[1 - best];
+        let said = if ["faster", "slower"].contains(&verdict.as_str()) {
+            format!("{verdict} than {other}")
+        } else {
+            format!("{verdict} (against {other})")
+        };
+        let want = format!(
+            "data-figure=\"{id}\" data-winner=\"{}\" data-value=\"{}\" data-verdict=\"{said}\"",
+            labels[best],
+            serde_json::Value::from(medians[best])
+        );
+        assert!(page.dom.contains(&want), "{want}");
+        for (run, s) in sides.iter().enumerate() {
+            page.assert_headline(
+                "comparison",
+                run,
+                &[fig(
+                    &s["results"],
+                    "drain_mpm",
+                    "/extra/rounds_summary/drain_mpm/median",
+                )],
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 2, "only {checked} figures had a winner");
+}

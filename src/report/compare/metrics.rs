@@ -168,6 +168,15 @@ pub fn figures(doc: &Value) -> Vec<Figure> {
         Better::Less,
         per_unit(sut["device_write_iops"].as_f64()),
     );
+    // Seed 002's figure: what an MTA asks the DNS for each recipient it delivers.
+    push(
+        "dns questions per recipient".into(),
+        Better::Less,
+        summary["dns_queries"]
+            .as_f64()
+            .zip(summary["delivered"].as_f64().filter(|n| *n > 0.0))
+            .map(|(q, n)| q / n),
+    );
     // Each a delivery the server had to try again (a relay's receiver refusing).
     push(
         "receiver negative replies".into(),
@@ -239,6 +248,19 @@ mod tests {
         assert_eq!(get("server disk write KiB/unit"), Some(2.0));
         assert_eq!(get("queue device writes/unit"), Some(1.0));
         assert_eq!(get("receiver negative replies"), Some(7.0));
+        assert_eq!(
+            get("dns questions per recipient"),
+            None,
+            "a run without DNS"
+        );
+        let dns = serde_json::json!({"summary": {"dns_queries": 508, "delivered": 254}});
+        assert_eq!(
+            figures(&dns)
+                .iter()
+                .find(|x| x.name == "dns questions per recipient")
+                .map(|x| x.value),
+            Some(2.0)
+        );
         assert_eq!(get("mailbench cpu µs/unit"), Some(20.0));
         assert_eq!(f[0].name, "mpm", "headline first");
         let hist = |n: &str| f.iter().find(|x| x.name == n).map(|x| x.from_hist);

@@ -35,7 +35,9 @@ pub fn section(runs: &[(String, &Results)]) -> String {
         }
         h.push_str("<div class=\"figures\">");
         for f in of(r).figures {
-            let Some(v) = (f.value)(&doc) else { continue };
+            let Some((v, of_rounds)) = value(r, &doc, f.id, f.value) else {
+                continue;
+            };
             let unit = if f.unit.is_empty() {
                 String::new()
             } else {
@@ -47,13 +49,39 @@ pub fn section(runs: &[(String, &Results)]) -> String {
                 escape(f.id),
                 escape(&v.to_string()),
                 escape(&figure_text(&v)),
-                escape(f.label),
+                escape(&format!("{}{of_rounds}", f.label)),
             );
         }
         h.push_str("</div>");
     }
     h.push_str("</section>\n");
     h
+}
+
+/// A figure's value and what it is of: a file holding rounds (`--rounds`, an MTA
+/// comparison) gives the median of its rounds where it has one, as `compare` does, not the
+/// median round's own value.
+fn value(
+    r: &Results,
+    doc: &Value,
+    id: &str,
+    read: fn(&Value) -> Option<Value>,
+) -> Option<(Value, String)> {
+    let rounds = r.extra.get("rounds_summary").and_then(|s| s.get(id));
+    match rounds.and_then(|s| Some((s.get("median")?.as_f64()?, s.get("n")?.as_u64()?))) {
+        Some((median, n)) => Some((number(median), format!(", median of {n} rounds"))),
+        None => read(doc).map(|v| (v, String::new())),
+    }
+}
+
+/// A median as a figure: a count's median is whole unless two rounds straddle it, and
+/// then it reads as a count ("0", not "0.000").
+pub fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        Value::from(v as i64)
+    } else {
+        Value::from(v)
+    }
 }
 
 /// A figure as read at a glance: whole numbers from 100 up, in groups of three digits
@@ -105,5 +133,7 @@ mod tests {
         assert_eq!(t(0.6667.into()), "0.667");
         assert_eq!(t(2000.0.into()), "2,000");
         assert_eq!(t("postfix".into()), "postfix");
+        assert_eq!(t(number(0.0)), "0", "a median count");
+        assert_eq!(t(number(2.5)), "2.50");
     }
 }

@@ -3,7 +3,7 @@
 //! licence in `vendor/`), the page's own small script, its style and the data are all
 //! inlined, and a Content-Security-Policy forbids any network load. Tables are static
 //! HTML (`tables`), under the answer of each run at the top (`headline`, the figures its
-//! kind names); charts are data made here (`charts`) that the script only draws; values
+//! kind names; with several runs, the best per figure first: `winners`); charts are data made here (`charts`) that the script only draws; values
 //! are written one way everywhere (`format`). Built on the results file alone, so every
 //! command's results get a report.
 
@@ -11,6 +11,7 @@ pub mod charts;
 pub mod format;
 pub mod headline;
 pub mod tables;
+pub mod winners;
 
 use std::fmt::Write as _;
 
@@ -53,6 +54,7 @@ pub fn render(runs: &[(String, &Results)]) -> String {
         format::escape(&title),
         format::escape(&subtitle)
     ));
+    page.push_str(&winners::section(runs));
     page.push_str(&headline::section(runs));
     page.push_str("<div class=\"head\">");
     page.push_str(&tables::head(runs));
@@ -74,7 +76,15 @@ pub fn render(runs: &[(String, &Results)]) -> String {
 /// it says more than the command does.
 fn title(runs: &[(String, &Results)]) -> String {
     let [(label, r)] = runs else {
-        return format!("mailbench · {} runs", runs.len());
+        // Runs of one command (an MTA comparison, a setting's two values): what was
+        // compared, by name.
+        let labels: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
+        return match runs.first() {
+            Some((_, first)) if runs.iter().all(|(_, r)| r.command == first.command) => {
+                format!("mailbench {}: {}", first.command, labels.join(" against "))
+            }
+            _ => format!("mailbench · {} runs", runs.len()),
+        };
     };
     let mut t = format!("mailbench {}", r.command);
     if let Some(mta) = r.config.pointer("/relay/lab").and_then(|v| v.as_str()) {
