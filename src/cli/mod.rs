@@ -11,6 +11,7 @@ pub mod dns;
 pub mod doctor;
 pub mod exit;
 pub mod finish;
+pub mod install;
 pub mod lab;
 pub mod mailbox;
 pub mod plan;
@@ -31,7 +32,7 @@ pub use exit::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
 const RUNS_CONNECTIONS: [&str; 6] = ["send", "relay", "sink", "dns", "lab", "mailbox"];
 
 /// The commands that run none: `--threads` is not offered there, and refused in one line.
-const NO_CONNECTIONS: [&str; 4] = ["report", "compare", "merge", "doctor"];
+const NO_CONNECTIONS: [&str; 6] = ["report", "compare", "merge", "doctor", "completions", "man"];
 
 /// The whole command line: the derived one, with `--threads` added to the commands that
 /// run connections (the top-level flag is not global, so that report, compare, merge and
@@ -90,6 +91,8 @@ fn no_connections(c: &Command) -> Option<&'static str> {
         Command::Compare(_) => Some("compare"),
         Command::Merge(_) => Some("merge"),
         Command::Doctor(_) => Some("doctor"),
+        Command::Completions(_) => Some("completions"),
+        Command::Man(_) => Some("man"),
         _ => None,
     }
 }
@@ -124,6 +127,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Doctor(a) => doctor::doctor(&a),
         Command::Compare(a) => report::compare(&a),
         Command::Merge(a) => report::merge(&a),
+        Command::Completions(a) => install::completions(&a),
+        Command::Man(a) => install::man(&a),
         Command::Dns(a) => dns::plan(&a, cli.threads)
             .map_err(|e| (EXIT_USAGE, e))
             .and_then(|(plan, outputs)| {

@@ -21,6 +21,9 @@
 //! - `iotrace`: issue 29 — `relay --trace-io`: a known program's fsyncs, files created,
 //!   renamed and unlinked and bytes written counted exactly (strace agreeing), a lab
 //!   Postfix's one queue file per message, refusals in one line, tracefs left as found
+//! - `install`: issue 31 — scripts/install.sh into a temp prefix: man renders every
+//!   command's page, bash and fish complete with the installed scripts, zsh parses its;
+//!   `--version` names git's commit, `unknown` without a checkout
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
 //! - `live`: the live view under tmux (figures while running, the summary intact after a
 //!   resize), `/metrics` parsed by the Prometheus client's OpenMetrics parser and equal to
@@ -71,6 +74,7 @@ mod dns;
 mod dns_nsd;
 mod examples;
 mod imap;
+mod install;
 mod iotrace;
 mod layout;
 mod leftovers;
