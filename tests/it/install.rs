@@ -10,8 +10,8 @@ use std::process::Command;
 use crate::util::{TempDir, mailbench};
 
 /// The path of `program`; a missing one fails the test with what to install.
-fn tool(program: &str, package: &str) -> PathBuf {
-    for dir in ["/usr/bin", "/bin", "/usr/local/bin"] {
+pub fn tool(program: &str, package: &str) -> PathBuf {
+    for dir in ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"] {
         let p = Path::new(dir).join(program);
         if p.exists() {
             return p;

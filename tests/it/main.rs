@@ -16,6 +16,9 @@
 //!   for real (fixtures made, a sink where they send, SIGINT after a few seconds, no lab
 //!   left behind), each example line fitting the help width, every threshold key a help
 //!   shows accepted by its command
+//! - `grafana`: issue 31 — deploy/grafana's dashboard importable, its PromQL parsed by
+//!   promtool, every series it queries (and only those) in real scrapes of send, sink,
+//!   relay, POP3 and IMAP runs
 //! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
 //!   violations, and a corrupting proxy caught by the state checks
 //! - `iotrace`: issue 29 — `relay --trace-io`: a known program's fsyncs, files created,
@@ -73,6 +76,7 @@ mod deploy;
 mod dns;
 mod dns_nsd;
 mod examples;
+mod grafana;
 mod imap;
 mod install;
 mod iotrace;
