@@ -14,6 +14,7 @@ pub mod finish;
 pub mod install;
 pub mod lab;
 pub mod mailbox;
+mod misplaced;
 pub mod plan;
 pub mod relay;
 pub mod report;
@@ -55,7 +56,7 @@ pub fn command() -> clap::Command {
     for name in NO_CONNECTIONS {
         c = c.mut_subcommand(name, |s| s.arg(threads().hide(true)));
     }
-    c
+    misplaced::take(c)
 }
 
 /// Parses the process's arguments with `command`; `--threads` after the command name
@@ -64,6 +65,12 @@ pub fn parse() -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
     use clap::parser::ValueSource;
     let m = command().try_get_matches()?;
+    if let Some(msg) = misplaced::refusal(&m) {
+        return Err(clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!("{msg}\n"),
+        ));
+    }
     let mut cli = Cli::from_arg_matches(&m)?;
     let given = |m: &clap::ArgMatches| {
         m.try_get_one::<u16>("threads")
