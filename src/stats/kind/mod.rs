@@ -10,7 +10,7 @@
 //! layout its file in `report::text` and its arm in `report::text::summary`.
 //!
 //! The kinds: `send` and `populate` (`send`), `sink`, `relay` and `arrival` (`relay`),
-//! `pop3`, `imap`, `profile`, `dns`; the units they count in (`units`); their reports'
+//! `pop3`, `imap` and `populate_imap` (`imap`), `profile`, `dns`; the units they count in (`units`); their reports'
 //! headlines (`headline`).
 
 pub mod dns;
@@ -82,6 +82,7 @@ pub const KINDS: &[&Kind] = &[
     &relay::ARRIVAL,
     &pop3::POP3,
     &imap::IMAP,
+    &imap::POPULATE_IMAP,
     &profile::PROFILE,
     &dns::DNS,
 ];
