@@ -4,7 +4,8 @@
 //! compose plans and call the engine. `finish` checks thresholds, writes outputs and
 //! chooses the exit code (`exit`); `report` also reads finished runs back for `mailbench
 //! report`, `compare` and `merge`; `vary` runs a relay lab under two settings or several
-//! MTAs in alternating rounds.
+//! MTAs in alternating rounds; `install` prints the man pages and shell completions;
+//! `misplaced` refuses a flag given to a command it does not belong to.
 
 pub mod args;
 pub mod dns;
