@@ -1,11 +1,15 @@
 //! Stamps the commit into `mailbench --version` (`MAILBENCH_COMMIT`): a result someone
 //! sends in names the exact source that produced it. The short hash of HEAD, `-dirty`
-//! when tracked files differ from it; `unknown` when the source is not a git checkout of
+//! when the files the binary is built from ([`BUILT_FROM`]) differ from it (an edited
+//! README does not make a different binary, nor rebuild it); `unknown` when the source is not a git checkout of
 //! its own (a source tarball, a crate unpacked inside a packager's repository) or git is
 //! missing. Never fails the build.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// What the binary is built from: what marks it dirty, and what reruns this script.
+const BUILT_FROM: [&str; 4] = ["src", "build.rs", "Cargo.toml", "Cargo.lock"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
@@ -43,7 +47,9 @@ fn commit(dir: &Path) -> Option<String> {
         return None;
     }
     let hash = git(dir, &["rev-parse", "--short", "HEAD"])?;
-    let changed = git(dir, &["status", "--porcelain", "--untracked-files=no"])?;
+    let mut status = vec!["status", "--porcelain", "--untracked-files=no", "--"];
+    status.extend(BUILT_FROM);
+    let changed = git(dir, &status)?;
     Some(if changed.is_empty() {
         hash
     } else {
