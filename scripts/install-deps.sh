@@ -38,6 +38,10 @@ if [ "${1:-}" = "--for-tests" ]; then
   for pkg in munge slurmctld slurmd slurm-client; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
+  # The installed man pages and completions read back by man, bash, fish and zsh.
+  command -v man >/dev/null 2>&1 || need+=(man-db)
+  command -v zsh >/dev/null 2>&1 || need+=(zsh)
+  command -v fish >/dev/null 2>&1 || need+=(fish)
 fi
 # openssl makes a stranger's CA for the TLS-failure test and DKIM keys; python3 reads mbox and DSNs.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)

@@ -4,15 +4,18 @@
 //! compose plans and call the engine. `finish` checks thresholds, writes outputs and
 //! chooses the exit code (`exit`); `report` also reads finished runs back for `mailbench
 //! report`, `compare` and `merge`; `vary` runs a relay lab under two settings or several
-//! MTAs in alternating rounds.
+//! MTAs in alternating rounds; `install` prints the man pages and shell completions;
+//! `misplaced` refuses a flag given to a command it does not belong to.
 
 pub mod args;
 pub mod dns;
 pub mod doctor;
 pub mod exit;
 pub mod finish;
+pub mod install;
 pub mod lab;
 pub mod mailbox;
+mod misplaced;
 pub mod plan;
 pub mod relay;
 pub mod report;
@@ -31,7 +34,7 @@ pub use exit::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};
 const RUNS_CONNECTIONS: [&str; 6] = ["send", "relay", "sink", "dns", "lab", "mailbox"];
 
 /// The commands that run none: `--threads` is not offered there, and refused in one line.
-const NO_CONNECTIONS: [&str; 4] = ["report", "compare", "merge", "doctor"];
+const NO_CONNECTIONS: [&str; 6] = ["report", "compare", "merge", "doctor", "completions", "man"];
 
 /// The whole command line: the derived one, with `--threads` added to the commands that
 /// run connections (the top-level flag is not global, so that report, compare, merge and
@@ -54,7 +57,7 @@ pub fn command() -> clap::Command {
     for name in NO_CONNECTIONS {
         c = c.mut_subcommand(name, |s| s.arg(threads().hide(true)));
     }
-    c
+    misplaced::take(c)
 }
 
 /// Parses the process's arguments with `command`; `--threads` after the command name
@@ -63,6 +66,12 @@ pub fn parse() -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
     use clap::parser::ValueSource;
     let m = command().try_get_matches()?;
+    if let Some(msg) = misplaced::refusal(&m) {
+        return Err(clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!("{msg}\n"),
+        ));
+    }
     let mut cli = Cli::from_arg_matches(&m)?;
     let given = |m: &clap::ArgMatches| {
         m.try_get_one::<u16>("threads")
@@ -90,6 +99,8 @@ fn no_connections(c: &Command) -> Option<&'static str> {
         Command::Compare(_) => Some("compare"),
         Command::Merge(_) => Some("merge"),
         Command::Doctor(_) => Some("doctor"),
+        Command::Completions(_) => Some("completions"),
+        Command::Man(_) => Some("man"),
         _ => None,
     }
 }
@@ -124,6 +135,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Doctor(a) => doctor::doctor(&a),
         Command::Compare(a) => report::compare(&a),
         Command::Merge(a) => report::merge(&a),
+        Command::Completions(a) => install::completions(&a),
+        Command::Man(a) => install::man(&a),
         Command::Dns(a) => dns::plan(&a, cli.threads)
             .map_err(|e| (EXIT_USAGE, e))
             .and_then(|(plan, outputs)| {

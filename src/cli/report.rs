@@ -10,13 +10,16 @@ use crate::report::compare::{self, Side};
 /// Runs `report`. Errors carry their exit code.
 pub fn report(a: &ReportArgs) -> Result<u8, (u8, String)> {
     let runs = crate::report::load(&a.files, &a.label).map_err(|e| (EXIT_USAGE, e))?;
-    if let Some((label, _)) = runs.iter().find(|(_, r)| r.series.is_empty()) {
-        return Err((
-            EXIT_USAGE,
-            format!(
-                "results file of {label}: its series is empty (the run ended within one --interval); nothing to chart"
-            ),
-        ));
+    if let Some((label, r)) = runs.iter().find(|(_, r)| r.series.is_empty()) {
+        // APPEND population keeps totals only (each user's session is merged whole), so
+        // "ended within one --interval" would send its user after the wrong fix.
+        let why = if r.command == crate::stats::kind::imap::POPULATE_IMAP.name {
+            "populate --via imap records totals, not a per-interval series; nothing to chart \
+             (mailbench compare reads it)"
+        } else {
+            "its series is empty (the run ended within one --interval); nothing to chart"
+        };
+        return Err((EXIT_USAGE, format!("results file of {label}: {why}")));
     }
     let refs: Vec<(String, &crate::stats::results::Results)> =
         runs.iter().map(|(l, r)| (l.clone(), r)).collect();

@@ -74,14 +74,14 @@ fn parse_stats_dump(text: &str) -> Vec<ServerMetric> {
         .collect()
 }
 
-/// Dovecot's line in the lab registry. Its settings flag keeps the name its messages have
-/// always used.
+/// Dovecot's line in the lab registry. Its settings flag is `--store-conf`, as every
+/// store's (`--doveconf` stays an alias, never the name a message tells the user).
 pub const KIND: super::Store = super::Store {
     name: "dovecot",
     title: "Dovecot",
     about: "Dovecot (IMAP, POP3, LMTP) from Debian's packages",
     settings: super::SettingsFlag {
-        flag: "--doveconf",
+        flag: "--store-conf",
         example: "mail_fsync=always",
     },
     check,
@@ -303,7 +303,7 @@ userdb {{
     }
 
     /// Dovecot refuses an unknown or bad setting when it reads its configuration; `doveconf`
-    /// says which and why, so a `--doveconf` value it refuses is named in one line.
+    /// says which and why, so a `--store-conf` value it refuses is named in one line.
     fn check_settings(&self, settings: &[(String, String)]) -> Result<(), LabError> {
         let out = Command::new(DOVECONF)
             .args(["-c", &self.conf(), "-n"])
@@ -335,7 +335,8 @@ userdb {{
             .map(|(k, _)| k.clone());
         Err(match named {
             Some(k) => LabError::Setting(format!(
-                "--doveconf {k}: Dovecot refused it ({reason}); fix or drop the value"
+                "{} {k}: Dovecot refused it ({reason}); fix or drop the value",
+                KIND.settings.flag
             )),
             None => LabError::Failed(format!("lab: Dovecot refused its configuration: {reason}")),
         })

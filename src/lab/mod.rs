@@ -337,8 +337,8 @@ impl std::fmt::Debug for Mta {
 /// Which flag carries a store's own settings in its messages, and an example for them.
 #[derive(Debug, Clone, Copy)]
 pub struct SettingsFlag {
-    /// The flag as messages name it (`--store-conf`, or `--doveconf` for Dovecot, whose
-    /// messages named it so before `--store-conf` existed).
+    /// The flag as messages name it (`--store-conf`; Dovecot's old `--doveconf` is only an
+    /// alias, so that a message names the flag `--help` shows).
     pub flag: &'static str,
     /// A `key=value` the store accepts, shown when a value is malformed.
     pub example: &'static str,

@@ -123,7 +123,7 @@ pub async fn fill(plan: AppendPlan, shutdown: Shutdown) -> Result<Results, Strin
     config["users"] = plan.users.len().into();
     let summary = ImapSummary::derive(&total, total.counters.sent, secs, secs);
     let mut r = Results::assemble(RunParts {
-        command: "populate",
+        command: crate::stats::kind::imap::POPULATE_IMAP.name,
         run_id,
         started_us,
         duration_s: secs,

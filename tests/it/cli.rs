@@ -79,3 +79,21 @@ fn help_shows_the_user_placeholder() {
         "expected the {{num}} placeholder in:\n{text}"
     );
 }
+
+/// Issue 31: `send --trace-io` drew clap's tip "a similar argument exists: '--grace'" (a
+/// drain timeout); a flag of relay given to send or sink says where it belongs, in one line.
+#[test]
+fn issue_31_trace_io_on_send_or_sink_points_to_relay() {
+    use crate::util::refused_in_one_line;
+    for args in [
+        &["send", "127.0.0.1:1", "--trace-io"][..],
+        &["sink", "--listen", "127.0.0.1:0", "--trace-io"],
+    ] {
+        refused_in_one_line(args, "relay does: mailbench relay --lab postfix --trace-io");
+        let out = crate::util::run(args);
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("--grace"));
+    }
+    // Hidden: not offered by --help or completion.
+    let help = crate::util::run(&["send", "--help"]);
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("--trace-io"));
+}

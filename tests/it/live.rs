@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::install::tool;
 use crate::sink::Sink;
 use crate::util::{TempDir, free_port, mailbench, require, results, sigterm, wait_until};
 
@@ -178,9 +179,14 @@ fn sample(samples: &[String], name_labels: &str) -> Option<f64> {
 /// open, it has exactly the results file's counters and latency count.
 #[test]
 fn metrics_parse_while_the_run_goes_and_end_equal_to_the_results_file() {
-    if require("python3").is_none() {
-        return;
-    }
+    // The Prometheus project's OpenMetrics parser, in the system's Python.
+    let client = Command::new("/usr/bin/python3")
+        .args(["-c", "import prometheus_client"])
+        .status();
+    assert!(
+        client.is_ok_and(|s| s.success()),
+        "apt-get install python3-prometheus-client (scripts/install-deps.sh --for-tests)"
+    );
     let sink = Sink::start(&[]);
     let dir = TempDir::new("metrics");
     let json = dir.0.join("r.json");
@@ -237,20 +243,38 @@ fn metrics_parse_while_the_run_goes_and_end_equal_to_the_results_file() {
         line.clear();
     }
     assert!(line.contains("serving the final /metrics"), "got {line:?}");
-    let end = scrape(port).expect("/metrics after the run");
+    // Issue 31: as Prometheus scrapes it, OpenMetrics, said in the Content-Type and
+    // ended by `# EOF`; promtool reads only the 0.0.4 format (it refuses the `info` type).
+    let (kind, end) = scrape_with(port, Some(PROMETHEUS_ACCEPT)).expect("/metrics after the run");
+    assert_eq!(
+        kind,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert!(end.ends_with("# EOF\n"), "{end}");
     let samples = parse_openmetrics(&end).unwrap_or_else(|e| panic!("{e}\n{end}"));
-    // Issue 25 item 12: a scraper that does not ask for OpenMetrics gets the text format
-    // 0.0.4, which promtool (Prometheus's own checker) passes.
-    if require("promtool").is_some() {
-        let (kind, plain) = scrape_with(port, None).expect("/metrics without Accept");
-        assert_eq!(kind, "text/plain; version=0.0.4; charset=utf-8", "{plain}");
+    // Issue 25 item 12: a scraper that does not ask for OpenMetrics (no Accept, or curl's
+    // `*/*`) gets the text format 0.0.4, which promtool (Prometheus's own checker) passes
+    // and the OpenMetrics parser refuses (no `# EOF`): the two really differ.
+    tool("promtool", "prometheus");
+    for accept in [None, Some("*/*"), Some("text/plain;version=0.0.4")] {
+        let (kind, plain) = scrape_with(port, accept).expect("/metrics in the 0.0.4 format");
+        assert_eq!(
+            kind, "text/plain; version=0.0.4; charset=utf-8",
+            "{accept:?}: {plain}"
+        );
         promtool_check(&plain)
             .unwrap_or_else(|e| panic!("promtool check metrics refused it: {e}\n{plain}"));
         assert!(
             plain.contains("mailbench_messages_total{result=\"accepted\"}"),
             "{plain}"
         );
+        assert!(!plain.contains("# EOF"), "{plain}");
+        assert!(parse_openmetrics(&plain).is_err(), "{plain}");
     }
+    assert!(
+        promtool_check(&end).is_err(),
+        "promtool took OpenMetrics: {end}"
+    );
     let r = results(&json);
     let c = &r["counters"];
     for (sample_name, key) in [
@@ -308,7 +332,8 @@ fn value(text: &str, name_labels: &str) -> Option<f64> {
 /// the embedded sink's `open_connections`), `delivered` equal to the results file's.
 #[test]
 fn issue_25_a_relays_metrics_show_its_deliveries_through_the_hold() {
-    if require("postfix").is_none() || require("promtool").is_none() {
+    tool("promtool", "prometheus");
+    if require("postfix").is_none() {
         return;
     }
     let dir = TempDir::new("relay-metrics");

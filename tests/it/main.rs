@@ -16,11 +16,17 @@
 //!   for real (fixtures made, a sink where they send, SIGINT after a few seconds, no lab
 //!   left behind), each example line fitting the help width, every threshold key a help
 //!   shows accepted by its command
+//! - `grafana`: issue 31 — deploy/grafana's dashboard importable, its PromQL parsed by
+//!   promtool, every series it queries (and only those) in real scrapes of send, sink,
+//!   relay, POP3 and IMAP runs
 //! - `imap`: `mailbox imap` against `lab dovecot`: counts checked with imaplib, zero state
 //!   violations, and a corrupting proxy caught by the state checks
 //! - `iotrace`: issue 29 — `relay --trace-io`: a known program's fsyncs, files created,
 //!   renamed and unlinked and bytes written counted exactly (strace agreeing), a lab
 //!   Postfix's one queue file per message, refusals in one line, tracefs left as found
+//! - `install`: issue 31 — scripts/install.sh into a temp prefix: man renders every
+//!   command's page, bash and fish complete with the installed scripts, zsh parses its;
+//!   `--version` names git's commit, `unknown` without a checkout
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
 //! - `live`: the live view under tmux (figures while running, the summary intact after a
 //!   resize), `/metrics` parsed by the Prometheus client's OpenMetrics parser and equal to
@@ -75,7 +81,9 @@ mod deploy;
 mod dns;
 mod dns_nsd;
 mod examples;
+mod grafana;
 mod imap;
+mod install;
 mod iotrace;
 mod layout;
 mod leftovers;

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 /// Benchmark suite for mail servers.
 #[derive(Debug, Parser)]
-#[command(name = "mailbench", version, about = ABOUT, long_about = None, propagate_version = true)]
+#[command(name = "mailbench", version = VERSION, about = ABOUT, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// What to run.
     #[command(subcommand)]
@@ -30,6 +30,15 @@ cheapest per message: no wakeups cross threads, so more of a shared machine is l
 server under test. Raise it only when the run warns that mailbench saturates its core. For \
 `dns`: the threads that serve each UDP socket";
 
+/// `mailbench --version`: the release and the commit it was built from (`build.rs`;
+/// `unknown` from a source tarball), so that a results file sent in names its source.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("MAILBENCH_COMMIT"),
+    ")"
+);
+
 /// What `mailbench --help` says the tool is.
 const ABOUT: &str = "Benchmark suite for mail servers: SMTP/LMTP load and sink, relay through an MTA, \
 POP3/IMAP mail-store workloads (users, profiles, arrival time), test DNS; report, compare and \
@@ -49,6 +58,7 @@ macro_rules! threshold_help {
 
 mod client;
 mod dns;
+mod install;
 mod lab;
 mod load;
 mod mailbox;
@@ -69,6 +79,7 @@ use sink::SINK_EXAMPLES;
 
 pub use client::{ClientArgs, Switch, TlsArg, TlsArgs};
 pub use dns::{DnsArgs, ZoneArgs};
+pub use install::{CompletionsArgs, ManArgs};
 pub use lab::{
     DovecotLabArgs, FillArgs, LabCommand, LabShape, MailFormatArg, MtaLabArgs, PlacementArg,
     StoreArgs,
@@ -128,4 +139,10 @@ pub enum Command {
     #[command(after_help = DNS_EXAMPLES, mut_arg("threshold", |a| a.help(threshold_help!(
         "'p99(total)<5ms', 'servfail==0', 'queries_per_sec>1000'"))))]
     Dns(Box<DnsArgs>),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell);
+    /// scripts/install.sh puts each where its shell looks.
+    Completions(CompletionsArgs),
+    /// Print the man page in roff (`mailbench man | man -l -`), or write one page per
+    /// command with --dir.
+    Man(ManArgs),
 }

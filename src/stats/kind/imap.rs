@@ -68,3 +68,11 @@ pub const IMAP: Kind = Kind {
     headline: &headline::IMAP,
     serves: false,
 };
+
+/// `mailbox populate --via imap`: APPEND sessions, summed up as an IMAP run (commands,
+/// what they moved, the state checks). Its own name, so that reading its results back
+/// (`report`, `compare`, `merge`) takes the IMAP summary it holds, not the LMTP fill's.
+pub const POPULATE_IMAP: Kind = Kind {
+    name: "populate_imap",
+    ..IMAP
+};

@@ -10,7 +10,7 @@
 //! layout its file in `report::text` and its arm in `report::text::summary`.
 //!
 //! The kinds: `send` and `populate` (`send`), `sink`, `relay` and `arrival` (`relay`),
-//! `pop3`, `imap`, `profile`, `dns`; the units they count in (`units`); their reports'
+//! `pop3`, `imap` and `populate_imap` (`imap`), `profile`, `dns`; the units they count in (`units`); their reports'
 //! headlines (`headline`).
 
 pub mod dns;
@@ -82,9 +82,31 @@ pub const KINDS: &[&Kind] = &[
     &relay::ARRIVAL,
     &pop3::POP3,
     &imap::IMAP,
+    &imap::POPULATE_IMAP,
     &profile::PROFILE,
     &dns::DNS,
 ];
+
+/// How `merge` adds up the results files of a kind whose runs split over processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Merge {
+    /// The generator agents of one split run (`send --shard`): the summary derived again
+    /// from the summed counters and histograms.
+    Agents,
+    /// Several receivers of one run (sinks): their sequence numbers united as well.
+    Receivers,
+}
+
+/// The kinds `merge` adds up, and how; any other kind's files it refuses.
+const MERGED: &[(&Kind, Merge)] = &[
+    (&send::SEND, Merge::Agents),
+    (&sink::SINK, Merge::Receivers),
+];
+
+/// How `merge` adds up results files of the kind `name`, if it does.
+pub fn merging(name: &str) -> Option<Merge> {
+    MERGED.iter().find(|(k, _)| k.name == name).map(|(_, m)| *m)
+}
 
 /// The kind of run a results file names.
 pub fn find(name: &str) -> Option<&'static Kind> {
@@ -114,6 +136,11 @@ pub(crate) mod tests {
             assert_eq!(find(k.name).map(|f| f.name), Some(k.name));
         }
         assert!(find("nope").is_none());
+        assert_eq!(merging("send"), Some(Merge::Agents));
+        assert_eq!(merging("sink"), Some(Merge::Receivers));
+        for k in ["relay", "populate", "imap", "nope"] {
+            assert_eq!(merging(k), None, "{k}");
+        }
     }
 
     /// Every kind's summary comes back from its results JSON as it went in, and names

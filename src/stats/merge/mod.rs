@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::collector::busiest_cpu;
+use super::kind::Merge;
 use super::results::{ErrorRow, Results, SelfReport};
 use super::seen::RunReport;
 use super::summary::{BouncesSent, SendSummary, SinkSummary, SinkTallies, Summary};
@@ -51,12 +52,12 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
         return Err("merge: give the results files of the agents to merge".into());
     };
     let command = first.results.command.as_str();
-    if !matches!(command, "send" | "sink") {
+    let Some(how) = super::kind::merging(command) else {
         return Err(format!(
             "{}: a {command} run; merge adds up send agents and sinks (a relay split over machines runs as send agents against the MTA and sinks where it delivers)",
             first.name
         ));
-    }
+    };
     let mut forced = Vec::new();
     for other in &inputs[1..] {
         if other.results.command != command {
@@ -124,8 +125,8 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
     let series = series::merge(&named, t0_us, interval_s)?;
 
     let mut extra = BTreeMap::new();
-    let summary = match command {
-        "send" => {
+    let summary = match how {
+        Merge::Agents => {
             let intended = inputs
                 .iter()
                 .map(|i| i.results.summary.number("intended").unwrap_or(0.0) as u64)
@@ -136,7 +137,7 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
                 .fold(0.0, f64::max);
             Summary::Send(SendSummary::derive(&total, intended, duration_s, active_s))
         }
-        _ => {
+        Merge::Receivers => {
             let reports = inputs
                 .iter()
                 .map(sink_runs)

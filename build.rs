@@ -1,0 +1,71 @@
+//! Stamps the commit into `mailbench --version` (`MAILBENCH_COMMIT`): a result someone
+//! sends in names the exact source that produced it. The short hash of HEAD, `-dirty`
+//! when the files the binary is built from ([`BUILT_FROM`]) differ from it (an edited
+//! README does not make a different binary, nor rebuild it); `unknown` when the source is not a git checkout of
+//! its own (a source tarball, a crate unpacked inside a packager's repository) or git is
+//! missing. Never fails the build.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What the binary is built from: what marks it dirty, and what reruns this script.
+const BUILT_FROM: [&str; 4] = ["src", "build.rs", "Cargo.toml", "Cargo.lock"];
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let commit = commit(&manifest).unwrap_or_else(|| "unknown".to_string());
+    println!("cargo:rustc-env=MAILBENCH_COMMIT={commit}");
+    // Rerun when the sources change (the dirty flag) or HEAD moves (a commit, a checkout);
+    // naming any path turns off Cargo's default of rerunning on every package file.
+    for p in [
+        "build.rs",
+        "Cargo.toml",
+        "Cargo.lock",
+        "src",
+        "tests",
+        "scripts",
+    ] {
+        println!("cargo:rerun-if-changed={p}");
+    }
+    for p in ["HEAD", "index", "packed-refs"] {
+        if let Some(path) = git(&manifest, &["rev-parse", "--git-path", p]) {
+            println!("cargo:rerun-if-changed={}", manifest.join(path).display());
+        }
+    }
+    if let Some(branch) = git(&manifest, &["symbolic-ref", "-q", "HEAD"])
+        && let Some(path) = git(&manifest, &["rev-parse", "--git-path", &branch])
+    {
+        println!("cargo:rerun-if-changed={}", manifest.join(path).display());
+    }
+}
+
+/// `abc1234` or `abc1234-dirty`, if `dir` is the top of a git work tree.
+fn commit(dir: &Path) -> Option<String> {
+    // A tarball unpacked inside some other repository must not take that one's commit.
+    let top = git(dir, &["rev-parse", "--show-toplevel"])?;
+    if std::fs::canonicalize(&top).ok()? != std::fs::canonicalize(dir).ok()? {
+        return None;
+    }
+    let hash = git(dir, &["rev-parse", "--short", "HEAD"])?;
+    let mut status = vec!["status", "--porcelain", "--untracked-files=no", "--"];
+    status.extend(BUILT_FROM);
+    let changed = git(dir, &status)?;
+    Some(if changed.is_empty() {
+        hash
+    } else {
+        format!("{hash}-dirty")
+    })
+}
+
+/// git's trimmed output in `dir`, if git ran and succeeded.
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
