@@ -15,6 +15,7 @@ pub mod dovecot;
 pub mod exim;
 pub mod host;
 pub mod isolate;
+pub mod ldap;
 pub mod leftovers;
 pub mod opendkim;
 pub mod opensmtpd;
@@ -64,6 +65,32 @@ pub struct LabOptions {
     /// The last instance resolves its destinations (MX, then address records) through
     /// this test DNS server and delivers to their port, instead of relaying to `relay`.
     pub dns: Option<LabDns>,
+    /// The entry instance checks each recipient against a table of the run's recipients
+    /// (seed 004's lookup backends); `None`: no recipient check, the lab's default.
+    pub lookup: Option<RecipientLookup>,
+    /// The MTA writes its log (the default). Off: no log where the MTA allows it, and the
+    /// delivered count comes from the sink alone (seed 004: logging cost qmail half its
+    /// rate).
+    pub logging: bool,
+}
+
+/// Where the entry MTA looks its recipients up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupBackend {
+    /// A local indexed file (Postfix `hash:`), the baseline.
+    Hash,
+    /// A private slapd through a fault-injecting proxy (Postfix `ldap:`).
+    Ldap(ldap::proxy::Faults),
+}
+
+/// A recipient check: the backend and the addresses it knows (every recipient the run
+/// will send to; any other is refused).
+#[derive(Debug, Clone)]
+pub struct RecipientLookup {
+    /// The table's backend.
+    pub backend: LookupBackend,
+    /// The run's recipients.
+    pub recipients: std::sync::Arc<Vec<String>>,
 }
 
 /// Limits the lab MTAs share under neutral names (`None`: the lab's default, which is
@@ -150,6 +177,16 @@ pub trait MtaLab: LabServer {
     fn release(&self) -> Result<usize, String>;
     /// Deferrals the MTA's log blames on DNS (failed or timed-out lookups), so far.
     fn dns_deferred(&self) -> usize;
+    /// What the recipient lookups cost so far, when they go to the lab's directory
+    /// (`--mta-lookup ldap`).
+    fn lookups(&self) -> Option<ldap::proxy::Counts> {
+        None
+    }
+    /// Whether [`MtaLab::delivered_logged`] means anything: false when the MTA runs
+    /// without its log (`--mta-logging off`).
+    fn logs_deliveries(&self) -> bool {
+        true
+    }
 }
 
 /// A mailbox user of a store lab: the address it logs in and receives mail as.

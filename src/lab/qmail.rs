@@ -272,6 +272,8 @@ mod tests {
             hold: false,
             dkim: None,
             dns: None,
+            lookup: None,
+            logging: true,
         }
     }
 

@@ -4,9 +4,17 @@
 
 use std::net::SocketAddr;
 
-use crate::cli::args::{LabShape, MailFormatArg, MailboxServerArgs, PlacementArg, StoreArgs};
-use crate::lab::{LabOptions, MailFormat, Mta, MtaLimits, QueueKind, Store, StoreOptions};
+use crate::cli::args::{
+    LabShape, LoggingArg, LookupArg, MailFormatArg, MailboxServerArgs, PlacementArg, StoreArgs,
+};
+use crate::lab::ldap::proxy::Faults;
+use crate::lab::{
+    LabOptions, LookupBackend, MailFormat, Mta, MtaLimits, QueueKind, RecipientLookup, Store,
+    StoreOptions,
+};
 use crate::mailbox::bench::StoreSetup;
+use crate::message::address::AddrTemplate;
+use crate::send::plan::Addresses;
 use crate::units;
 
 /// Refuses what only the Postfix lab does (STARTTLS on its entry, DKIM signing through a
@@ -26,6 +34,17 @@ pub fn postfix_only(mta: Mta, opts: &LabOptions) -> Result<(), String> {
     };
     Err(format!(
         "{flag}: the {} lab does not do this yet; only --lab postfix does",
+        mta.name()
+    ))
+}
+
+/// Refuses `--mta-logging off` for an MTA whose lab cannot run without its log.
+pub fn logging_knob(mta: Mta, opts: &LabOptions) -> Result<(), String> {
+    if opts.logging || mta == Mta::Postfix || mta.name() == "qmail" {
+        return Ok(());
+    }
+    Err(format!(
+        "--mta-logging off: the {} lab cannot run without its log yet; only --lab postfix and qmail can",
         mta.name()
     ))
 }
@@ -87,7 +106,115 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
             None => None,
         },
         starttls,
+        lookup: None,
+        logging: shape.mta_logging == LoggingArg::On,
     })
+}
+
+/// The most recipients the lab's lookup table is built with.
+const MAX_LOOKUP_RECIPIENTS: u64 = 1_000_000;
+
+/// `--mta-lookup` and `--ldap-fault` for `mtas`: the backend with the run's recipients
+/// (`to` rendered for messages 0..`messages`, `rcpts` each), or none.
+pub fn lookup(
+    shape: &LabShape,
+    mtas: &[Mta],
+    to: &Addresses,
+    rcpts: u32,
+    messages: u64,
+) -> Result<Option<RecipientLookup>, String> {
+    let faults = ldap_faults(&shape.ldap_fault)?;
+    let backend = match shape.mta_lookup {
+        LookupArg::None if faults != Faults::default() => {
+            return Err(
+                "--ldap-fault: the lab has no LDAP directory; add --mta-lookup ldap".into(),
+            );
+        }
+        LookupArg::None => return Ok(None),
+        LookupArg::Hash if faults != Faults::default() => {
+            return Err(
+                "--ldap-fault: the hash table takes no faults; use --mta-lookup ldap".into(),
+            );
+        }
+        LookupArg::Hash => LookupBackend::Hash,
+        LookupArg::Ldap => {
+            crate::lab::ldap::check()?;
+            LookupBackend::Ldap(faults)
+        }
+    };
+    if let Some(other) = mtas.iter().find(|m| **m != Mta::Postfix) {
+        return Err(format!(
+            "--mta-lookup: the {} lab has no recipient lookups yet; only --lab postfix does",
+            other.name()
+        ));
+    }
+    Ok(Some(RecipientLookup {
+        backend,
+        recipients: std::sync::Arc::new(recipients(to, rcpts, messages)?),
+    }))
+}
+
+/// Every distinct recipient of the run, in first-use order.
+fn recipients(to: &Addresses, rcpts: u32, messages: u64) -> Result<Vec<String>, String> {
+    let template: &AddrTemplate = match to {
+        Addresses::List(users) => return Ok(users.iter().map(|u| u.address.clone()).collect()),
+        Addresses::Template(t) => t,
+    };
+    if template.is_random() {
+        return Err("--mta-lookup: --to with {rand:N} cannot be listed in the lookup table; use {mod:N} or {seq}".into());
+    }
+    let total = messages.saturating_mul(rcpts as u64);
+    if total > MAX_LOOKUP_RECIPIENTS {
+        return Err(format!(
+            "--mta-lookup: the run's recipients are too many for the lab's table ({messages} messages x {rcpts}); give -n with at most {MAX_LOOKUP_RECIPIENTS} recipients in all"
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut rng = fastrand::Rng::with_seed(0);
+    let mut out = Vec::new();
+    for seq in 0..messages {
+        for i in 0..rcpts {
+            let a = template.render(seq, i, &mut rng);
+            if seen.insert(a.clone()) {
+                out.push(a);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `--ldap-fault delay=DURATION` and `down=LENGTH@FROM`.
+fn ldap_faults(list: &[String]) -> Result<Faults, String> {
+    let mut f = Faults::default();
+    for spec in list {
+        let bad = || {
+            format!(
+                "--ldap-fault {spec:?}: write delay=DURATION (delay=200ms) or down=LENGTH@FROM (down=5s@10s)"
+            )
+        };
+        match spec.split_once('=').ok_or_else(bad)? {
+            ("delay", d) => {
+                f.delay = Some(
+                    crate::units::duration(d).map_err(|e| format!("--ldap-fault {spec:?}: {e}"))?,
+                )
+            }
+            ("down", w) => {
+                let (length, from) = w.split_once('@').ok_or_else(bad)?;
+                let d = |t: &str| {
+                    crate::units::duration(t).map_err(|e| format!("--ldap-fault {spec:?}: {e}"))
+                };
+                let length = d(length)?;
+                if length.is_zero() {
+                    return Err(format!(
+                        "--ldap-fault {spec:?}: a down window needs a length above 0"
+                    ));
+                }
+                f.down = Some((length, d(from)?));
+            }
+            _ => return Err(bad()),
+        }
+    }
+    Ok(f)
 }
 
 /// Whether any store flag was given (they only mean something with a lab store).

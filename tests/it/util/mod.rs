@@ -428,6 +428,8 @@ pub fn postfix_to_sink(
             hold: false,
             dkim: None,
             dns: None,
+            lookup: None,
+            logging: true,
         })
         .expect("lab Postfix starts (CI runs as root)")
 }
