@@ -19,6 +19,11 @@ done
 # OpenDKIM signs for a lab MTA (--mta-dkim-key); like Postfix's, its own service is left
 # alone: the lab runs a private instance.
 [ -x /usr/sbin/opendkim ] || need+=(opendkim)
+# `relay --mta-lookup ldap`: a private slapd holds the recipients and the lab Postfix
+# looks them up through its ldap: table (postfix-ldap). The package's own slapd is
+# stopped and disabled below: the lab runs a private instance.
+[ -x /usr/sbin/slapd ] || need+=(slapd)
+[ -e /usr/lib/postfix/postfix-ldap.so ] || need+=(postfix-ldap)
 # What only the tests use (the quickstart needs none of it): a headless browser for the
 # report pages, the Prometheus client's parser for /metrics, tmux for the live view, dig.
 if [ "${1:-}" = "--for-tests" ]; then
@@ -27,6 +32,8 @@ if [ "${1:-}" = "--for-tests" ]; then
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
   # BIND's dig: a DNS client no one here wrote, for the test DNS server.
   command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
+  # OpenLDAP's client tools, to look into the lab's directory by hand when a test fails.
+  command -v ldapsearch >/dev/null 2>&1 || need+=(ldap-utils)
   # NSD's libraries: its package is only unpacked (below), so apt does not pull them in.
   for lib in libevent-2.1-7 libfstrm0 libprotobuf-c1 libssl3 libsystemd0; do
     dpkg -s "$lib" >/dev/null 2>&1 || need+=("$lib")
@@ -51,6 +58,14 @@ if [ ${#need[@]} -gt 0 ]; then
   # The prometheus package starts its server where systemd runs; only promtool is wanted.
   if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1; then
     systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
+  # The same for slapd: only the program is wanted, never the system's directory.
+  if [[ " ${need[*]} " == *" slapd "* ]]; then
+    if command -v systemctl >/dev/null 2>&1; then
+      systemctl disable --now slapd >/dev/null 2>&1 || true
+    fi
+    service slapd stop >/dev/null 2>&1 || true
+    update-rc.d slapd disable >/dev/null 2>&1 || true
   fi
 fi
 # NSD, the reference of the differential DNS test (tests/it/dns_nsd.rs): Debian's package

@@ -95,6 +95,11 @@ impl Directory {
         Ok(d)
     }
 
+    /// Its lab directory (configuration, database, access log).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// slapd's access log: one `SRCH` line per search it answered (`loglevel stats`).
     pub fn access_log(&self) -> PathBuf {
         self.dir.join("access.log")

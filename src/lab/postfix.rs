@@ -359,10 +359,13 @@ impl LabServer for Lab {
         host::trees(&masters)
     }
 
+    /// The instances' maillogs, then the LDAP directory's access log (its `SRCH` lines
+    /// are the reference for the lookups counted).
     fn logs(&self) -> Vec<PathBuf> {
         self.instances
             .iter()
             .map(|i| i.dir.join("maillog"))
+            .chain(self.directory.as_ref().map(|d| d.access_log()))
             .collect()
     }
 
@@ -370,6 +373,7 @@ impl LabServer for Lab {
         self.instances
             .iter()
             .flat_map(|i| [i.dir.clone(), i.queue.path.clone()])
+            .chain(self.directory.as_ref().map(|d| d.dir().to_path_buf()))
             .collect()
     }
 
