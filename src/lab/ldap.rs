@@ -86,10 +86,19 @@ impl Directory {
             .stderr(log)
             .spawn()
             .map_err(|e| cleanup(io("run slapd", e)))?;
+        let mut child = child;
+        let proxy = match proxy::Proxy::start(slapd_addr, faults) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(cleanup(io("start the ldap proxy", e)));
+            }
+        };
         let mut d = Directory {
-            proxy: proxy::Proxy::start(slapd_addr, faults)?,
             dir,
             slapd: Some(child),
+            proxy,
         };
         d.wait_ready(slapd_addr)?;
         Ok(d)

@@ -239,11 +239,9 @@ maximal_backoff_time = 10s
             main_cf.push_str(&format!("{k} = {v}\n"));
         }
         std::fs::write(dir.join("main.cf"), main_cf).map_err(|e| io("write main.cf", e))?;
-        if hop == 0 {
-            if let Err(e) = index_table(&dir, opts) {
-                inst.stop();
-                return Err(e);
-            }
+        if let Err(e) = index_table(&dir, hop, opts) {
+            inst.stop();
+            return Err(e);
         }
         let master = std::fs::read_to_string("/etc/postfix/master.cf")
             .map_err(|e| io("read /etc/postfix/master.cf", e))?;
@@ -326,9 +324,10 @@ fn hash_table(dir: &Path, recipients: &[String]) -> Result<String, LabError> {
     Ok(format!("hash:{}", path.display()))
 }
 
-/// `postmap -c DIR hash:DIR/recipients`, when the entry has a hash table.
-fn index_table(dir: &Path, opts: &LabOptions) -> Result<(), LabError> {
-    if !matches!(&opts.lookup, Some(l) if l.backend == LookupBackend::Hash) {
+/// `postmap -c DIR hash:DIR/recipients`, when this is the entry (hop 0) and it has a hash
+/// table.
+fn index_table(dir: &Path, hop: u8, opts: &LabOptions) -> Result<(), LabError> {
+    if hop != 0 || !matches!(&opts.lookup, Some(l) if l.backend == LookupBackend::Hash) {
         return Ok(());
     }
     let out = Command::new("/usr/sbin/postmap")

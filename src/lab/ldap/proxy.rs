@@ -15,9 +15,6 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use super::super::LabError;
-use super::super::host::io;
-
 /// SearchRequest, `[APPLICATION 3]` constructed.
 const SEARCH_REQUEST: u8 = 0x63;
 /// SearchResultDone, `[APPLICATION 5]` constructed.
@@ -73,12 +70,9 @@ pub struct Proxy {
 
 impl Proxy {
     /// Listens on a free loopback port, passing connections on to `slapd`.
-    pub fn start(slapd: SocketAddr, faults: Faults) -> Result<Proxy, LabError> {
-        let listener =
-            TcpListener::bind("127.0.0.1:0").map_err(|e| io("bind the ldap proxy", e))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| io("bind the ldap proxy", e))?;
+    pub fn start(slapd: SocketAddr, faults: Faults) -> std::io::Result<Proxy> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             slapd,
             faults,

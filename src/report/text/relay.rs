@@ -121,10 +121,9 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
             s.lookup_p99_ms.map_or("-".into(), |v| format!("{v:.2}"))
         );
     }
-    if let Some(src) = r.extra.get("delivered_source").and_then(|v| v.as_str()) {
-        if s.maillog_sent.is_none() {
-            let _ = writeln!(out, "  MTA log    off: delivered counted by the {src}");
-        }
+    let source = r.extra.get("delivered_source").and_then(|v| v.as_str());
+    if let (Some(src), None) = (source, s.maillog_sent) {
+        let _ = writeln!(out, "  MTA log    off: delivered counted by the {src}");
     }
     io_per_message(&mut out, r);
     sut_cost(&mut out, r, "MTA");
