@@ -24,6 +24,11 @@ done
 # stopped and disabled below: the lab runs a private instance.
 [ -x /usr/sbin/slapd ] || need+=(slapd)
 [ -e /usr/lib/postfix/postfix-ldap.so ] || need+=(postfix-ldap)
+# daemontools' multilog: the qmail lab's log as qmail sites run it (--mta-logging
+# multilog), with the other lab MTAs. Only the program: Debian's daemontools starts nothing.
+case "${1:-}" in
+  --for-tests | --mtas) command -v multilog >/dev/null 2>&1 || need+=(daemontools) ;;
+esac
 # What only the tests use (the quickstart needs none of it): a headless browser for the
 # report pages, the Prometheus client's parser for /metrics, tmux for the live view, dig.
 if [ "${1:-}" = "--for-tests" ]; then

@@ -259,7 +259,7 @@ impl<F: Flavor> Chain<F> {
         let mut chain = Chain {
             hops: Vec::new(),
             notices: Vec::new(),
-            logging: opts.logging,
+            logging: opts.logging != super::MtaLogging::Off,
             _flavor: std::marker::PhantomData,
         };
         let hops = opts.hops.max(1);

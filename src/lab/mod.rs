@@ -68,10 +68,20 @@ pub struct LabOptions {
     /// The entry instance checks each recipient against a table of the run's recipients
     /// (seed 004's lookup backends); `None`: no recipient check, the lab's default.
     pub lookup: Option<RecipientLookup>,
-    /// The MTA writes its log (the default). Off: no log where the MTA allows it, and the
-    /// delivered count comes from the sink alone (seed 004: logging cost qmail half its
-    /// rate).
-    pub logging: bool,
+    /// How the MTA logs (seed 004: multilog cost qmail half its rate).
+    pub logging: MtaLogging,
+}
+
+/// How a lab MTA logs (`--mta-logging`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MtaLogging {
+    /// Its log as the lab writes it (Postfix maillog_file, qmail-send's output to a file).
+    #[default]
+    On,
+    /// No log where the MTA allows it: the delivered count comes from the sink alone.
+    Off,
+    /// qmail-send's output through daemontools' multilog, as qmail sites run it.
+    Multilog,
 }
 
 /// Where the entry MTA looks its recipients up.

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use super::host::{self, QueueDir, io};
 use super::opendkim;
 use super::{
-    LabError, LabOptions, LabServer, LookupBackend, MtaLab, QueueKind, RecipientLookup, ldap,
+    LabError, LabOptions, LabServer, LookupBackend, MtaLab, MtaLogging, QueueKind, RecipientLookup,
+    ldap,
 };
 
 const POSTFIX: &str = "/usr/sbin/postfix";
@@ -73,7 +74,7 @@ impl Lab {
             instances: Vec::new(),
             notices: Vec::new(),
             starttls: opts.starttls,
-            logging: opts.logging,
+            logging: opts.logging != MtaLogging::Off,
             directory: None,
         };
         if let Some(RecipientLookup {
@@ -189,7 +190,7 @@ maximal_backoff_time = 10s
             // relay (the sink) on ::1.
             protocols = if relay.is_ipv4() { "ipv4" } else { "all" }
         );
-        if opts.logging {
+        if opts.logging != MtaLogging::Off {
             main_cf.push_str(&format!(
                 "maillog_file = {d}/maillog\nmaillog_file_prefixes = {d}\n"
             ));

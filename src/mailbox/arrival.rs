@@ -98,7 +98,7 @@ pub async fn run(
                 hold: false,
                 dns: None,
                 lookup: None,
-                logging: true,
+                logging: crate::lab::MtaLogging::On,
                 dkim: None,
                 relay_lmtp: true,
                 starttls: false,

@@ -128,7 +128,7 @@ pub async fn workload(
                 hold: false,
                 dns: None,
                 lookup: None,
-                logging: true,
+                logging: crate::lab::MtaLogging::On,
                 dkim: None,
                 relay_lmtp: true,
                 starttls: false,

@@ -196,6 +196,31 @@ fn logging_off_still_counts_exactly_from_the_sink() {
 }
 
 #[test]
+fn qmail_through_multilog_delivers_exactly_as_its_log_says() {
+    need("/usr/bin/multilog", "daemontools");
+    assert!(
+        Path::new("/opt/mailbench/mtas/qmail/.mailbench-archive").exists(),
+        "qmail is not built for the lab: run scripts/install-mtas.sh"
+    );
+    let dir = TempDir::new("multilog");
+    let (r, logs) = relay(
+        "qmail",
+        &["--mta-logging", "multilog", "-n", "300", "-c", "8"],
+        &dir.0.join("r.json"),
+    );
+    let log = read(&logs[0]);
+    let successes = log
+        .lines()
+        .filter(|l| l.starts_with("delivery ") && l.contains(": success: "))
+        .count();
+    assert_eq!(
+        successes, 300,
+        "multilog's current holds qmail-send's lines"
+    );
+    assert_exactly_once(&r, 300);
+}
+
+#[test]
 fn lookups_and_logging_are_refused_in_one_line_where_they_do_not_apply() {
     refused_in_one_line(
         &["relay", "--lab", "qmail", "--mta-lookup", "hash", "-n", "1"],

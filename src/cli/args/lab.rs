@@ -54,6 +54,8 @@ pub enum LoggingArg {
     On,
     /// No log where the MTA allows it; delivered counts come from the sink alone.
     Off,
+    /// qmail-send's log through daemontools' multilog, as qmail sites run it (qmail).
+    Multilog,
 }
 
 /// Flags that shape a lab.
@@ -112,8 +114,9 @@ pub struct LabShape {
     /// failure).
     #[arg(long, value_name = "FAULT")]
     pub ldap_fault: Vec<String>,
-    /// Whether the lab MTA writes its log (Postfix maillog_file, qmail-send's log through
-    /// multilog); off measures what logging costs, with delivered counts from the sink.
+    /// How the lab MTA logs: on (Postfix maillog_file, qmail-send's output to a file), off
+    /// (no log: what logging costs, with delivered counts from the sink), or multilog
+    /// (qmail-send through daemontools' multilog, as seed 004 ran it).
     #[arg(long, value_enum, default_value = "on")]
     pub mta_logging: LoggingArg,
 }

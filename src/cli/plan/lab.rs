@@ -9,8 +9,8 @@ use crate::cli::args::{
 };
 use crate::lab::ldap::proxy::Faults;
 use crate::lab::{
-    LabOptions, LookupBackend, MailFormat, Mta, MtaLimits, QueueKind, RecipientLookup, Store,
-    StoreOptions,
+    LabOptions, LookupBackend, MailFormat, Mta, MtaLimits, MtaLogging, QueueKind, RecipientLookup,
+    Store, StoreOptions,
 };
 use crate::mailbox::bench::StoreSetup;
 use crate::message::address::AddrTemplate;
@@ -38,15 +38,28 @@ pub fn postfix_only(mta: Mta, opts: &LabOptions) -> Result<(), String> {
     ))
 }
 
-/// Refuses `--mta-logging off` for an MTA whose lab cannot run without its log.
+/// Refuses `--mta-logging off` for an MTA whose lab cannot run without its log, and
+/// `multilog` for any but qmail.
 pub fn logging_knob(mta: Mta, opts: &LabOptions) -> Result<(), String> {
-    if opts.logging || mta == Mta::Postfix || mta.name() == "qmail" {
-        return Ok(());
+    match opts.logging {
+        MtaLogging::On => Ok(()),
+        MtaLogging::Off if mta == Mta::Postfix || mta.name() == "qmail" => Ok(()),
+        MtaLogging::Off => Err(format!(
+            "--mta-logging off: the {} lab cannot run without its log yet; only --lab postfix and qmail can",
+            mta.name()
+        )),
+        MtaLogging::Multilog if mta.name() == "qmail" => {
+            if std::path::Path::new("/usr/bin/multilog").exists() {
+                Ok(())
+            } else {
+                Err("--mta-logging multilog: multilog is missing; run scripts/install-deps.sh --mtas (Debian's daemontools)".into())
+            }
+        }
+        MtaLogging::Multilog => Err(format!(
+            "--mta-logging multilog: the {} lab does not log through multilog; only --lab qmail does",
+            mta.name()
+        )),
     }
-    Err(format!(
-        "--mta-logging off: the {} lab cannot run without its log yet; only --lab postfix and qmail can",
-        mta.name()
-    ))
 }
 
 fn placement(p: PlacementArg) -> QueueKind {
@@ -107,7 +120,11 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
         },
         starttls,
         lookup: None,
-        logging: shape.mta_logging == LoggingArg::On,
+        logging: match shape.mta_logging {
+            LoggingArg::On => MtaLogging::On,
+            LoggingArg::Off => MtaLogging::Off,
+            LoggingArg::Multilog => MtaLogging::Multilog,
+        },
     })
 }
 

@@ -429,7 +429,7 @@ pub fn postfix_to_sink(
             dkim: None,
             dns: None,
             lookup: None,
-            logging: true,
+            logging: mailbench::lab::MtaLogging::On,
         })
         .expect("lab Postfix starts (CI runs as root)")
 }
