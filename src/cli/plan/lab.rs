@@ -305,3 +305,31 @@ pub fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<Store
         None => Ok(None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn ldap_faults_read_a_delay_and_a_down_window() {
+        let f = ldap_faults(&["delay=200ms".into(), "down=5s@10s".into()]).expect("valid");
+        assert_eq!(f.delay, Some(Duration::from_millis(200)));
+        assert_eq!(
+            f.down,
+            Some((Duration::from_secs(5), Duration::from_secs(10)))
+        );
+        for bad in ["down=5s", "down=0s@1s", "slow=1s", "delay"] {
+            assert!(ldap_faults(&[bad.into()]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_lookup_table_lists_each_recipient_of_the_run_once() {
+        let t = AddrTemplate::parse("u{mod:3}@x.test").expect("template");
+        let got = recipients(&Addresses::Template(t), 1, 10).expect("listed");
+        assert_eq!(got, ["u0@x.test", "u1@x.test", "u2@x.test"]);
+        let r = AddrTemplate::parse("u{rand:9}@x.test").expect("template");
+        assert!(recipients(&Addresses::Template(r), 1, 10).is_err());
+    }
+}
