@@ -19,6 +19,16 @@ done
 # OpenDKIM signs for a lab MTA (--mta-dkim-key); like Postfix's, its own service is left
 # alone: the lab runs a private instance.
 [ -x /usr/sbin/opendkim ] || need+=(opendkim)
+# `relay --mta-lookup ldap`: a private slapd holds the recipients and the lab Postfix
+# looks them up through its ldap: table (postfix-ldap). The package's own slapd is
+# stopped and disabled below: the lab runs a private instance.
+[ -x /usr/sbin/slapd ] || need+=(slapd)
+[ -e /usr/lib/postfix/postfix-ldap.so ] || need+=(postfix-ldap)
+# daemontools' multilog: the qmail lab's log as qmail sites run it (--mta-logging
+# multilog), with the other lab MTAs. Only the program: Debian's daemontools starts nothing.
+case "${1:-}" in
+  --for-tests | --mtas) command -v multilog >/dev/null 2>&1 || need+=(daemontools) ;;
+esac
 # What only the tests use (the quickstart needs none of it): a headless browser for the
 # report pages, the Prometheus client's parser for /metrics, tmux for the live view, dig.
 if [ "${1:-}" = "--for-tests" ]; then
@@ -27,6 +37,8 @@ if [ "${1:-}" = "--for-tests" ]; then
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
   # BIND's dig: a DNS client no one here wrote, for the test DNS server.
   command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
+  # OpenLDAP's client tools, to look into the lab's directory by hand when a test fails.
+  command -v ldapsearch >/dev/null 2>&1 || need+=(ldap-utils)
   # NSD's libraries: its package is only unpacked (below), so apt does not pull them in.
   for lib in libevent-2.1-7 libfstrm0 libprotobuf-c1 libssl3 libsystemd0; do
     dpkg -s "$lib" >/dev/null 2>&1 || need+=("$lib")
@@ -67,6 +79,14 @@ if [ ${#need[@]} -gt 0 ]; then
       systemctl disable --now "$svc" >/dev/null 2>&1 || true
     fi
   done
+  # The same for slapd: only the program is wanted, never the system's directory.
+  if [[ " ${need[*]} " == *" slapd "* ]]; then
+    if command -v systemctl >/dev/null 2>&1; then
+      systemctl disable --now slapd >/dev/null 2>&1 || true
+    fi
+    service slapd stop >/dev/null 2>&1 || true
+    update-rc.d slapd disable >/dev/null 2>&1 || true
+  fi
 fi
 # NSD, the reference of the differential DNS test (tests/it/dns_nsd.rs): Debian's package
 # unpacked into target/peers/nsd, as bench/dns_vs_nsd.py does, never installed (its

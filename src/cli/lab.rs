@@ -51,6 +51,10 @@ async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     let mut opts = options(&a.shape, relay, a.starttls).map_err(|e| (EXIT_USAGE, e))?;
     opts.relay_lmtp = lmtp;
     postfix_only(mta, &opts).map_err(|e| (EXIT_USAGE, e))?;
+    super::plan::lab::logging_knob(mta, &opts).map_err(|e| (EXIT_USAGE, e))?;
+    if a.shape.mta_lookup != crate::cli::args::LookupArg::None || !a.shape.ldap_fault.is_empty() {
+        return Err((EXIT_USAGE, "--mta-lookup and --ldap-fault need a run's recipients: give them to relay --lab postfix".into()));
+    }
     mta.check().map_err(|e| (EXIT_USAGE, e))?;
     clean_leftovers("lab");
     let shutdown = Shutdown::install_saying(

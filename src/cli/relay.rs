@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use super::args::{DEFAULT_TO, LoadArgs, RelayArgs};
 use super::exit::{EXIT_FAILED, EXIT_USAGE};
 use super::finish::deliver;
-use super::plan::lab::{options, postfix_only};
+use super::plan::lab::{logging_knob, lookup, options, postfix_only};
 use super::plan::load::Defaults;
 use super::plan::output::OutputPlan;
 use super::plan::send::{Implied, plan as send_plan};
@@ -157,7 +157,14 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             }
             let starttls = send.client.tls.mode == TlsMode::Starttls;
             // The relay target (the sink) is known once its listener is bound.
-            let opts = options(&a.shape, sink, starttls)?;
+            let mut opts = options(&a.shape, sink, starttls)?;
+            opts.lookup = lookup(
+                &a.shape,
+                &a.lab,
+                &send.message.to,
+                send.message.rcpts,
+                send.load.count,
+            )?;
             for (i, &mta) in a.lab.iter().enumerate() {
                 if a.lab[..i].contains(&mta) {
                     return Err(format!(
@@ -166,6 +173,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
                     ));
                 }
                 postfix_only(mta, &opts)?;
+                logging_knob(mta, &opts)?;
                 if a.flush && mta != Mta::Postfix {
                     return Err(format!(
                         "--flush: the {} lab has no hold queue; the flush benchmark runs on --lab postfix",
@@ -195,6 +203,9 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         "queue": format!("{:?}", a.shape.queue).to_lowercase(),
         "hops": a.shape.hops,
         "mta_conf": a.shape.mta_conf,
+        "mta_lookup": format!("{:?}", a.shape.mta_lookup).to_lowercase(),
+        "ldap_fault": a.shape.ldap_fault,
+        "mta_logging": format!("{:?}", a.shape.mta_logging).to_lowercase(),
     });
     let plan = RelayPlan {
         send,

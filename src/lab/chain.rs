@@ -246,6 +246,8 @@ pub trait Flavor: Send + Sync + 'static {
 pub struct Chain<F: Flavor> {
     hops: Vec<Hop>,
     notices: Vec<String>,
+    /// The MTA writes its log (`--mta-logging`, refused off for those that cannot).
+    logging: bool,
     _flavor: std::marker::PhantomData<F>,
 }
 
@@ -257,6 +259,7 @@ impl<F: Flavor> Chain<F> {
         let mut chain = Chain {
             hops: Vec::new(),
             notices: Vec::new(),
+            logging: opts.logging != super::MtaLogging::Off,
             _flavor: std::marker::PhantomData,
         };
         let hops = opts.hops.max(1);
@@ -390,6 +393,10 @@ impl<F: Flavor> MtaLab for Chain<F> {
         self.hops
             .last()
             .map_or(0, |h| F::dns_deferred(&read(&h.log())))
+    }
+
+    fn logs_deliveries(&self) -> bool {
+        self.logging
     }
 }
 

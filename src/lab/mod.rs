@@ -15,6 +15,7 @@ pub mod dovecot;
 pub mod exim;
 pub mod host;
 pub mod isolate;
+pub mod ldap;
 pub mod leftovers;
 pub mod opendkim;
 pub mod opensmtpd;
@@ -64,6 +65,42 @@ pub struct LabOptions {
     /// The last instance resolves its destinations (MX, then address records) through
     /// this test DNS server and delivers to their port, instead of relaying to `relay`.
     pub dns: Option<LabDns>,
+    /// The entry instance checks each recipient against a table of the run's recipients
+    /// (seed 004's lookup backends); `None`: no recipient check, the lab's default.
+    pub lookup: Option<RecipientLookup>,
+    /// How the MTA logs (seed 004: multilog cost qmail half its rate).
+    pub logging: MtaLogging,
+}
+
+/// How a lab MTA logs (`--mta-logging`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MtaLogging {
+    /// Its log as the lab writes it (Postfix maillog_file, qmail-send's output to a file).
+    #[default]
+    On,
+    /// No log where the MTA allows it: the delivered count comes from the sink alone.
+    Off,
+    /// qmail-send's output through daemontools' multilog, as qmail sites run it.
+    Multilog,
+}
+
+/// Where the entry MTA looks its recipients up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupBackend {
+    /// A local indexed file (Postfix `hash:`), the baseline.
+    Hash,
+    /// A private slapd through a fault-injecting proxy (Postfix `ldap:`).
+    Ldap(ldap::proxy::Faults),
+}
+
+/// A recipient check: the backend and the addresses it knows (every recipient the run
+/// will send to; any other is refused).
+#[derive(Debug, Clone)]
+pub struct RecipientLookup {
+    /// The table's backend.
+    pub backend: LookupBackend,
+    /// The run's recipients.
+    pub recipients: std::sync::Arc<Vec<String>>,
 }
 
 /// Limits the lab MTAs share under neutral names (`None`: the lab's default, which is
@@ -150,6 +187,16 @@ pub trait MtaLab: LabServer {
     fn release(&self) -> Result<usize, String>;
     /// Deferrals the MTA's log blames on DNS (failed or timed-out lookups), so far.
     fn dns_deferred(&self) -> usize;
+    /// What the recipient lookups cost so far, when they go to the lab's directory
+    /// (`--mta-lookup ldap`).
+    fn lookups(&self) -> Option<ldap::proxy::Counts> {
+        None
+    }
+    /// Whether [`MtaLab::delivered_logged`] means anything: false when the MTA runs
+    /// without its log (`--mta-logging off`).
+    fn logs_deliveries(&self) -> bool {
+        true
+    }
 }
 
 /// A mailbox user of a store lab: the address it logs in and receives mail as.

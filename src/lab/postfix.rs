@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use super::host::{self, QueueDir, io};
 use super::opendkim;
-use super::{LabError, LabOptions, LabServer, MtaLab, QueueKind};
+use super::{
+    LabError, LabOptions, LabServer, LookupBackend, MtaLab, MtaLogging, QueueKind, RecipientLookup,
+    ldap,
+};
 
 const POSTFIX: &str = "/usr/sbin/postfix";
 
@@ -37,6 +40,11 @@ pub struct Lab {
     instances: Vec<Instance>,
     notices: Vec<String>,
     starttls: bool,
+    /// Writes maillog (`--mta-logging on`).
+    logging: bool,
+    /// The LDAP directory the entry looks recipients up in (`--mta-lookup ldap`); dropped
+    /// after the instances, which are stopped first.
+    directory: Option<ldap::Directory>,
 }
 
 /// Postfix's line in the lab registry.
@@ -66,7 +74,16 @@ impl Lab {
             instances: Vec::new(),
             notices: Vec::new(),
             starttls: opts.starttls,
+            logging: opts.logging != MtaLogging::Off,
+            directory: None,
         };
+        if let Some(RecipientLookup {
+            backend: LookupBackend::Ldap(faults),
+            recipients,
+        }) = &opts.lookup
+        {
+            lab.directory = Some(ldap::Directory::start(recipients, *faults)?);
+        }
         let mut next = opts.relay;
         for hop in (0..opts.hops.max(1)).rev() {
             // A free port can be taken by someone else before Postfix binds it; the greeting
@@ -151,8 +168,6 @@ smtputf8_enable = no
 queue_run_delay = 1s
 minimal_backoff_time = 5s
 maximal_backoff_time = 10s
-maillog_file = {d}/maillog
-maillog_file_prefixes = {d}
 ",
             q = inst.queue.path.display(),
             name = inst.name,
@@ -175,6 +190,21 @@ maillog_file_prefixes = {d}
             // relay (the sink) on ::1.
             protocols = if relay.is_ipv4() { "ipv4" } else { "all" }
         );
+        if opts.logging != MtaLogging::Off {
+            main_cf.push_str(&format!(
+                "maillog_file = {d}/maillog\nmaillog_file_prefixes = {d}\n"
+            ));
+        }
+        if let (Some(lookup), 0) = (&opts.lookup, hop) {
+            let settings = match self.recipient_table(&dir, lookup) {
+                Ok(s) => s,
+                Err(e) => {
+                    inst.stop();
+                    return Err(e);
+                }
+            };
+            main_cf.push_str(&settings);
+        }
         if opts.relay_lmtp && last_hop {
             // Into a store: the relayhost's address, over Postfix's LMTP client.
             main_cf.push_str(&format!(
@@ -210,6 +240,10 @@ maillog_file_prefixes = {d}
             main_cf.push_str(&format!("{k} = {v}\n"));
         }
         std::fs::write(dir.join("main.cf"), main_cf).map_err(|e| io("write main.cf", e))?;
+        if let Err(e) = index_table(&dir, hop, opts) {
+            inst.stop();
+            return Err(e);
+        }
         let master = std::fs::read_to_string("/etc/postfix/master.cf")
             .map_err(|e| io("read /etc/postfix/master.cf", e))?;
         let resolver = opts.dns.filter(|_| last_hop).map(|d| d.resolver);
@@ -252,6 +286,66 @@ maillog_file_prefixes = {d}
     }
 }
 
+impl Lab {
+    /// The entry's recipient check: the run's recipient domains relayed, each recipient
+    /// looked up in `relay_recipient_maps` (an unknown one refused with 550, a failed
+    /// lookup answered `451 4.3.0 Temporary lookup failure`).
+    fn recipient_table(&self, dir: &Path, lookup: &RecipientLookup) -> Result<String, LabError> {
+        let mut domains: Vec<&str> = lookup
+            .recipients
+            .iter()
+            .filter_map(|r| r.rsplit_once('@').map(|(_, d)| d))
+            .collect();
+        domains.sort_unstable();
+        domains.dedup();
+        let table = match (&lookup.backend, &self.directory) {
+            (LookupBackend::Ldap(_), Some(directory)) => {
+                format!("ldap:{}", directory.postfix_table(dir)?.display())
+            }
+            (LookupBackend::Ldap(_), None) => {
+                return Err(LabError::Failed(
+                    "lab: the LDAP directory did not start".into(),
+                ));
+            }
+            (LookupBackend::Hash, _) => hash_table(dir, &lookup.recipients)?,
+        };
+        Ok(format!(
+            "relay_domains = {}\nrelay_recipient_maps = {table}\n",
+            domains.join(" ")
+        ))
+    }
+}
+
+/// Writes the recipients as a Postfix `hash:` table source (one `address OK` line each);
+/// [`index_table`] indexes it once main.cf exists (postmap reads it).
+fn hash_table(dir: &Path, recipients: &[String]) -> Result<String, LabError> {
+    let path = dir.join("recipients");
+    let text: String = recipients.iter().map(|r| format!("{r} OK\n")).collect();
+    std::fs::write(&path, text).map_err(|e| io("write the recipient table", e))?;
+    Ok(format!("hash:{}", path.display()))
+}
+
+/// `postmap -c DIR hash:DIR/recipients`, when this is the entry (hop 0) and it has a hash
+/// table.
+fn index_table(dir: &Path, hop: u8, opts: &LabOptions) -> Result<(), LabError> {
+    if hop != 0 || !matches!(&opts.lookup, Some(l) if l.backend == LookupBackend::Hash) {
+        return Ok(());
+    }
+    let out = Command::new("/usr/sbin/postmap")
+        .arg("-c")
+        .arg(dir)
+        .arg(format!("hash:{}", dir.join("recipients").display()))
+        .output()
+        .map_err(|e| io("run postmap", e))?;
+    if !out.status.success() {
+        return Err(LabError::Failed(format!(
+            "lab: postmap could not index the recipients: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
 impl LabServer for Lab {
     fn pids(&self) -> Vec<u32> {
         let masters: Vec<PathBuf> = self
@@ -265,10 +359,13 @@ impl LabServer for Lab {
         host::trees(&masters)
     }
 
+    /// The instances' maillogs, then the LDAP directory's access log (its `SRCH` lines
+    /// are the reference for the lookups counted).
     fn logs(&self) -> Vec<PathBuf> {
         self.instances
             .iter()
             .map(|i| i.dir.join("maillog"))
+            .chain(self.directory.as_ref().map(|d| d.access_log()))
             .collect()
     }
 
@@ -276,6 +373,7 @@ impl LabServer for Lab {
         self.instances
             .iter()
             .flat_map(|i| [i.dir.clone(), i.queue.path.clone()])
+            .chain(self.directory.as_ref().map(|d| d.dir().to_path_buf()))
             .collect()
     }
 
@@ -363,6 +461,14 @@ impl MtaLab for Lab {
                 )
             })
             .unwrap_or(0)
+    }
+
+    fn lookups(&self) -> Option<ldap::proxy::Counts> {
+        self.directory.as_ref().map(|d| d.proxy.counts())
+    }
+
+    fn logs_deliveries(&self) -> bool {
+        self.logging
     }
 
     /// Files under incoming, active, deferred and hold, in all instances.

@@ -7,7 +7,9 @@
 //! `qmail-send`, `-lspawn`, `-rspawn` and `-clean` with the users it expects;
 //! `control/smtproutes` sends every message to the next hop's port. qmail-send logs to its
 //! standard output (no multilog), which is the lab's log; deliveries are its
-//! `delivery N: success:` lines. Its retry schedule is minutes, so the lab has it retry
+//! `delivery N: success:` lines. With `--mta-logging off` its output is discarded and the
+//! delivered count is the sink's; with `multilog` it goes through daemontools' multilog
+//! (as seed 004 ran it), whose `current` is then the lab's log. Its retry schedule is minutes, so the lab has it retry
 //! every 2 s with SIGALRM.
 
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use std::process::Command;
 use super::LabError;
 use super::chain::{self, Flavor, Hop};
 use super::host::io;
-use super::{LabOptions, MtaLimits};
+use super::{LabOptions, MtaLimits, MtaLogging};
 
 /// Its home as built, below the MTA root.
 const HOME: &str = "var/qmail";
@@ -132,7 +134,7 @@ PATH={COMPILED_HOME}/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 tcpserver -q -D -H -R -l {name} -c {processes} -b {processes} -u \"$(id -u qmaild)\" -g \"$(id -g qmaild)\" 127.0.0.1 {port} {COMPILED_HOME}/bin/qmail-smtpd &
 smtpd=$!
-qmail-start ./Maildir/ &
+{multilog}qmail-start ./Maildir/ {log}&
 echo $! > '{pid}'
 wait $!
 kill $smtpd
@@ -141,6 +143,19 @@ kill $smtpd
         name = hop.name,
         port = hop.entry.port(),
         pid = send_pid(hop).display(),
+        log = match opts.logging {
+            MtaLogging::On => "",
+            MtaLogging::Off => ">/dev/null 2>&1 ",
+            MtaLogging::Multilog => ">./logpipe 2>&1 ",
+        },
+        // As qmail sites run it (s: 16 MB files, so that a run's lines stay in `current`,
+        // the file the lab counts deliveries in); it ends when qmail-send closes the pipe.
+        multilog = match opts.logging {
+            MtaLogging::Multilog => {
+                "mkfifo ./logpipe\nmultilog s16777215 n20 ./multilog <./logpipe &\n"
+            }
+            _ => "",
+        },
     )
 }
 
@@ -219,8 +234,19 @@ impl Flavor for Qmail {
         let cmd = iso
             .command(Path::new("/bin/sh"), &args)
             .map_err(|e| io("prepare the namespace", e))?;
+        if opts.logging == MtaLogging::Multilog {
+            // qmail-send's lines are in multilog's `current` (what the shell itself says
+            // goes there too until multilog starts, then into a file multilog sets aside).
+            std::fs::create_dir_all(hop.dir.join("multilog"))
+                .map_err(|e| io("create multilog's directory", e))?;
+            hop.log_name = "multilog/current";
+        }
         hop.spawn_daemon(cmd, "qmail")?;
-        wait_for_send(hop)?;
+        // Without its log there is no status line to wait for: the greeting check that
+        // follows, and the drain, tell whether it runs.
+        if opts.logging != MtaLogging::Off {
+            wait_for_send(hop)?;
+        }
         hop.retry_every(
             std::time::Duration::from_secs(2),
             vec![
@@ -272,6 +298,8 @@ mod tests {
             hold: false,
             dkim: None,
             dns: None,
+            lookup: None,
+            logging: MtaLogging::On,
         }
     }
 

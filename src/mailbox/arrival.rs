@@ -97,6 +97,8 @@ pub async fn run(
                 relay: l.endpoints().lmtp,
                 hold: false,
                 dns: None,
+                lookup: None,
+                logging: crate::lab::MtaLogging::On,
                 dkim: None,
                 relay_lmtp: true,
                 starttls: false,

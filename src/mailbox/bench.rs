@@ -127,6 +127,8 @@ pub async fn workload(
                 relay: l.endpoints().lmtp,
                 hold: false,
                 dns: None,
+                lookup: None,
+                logging: crate::lab::MtaLogging::On,
                 dkim: None,
                 relay_lmtp: true,
                 starttls: false,

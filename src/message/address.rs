@@ -65,6 +65,12 @@ impl AddrTemplate {
         Ok(t)
     }
 
+    /// Whether it draws random numbers (`{rand:N}`): its addresses cannot be listed ahead
+    /// of a run (a lab's recipient table needs them).
+    pub fn is_random(&self) -> bool {
+        self.pieces.iter().any(|p| matches!(p, Piece::Rand(_)))
+    }
+
     /// Renders the address for message `seq`, recipient `rcpt`.
     pub fn render(&self, seq: u64, rcpt: u32, rng: &mut fastrand::Rng) -> String {
         use std::fmt::Write as _;

@@ -17,6 +17,7 @@ mod combine;
 mod dns;
 mod drain;
 mod grid;
+mod lookups;
 pub mod run;
 pub mod verdict;
 

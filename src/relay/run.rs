@@ -99,6 +99,7 @@ pub async fn run(
     let cpu0 = CpuTimes::of_self();
     // A lab may carry earlier runs (a sweep): count only this run's log lines.
     let logged_before = lab.map_or(0, |l| l.delivered_logged());
+    let lookups_before = lab.and_then(|l| l.lookups());
     let delivery = r.delivery.clone();
     let sink_stop = Shutdown::default();
     let sink_task = match r.receiver {
@@ -203,7 +204,9 @@ pub async fn run(
             observed,
             expected,
             drained,
-            maillog_sent: lab.map(|l| l.delivered_logged().saturating_sub(logged_before) as u64),
+            maillog_sent: lab
+                .filter(|l| l.logs_deliveries())
+                .map(|l| l.delivered_logged().saturating_sub(logged_before) as u64),
             queued_left: lab.map(|l| l.queued() as u64),
             tool_cpu: CpuTimes::of_self().since(&cpu0),
             tool_secs: start.elapsed().as_secs_f64(),
@@ -211,6 +214,10 @@ pub async fn run(
             released,
         },
     );
+    super::lookups::record(&mut results, lookups_before, lab.and_then(|l| l.lookups()));
+    if let Some(l) = lab {
+        super::lookups::delivered_source(&mut results, l.logs_deliveries());
+    }
     if let (Some(note), Some(sut)) = (device_note, results.extra.get_mut("sut")) {
         sut["queue_device_note"] = note.into();
     }

@@ -362,6 +362,24 @@ pub struct RelaySummary {
     /// Deferrals the MTA's log blames on DNS (lookup failures, not found, timeouts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dns_deferred: Option<u64>,
+    /// With `--mta-lookup ldap`: recipient lookups the lab's directory answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookups: Option<u64>,
+    /// With `--mta-lookup ldap`: searches the proxy cut because the directory was down
+    /// (`--ldap-fault down`; the MTA's reconnects in the window are refused before any
+    /// search, so its 451s, counted in `errors`, can be more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookups_failed: Option<u64>,
+    /// `lookups` per message sent (refused messages were looked up too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookups_per_msg: Option<f64>,
+    /// A lookup's time from the MTA's search to the directory's last reply, median, ms
+    /// (injected delays included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookup_p50_ms: Option<f64>,
+    /// The same, 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookup_p99_ms: Option<f64>,
     /// With `--trace-io`: fsync, fdatasync and sync_file_range calls of the MTA's processes per
     /// delivered message, the forced writes that bound a disk queue's rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -34,6 +34,9 @@
 //! - `leftovers`: issue 25 — labs of killed runs cleaned by the next lab run and by
 //!   `doctor` (a live lab left alone), two quick Ctrl-Cs never leaving Dovecot running, an
 //!   interrupted MTA comparison said and compared over whole rounds, every round's log kept
+//! - `mta_lookup`: issue 29 — recipient lookups (hash, a private slapd) delivering exactly,
+//!   lookups counted as slapd's access log counts them, an LDAP down window's 451s as
+//!   Postfix logged them, logging off counted by the sink, refusals in one line
 //! - `mtas`: issue 15 — Exim, OpenSMTPD and Sendmail labs relaying exactly once and
 //!   leaving nothing behind, deferrals retried within the run, two MTAs compared over
 //!   rotated rounds in one table and one results file, refused settings in one line
@@ -89,6 +92,7 @@ mod layout;
 mod leftovers;
 mod live;
 mod mailbox;
+mod mta_lookup;
 mod mtas;
 mod preflight;
 mod profile;

@@ -36,6 +36,28 @@ pub enum PlacementArg {
     Disk,
 }
 
+/// How the lab's entry MTA checks recipients (`--mta-lookup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LookupArg {
+    /// No recipient check: every recipient is relayed (the lab's default).
+    None,
+    /// A Postfix hash: table of the run's recipients (the baseline).
+    Hash,
+    /// A private OpenLDAP holding the run's recipients, through an ldap: table.
+    Ldap,
+}
+
+/// Whether the lab MTA writes its log (`--mta-logging`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoggingArg {
+    /// Its log as the lab writes it (Postfix maillog_file, qmail-send's log).
+    On,
+    /// No log where the MTA allows it; delivered counts come from the sink alone.
+    Off,
+    /// qmail-send's log through daemontools' multilog, as qmail sites run it (qmail).
+    Multilog,
+}
+
 /// Flags that shape a lab.
 #[derive(Debug, Args)]
 pub struct LabShape {
@@ -80,6 +102,23 @@ pub struct LabShape {
         requires = "mta_dkim_key"
     )]
     pub mta_dkim_selector: String,
+    /// How the entry MTA checks each recipient (seed 004's lookups; --lab postfix): none
+    /// (it relays every recipient, the lab's default), hash (a hash: table of the run's
+    /// recipients) or ldap (a private slapd holding them, through an ldap: table); lookups
+    /// per message and their latency go in the results.
+    #[arg(long, value_enum, default_value = "none")]
+    pub mta_lookup: LookupArg,
+    /// A fault of the lab's LDAP directory (repeatable, with --mta-lookup ldap):
+    /// delay=200ms holds every lookup that long; down=5s@10s has it down for 5 s from
+    /// 10 s after the first lookup (the MTA then answers 451 4.3.0 Temporary lookup
+    /// failure).
+    #[arg(long, value_name = "FAULT")]
+    pub ldap_fault: Vec<String>,
+    /// How the lab MTA logs: on (Postfix maillog_file, qmail-send's output to a file), off
+    /// (no log: what logging costs, with delivered counts from the sink), or multilog
+    /// (qmail-send through daemontools' multilog, as seed 004 ran it).
+    #[arg(long, value_enum, default_value = "on")]
+    pub mta_logging: LoggingArg,
 }
 
 /// `mailbench lab`'s servers.

@@ -81,8 +81,8 @@ pub use client::{ClientArgs, Switch, TlsArg, TlsArgs};
 pub use dns::{DnsArgs, ZoneArgs};
 pub use install::{CompletionsArgs, ManArgs};
 pub use lab::{
-    DovecotLabArgs, FillArgs, LabCommand, LabShape, MailFormatArg, MtaLabArgs, PlacementArg,
-    StoreArgs,
+    DovecotLabArgs, FillArgs, LabCommand, LabShape, LoggingArg, LookupArg, MailFormatArg,
+    MtaLabArgs, PlacementArg, StoreArgs,
 };
 pub use load::{ArrivalsArg, DEFAULT_TO, DkimArgs, LoadArgs, MessageArgs, ShapeArgs};
 pub use mailbox::{MailboxCommand, PopulateArgs, ViaArg};

@@ -4,9 +4,17 @@
 
 use std::net::SocketAddr;
 
-use crate::cli::args::{LabShape, MailFormatArg, MailboxServerArgs, PlacementArg, StoreArgs};
-use crate::lab::{LabOptions, MailFormat, Mta, MtaLimits, QueueKind, Store, StoreOptions};
+use crate::cli::args::{
+    LabShape, LoggingArg, LookupArg, MailFormatArg, MailboxServerArgs, PlacementArg, StoreArgs,
+};
+use crate::lab::ldap::proxy::Faults;
+use crate::lab::{
+    LabOptions, LookupBackend, MailFormat, Mta, MtaLimits, MtaLogging, QueueKind, RecipientLookup,
+    Store, StoreOptions,
+};
 use crate::mailbox::bench::StoreSetup;
+use crate::message::address::AddrTemplate;
+use crate::send::plan::Addresses;
 use crate::units;
 
 /// Refuses what only the Postfix lab does (STARTTLS on its entry, DKIM signing through a
@@ -28,6 +36,30 @@ pub fn postfix_only(mta: Mta, opts: &LabOptions) -> Result<(), String> {
         "{flag}: the {} lab does not do this yet; only --lab postfix does",
         mta.name()
     ))
+}
+
+/// Refuses `--mta-logging off` for an MTA whose lab cannot run without its log, and
+/// `multilog` for any but qmail.
+pub fn logging_knob(mta: Mta, opts: &LabOptions) -> Result<(), String> {
+    match opts.logging {
+        MtaLogging::On => Ok(()),
+        MtaLogging::Off if mta == Mta::Postfix || mta.name() == "qmail" => Ok(()),
+        MtaLogging::Off => Err(format!(
+            "--mta-logging off: the {} lab cannot run without its log yet; only --lab postfix and qmail can",
+            mta.name()
+        )),
+        MtaLogging::Multilog if mta.name() == "qmail" => {
+            if std::path::Path::new("/usr/bin/multilog").exists() {
+                Ok(())
+            } else {
+                Err("--mta-logging multilog: multilog is missing; run scripts/install-deps.sh --mtas (Debian's daemontools)".into())
+            }
+        }
+        MtaLogging::Multilog => Err(format!(
+            "--mta-logging multilog: the {} lab does not log through multilog; only --lab qmail does",
+            mta.name()
+        )),
+    }
 }
 
 fn placement(p: PlacementArg) -> QueueKind {
@@ -87,7 +119,119 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
             None => None,
         },
         starttls,
+        lookup: None,
+        logging: match shape.mta_logging {
+            LoggingArg::On => MtaLogging::On,
+            LoggingArg::Off => MtaLogging::Off,
+            LoggingArg::Multilog => MtaLogging::Multilog,
+        },
     })
+}
+
+/// The most recipients the lab's lookup table is built with.
+const MAX_LOOKUP_RECIPIENTS: u64 = 1_000_000;
+
+/// `--mta-lookup` and `--ldap-fault` for `mtas`: the backend with the run's recipients
+/// (`to` rendered for messages 0..`messages`, `rcpts` each), or none.
+pub fn lookup(
+    shape: &LabShape,
+    mtas: &[Mta],
+    to: &Addresses,
+    rcpts: u32,
+    messages: u64,
+) -> Result<Option<RecipientLookup>, String> {
+    let faults = ldap_faults(&shape.ldap_fault)?;
+    let backend = match shape.mta_lookup {
+        LookupArg::None if faults != Faults::default() => {
+            return Err(
+                "--ldap-fault: the lab has no LDAP directory; add --mta-lookup ldap".into(),
+            );
+        }
+        LookupArg::None => return Ok(None),
+        LookupArg::Hash if faults != Faults::default() => {
+            return Err(
+                "--ldap-fault: the hash table takes no faults; use --mta-lookup ldap".into(),
+            );
+        }
+        LookupArg::Hash => LookupBackend::Hash,
+        LookupArg::Ldap => {
+            crate::lab::ldap::check()?;
+            LookupBackend::Ldap(faults)
+        }
+    };
+    if let Some(other) = mtas.iter().find(|m| **m != Mta::Postfix) {
+        return Err(format!(
+            "--mta-lookup: the {} lab has no recipient lookups yet; only --lab postfix does",
+            other.name()
+        ));
+    }
+    Ok(Some(RecipientLookup {
+        backend,
+        recipients: std::sync::Arc::new(recipients(to, rcpts, messages)?),
+    }))
+}
+
+/// Every distinct recipient of the run, in first-use order.
+fn recipients(to: &Addresses, rcpts: u32, messages: u64) -> Result<Vec<String>, String> {
+    let template: &AddrTemplate = match to {
+        Addresses::List(users) => return Ok(users.iter().map(|u| u.address.clone()).collect()),
+        Addresses::Template(t) => t,
+    };
+    if template.is_random() {
+        return Err("--mta-lookup: --to with {rand:N} cannot be listed in the lookup table; use {mod:N} or {seq}".into());
+    }
+    let total = messages.saturating_mul(rcpts as u64);
+    if total > MAX_LOOKUP_RECIPIENTS {
+        return Err(format!(
+            "--mta-lookup: the run's recipients are too many for the lab's table ({messages} messages x {rcpts}); give -n with at most {MAX_LOOKUP_RECIPIENTS} recipients in all"
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut rng = fastrand::Rng::with_seed(0);
+    let mut out = Vec::new();
+    for seq in 0..messages {
+        for i in 0..rcpts {
+            let a = template.render(seq, i, &mut rng);
+            if seen.insert(a.clone()) {
+                out.push(a);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `--ldap-fault delay=DURATION` and `down=LENGTH@FROM`.
+fn ldap_faults(list: &[String]) -> Result<Faults, String> {
+    let mut f = Faults::default();
+    for spec in list {
+        let bad = || {
+            format!(
+                "--ldap-fault {spec:?}: write delay=DURATION (delay=200ms) or down=LENGTH@FROM (down=5s@10s)"
+            )
+        };
+        match spec.split_once('=').ok_or_else(bad)? {
+            ("delay", d) => {
+                f.delay = Some(
+                    crate::units::duration(d).map_err(|e| format!("--ldap-fault {spec:?}: {e}"))?,
+                )
+            }
+            ("down", w) => {
+                let (length, from) = w.split_once('@').ok_or_else(bad)?;
+                let d = |t: &str| {
+                    crate::units::duration(t).map_err(|e| format!("--ldap-fault {spec:?}: {e}"))
+                };
+                let length = d(length)?;
+                if length.is_zero() {
+                    return Err(format!(
+                        "--ldap-fault {spec:?}: a down window needs a length above 0"
+                    ));
+                }
+                f.down = Some((length, d(from)?));
+            }
+            _ => return Err(bad()),
+        }
+    }
+    Ok(f)
 }
 
 /// Whether any store flag was given (they only mean something with a lab store).
@@ -159,5 +303,33 @@ pub fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<Store
             Store::names()
         )),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn ldap_faults_read_a_delay_and_a_down_window() {
+        let f = ldap_faults(&["delay=200ms".into(), "down=5s@10s".into()]).expect("valid");
+        assert_eq!(f.delay, Some(Duration::from_millis(200)));
+        assert_eq!(
+            f.down,
+            Some((Duration::from_secs(5), Duration::from_secs(10)))
+        );
+        for bad in ["down=5s", "down=0s@1s", "slow=1s", "delay"] {
+            assert!(ldap_faults(&[bad.into()]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_lookup_table_lists_each_recipient_of_the_run_once() {
+        let t = AddrTemplate::parse("u{mod:3}@x.test").expect("template");
+        let got = recipients(&Addresses::Template(t), 1, 10).expect("listed");
+        assert_eq!(got, ["u0@x.test", "u1@x.test", "u2@x.test"]);
+        let r = AddrTemplate::parse("u{rand:9}@x.test").expect("template");
+        assert!(recipients(&Addresses::Template(r), 1, 10).is_err());
     }
 }

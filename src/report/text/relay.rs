@@ -112,6 +112,19 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
             opt(s.queued_left)
         );
     }
+    if let (Some(n), Some(per)) = (s.lookups, s.lookups_per_msg) {
+        let _ = writeln!(
+            out,
+            "  lookups    {n} ({per:.2} per message)  searches cut (directory down) {}  latency p50 {} ms  p99 {} ms",
+            opt(s.lookups_failed),
+            s.lookup_p50_ms.map_or("-".into(), |v| format!("{v:.2}")),
+            s.lookup_p99_ms.map_or("-".into(), |v| format!("{v:.2}"))
+        );
+    }
+    let source = r.extra.get("delivered_source").and_then(|v| v.as_str());
+    if let (Some(src), None) = (source, s.maillog_sent) {
+        let _ = writeln!(out, "  MTA log    off: delivered counted by the {src}");
+    }
     io_per_message(&mut out, r);
     sut_cost(&mut out, r, "MTA");
     if let Some(rows) = r.extra.get("find_max").and_then(|v| v.as_array()) {

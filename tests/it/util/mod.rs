@@ -431,6 +431,8 @@ pub fn postfix_to_sink(
             hold: false,
             dkim: None,
             dns: None,
+            lookup: None,
+            logging: mailbench::lab::MtaLogging::On,
         })
         .expect("lab Postfix starts (CI runs as root)")
 }
