@@ -80,9 +80,8 @@ impl ImapDriver {
                 return Ok(Outcome::default());
             };
             if front.done {
-                // What was queued behind it goes now: the server works on it while the
-                // engine records this one.
-                s.conn.write_pushed().await?;
+                // What was queued behind it is written when the connection next waits for
+                // the server: with the commands that the responses already read free.
                 let unit = s.units.pop_front().map(|u| u.outcome);
                 return Ok(unit.unwrap_or_default());
             }
