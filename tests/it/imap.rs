@@ -427,6 +427,10 @@ fn bad_imap_input_is_one_line_and_exit_1() {
         ),
         ([&remote[..], &["--mailbox", ""]].concat(), "--mailbox"),
         ([&remote[..], &["--fill", "3"]].concat(), "--fill"),
+        (
+            [&remote[..], &["--pipeline", "4", "--rate", "50/s"]].concat(),
+            "--pipeline 4 needs a closed loop",
+        ),
         (remote.to_vec(), "is not reachable"),
     ];
     for (args, needle) in cases {

@@ -10,9 +10,10 @@
 use crate::imap::conn::{ConnError, Reply};
 use crate::imap::proto::pipeline::{flags_answer, may_send};
 use crate::imap::proto::{Code, Command, Cond, Data, Phase};
+use crate::imap::state::Violation;
 use crate::load::Next;
 
-use super::{ImapDriver, Outcome, Session};
+use super::{ImapDriver, Outcome, Session, expunge_issued};
 
 /// One unit of the session's queue.
 pub struct Unit {
@@ -26,8 +27,9 @@ pub struct Unit {
     /// Completed.
     done: bool,
     outcome: Outcome,
-    /// A SEARCH's answer, wherever it arrived.
-    found: Option<Vec<u32>>,
+    /// A SEARCH's answer compared with the model where it arrived (an EXISTS after it
+    /// announces later messages): the violations, kept until its completion says OK.
+    searched: Option<Vec<Violation>>,
     /// An EXPUNGE arrived while it was in flight (a SEARCH is not compared then).
     expunge_seen: bool,
 }
@@ -41,7 +43,7 @@ impl Unit {
             sent: None,
             done: false,
             outcome: Outcome::default(),
-            found: None,
+            searched: None,
             expunge_seen: false,
         }
     }
@@ -142,7 +144,7 @@ impl ImapDriver {
         };
         s.units[at].outcome.took = took;
         let check = self.plan.check_state;
-        let shared = self.shared.as_ref();
+        let shared = self.shared.as_ref().filter(|_| !expunge_issued(r));
         // The command whose expunges these are: the EXPUNGE or MOVE in flight (it goes
         // alone among sequence-number commands). Without one, an EXPUNGE reports another
         // session's and is that session's count.
@@ -189,7 +191,9 @@ impl ImapDriver {
                         .iter_mut()
                         .find(|u| matches!(u.in_flight(), Some(Command::Search(_))))
                     {
-                        u.found = Some(found.clone());
+                        let mut v = Vec::new();
+                        s.model.searched(found, &mut v);
+                        u.searched = Some(v);
                     }
                 }
                 Data::Expunge(_) => {
@@ -216,10 +220,10 @@ impl ImapDriver {
             return;
         }
         match (cmd, &r.done.code) {
-            (Command::Search("ALL"), _) if !u.expunge_seen => {
-                let found = u.found.take().unwrap_or_default();
-                s.model.searched(&found, &mut u.outcome.violations);
-            }
+            (Command::Search("ALL"), _) if !u.expunge_seen => match u.searched.take() {
+                Some(mut v) => u.outcome.violations.append(&mut v),
+                None => s.model.searched(&[], &mut u.outcome.violations),
+            },
             (Command::Append { .. }, Some(Code::AppendUid(v, uid))) => {
                 s.model.appended(*v, *uid, &mut u.outcome.violations);
             }
