@@ -19,6 +19,7 @@ use crate::load::{Driver, Failure, Next};
 use crate::message::trace::Trace;
 use crate::stats::{Metric, Recorder};
 
+mod overlap;
 mod pipelined;
 
 /// Flags that STORE sets and clears (system flags every server has, and a keyword).
@@ -32,6 +33,8 @@ pub struct ImapDriver {
     plan: Arc<ImapPlan>,
     /// What all sessions learnt of the messages (when checking state).
     shared: Option<Shared>,
+    /// Sessions open per user: overlapping ones race each other's STOREs.
+    live: overlap::Live,
     /// The run id, for appended messages' trace headers and Message-IDs.
     run_id: u64,
 }
@@ -47,6 +50,8 @@ pub struct Session {
     /// Pipelining: the units on this connection not handed back to the engine yet, the
     /// current one first.
     units: std::collections::VecDeque<pipelined::Unit>,
+    /// Counts this session among its user's: a STORE's flags are checked only alone.
+    lease: overlap::Lease,
 }
 
 /// What one command did.
@@ -76,6 +81,7 @@ impl ImapDriver {
     pub fn new(plan: Arc<ImapPlan>, run_id: u64) -> ImapDriver {
         ImapDriver {
             shared: plan.check_state.then(Shared::default),
+            live: overlap::Live::new(plan.sessions.users.len()),
             plan,
             run_id,
         }
@@ -216,7 +222,9 @@ impl ImapDriver {
             }
             s.model.apply(d, shared, out);
             match (cmd, d) {
-                (Command::Store { seq, op, flag }, Data::Fetch(f)) if f.seq == *seq => {
+                (Command::Store { seq, op, flag }, Data::Fetch(f))
+                    if f.seq == *seq && s.lease.alone() =>
+                {
                     s.model.stored(f, *op, flag, out);
                 }
                 (Command::Search("ALL"), Data::Search(found)) => {
@@ -356,6 +364,7 @@ impl Driver for ImapDriver {
             user: i,
             next: Phase::Noop,
             units: std::collections::VecDeque::new(),
+            lease: self.live.lease(i),
         };
         let select = Command::Select {
             mailbox: p.mailbox.clone(),

@@ -178,6 +178,7 @@ impl ImapDriver {
                         flying.nth(nth)
                     });
                     if let Some(j) = whose
+                        && s.lease.alone()
                         && let Some((_, Command::Store { op, flag, .. })) = &s.units[j].sent
                     {
                         let (op, flag) = (*op, *flag);
