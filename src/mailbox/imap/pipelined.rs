@@ -144,7 +144,13 @@ impl ImapDriver {
         };
         s.units[at].outcome.took = took;
         let check = self.plan.check_state;
-        let shared = self.shared.as_ref().filter(|_| !expunge_issued(r));
+        // A reply completed [EXPUNGEISSUED] says nothing true of messages expunged
+        // elsewhere. With several commands in flight the data before a completion may be
+        // another FETCH's (Dovecot runs FETCHes side by side), so while another session of
+        // the user is open (only it can expunge) nothing is compared across sessions then.
+        let flying = s.units.iter().filter(|u| u.in_flight().is_some()).count();
+        let trusted = !expunge_issued(r) && (flying <= 1 || s.lease.alone());
+        let shared = self.shared.as_ref().filter(|_| trusted);
         // The command whose expunges these are: the EXPUNGE or MOVE in flight (it goes
         // alone among sequence-number commands). Without one, an EXPUNGE reports another
         // session's and is that session's count.
