@@ -23,7 +23,9 @@ measured by this script.
 
 Usage: bench/imap_vs_floor.py [--users 100] [--per-user 30] [--size-k 10] [--commands 20000]
        [--conns 50] [--per-session 50] [--rounds 3] [--mix MIX] [--idle-sessions 10000]
-       [--idle-secs 20] [--out DIR]
+       [--idle-secs 20] [--pipeline 1] [--out DIR]
+--pipeline N: commands in flight per session, for both (mailbench --pipeline N, the floor's
+DEPTH), so the ratio compares the same depth.
 Rounds alternate the clients' order. Needs root and Dovecot (scripts/install-deps.sh).
 Loopback only; every run is bounded.
 """
@@ -38,7 +40,7 @@ FLOOR = os.path.join(ROOT, "target", "release", "examples", "imap_floor")
 
 USERS, PER_USER, SIZE_K = arg("--users", 100), arg("--per-user", 30), arg("--size-k", 10)
 COMMANDS, CONNS, PER_SESSION = arg("--commands", 20000), arg("--conns", 50), arg("--per-session", 50)
-ROUNDS, OUT = arg("--rounds", 3), arg("--out", "")
+ROUNDS, OUT, DEPTH = arg("--rounds", 3), arg("--out", ""), arg("--pipeline", 1)
 IDLE_SESSIONS, IDLE_SECS = arg("--idle-sessions", 10000), arg("--idle-secs", 20)
 # Dovecot serving thousands of IDLE sessions: imap and imap-login processes that each hold
 # many clients (one process per session would be 10,000 processes), with room for them.
@@ -63,7 +65,7 @@ def measure(tool, lab, cmd, parse):
 def mailbench(lab, tmp, mix, tool="mailbench"):
     j = os.path.join(tmp, "mb.json")
     cmd = [MB, "mailbox", "imap", "--target", f"127.0.0.1:{lab.port}", "--users-file", lab.users,
-           "-n", str(COMMANDS), "-c", str(CONNS), "--per-conn", str(PER_SESSION), "-q", "--json", j]
+           "-n", str(COMMANDS), "-c", str(CONNS), "--per-conn", str(PER_SESSION), "-q", "--json", j, "--pipeline", str(DEPTH)]
     if mix:
         cmd += ["--mix", mix]
 
@@ -77,7 +79,7 @@ def mailbench(lab, tmp, mix, tool="mailbench"):
 
 
 def floor(lab):
-    cmd = [FLOOR, f"127.0.0.1:{lab.port}", str(CONNS), str(COMMANDS), str(PER_SESSION), lab.users, MIX]
+    cmd = [FLOOR, f"127.0.0.1:{lab.port}", str(CONNS), str(COMMANDS), str(PER_SESSION), lab.users, MIX, str(DEPTH)]
     return measure("floor", lab, cmd, lambda out: (int(out.stdout), {}))
 
 
@@ -150,7 +152,8 @@ def main():
             for _ in range(ROUNDS):
                 rows.append(mailbench(lab, tmp, None, "mailbench default mix"))
     title = (f"# IMAP: {COMMANDS} commands over {CONNS} connections, {PER_SESSION} per login; {USERS} users x "
-             f"{PER_USER} messages of {SIZE_K} KiB, lab Dovecot (maildir, tmpfs); mix {MIX}; {ROUNDS} rounds, "
+             f"{PER_USER} messages of {SIZE_K} KiB, lab Dovecot (maildir, tmpfs); mix {MIX}; {DEPTH} in flight per "
+             f"session; {ROUNDS} rounds, "
              f"medians")
     idle = idle_part(scratch("mailbench-imapidle-")) if IDLE_SESSIONS else []
     text = "\n".join([title, ""] + table(rows) + [""] + idle)

@@ -20,19 +20,21 @@ use memchr::memmem;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// A connection: bytes read and not yet consumed, and the next tag.
+/// A connection: bytes read and not yet consumed, the next tag, and how much one read
+/// takes while commands are in flight (mailbench's sizes: 64 KiB pipelined, 16 KiB not).
 struct Conn {
     s: TcpStream,
     buf: Vec<u8>,
     tag: u32,
+    chunk: usize,
 }
 
 impl Conn {
-    async fn fill(&mut self) {
-        let mut chunk = [0u8; 16384];
-        let n = self.s.read(&mut chunk).await.expect("read");
+    /// Reads what has come, straight into the buffer, up to `chunk` more octets.
+    async fn fill(&mut self, chunk: usize) {
+        self.buf.reserve(chunk);
+        let n = self.s.read_buf(&mut self.buf).await.expect("read");
         assert!(n > 0, "server closed");
-        self.buf.extend_from_slice(&chunk[..n]);
     }
 
     /// Sends `tag command` and skips everything up to its tagged completion line; returns
@@ -60,7 +62,7 @@ impl Conn {
                 return self.buf.drain(..used).collect();
             }
             from = self.buf.len().saturating_sub(done.len());
-            self.fill().await;
+            self.fill(16384).await;
         }
     }
 
@@ -75,8 +77,10 @@ impl Conn {
     }
 
     /// Skips responses up to the next tagged completion, whichever command's; returns its
-    /// tag.
-    async fn completion(&mut self) -> u32 {
+    /// tag. `out` (the commands encoded since the last write) is written only when the
+    /// buffer holds no completion: one write carries every command the completions already
+    /// read freed, as mailbench writes.
+    async fn completion(&mut self, out: &mut Vec<u8>) -> u32 {
         let mut from = 0;
         loop {
             let mut at = from;
@@ -108,7 +112,11 @@ impl Conn {
                 }
                 at = line + 1;
             }
-            self.fill().await;
+            if !out.is_empty() {
+                self.s.write_all(out).await.expect("write");
+                out.clear();
+            }
+            self.fill(self.chunk).await;
         }
     }
 }
@@ -193,9 +201,10 @@ async fn session(
         s,
         buf: Vec::with_capacity(16384),
         tag: 0,
+        chunk: if depth > 1 { 65536 } else { 16384 },
     };
     while memmem::find(&c.buf, b"\r\n").is_none() {
-        c.fill().await;
+        c.fill(16384).await;
     }
     c.buf.clear();
     c.command(format!("LOGIN \"{user}\" \"{pass}\"").as_bytes())
@@ -242,14 +251,10 @@ async fn session(
             let tag = c.encode(&encode(cmd, count, rng), &mut out);
             flying.push_back((tag, cmd));
         }
-        if !out.is_empty() {
-            c.s.write_all(&out).await.expect("write");
-            out.clear();
-        }
         if flying.is_empty() && planned.is_none() {
             break;
         }
-        let tag = c.completion().await;
+        let tag = c.completion(&mut out).await;
         flying.retain(|(t, _)| *t != tag);
     }
     c.command(b"LOGOUT").await;

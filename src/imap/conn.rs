@@ -20,6 +20,12 @@ use crate::transport::target::Target;
 /// Read buffer growth step: message bodies stream through it.
 const READ_CHUNK: usize = 16384;
 
+/// Read buffer growth step with several commands in flight: their responses queue in the
+/// socket, and one read takes several (a quarter of the syscalls at depth 10 and 10 KiB
+/// bodies). One command at a time keeps [`READ_CHUNK`]: ten thousand idle sessions hold
+/// their buffers.
+const PIPELINED_CHUNK: usize = 4 * READ_CHUNK;
+
 /// How to log in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Login {
@@ -228,8 +234,10 @@ impl ImapConn {
 
     /// Queues `cmd` behind those in flight (pipelining; the caller obeys
     /// [`crate::imap::proto::pipeline::may_send`]) and returns its tag: it is written with
-    /// the others pushed by the next [`ImapConn::write_pushed`] or [`ImapConn::reply`], in
-    /// one write.
+    /// the others pushed when the connection next has to wait for the server (or by
+    /// [`ImapConn::write_pushed`]), in one write. Responses already read are handled
+    /// first: each frees a slot that is refilled before the write, so a batch carries
+    /// every command freed by one read, not one command per completion.
     pub fn push(&mut self, cmd: &Command) -> u32 {
         self.ended |= *cmd == Command::Logout;
         let tag = self.client.send(cmd);
@@ -237,11 +245,10 @@ impl ImapConn {
         tag
     }
 
-    /// Writes what was pushed, then reads until the next tagged completion of a pushed
-    /// command, whichever it is, timing it from its own write under its phase. The data is
-    /// what came since the previous completion.
+    /// Reads until the next tagged completion of a pushed command, whichever it is (writing
+    /// what was pushed before waiting for the server), timing it from its own write under
+    /// its phase. The data is what came since the previous completion.
     pub async fn reply(&mut self) -> Result<Reply, ConnError> {
-        self.write_pushed().await?;
         let phase = self.client.awaiting().unwrap_or(Phase::Noop);
         let mut data = Vec::new();
         loop {
@@ -260,7 +267,7 @@ impl ImapConn {
     }
 
     /// Writes what was pushed, in one write; each command's latency counts from here.
-    pub async fn write_pushed(&mut self) -> Result<(), ConnError> {
+    async fn write_pushed(&mut self) -> Result<(), ConnError> {
         if self.unwritten.is_empty() {
             return Ok(());
         }
@@ -507,7 +514,7 @@ impl ImapConn {
         }
     }
 
-    /// Reads the next response.
+    /// Reads the next response; what was pushed is written before waiting for it.
     async fn event(&mut self, phase: Phase) -> Result<Event, ConnError> {
         loop {
             if !self.rbuf.is_empty()
@@ -515,7 +522,13 @@ impl ImapConn {
             {
                 return Ok(e);
             }
-            self.rbuf.reserve(READ_CHUNK);
+            self.write_pushed().await?;
+            let chunk = if self.written.len() > 1 {
+                PIPELINED_CHUNK
+            } else {
+                READ_CHUNK
+            };
+            self.rbuf.reserve(chunk);
             link::read(
                 &mut self.stream,
                 &mut self.rbuf,

@@ -337,8 +337,13 @@ pub fn record_clamped(h: &mut Histogram<u64>, us: u64, n: u64) {
     let _ = h.record_n(us.min(MAX_US), n);
 }
 
-/// Adds `src` into `dst` bucket by bucket; exact, and cheap at interval rate.
+/// Adds `src` into `dst` bucket by bucket; exact. Histograms of the same layout add their
+/// count arrays directly: walking every recorded value was 4 % of a pipelined IMAP
+/// client's CPU, at one merge per interval.
 pub fn add_hist(dst: &mut Histogram<u64>, src: &Histogram<u64>) {
+    if dst.add(src).is_ok() {
+        return;
+    }
     for v in src.iter_recorded() {
         record_clamped(dst, v.value_iterated_to(), v.count_at_value());
     }

@@ -395,6 +395,47 @@ fn corruption_is_caught(extra: &[&str]) {
     );
 }
 
+/// Sessions of one user at the same time (one user, four connections), changing the
+/// mailbox under each other: Dovecot is right and the checks say so, one at a time and
+/// pipelined. Before, they counted `search_mismatch` (a UID SEARCH ALL answered before the
+/// EXISTS of another session's APPEND), `metadata_changed` (a body FETCH of a message
+/// another session expunged, answered `RFC822.SIZE 0 BODY[] NIL` with [EXPUNGEISSUED]) and
+/// now and then `flags_not_stored` (another session's STORE between a STORE and its FETCH).
+#[test]
+fn overlapping_sessions_of_one_user_are_no_violations() {
+    let Some(store) = Store::start(&["--users", "1", "--fill", "30", "--fill-size", "2k"]) else {
+        return;
+    };
+    let dir = TempDir::new("imap-overlap");
+    let json = dir.0.join("r.json");
+    for depth in ["1", "10"] {
+        let args = [
+            "--target",
+            &store.imap,
+            "--users-file",
+            &store.users_file,
+            "--mix",
+            "search=3,append=2,fetch=2,fetch_body=2,store=2,delete=1,expunge=1",
+            "-n",
+            "1500",
+            "-c",
+            "4",
+            "--per-conn",
+            "0",
+            "--pipeline",
+            depth,
+        ];
+        let r = imap(&args, &json, 0);
+        assert_eq!(
+            summary(&r, "violations"),
+            0,
+            "--pipeline {depth}: {:#}",
+            r["errors"]
+        );
+        assert_eq!(summary(&r, "completed"), 1500, "{:#}", r["summary"]);
+    }
+}
+
 /// A fake server that greets as IMAP without IMAP4rev1: one line, exit 1. (Dovecot cannot
 /// be made to drop IMAP4rev1, so this server is a few lines of Python.)
 #[test]
@@ -427,6 +468,10 @@ fn bad_imap_input_is_one_line_and_exit_1() {
         ),
         ([&remote[..], &["--mailbox", ""]].concat(), "--mailbox"),
         ([&remote[..], &["--fill", "3"]].concat(), "--fill"),
+        (
+            [&remote[..], &["--pipeline", "4", "--rate", "50/s"]].concat(),
+            "--pipeline 4 needs a closed loop",
+        ),
         (remote.to_vec(), "is not reachable"),
     ];
     for (args, needle) in cases {

@@ -19,6 +19,15 @@ pub const IMAP_DEFAULTS: Defaults = Defaults {
 fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
     let (outputs, progress) = output::plan(&a.run.out, None, &IMAP_DEFAULTS.thresholds)?;
     let (load, load_json) = load::shape(&a.shape, &IMAP_DEFAULTS, progress)?;
+    if a.pipeline > 1 && load.pacing != crate::load::schedule::Pacing::Closed {
+        // The open-loop engine gives a session its next command when the last completes:
+        // the flag would be accepted and silently mean 1.
+        return Err(format!(
+            "--pipeline {} needs a closed loop: with --rate each session sends one command \
+             at a time; drop --rate, or drop --pipeline",
+            a.pipeline
+        ));
+    }
     let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.run.tls, (143, 993))?;
     let timeouts = client::Timeouts::plan(&a.run.client)?;
     let mix_spec = a.mix.as_deref().unwrap_or(DEFAULT_MIX);

@@ -32,6 +32,10 @@ pub enum Code {
     AppendUid(u32, u32),
     /// `[CAPABILITY ...]`.
     Capability(Vec<String>),
+    /// `[EXPUNGEISSUED]` (RFC 5530): the command named messages that another session
+    /// expunged, and what it said of them is not theirs (Dovecot answers a body FETCH of
+    /// one with `RFC822.SIZE 0 BODY[] NIL`).
+    ExpungeIssued,
     /// Any other code.
     Other,
 }
@@ -277,6 +281,7 @@ impl<'a> Cursor<'a> {
                     v.zip(u).map(|(v, u)| Code::AppendUid(v, u))
                 }
                 b"CAPABILITY" => Some(Code::Capability(self.words_until(b']'))),
+                b"EXPUNGEISSUED" => Some(Code::ExpungeIssued),
                 _ => None,
             };
             // Skip whatever is left of the code.
@@ -645,6 +650,16 @@ mod tests {
                 cond: Cond::Ok,
                 code: Some(Code::AppendUid(1_700_000_000, 42)),
                 text: "Append completed.".into(),
+            }
+        );
+        // Dovecot's answer to a FETCH of a message another session expunged.
+        assert_eq!(
+            one(b"a5 OK [EXPUNGEISSUED] Some messages were already expunged.\r\n"),
+            Response::Tagged {
+                tag: Some(5),
+                cond: Cond::Ok,
+                code: Some(Code::ExpungeIssued),
+                text: "Some messages were already expunged.".into(),
             }
         );
         let Response::Tagged { tag, .. } = one(b"x1 BAD what\r\n") else {

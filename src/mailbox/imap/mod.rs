@@ -19,6 +19,7 @@ use crate::load::{Driver, Failure, Next};
 use crate::message::trace::Trace;
 use crate::stats::{Metric, Recorder};
 
+mod overlap;
 mod pipelined;
 
 /// Flags that STORE sets and clears (system flags every server has, and a keyword).
@@ -32,6 +33,8 @@ pub struct ImapDriver {
     plan: Arc<ImapPlan>,
     /// What all sessions learnt of the messages (when checking state).
     shared: Option<Shared>,
+    /// Sessions open per user: overlapping ones race each other's STOREs.
+    live: overlap::Live,
     /// The run id, for appended messages' trace headers and Message-IDs.
     run_id: u64,
 }
@@ -47,6 +50,8 @@ pub struct Session {
     /// Pipelining: the units on this connection not handed back to the engine yet, the
     /// current one first.
     units: std::collections::VecDeque<pipelined::Unit>,
+    /// Counts this session among its user's: a STORE's flags are checked only alone.
+    lease: overlap::Lease,
 }
 
 /// What one command did.
@@ -76,6 +81,7 @@ impl ImapDriver {
     pub fn new(plan: Arc<ImapPlan>, run_id: u64) -> ImapDriver {
         ImapDriver {
             shared: plan.check_state.then(Shared::default),
+            live: overlap::Live::new(plan.sessions.users.len()),
             plan,
             run_id,
         }
@@ -187,8 +193,12 @@ impl ImapDriver {
 
     /// Applies a reply's data to the model and checks what the command itself promises.
     fn check(&self, s: &mut Session, cmd: &Command, r: &Reply, o: &mut Outcome) {
-        let shared = self.shared.as_ref();
+        let shared = self.shared.as_ref().filter(|_| !expunge_issued(r));
         let out = &mut o.violations;
+        // UID SEARCH ALL is compared with the model where its answer arrives: an EXISTS
+        // after it announces what another session added since (Dovecot: `* SEARCH` of 324,
+        // then `* 325 EXISTS`, in one reply).
+        let mut searched = Vec::new();
         // Only an EXPUNGE or MOVE counts what it expunged: the EXPUNGE responses another
         // command gets report another session's (of the same user), counted there.
         let expunges = matches!(cmd, Command::Expunge | Command::Move { .. });
@@ -211,10 +221,17 @@ impl ImapDriver {
                 continue;
             }
             s.model.apply(d, shared, out);
-            if let (Command::Store { seq, op, flag }, Data::Fetch(f)) = (cmd, d)
-                && f.seq == *seq
-            {
-                s.model.stored(f, *op, flag, out);
+            match (cmd, d) {
+                (Command::Store { seq, op, flag }, Data::Fetch(f))
+                    if f.seq == *seq && s.lease.alone() =>
+                {
+                    s.model.stored(f, *op, flag, out);
+                }
+                (Command::Search("ALL"), Data::Search(found)) => {
+                    searched.clear();
+                    s.model.searched(found, &mut searched);
+                }
+                _ => {}
             }
         }
         if r.done.cond != Cond::Ok || !self.plan.check_state {
@@ -224,11 +241,10 @@ impl ImapDriver {
             (Command::Search("ALL"), _)
                 if !r.data.iter().any(|d| matches!(d, Data::Expunge(_))) =>
             {
-                let found = r.data.iter().rev().find_map(|d| match d {
-                    Data::Search(found) => Some(found.as_slice()),
-                    _ => None,
-                });
-                s.model.searched(found.unwrap_or(&[]), out);
+                if !r.data.iter().any(|d| matches!(d, Data::Search(_))) {
+                    s.model.searched(&[], out);
+                }
+                out.append(&mut searched);
             }
             (Command::Append { .. }, Some(Code::AppendUid(v, uid))) => {
                 s.model.appended(*v, *uid, out);
@@ -348,6 +364,7 @@ impl Driver for ImapDriver {
             user: i,
             next: Phase::Noop,
             units: std::collections::VecDeque::new(),
+            lease: self.live.lease(i),
         };
         let select = Command::Select {
             mailbox: p.mailbox.clone(),
@@ -429,4 +446,11 @@ impl Driver for ImapDriver {
     async fn close(&self, s: Session) -> Option<(Metric, Duration)> {
         s.conn.logout().await.map(|d| (metric(Phase::Logout), d))
     }
+}
+
+/// True when the reply's completion says it named messages another session expunged
+/// ([`Code::ExpungeIssued`]): its FETCH data then says nothing true of those messages, so
+/// it is not compared with (nor taught to) what other sessions saw.
+pub(super) fn expunge_issued(r: &Reply) -> bool {
+    r.done.code == Some(Code::ExpungeIssued)
 }

@@ -10,9 +10,10 @@
 use crate::imap::conn::{ConnError, Reply};
 use crate::imap::proto::pipeline::{flags_answer, may_send};
 use crate::imap::proto::{Code, Command, Cond, Data, Phase};
+use crate::imap::state::Violation;
 use crate::load::Next;
 
-use super::{ImapDriver, Outcome, Session};
+use super::{ImapDriver, Outcome, Session, expunge_issued};
 
 /// One unit of the session's queue.
 pub struct Unit {
@@ -26,8 +27,9 @@ pub struct Unit {
     /// Completed.
     done: bool,
     outcome: Outcome,
-    /// A SEARCH's answer, wherever it arrived.
-    found: Option<Vec<u32>>,
+    /// A SEARCH's answer compared with the model where it arrived (an EXISTS after it
+    /// announces later messages): the violations, kept until its completion says OK.
+    searched: Option<Vec<Violation>>,
     /// An EXPUNGE arrived while it was in flight (a SEARCH is not compared then).
     expunge_seen: bool,
 }
@@ -41,7 +43,7 @@ impl Unit {
             sent: None,
             done: false,
             outcome: Outcome::default(),
-            found: None,
+            searched: None,
             expunge_seen: false,
         }
     }
@@ -80,9 +82,8 @@ impl ImapDriver {
                 return Ok(Outcome::default());
             };
             if front.done {
-                // What was queued behind it goes now: the server works on it while the
-                // engine records this one.
-                s.conn.write_pushed().await?;
+                // What was queued behind it is written when the connection next waits for
+                // the server: with the commands that the responses already read free.
                 let unit = s.units.pop_front().map(|u| u.outcome);
                 return Ok(unit.unwrap_or_default());
             }
@@ -143,7 +144,13 @@ impl ImapDriver {
         };
         s.units[at].outcome.took = took;
         let check = self.plan.check_state;
-        let shared = self.shared.as_ref();
+        // A reply completed [EXPUNGEISSUED] says nothing true of messages expunged
+        // elsewhere. With several commands in flight the data before a completion may be
+        // another FETCH's (Dovecot runs FETCHes side by side), so while another session of
+        // the user is open (only it can expunge) nothing is compared across sessions then.
+        let flying = s.units.iter().filter(|u| u.in_flight().is_some()).count();
+        let trusted = !expunge_issued(r) && (flying <= 1 || s.lease.alone());
+        let shared = self.shared.as_ref().filter(|_| trusted);
         // The command whose expunges these are: the EXPUNGE or MOVE in flight (it goes
         // alone among sequence-number commands). Without one, an EXPUNGE reports another
         // session's and is that session's count.
@@ -177,6 +184,7 @@ impl ImapDriver {
                         flying.nth(nth)
                     });
                     if let Some(j) = whose
+                        && s.lease.alone()
                         && let Some((_, Command::Store { op, flag, .. })) = &s.units[j].sent
                     {
                         let (op, flag) = (*op, *flag);
@@ -190,7 +198,9 @@ impl ImapDriver {
                         .iter_mut()
                         .find(|u| matches!(u.in_flight(), Some(Command::Search(_))))
                     {
-                        u.found = Some(found.clone());
+                        let mut v = Vec::new();
+                        s.model.searched(found, &mut v);
+                        u.searched = Some(v);
                     }
                 }
                 Data::Expunge(_) => {
@@ -217,10 +227,10 @@ impl ImapDriver {
             return;
         }
         match (cmd, &r.done.code) {
-            (Command::Search("ALL"), _) if !u.expunge_seen => {
-                let found = u.found.take().unwrap_or_default();
-                s.model.searched(&found, &mut u.outcome.violations);
-            }
+            (Command::Search("ALL"), _) if !u.expunge_seen => match u.searched.take() {
+                Some(mut v) => u.outcome.violations.append(&mut v),
+                None => s.model.searched(&[], &mut u.outcome.violations),
+            },
             (Command::Append { .. }, Some(Code::AppendUid(v, uid))) => {
                 s.model.appended(*v, *uid, &mut u.outcome.violations);
             }
