@@ -3,7 +3,7 @@
 //! licence in `vendor/`), the page's own small script, its style and the data are all
 //! inlined, and a Content-Security-Policy forbids any network load. Tables are static
 //! HTML (`tables`), under the answer of each run at the top (`headline`, the figures its
-//! kind names); charts are data made here (`charts`) that the script only draws; values
+//! kind names); charts are data made here (`charts`; seed 001's against users, `users`) that the script only draws; values
 //! are written one way everywhere (`format`). Built on the results file alone, so every
 //! command's results get a report.
 
@@ -11,6 +11,7 @@ pub mod charts;
 pub mod format;
 pub mod headline;
 pub mod tables;
+pub mod users;
 
 use std::fmt::Write as _;
 
