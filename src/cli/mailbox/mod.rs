@@ -1,5 +1,5 @@
 //! `mailbox`: the mail-store workloads, one file each — `populate`, `pop3`, `imap`,
-//! `profile` and `arrival`. Each plans its flags (with the shared planners of
+//! `profile` and `arrival` (`stores`: profile's comparison of stores or settings). Each plans its flags (with the shared planners of
 //! `cli::plan`) and hands the plan to `crate::mailbox`.
 
 mod arrival;
@@ -7,6 +7,7 @@ mod imap;
 mod pop3;
 mod populate;
 mod profile;
+mod stores;
 
 use crate::cli::args::MailboxCommand;
 use crate::cli::exit::{self, EXIT_USAGE};
