@@ -63,7 +63,7 @@ fn variants(a: &ProfileArgs, seed: u64) -> Result<Vec<Variant>, String> {
             values
                 .iter()
                 .map(|v| {
-                    with(format!("{}:{key}={v}", store.name()), &|x| {
+                    with(format!("{key}={v}"), &|x| {
                         x.server.store.store_conf.push(format!("{key}={v}"));
                     })
                 })
