@@ -475,7 +475,10 @@ fn service_block(name: &str, settings: &[(String, String)]) -> String {
             lines.push((key.to_string(), v.clone()));
         }
     }
-    let body: String = lines.iter().map(|(k, v)| format!("  {k} = {v}\n")).collect();
+    let body: String = lines
+        .iter()
+        .map(|(k, v)| format!("  {k} = {v}\n"))
+        .collect();
     format!("service {name} {{\n{body}}}\n")
 }
 
@@ -500,7 +503,10 @@ mod tests {
             "service pop3 {\n  process_limit = 20000\n}\n"
         );
         assert!(in_service_block("service/pop3/process_limit"));
-        assert!(!in_service_block("service/lmtp/process_limit"), "doveconf judges it");
+        assert!(
+            !in_service_block("service/lmtp/process_limit"),
+            "doveconf judges it"
+        );
     }
 
     #[test]

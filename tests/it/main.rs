@@ -35,6 +35,8 @@
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
 //! - `preflight`: `doctor` and a run's preflight under a low `ulimit -n` set in a child
 //!   shell (the warning, its fix, the run going on, the line kept in the results)
+//! - `stores`: issue 30 — one seed asks Dovecot and Cyrus for the same actions (imaplib's
+//!   mailboxes alike after), a store held to fewer processes compared to lower capacity
 //! - `profile`: `mailbox profile`: a preset's action counts within Poisson's range, its
 //!   sends in the Sent folders imaplib reads, a capacity ramp against a Dovecot held to
 //!   fewer processes
@@ -87,5 +89,6 @@ mod report;
 mod scale;
 mod send;
 mod sink;
+mod stores;
 mod truth;
 mod util;

@@ -53,12 +53,12 @@ fn variants(a: &ProfileArgs, seed: u64) -> Result<Vec<Variant>, String> {
     };
     let out: Vec<Variant> = match &a.compare_store_conf {
         Some(spec) => {
-            let [store] = a.server.lab[..] else {
+            if a.server.lab.len() != 1 {
                 return Err(format!(
                     "--compare-store-conf compares two settings of one store: give one --lab ({})",
                     Store::names()
                 ));
-            };
+            }
             let (key, values) = parse(spec)?;
             values
                 .iter()
