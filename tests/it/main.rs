@@ -35,6 +35,8 @@
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
 //! - `preflight`: `doctor` and a run's preflight under a low `ulimit -n` set in a child
 //!   shell (the warning, its fix, the run going on, the line kept in the results)
+//! - `recipe_seed001`: docs/recipes/seed-001.md's small-scale commands give its table and
+//!   chart
 //! - `stores`: issue 30 — one seed asks Dovecot and Cyrus for the same actions (imaplib's
 //!   mailboxes alike after), a store held to fewer processes compared to lower capacity
 //! - `profile`: `mailbox profile`: a preset's action counts within Poisson's range, its
@@ -82,6 +84,7 @@ mod mtas;
 mod preflight;
 mod profile;
 mod qmail;
+mod recipe_seed001;
 mod relay;
 mod relay_path;
 mod relay_round2;
