@@ -26,6 +26,10 @@ pub async fn mailbox(c: MailboxCommand) -> Result<u8, (u8, String)> {
         MailboxCommand::Populate(a) => populate::populate(*a).await,
         MailboxCommand::Pop3(a) => pop3::pop3(*a).await,
         MailboxCommand::Imap(a) => imap::imap(*a).await,
+        // Several stores, or two settings of one, are compared.
+        MailboxCommand::Profile(a) if a.server.lab.len() > 1 || a.compare_store_conf.is_some() => {
+            stores::compare(*a).await
+        }
         MailboxCommand::Profile(a) => profile::profile(*a).await,
         MailboxCommand::Arrival(a) => arrival::arrival(*a).await,
     }

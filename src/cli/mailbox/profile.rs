@@ -214,9 +214,6 @@ pub(super) fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
 
 /// Runs `mailbox profile`. Errors carry their exit code.
 pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
-    if a.server.lab.len() > 1 || a.compare_store_conf.is_some() {
-        return super::stores::compare(a).await;
-    }
     if let Some(n) = a.rounds.filter(|n| *n != 1) {
         return Err((
             crate::cli::exit::EXIT_USAGE,

@@ -359,7 +359,6 @@ pub fn all(runs: &[(String, &Results)]) -> Vec<Chart> {
         .collect();
     charts.extend(percentile_charts(runs));
     charts.extend(step_charts(runs));
-    charts.extend(super::users::charts(runs));
     charts
 }
 

@@ -29,7 +29,8 @@ const PAGE_CSS: &str = include_str!("page.css");
 
 /// The report of `runs` (a label and a results document each) as one HTML page.
 pub fn render(runs: &[(String, &Results)]) -> String {
-    let charts = charts::all(runs);
+    let mut charts = charts::all(runs);
+    charts.extend(users::charts(runs));
     // Inside <script type="application/json"> only "</" could end the block early.
     let data = serde_json::to_string(&charts)
         .unwrap_or_else(|_| "[]".into())
