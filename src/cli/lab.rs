@@ -38,7 +38,8 @@ pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
         LabCommand::Exim(a) => relaying(crate::lab::exim::KIND, a).await,
         LabCommand::Opensmtpd(a) => relaying(crate::lab::opensmtpd::KIND, a).await,
         LabCommand::Sendmail(a) => relaying(crate::lab::sendmail::KIND, a).await,
-        LabCommand::Dovecot(a) => dovecot(a).await,
+        LabCommand::Dovecot(a) => store_lab(crate::lab::dovecot::KIND, a).await,
+        LabCommand::Cyrus(a) => store_lab(crate::lab::cyrus::KIND, a).await,
     }
 }
 
@@ -78,9 +79,9 @@ async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     Ok(EXIT_OK)
 }
 
-async fn dovecot(a: DovecotLabArgs) -> Result<u8, (u8, String)> {
+/// `lab dovecot|cyrus`: any store of the registry, started, filled and described alike.
+async fn store_lab(store: crate::lab::Store, a: DovecotLabArgs) -> Result<u8, (u8, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
-    let store = crate::lab::dovecot::KIND;
     let options = store_options(store, &a.store, a.starttls).map_err(usage)?;
     let per_user = units::count(&a.fill).map_err(|e| usage(format!("--fill: {e}")))?;
     let fill = match per_user {

@@ -79,7 +79,7 @@ async fn run(
 
 /// The end of a comparison: the interruption said (after the table, where it is seen),
 /// and the exit code (an interrupted comparison is not a finished one: 2).
-fn finish(ran: &Compared<Results>) -> u8 {
+pub(crate) fn finish(ran: &Compared<Results>) -> u8 {
     if let Some(line) = &ran.said {
         crate::report::print(&format!("{line}\n"));
     }
@@ -92,7 +92,7 @@ fn finish(ran: &Compared<Results>) -> u8 {
 
 /// Prints `compare`'s table of the variants (the first is the baseline); none when no
 /// round was completed by every variant (cut-short runs are not compared).
-fn table(labels: &[String], ran: &Compared<Results>) -> Result<(), (u8, String)> {
+pub(crate) fn table(labels: &[String], ran: &Compared<Results>) -> Result<(), (u8, String)> {
     if !ran.compared {
         return Ok(());
     }
@@ -161,19 +161,30 @@ pub async fn mtas(
     let ran = run(&variants, rounds, json.as_deref()).await?;
     let labels: Vec<String> = variants.into_iter().map(|v| v.label).collect();
     if let Some(path) = json {
-        let mut all = ran.sides[0].clone();
-        ran.mark(&mut all);
-        let list: Vec<serde_json::Value> = labels
-            .iter()
-            .zip(&ran.sides)
-            .map(|(label, r)| serde_json::json!({"label": label, "results": r}))
-            .collect();
-        all.extra.insert("sides".into(), list.into());
-        all.write(&path).map_err(|e| (EXIT_FAILED, e))?;
-        crate::report::print(&format!("  results    {}\n", path.display()));
+        write_sides(&labels, &ran, &path)?;
     }
     table(&labels, &ran)?;
     Ok(finish(&ran))
+}
+
+/// Writes the compared variants as one results file: the first's document, with every
+/// variant's under `extra.sides` (what `compare` and `report` read as one side each).
+pub(crate) fn write_sides(
+    labels: &[String],
+    ran: &Compared<Results>,
+    path: &Path,
+) -> Result<(), (u8, String)> {
+    let mut all = ran.sides[0].clone();
+    ran.mark(&mut all);
+    let list: Vec<serde_json::Value> = labels
+        .iter()
+        .zip(&ran.sides)
+        .map(|(label, r)| serde_json::json!({"label": label, "results": r}))
+        .collect();
+    all.extra.insert("sides".into(), list.into());
+    all.write(path).map_err(|e| (EXIT_FAILED, e))?;
+    crate::report::print(&format!("  results    {}\n", path.display()));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -255,13 +255,7 @@ default_process_limit = 5000
 default_client_limit = 20000
 lmtp_save_to_detail_mailbox = yes
 lda_mailbox_autocreate = yes
-service imap {{
-  process_limit = 20000
-}}
-service pop3 {{
-  process_limit = 20000
-}}
-protocol imap {{
+{imap_service}{pop3_service}protocol imap {{
   mail_max_userip_connections = 100000
 }}
 protocol pop3 {{
@@ -276,7 +270,9 @@ userdb {{
   args = {d}/users
 }}
 ",
-            name = self.name
+            name = self.name,
+            imap_service = service_block("imap", &opts.settings),
+            pop3_service = service_block("pop3", &opts.settings),
         );
         let e = &self.endpoints;
         c += &format!(
@@ -296,7 +292,7 @@ userdb {{
         if opts.server_stats {
             c += METRICS;
         }
-        for (k, v) in &opts.settings {
+        for (k, v) in opts.settings.iter().filter(|(k, _)| !in_service_block(k)) {
             let _ = writeln!(c, "{k} = {v}");
         }
         c
@@ -462,9 +458,57 @@ impl Drop for Lab {
     }
 }
 
+/// Whether a setting goes into the lab's imap or pop3 service block: doveconf's names
+/// for a service's settings, `service/imap/process_limit`, which seed 001's "a store held
+/// to fewer processes" sets.
+fn in_service_block(key: &str) -> bool {
+    key.starts_with("service/imap/") || key.starts_with("service/pop3/")
+}
+
+/// Service `name`'s block: the lab's process limit, each `service/NAME/KEY` setting
+/// replacing the lab's value of KEY or added.
+fn service_block(name: &str, settings: &[(String, String)]) -> String {
+    let prefix = format!("service/{name}/");
+    let mut lines = vec![("process_limit".to_string(), "20000".to_string())];
+    for (k, v) in settings {
+        if let Some(key) = k.strip_prefix(&prefix) {
+            lines.retain(|(x, _)| x != key);
+            lines.push((key.to_string(), v.clone()));
+        }
+    }
+    let body: String = lines
+        .iter()
+        .map(|(k, v)| format!("  {k} = {v}\n"))
+        .collect();
+    format!("service {name} {{\n{body}}}\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_setting_goes_into_its_block_in_place_of_the_labs() {
+        let set = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let s = [
+            set("service/imap/process_limit", "3"),
+            set("service/imap/client_limit", "1"),
+            set("mail_fsync", "always"),
+        ];
+        assert_eq!(
+            service_block("imap", &s),
+            "service imap {\n  process_limit = 3\n  client_limit = 1\n}\n"
+        );
+        assert_eq!(
+            service_block("pop3", &s),
+            "service pop3 {\n  process_limit = 20000\n}\n"
+        );
+        assert!(in_service_block("service/pop3/process_limit"));
+        assert!(
+            !in_service_block("service/lmtp/process_limit"),
+            "doveconf judges it"
+        );
+    }
 
     #[test]
     fn a_stats_dump_gives_the_lab_metrics() {

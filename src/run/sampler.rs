@@ -193,6 +193,19 @@ impl Observed {
             .map(|r| r.sut.procs)
             .fold(b.procs.max(a.procs), u64::max);
         let cpu_s = (b.user_s + b.sys_s) - (a.user_s + a.sys_s);
+        let shared = self
+            .readings
+            .iter()
+            .map(|r| r.sut.shared_kib)
+            .fold(b.shared_kib.max(a.shared_kib), u64::max);
+        // Memory per process: all readings' resident KiB over all their processes.
+        let (kib, n) = self
+            .readings
+            .iter()
+            .map(|r| &r.sut)
+            .chain([b])
+            .fold((0u64, 0u64), |(k, n), s| (k + s.rss_kib, n + s.procs));
+        let per_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / wall;
         let mut report = serde_json::json!({
             "cpu_peak_pct": peak(|s| s.cpu_user_pct + s.cpu_sys_pct),
             "disk_read_peak_kib_per_s": peak(|s| s.read_kib_s),
@@ -204,6 +217,11 @@ impl Observed {
             "disk_write_kib_per_s": b.write_bytes.saturating_sub(a.write_bytes) as f64 / 1024.0 / wall,
             "peak_rss_kib": rss,
             "peak_procs": procs,
+            "peak_shared_kib": shared,
+            "rss_per_proc_kib": if n > 0 { kib as f64 / n as f64 } else { 0.0 },
+            "disk_read_calls_per_s": per_s(b.read_calls, a.read_calls),
+            "disk_write_calls_per_s": per_s(b.write_calls, a.write_calls),
+            "major_faults_per_s": per_s(b.major_faults, a.major_faults),
         });
         let peak_of = |f: fn(&SutPoint) -> Option<f64>| {
             series
@@ -294,7 +312,45 @@ fn first_number(text: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::first_number;
+    use super::{Observed, Reading, Sample, first_number};
+
+    #[test]
+    fn seed_001s_resource_figures_come_from_the_first_and_last_readings() {
+        let at = |rss_kib, procs, shared_kib, calls: u64, faults| Sample {
+            rss_kib,
+            procs,
+            shared_kib,
+            read_calls: calls,
+            write_calls: calls / 2,
+            major_faults: faults,
+            ..Sample::default()
+        };
+        let o = Observed {
+            device: None,
+            first: at(100, 1, 10, 1_000, 5),
+            first_disk: None,
+            first_t: 0.0,
+            readings: vec![Reading {
+                sut: at(900, 3, 70, 2_000, 6),
+                queue: None,
+                disk: None,
+                load1: None,
+                t_s: 1.0,
+            }],
+            last: at(300, 1, 40, 5_000, 25),
+            last_disk: None,
+        };
+        let r = o.report(&[], 2.0);
+        assert_eq!(r["disk_read_calls_per_s"], 2_000.0, "4,000 calls in 2 s");
+        assert_eq!(r["disk_write_calls_per_s"], 1_000.0);
+        assert_eq!(r["major_faults_per_s"], 10.0, "20 faults in 2 s");
+        assert_eq!(r["peak_shared_kib"], 70);
+        assert_eq!(r["peak_rss_kib"], 900);
+        assert_eq!(
+            r["rss_per_proc_kib"], 300.0,
+            "(900 + 300) KiB over 3 + 1 processes"
+        );
+    }
 
     #[test]
     fn the_first_number_of_a_command_output_is_taken() {

@@ -148,6 +148,18 @@ pub struct SutPoint {
     /// The machine's one-minute load average at the end of the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load1: Option<f64>,
+    /// Read calls per second (seed 001's disk read requests; absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_calls_s: Option<f64>,
+    /// Write calls per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_calls_s: Option<f64>,
+    /// Major page faults per second (seed 001's paging).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub major_faults_s: Option<f64>,
+    /// Resident memory shared with files or other processes at the interval's end, KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_kib: Option<u64>,
 }
 
 /// The tool's busiest interval, in percent of one core: the highest CPU share of an

@@ -20,6 +20,17 @@ pub struct Sample {
     pub rss_kib: u64,
     /// Processes in the tree: a server that forks per connection shows its load here.
     pub procs: u64,
+    /// Read calls made (`syscr`): seed 001's disk requests, as the process asks for them
+    /// (the page cache may answer some without the disk).
+    pub read_calls: u64,
+    /// Write calls made (`syscw`).
+    pub write_calls: u64,
+    /// Major page faults, reaped children's included: pages the tree waited on the disk
+    /// for (seed 001's paging).
+    pub major_faults: u64,
+    /// Resident memory backed by files or shared memory (statm's shared), summed, KiB:
+    /// what processes of one server share, so the sum overstates it as RSS does.
+    pub shared_kib: u64,
 }
 
 fn stat_fields(pid: u32) -> Option<Vec<String>> {
@@ -65,6 +76,7 @@ impl Sample {
     pub fn rates_since(&self, prev: &Sample, dt_s: f64) -> SutPoint {
         let dt = dt_s.max(1e-9);
         let kib_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / 1024.0 / dt;
+        let count_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / dt;
         SutPoint {
             cpu_user_pct: (self.user_s - prev.user_s).max(0.0) / dt * 100.0,
             cpu_sys_pct: (self.sys_s - prev.sys_s).max(0.0) / dt * 100.0,
@@ -72,6 +84,10 @@ impl Sample {
             write_kib_s: kib_s(self.write_bytes, prev.write_bytes),
             rss_kib: self.rss_kib,
             procs: self.procs,
+            read_calls_s: Some(count_s(self.read_calls, prev.read_calls)),
+            write_calls_s: Some(count_s(self.write_calls, prev.write_calls)),
+            major_faults_s: Some(count_s(self.major_faults, prev.major_faults)),
+            shared_kib: Some(self.shared_kib),
             ..SutPoint::default()
         }
     }
@@ -115,7 +131,10 @@ fn read_pass(pids: &[u32]) -> Pass {
     for &pid in pids {
         let Some(f) = stat_fields(pid) else { continue };
         let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        // Fields after ')': 11 utime, 12 stime, 13 cutime, 14 cstime, 21 rss (pages).
+        // Fields after ')': 9 majflt, 10 cmajflt, 11 utime, 12 stime, 13 cutime,
+        // 14 cstime, 21 rss (pages).
+        s.major_faults += (num(9) + num(10)) as u64;
+        s.shared_kib += statm_shared_pages(pid) * page_kib;
         s.user_s += (num(11) + num(13)) / tick;
         s.sys_s += (num(12) + num(14)) / tick;
         s.rss_kib += num(21) as u64 * page_kib;
@@ -134,6 +153,10 @@ fn read_pass(pids: &[u32]) -> Pass {
                     s.read_bytes += v(line);
                 } else if line.starts_with("write_bytes:") {
                     s.write_bytes += v(line);
+                } else if line.starts_with("syscr:") {
+                    s.read_calls += v(line);
+                } else if line.starts_with("syscw:") {
+                    s.write_calls += v(line);
                 }
             }
         }
@@ -144,9 +167,61 @@ fn read_pass(pids: &[u32]) -> Pass {
     }
 }
 
+/// The third figure of /proc/PID/statm: resident pages backed by a file or shared memory.
+fn statm_shared_pages(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(2)?.parse().ok())
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_of_calls_faults_and_the_shared_memory_read() {
+        let then = Sample {
+            read_calls: 100,
+            write_calls: 10,
+            major_faults: 1,
+            ..Sample::default()
+        };
+        let now = Sample {
+            read_calls: 600,
+            write_calls: 260,
+            major_faults: 9,
+            shared_kib: 2048,
+            ..Sample::default()
+        };
+        let p = now.rates_since(&then, 0.5);
+        assert_eq!(p.read_calls_s, Some(1000.0));
+        assert_eq!(p.write_calls_s, Some(500.0));
+        assert_eq!(p.major_faults_s, Some(16.0));
+        assert_eq!(p.shared_kib, Some(2048));
+    }
+
+    #[test]
+    fn a_reaped_childs_read_calls_count_in_its_parents_tree() {
+        // dd makes one read call per byte (bs=1); its shell reaps it, and the kernel moves
+        // its counts into the shell's /proc/PID/io.
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "dd if=/dev/zero of=/dev/null bs=1 count=20000 2>/dev/null; sleep 5",
+            ])
+            .spawn()
+            .expect("sh");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let s = sample(&[child.id()]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            (20_000..21_000).contains(&s.read_calls) && s.write_calls >= 20_000,
+            "dd's 20,000 reads and writes of one byte: {s:?}"
+        );
+        assert!(s.shared_kib > 0, "sh maps its libraries: {s:?}");
+    }
 
     #[test]
     fn this_process_is_its_own_tree_and_has_cpu_and_memory() {

@@ -44,6 +44,10 @@
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
 //! - `preflight`: `doctor` and a run's preflight under a low `ulimit -n` set in a child
 //!   shell (the warning, its fix, the run going on, the line kept in the results)
+//! - `recipe_seed001`: docs/recipes/seed-001.md's small-scale commands give its table and
+//!   chart
+//! - `stores`: issue 30 — one seed asks Dovecot and Cyrus for the same actions (imaplib's
+//!   mailboxes alike after), a store held to fewer processes compared to lower capacity
 //! - `profile`: `mailbox profile`: a preset's action counts within Poisson's range, its
 //!   sends in the Sent folders imaplib reads, a capacity ramp against a Dovecot held to
 //!   fewer processes
@@ -97,6 +101,7 @@ mod mtas;
 mod preflight;
 mod profile;
 mod qmail;
+mod recipe_seed001;
 mod recipes;
 mod relay;
 mod relay_path;
@@ -106,5 +111,6 @@ mod scale;
 mod send;
 mod sink;
 mod slurm;
+mod stores;
 mod truth;
 mod util;

@@ -134,6 +134,9 @@ pub enum LabCommand {
     Sendmail(MtaLabArgs),
     /// A disposable Dovecot (IMAP, POP3, LMTP) with numbered users.
     Dovecot(DovecotLabArgs),
+    /// A disposable Cyrus IMAP (IMAP, POP3, LMTP) with numbered users
+    /// (scripts/install-cyrus.sh unpacks it).
+    Cyrus(DovecotLabArgs),
 }
 
 /// Flags of `mailbench lab postfix|exim|opensmtpd|sendmail`.
@@ -152,7 +155,7 @@ pub struct MtaLabArgs {
     pub shape: LabShape,
 }
 
-/// Flags of `mailbench lab dovecot`.
+/// Flags of `mailbench lab dovecot` and `lab cyrus`.
 #[derive(Debug, Args)]
 pub struct DovecotLabArgs {
     /// Offer STARTTLS (IMAP), STLS (POP3), IMAPS and POP3S with a certificate made for the

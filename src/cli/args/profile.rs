@@ -9,7 +9,7 @@ use super::server::{LabFillArgs, MailboxClientArgs, MailboxServerArgs};
 use crate::lab::Mta;
 
 /// Flags of `mailbench mailbox profile`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ProfileArgs {
     /// The store.
     #[command(flatten)]
@@ -83,6 +83,20 @@ pub struct ProfileArgs {
     /// observed automatically).
     #[arg(long, value_name = "PID")]
     pub sut_pid: Vec<u32>,
+    /// Seeds the users' draws (when each action falls due, and which): one seed asks two
+    /// stores, or two runs, for the same sequence of actions [default: drawn per run;
+    /// drawn once and shared when stores are compared].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Answer "what did this store setting buy": the lab store with KEY=A and with KEY=B
+    /// (the same users and schedule) in alternating rounds, ending with the compare table,
+    /// e.g. process_limit=1000,5 (Dovecot's imap service) or maxchild=… (Cyrus).
+    #[arg(long, value_name = "KEY=A,B", requires = "lab")]
+    pub compare_store_conf: Option<String>,
+    /// Rounds per store or setting compared (their order rotates) [default: 4, the
+    /// least that gives each row a noise verdict; 2 or 3 give the table without them].
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
     /// Outputs and thresholds.
     #[command(flatten)]
     pub out: OutputArgs,

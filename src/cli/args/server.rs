@@ -11,9 +11,16 @@ use crate::lab::Store;
 /// Which store a mailbox workload runs against: a lab, or a server and its users.
 #[derive(Debug, Clone, Args)]
 pub struct MailboxServerArgs {
-    /// Start a disposable store for the run.
-    #[arg(long, value_parser = store_parser(), conflicts_with = "users_file")]
-    pub lab: Option<Store>,
+    /// Start a disposable store for the run (`mailbox profile` compares several, e.g.
+    /// `dovecot,cyrus`: the same users and schedule on each in rotating rounds).
+    #[arg(
+        long,
+        value_parser = store_parser(),
+        value_delimiter = ',',
+        value_name = "STORE[,STORE…]",
+        conflicts_with = "users_file"
+    )]
+    pub lab: Vec<Store>,
     /// The lab store's users and settings.
     #[command(flatten)]
     pub store: StoreArgs,

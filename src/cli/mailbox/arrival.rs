@@ -75,7 +75,7 @@ fn arrival_plan(
         "path": path,
         "target": a.smtp,
         "imap": a.imap,
-        "lab": a.server.lab.map(Store::name),
+        "lab": a.server.lab.first().copied().map(Store::name),
         "watchers": watchers,
         "drain_timeout_s": drain_timeout.as_secs_f64(),
         "interval_s": progress.interval.as_secs_f64(),

@@ -1,5 +1,5 @@
 //! `mailbox`: the mail-store workloads, one file each — `populate`, `pop3`, `imap`,
-//! `profile` and `arrival`. Each plans its flags (with the shared planners of
+//! `profile` and `arrival` (`stores`: profile's comparison of stores or settings). Each plans its flags (with the shared planners of
 //! `cli::plan`) and hands the plan to `crate::mailbox`.
 
 mod arrival;
@@ -7,6 +7,7 @@ mod imap;
 mod pop3;
 mod populate;
 mod profile;
+mod stores;
 
 use crate::cli::args::MailboxCommand;
 use crate::cli::exit::{self, EXIT_USAGE};
@@ -25,6 +26,10 @@ pub async fn mailbox(c: MailboxCommand) -> Result<u8, (u8, String)> {
         MailboxCommand::Populate(a) => populate::populate(*a).await,
         MailboxCommand::Pop3(a) => pop3::pop3(*a).await,
         MailboxCommand::Imap(a) => imap::imap(*a).await,
+        // Several stores, or two settings of one, are compared.
+        MailboxCommand::Profile(a) if a.server.lab.len() > 1 || a.compare_store_conf.is_some() => {
+            stores::compare(*a).await
+        }
         MailboxCommand::Profile(a) => profile::profile(*a).await,
         MailboxCommand::Arrival(a) => arrival::arrival(*a).await,
     }

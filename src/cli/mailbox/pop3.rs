@@ -53,7 +53,7 @@ fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
     let mut config_json = serde_json::json!({
         "protocol": "pop3",
         "target": a.target,
-        "lab": a.server.lab.map(Store::name),
+        "lab": a.server.lab.first().copied().map(Store::name),
         "interval_s": progress.interval.as_secs_f64(),
         "thresholds": a.run.out.threshold,
         "download": download,

@@ -139,7 +139,7 @@ async fn populate_imap(
             "size": a.filling.fill_size,
             "flags": flags.iter().map(|(f, s)| serde_json::json!({"flag": f, "share": s})).collect::<Vec<_>>(),
             "fill_concurrency": concurrency,
-            "lab": a.server.lab.map(Store::name),
+            "lab": a.server.lab.first().copied().map(Store::name),
             "thresholds": a.out.threshold,
         }),
     };

@@ -45,7 +45,7 @@ fn ramp_users(spec: &str, max: u64) -> Result<Population, String> {
 }
 
 /// Validates `mailbox profile`'s flags.
-fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
+pub(super) fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
     let (outputs, progress) = output::plan(&a.out, None, &crate::mailbox::profile::THRESHOLDS)?;
     let scenario = Scenario::load(&a.scenario)?;
     let setup = lab::store_setup(&a.server, false)?;
@@ -164,6 +164,7 @@ fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
         "send_via": if a.mta.is_some() { "lab postfix" } else if a.smtp.is_some() { "smtp" } else { "lmtp" },
         "thresholds": a.out.threshold,
         "interval_s": progress.interval.as_secs_f64(),
+        "seed": a.seed,
     });
     let w = store::Where {
         setup,
@@ -206,12 +207,22 @@ fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
         interval: progress.interval,
         run_limit,
         config_json,
+        seed: a.seed,
     };
     Ok(w.planned(Workload::Profile(Box::new(plan)), &a.sut_pid, outputs))
 }
 
 /// Runs `mailbox profile`. Errors carry their exit code.
 pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
+    if let Some(n) = a.rounds.filter(|n| *n != 1) {
+        return Err((
+            crate::cli::exit::EXIT_USAGE,
+            format!(
+                "--rounds {n} compares: give --lab {} (several) or --compare-store-conf KEY=A,B",
+                Store::names()
+            ),
+        ));
+    }
     super::run(profile_plan(&a), |r| {
         let headline = format!(
             "mailbench mailbox profile: scenario {} against {} in {:.2} s",

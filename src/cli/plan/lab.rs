@@ -291,18 +291,22 @@ pub fn store_options(store: Store, a: &StoreArgs, starttls: bool) -> Result<Stor
 
 /// The lab store the flags ask for, or none (then no store flag may be given).
 pub fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<StoreSetup>, String> {
-    match a.lab {
-        Some(store) => Ok(Some(StoreSetup {
+    match *a.lab.as_slice() {
+        [_, _, ..] => Err(format!(
+            "--lab {}: this workload runs on one store; `mailbox profile` compares several",
+            a.lab.iter().map(|s| s.name()).collect::<Vec<_>>().join(",")
+        )),
+        [store] => Ok(Some(StoreSetup {
             store,
             options: store_options(store, &a.store, starttls)?,
         })),
-        None if store_flags_given(&a.store) => Err(format!(
+        [] if store_flags_given(&a.store) => Err(format!(
             "--users, --user-template, --password-template, --mail-format, --storage and \
              --store-conf shape a lab store: give --lab {}, or drop them and list the \
              server's users in --users-file",
             Store::names()
         )),
-        None => Ok(None),
+        [] => Ok(None),
     }
 }
 

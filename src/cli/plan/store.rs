@@ -105,7 +105,7 @@ impl Where {
 
     /// Adds the store, its fill and TLS to a results file's configuration.
     pub fn describe(&self, config: &mut serde_json::Value, server: &MailboxServerArgs) {
-        config["lab"] = server.lab.map(Store::name).into();
+        config["lab"] = server.lab.first().copied().map(Store::name).into();
         config["tls"] = serde_json::to_value(self.tls.mode).unwrap_or_default();
         config["tls_percent"] = self.tls.percent.into();
         config["store"] = self

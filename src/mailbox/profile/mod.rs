@@ -108,6 +108,9 @@ pub struct ProfilePlan {
     pub run_limit: Option<Duration>,
     /// The configuration as recorded in the results file.
     pub config_json: serde_json::Value,
+    /// Seeds every user's draws (when its actions fall due, which message, whom it sends
+    /// to): two runs of one seed ask two stores for the same things. `None`: the run's id.
+    pub seed: Option<u64>,
 }
 
 /// A user's due times, drawn ahead, oldest first.
@@ -153,6 +156,8 @@ pub struct Ctx {
     shards_n: usize,
     stop: CancellationToken,
     run_id: u64,
+    /// Seeds the users' draws (`ProfilePlan::seed`).
+    seed: u64,
     late_after: Duration,
     seq: AtomicU64,
     /// Time zero of the due times in `pending`.
@@ -297,6 +302,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         shards_n,
         stop: users_stop.clone(),
         run_id,
+        seed: plan.seed.unwrap_or(run_id),
         late_after: Duration::from_millis(5),
         seq: AtomicU64::new(0),
         start: Instant::now(),

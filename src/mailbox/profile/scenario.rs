@@ -156,8 +156,9 @@ fn default_size() -> String {
 
 /// seed 001's Domino R6Mail user, per 90 minutes: open the inbox 6 times, read 30
 /// messages, delete 12, receive 12 of 50 KB, send 1 of 100 KB to 3 recipients, close the
-/// inbox 6 times. (Its calendar actions, accepting an invitation and answering one, have
-/// no IMAP counterpart and are left out.)
+/// inbox 6 times. Its two calendar actions have no IMAP or SMTP counterpart, so they are
+/// the mail they cause: the invitation is one more message sent (to 3), the RSVP one more
+/// message received (the reply): `send = 2`, `receive = 13`.
 const R6MAIL: &str = r#"
 period = "90m"
 [[user]]
@@ -166,7 +167,7 @@ client = "caching"
 receive_size = "50k"
 send_size = "100k"
 send_recipients = 3
-actions = { open_inbox = 6, read = 30, delete = 12, receive = 12, send = 1, close_inbox = 6 }
+actions = { open_inbox = 6, read = 30, delete = 12, receive = 13, send = 2, close_inbox = 6 }
 "#;
 
 /// seed 002's rabid: POP3 users who check their mail and download and delete it all, fed
@@ -370,9 +371,14 @@ mod tests {
         assert_eq!(count(Action::Delete), Some(12.0));
         assert_eq!((t.receive_size, t.send_size), (50 << 10, 100 << 10));
         assert_eq!(t.send_recipients, 3);
-        // 67 actions per 90 minutes.
+        // The invitation is a send, the RSVP a receive: 12 + 1 received, 1 + 1 sent.
+        assert_eq!(
+            (count(Action::Receive), count(Action::Send)),
+            (Some(13.0), Some(2.0))
+        );
+        // 69 actions per 90 minutes.
         let per_s = t.rate(s.period, 1.0);
-        assert!((per_s - 67.0 / 5400.0).abs() < 1e-9, "{per_s}");
+        assert!((per_s - 69.0 / 5400.0).abs() < 1e-9, "{per_s}");
     }
 
     #[test]

@@ -48,7 +48,11 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
     let user = ctx.users[(n % ctx.users.len() as u64) as usize].clone();
     let rate = t.rate(ctx.scenario.period, ctx.time_scale).max(1e-9);
     let total: f64 = t.actions.iter().map(|(_, w)| w).sum();
-    let mut rng = fastrand::Rng::with_seed(ctx.run_id ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    // Two generators: `rng` draws only the schedule and each action, so a seed gives the
+    // same sequence of actions whatever the store answers; `within` draws inside actions
+    // (which message, whom to), where a failed action draws less.
+    let mut rng = fastrand::Rng::with_seed(ctx.seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut within = fastrand::Rng::with_seed(rng.u64(..));
     let gap = |rng: &mut fastrand::Rng| {
         // Exponential gaps: a Poisson process at `rate`.
         Duration::from_secs_f64((-(1.0 - rng.f64()).ln() / rate).min(86_400.0))
@@ -114,7 +118,7 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
             action,
             &mut session,
             &mut logins,
-            &mut rng,
+            &mut within,
         )
         .await;
         // A profile times actions, not commands: the session's own per-command times

@@ -150,6 +150,11 @@ pub fn figures(doc: &Value) -> Vec<Figure> {
         ("disk_write_kib_per_s", "server disk write KiB/s"),
         ("peak_rss_kib", "server peak RSS KiB"),
         ("peak_procs", "server peak processes"),
+        ("peak_shared_kib", "server peak shared KiB"),
+        ("rss_per_proc_kib", "server RSS KiB/process"),
+        ("disk_read_calls_per_s", "server read calls/s"),
+        ("disk_write_calls_per_s", "server write calls/s"),
+        ("major_faults_per_s", "server major faults/s"),
     ] {
         push(name.into(), Better::Less, sut[key].as_f64());
     }

@@ -346,9 +346,9 @@ const TIME_CHARTS: &[TimeChart] = &[
 ];
 
 /// A named line before runs are joined: its points as (x, y).
-struct Line {
-    label: String,
-    points: Vec<(f64, Option<f64>)>,
+pub(super) struct Line {
+    pub(super) label: String,
+    pub(super) points: Vec<(f64, Option<f64>)>,
 }
 
 /// Every chart the runs have data for, in reading order.
@@ -362,7 +362,7 @@ pub fn all(runs: &[(String, &Results)]) -> Vec<Chart> {
     charts
 }
 
-fn name(runs: &[(String, &Results)], run: &str, line: &str) -> String {
+pub(super) fn name(runs: &[(String, &Results)], run: &str, line: &str) -> String {
     if runs.len() > 1 {
         format!("{run}: {line}")
     } else {
@@ -624,7 +624,7 @@ fn significant(v: f64) -> f64 {
 }
 
 /// Joins lines on the union of their x values; `None` when there is nothing to draw.
-fn chart(
+pub(super) fn chart(
     id: &str,
     title: &str,
     unit: &str,

@@ -1,0 +1,94 @@
+//! docs/recipes/seed-001.md run as written, at its small scale: the commands of its "At
+//! small scale" block, in order, give seed 001's side-by-side table (capacity and the
+//! store's resources for Dovecot and Cyrus) and a report with both stores' CPU against
+//! users on one chart.
+
+use crate::util::{TempDir, mailbench};
+
+/// The command lines of the recipe's small-scale block, `$DIR` put in.
+fn small_scale(dir: &std::path::Path) -> Vec<Vec<String>> {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/recipes/seed-001.md"
+    ))
+    .expect("read docs/recipes/seed-001.md");
+    let block = doc
+        .split("## At small scale")
+        .nth(1)
+        .and_then(|s| s.split("```sh").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("the recipe's small-scale block");
+    block
+        .lines()
+        .filter(|l| l.starts_with("mailbench "))
+        .map(|l| {
+            l.split_whitespace()
+                .skip(1)
+                .map(|w| w.replace("$DIR", &dir.to_string_lossy()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_seed_001_recipe_prints_its_table_and_draws_its_chart() {
+    let dir = TempDir::new("recipe-seed001");
+    let commands = small_scale(&dir.0);
+    assert_eq!(
+        commands.len(),
+        2,
+        "a comparison and its report: {commands:?}"
+    );
+    let out = mailbench()
+        .args(&commands[0])
+        .output()
+        .expect("run mailbench");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("figure"))
+        .unwrap_or_else(|| panic!("no table in:\n{text}"));
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["figure", "dovecot", "cyrus", "change", "verdict"]
+    );
+    for row in [
+        "capacity_users",
+        "mean_ms",
+        "p95_ms",
+        "server cpu % of a core",
+        "server disk write KiB/s",
+        "server read calls/s",
+        "server write calls/s",
+        "server peak RSS KiB",
+        "server RSS KiB/process",
+        "server peak shared KiB",
+        "server major faults/s",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(row)),
+            "{row} in:\n{text}"
+        );
+    }
+    let out = mailbench().args(&commands[1]).output().expect("run report");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(dir.0.join("seed-001.html")).expect("the report");
+    for want in [
+        "\"id\":\"users_store_cpu\"",
+        "dovecot: store",
+        "cyrus: store",
+    ] {
+        assert!(page.contains(want), "{want} in the report");
+    }
+}
