@@ -243,7 +243,7 @@ pub fn assert_threshold_keys(
 
 /// The relay summary's keys that only some modes have: `--find-max`, `--flush`, a fan-out
 /// (several copies per message), deliveries before the MTA's 250, `--dns-domains`,
-/// `--trace-io`.
+/// `--trace-io`, `--mta-lookup`.
 const RELAY_MODE_KEYS: &[&str] = &[
     "max_sustainable_per_sec",
     "max_sustainable_mpm",
@@ -263,6 +263,11 @@ const RELAY_MODE_KEYS: &[&str] = &[
     "unlinks_per_msg",
     "bytes_written_per_msg",
     "ctx_switches_per_msg",
+    "lookups",
+    "lookups_failed",
+    "lookups_per_msg",
+    "lookup_p50_ms",
+    "lookup_p99_ms",
 ];
 
 /// The relay's mode-specific keys a run may lack: all but the `present` ones (its mode's).
