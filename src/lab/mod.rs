@@ -150,6 +150,9 @@ pub trait MtaLab: LabServer {
     fn release(&self) -> Result<usize, String>;
     /// Deferrals the MTA's log blames on DNS (failed or timed-out lookups), so far.
     fn dns_deferred(&self) -> usize;
+    /// Its queues and the messages in each, every instance added up, counted the way its
+    /// own queue tool counts them (directory reads only: cheap enough for every interval).
+    fn queue_states(&self) -> Vec<crate::stats::queues::QueueState>;
 }
 
 /// A mailbox user of a store lab: the address it logs in and receives mail as.

@@ -3,13 +3,14 @@
 //! licence in `vendor/`), the page's own small script, its style and the data are all
 //! inlined, and a Content-Security-Policy forbids any network load. Tables are static
 //! HTML (`tables`), under the answer of each run at the top (`headline`, the figures its
-//! kind names); charts are data made here (`charts`) that the script only draws; values
+//! kind names); charts are data made here (`charts`, and a lab MTA's queues: `queues`) that the script only draws; values
 //! are written one way everywhere (`format`). Built on the results file alone, so every
 //! command's results get a report.
 
 pub mod charts;
 pub mod format;
 pub mod headline;
+pub mod queues;
 pub mod tables;
 
 use std::fmt::Write as _;
@@ -28,7 +29,8 @@ const PAGE_CSS: &str = include_str!("page.css");
 
 /// The report of `runs` (a label and a results document each) as one HTML page.
 pub fn render(runs: &[(String, &Results)]) -> String {
-    let charts = charts::all(runs);
+    let mut charts = charts::all(runs);
+    charts.extend(queues::chart(runs));
     // Inside <script type="application/json"> only "</" could end the block early.
     let data = serde_json::to_string(&charts)
         .unwrap_or_else(|_| "[]".into())

@@ -112,6 +112,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
             opt(s.queued_left)
         );
     }
+    super::queues::line(&mut out, s);
     io_per_message(&mut out, r);
     sut_cost(&mut out, r, "MTA");
     if let Some(rows) = r.extra.get("find_max").and_then(|v| v.as_array()) {
