@@ -46,6 +46,8 @@
 //! - `qmail`: issue 29 — the qmail lab relaying exactly once as its own log says, its
 //!   remote concurrency as set, compared with Postfix over rotating rounds, refusals, a
 //!   killed run's qmail stopped and removed by `doctor`
+//! - `queue_states`: issue 29 — the lab MTAs' queue states against `postqueue -j`,
+//!   `qshape` and `qmail-qstat` at a quiescent backlog, and in a relay run's results
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup;
 //!   issue 25: deliveries per interval and the receiver's 451s against Postfix's log, a
 //!   fan-out's drain against its `delay=`, deliveries before the 250 behind a delaying proxy)
@@ -80,6 +82,7 @@ mod mtas;
 mod preflight;
 mod profile;
 mod qmail;
+mod queue_states;
 mod relay;
 mod relay_path;
 mod relay_round2;
