@@ -48,6 +48,8 @@
 //!   killed run's qmail stopped and removed by `doctor`
 //! - `queue_states`: issue 29 — the lab MTAs' queue states against `postqueue -j`,
 //!   `qshape` and `qmail-qstat` at a quiescent backlog, and in a relay run's results
+//! - `recipe_seed004`: issue 29 — docs/recipes/seed-004.md's commands at a small scale,
+//!   its table against its results files
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup;
 //!   issue 25: deliveries per interval and the receiver's 451s against Postfix's log, a
 //!   fan-out's drain against its `delay=`, deliveries before the 250 behind a delaying proxy)
@@ -83,6 +85,7 @@ mod preflight;
 mod profile;
 mod qmail;
 mod queue_states;
+mod recipe_seed004;
 mod relay;
 mod relay_path;
 mod relay_round2;
