@@ -35,20 +35,20 @@ pub fn clean_before_store(setup: &Option<StoreSetup>) {
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
     match relaying_kind(c) {
         Ok((mta, a)) => relaying(mta, a).await,
-        Err(a) => dovecot(a).await,
+        Err(a) => dovecot(*a).await,
     }
 }
 
 /// The registry's MTA a `lab` subcommand names, by the subcommand's name (the MTA's own):
 /// every MTA lab runs the one generic [`relaying`]; the store has its own flags.
-fn relaying_kind(c: LabCommand) -> Result<(Mta, MtaLabArgs), DovecotLabArgs> {
+fn relaying_kind(c: LabCommand) -> Result<(Mta, MtaLabArgs), Box<DovecotLabArgs>> {
     let (name, a) = match c {
         LabCommand::Postfix(a) => ("postfix", a),
         LabCommand::Exim(a) => ("exim", a),
         LabCommand::Opensmtpd(a) => ("opensmtpd", a),
         LabCommand::Sendmail(a) => ("sendmail", a),
         LabCommand::Qmail(a) => ("qmail", a),
-        LabCommand::Dovecot(a) => return Err(a),
+        LabCommand::Dovecot(a) => return Err(Box::new(a)),
     };
     // Each name is the registry's (pinned by a test below), so none falls through.
     Ok((Mta::named(name).unwrap_or(Mta::Postfix), a))
