@@ -30,17 +30,35 @@ pub fn clean_before_store(setup: &Option<StoreSetup>) {
     }
 }
 
-/// Runs `lab postfix|exim|opensmtpd|sendmail` or `lab dovecot`: start, print where it
-/// listens, wait for Ctrl-C or SIGTERM, clean up.
+/// Runs `lab postfix|exim|opensmtpd|sendmail|qmail` or `lab dovecot|cyrus`: start, print where
+/// it listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
-    match c {
-        LabCommand::Postfix(a) => relaying(Mta::Postfix, a).await,
-        LabCommand::Exim(a) => relaying(crate::lab::exim::KIND, a).await,
-        LabCommand::Opensmtpd(a) => relaying(crate::lab::opensmtpd::KIND, a).await,
-        LabCommand::Sendmail(a) => relaying(crate::lab::sendmail::KIND, a).await,
-        LabCommand::Dovecot(a) => store_lab(crate::lab::dovecot::KIND, a).await,
-        LabCommand::Cyrus(a) => store_lab(crate::lab::cyrus::KIND, a).await,
+    match relaying_kind(c) {
+        Ok((mta, a)) => relaying(mta, a).await,
+        Err(store) => {
+            let (kind, a) = *store;
+            store_lab(kind, a).await
+        }
     }
+}
+
+/// The registry's MTA a `lab` subcommand names, by the subcommand's name (the MTA's own):
+/// every MTA lab runs the one generic [`relaying`]; a store (its own flags) goes to
+/// [`store_lab`].
+fn relaying_kind(
+    c: LabCommand,
+) -> Result<(Mta, MtaLabArgs), Box<(crate::lab::Store, DovecotLabArgs)>> {
+    let (name, a) = match c {
+        LabCommand::Postfix(a) => ("postfix", a),
+        LabCommand::Exim(a) => ("exim", a),
+        LabCommand::Opensmtpd(a) => ("opensmtpd", a),
+        LabCommand::Sendmail(a) => ("sendmail", a),
+        LabCommand::Qmail(a) => ("qmail", a),
+        LabCommand::Dovecot(a) => return Err(Box::new((crate::lab::dovecot::KIND, a))),
+        LabCommand::Cyrus(a) => return Err(Box::new((crate::lab::cyrus::KIND, a))),
+    };
+    // Each name is the registry's (pinned by a test below), so none falls through.
+    Ok((Mta::named(name).unwrap_or(Mta::Postfix), a))
 }
 
 async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
@@ -126,4 +144,25 @@ fn describe(lab: &(impl LabServer + ?Sized)) -> String {
         text += &format!("  STARTTLS certificate {} (for --tls-ca)\n", cert.display());
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn every_registered_mta_is_a_lab_subcommand_that_starts_that_mta() {
+        for m in crate::lab::MTAS {
+            let cli = crate::cli::args::Cli::try_parse_from(["mailbench", "lab", m.name()])
+                .unwrap_or_else(|e| panic!("`lab {}` is not a subcommand: {e}", m.name()));
+            let crate::cli::args::Command::Lab(c) = cli.command else {
+                panic!("`lab {}` parsed as another command", m.name());
+            };
+            let Ok((kind, _)) = relaying_kind(c) else {
+                panic!("`lab {}` is not an MTA lab", m.name());
+            };
+            assert_eq!(kind, *m);
+        }
+    }
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::host::{self, QueueDir, io};
 use super::{LabError, LabOptions, LabServer, MtaLab, QueueKind};
+use crate::stats::queues::{self, QueueState};
 
 /// Where `scripts/install-mtas.sh` unpacks the MTAs (`$MAILBENCH_MTAS` overrides it).
 pub fn mta_root() -> PathBuf {
@@ -239,6 +240,8 @@ pub trait Flavor: Send + Sync + 'static {
     fn dns_deferred(log: &str) -> usize;
     /// Messages its queue holds.
     fn queued(queue: &Path) -> usize;
+    /// Its queues and the messages in each, as its own queue tool counts them.
+    fn states(queue: &Path) -> Vec<QueueState>;
 }
 
 /// A running chain of one MTA; stopped and cleaned up on drop.
@@ -397,6 +400,14 @@ impl<F: Flavor> MtaLab for Chain<F> {
 
     fn logs_deliveries(&self) -> bool {
         self.logging
+    }
+
+    fn queue_states(&self) -> Vec<QueueState> {
+        let mut all = Vec::new();
+        for h in &self.hops {
+            queues::add(&mut all, &F::states(&h.queue.path));
+        }
+        all
     }
 }
 

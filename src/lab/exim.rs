@@ -10,6 +10,7 @@ use super::LabError;
 use super::chain::{self, Flavor, Hop};
 use super::host::{self, io};
 use super::{LabOptions, MtaLimits};
+use crate::stats::queues::QueueState;
 
 const BINARY: &str = "usr/sbin/exim4";
 /// The user Exim switches to (its compiled-in `exim_user`).
@@ -177,6 +178,12 @@ impl Flavor for Exim {
     /// Each message is a `-H` (header) file under `input/`.
     fn queued(queue: &Path) -> usize {
         host::count_files_where(&queue.join("input"), &|f| f.ends_with("-H"))
+    }
+
+    /// One queue, as `exim -bpc` counts it: Exim keeps no separate deferred or frozen
+    /// directory (those are flags inside each message's `-H` file, not read here).
+    fn states(queue: &Path) -> Vec<QueueState> {
+        vec![QueueState::new("queue", Self::queued(queue) as u64)]
     }
 }
 

@@ -197,6 +197,9 @@ pub trait MtaLab: LabServer {
     fn logs_deliveries(&self) -> bool {
         true
     }
+    /// Its queues and the messages in each, every instance added up, counted the way its
+    /// own queue tool counts them (directory reads only: cheap enough for every interval).
+    fn queue_states(&self) -> Vec<crate::stats::queues::QueueState>;
 }
 
 /// A mailbox user of a store lab: the address it logs in and receives mail as.

@@ -13,6 +13,7 @@ use super::LabError;
 use super::chain::{self, Flavor, Hop};
 use super::host::io;
 use super::{LabOptions, MtaLimits};
+use crate::stats::queues::QueueState;
 
 const BINARY: &str = "usr/sbin/smtpd";
 const CTL: &str = "usr/sbin/smtpctl";
@@ -150,6 +151,19 @@ impl Flavor for OpenSmtpd {
             .iter()
             .map(|d| super::host::count_files_where(&queue.join(d), &|f| f == "message"))
             .sum()
+    }
+
+    /// Its two spool directories: `incoming` (being received, not yet committed) and
+    /// `queue` (committed, waiting or being delivered); OpenSMTPD keeps deferred envelopes
+    /// in the scheduler's memory, not in a directory of their own.
+    fn states(queue: &Path) -> Vec<QueueState> {
+        ["incoming", "queue"]
+            .iter()
+            .map(|d| {
+                let n = super::host::count_files_where(&queue.join(d), &|f| f == "message");
+                QueueState::new(d, n as u64)
+            })
+            .collect()
     }
 }
 

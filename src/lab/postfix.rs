@@ -16,6 +16,7 @@ use super::{
     LabError, LabOptions, LabServer, LookupBackend, MtaLab, MtaLogging, QueueKind, RecipientLookup,
     ldap,
 };
+use crate::stats::queues::QueueState;
 
 const POSTFIX: &str = "/usr/sbin/postfix";
 
@@ -483,6 +484,39 @@ impl MtaLab for Lab {
             })
             .sum()
     }
+
+    fn queue_states(&self) -> Vec<QueueState> {
+        let mut all = Vec::new();
+        for i in &self.instances {
+            let states: Vec<QueueState> = QUEUES
+                .iter()
+                .map(|q| QueueState::new(q, ready_files(&i.queue.path.join(q))))
+                .collect();
+            crate::stats::queues::add(&mut all, &states);
+        }
+        all
+    }
+}
+
+/// The queues `qshape` shows, in its order (maildrop, which only the `sendmail` command
+/// fills, is never used by an SMTP benchmark).
+const QUEUES: [&str; 4] = ["incoming", "active", "deferred", "hold"];
+
+/// Queue files below `dir` that Postfix's `showq` (behind `postqueue -j` and `mailq`)
+/// counts as messages: regular files whose owner bits are `rwx`. A file `cleanup` is still
+/// writing is `rw-` until the message is complete, and is not a message yet.
+fn ready_files(dir: &Path) -> u64 {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => ready_files(&e.path()),
+            Ok(m) => u64::from(m.is_file() && m.permissions().mode() & 0o700 == 0o700),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 /// Why `postfix start` failed. Postfix prints its fatal errors only to a terminal (or a

@@ -19,6 +19,7 @@ use super::LabError;
 use super::chain::{self, Flavor, Hop};
 use super::host::io;
 use super::{LabOptions, MtaLimits, MtaLogging};
+use crate::stats::queues::QueueState;
 
 /// Its home as built, below the MTA root.
 const HOME: &str = "var/qmail";
@@ -273,6 +274,15 @@ impl Flavor for Qmail {
     /// Each message is a file in `mess/`.
     fn queued(queue: &Path) -> usize {
         super::host::count_files(&queue.join("mess"))
+    }
+
+    /// `qmail-qstat`'s two numbers: files below `mess/` (messages in the queue) and
+    /// below `todo/` (not yet preprocessed by qmail-send), counted as it counts them.
+    fn states(queue: &Path) -> Vec<QueueState> {
+        vec![
+            QueueState::new("queue", Self::queued(queue) as u64),
+            QueueState::new("todo", super::host::count_files(&queue.join("todo")) as u64),
+        ]
     }
 }
 

@@ -14,6 +14,7 @@ use super::LabError;
 use super::chain::{self, Flavor, Hop};
 use super::host::io;
 use super::{LabOptions, MtaLimits};
+use crate::stats::queues::QueueState;
 
 const BINARY: &str = "usr/libexec/sendmail/sendmail";
 
@@ -186,6 +187,12 @@ impl Flavor for Sendmail {
                 .filter(|e| e.file_name().to_string_lossy().starts_with("qf"))
                 .count()
         })
+    }
+
+    /// One queue, as `mailq` counts it (its `qf` files): Sendmail marks a deferred
+    /// message inside its `qf` file, not by moving it.
+    fn states(queue: &Path) -> Vec<QueueState> {
+        vec![QueueState::new("queue", Self::queued(queue) as u64)]
     }
 }
 

@@ -124,6 +124,9 @@ pub async fn run(
         progress.interval,
         start,
     );
+    let queue_watch = lab_arc
+        .clone()
+        .map(|l| super::qstates::Watch::start(l, progress.interval, start));
     let (d, server_cpu) = (delivery.clone(), sampler.latest_cpu());
     r.send.load.live_extra = Some(LiveExtra(Arc::new(move |total| {
         let got = d.messages.load(Ordering::Relaxed);
@@ -159,6 +162,9 @@ pub async fn run(
         Err(e) => {
             sink_stop.stop.cancel();
             let _ = sampler.finish().await;
+            if let Some(w) = queue_watch {
+                w.finish().await;
+            }
             let _ = sink_task.await;
             return Err(RelayError::Usage(e));
         }
@@ -190,6 +196,10 @@ pub async fn run(
     let io = io_trace.map(IoTrace::finish).transpose();
     sink_stop.stop.cancel();
     let observed = sampler.finish().await;
+    let queue_states = match queue_watch {
+        Some(w) => w.finish().await,
+        None => Vec::new(),
+    };
     let sink = sink_joined(sink_task.await)?;
     let mut results = combine(
         send,
@@ -221,6 +231,7 @@ pub async fn run(
     if let (Some(note), Some(sut)) = (device_note, results.extra.get_mut("sut")) {
         sut["queue_device_note"] = note.into();
     }
+    super::qstates::record(&mut results, queue_states);
     if let Some(io) = io.map_err(RelayError::Failed)? {
         per_message(&mut results, &io);
     }

@@ -96,6 +96,9 @@ pub struct RelayPoint {
     /// The value printed by `--queue-cmd` at the end of the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<f64>,
+    /// A lab MTA's queues at the end of the interval, as its own queue tools count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_states: Option<Vec<super::queues::QueueState>>,
     /// A `mailbox profile` interval: its users and actions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfilePoint>,

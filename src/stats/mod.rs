@@ -5,7 +5,7 @@
 //! times per sequence number that a relay matches (`timelog`), what a sink saw of a run
 //! (`seen`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`) and
 //! its machine's: the queue device and the load average (`host`); the DNS server's summary
-//! (`dns`); one descriptor per kind of run, registered once (`kind`); the results of a
+//! (`dns`); an MTA's queues and the messages in each (`queues`); one descriptor per kind of run, registered once (`kind`); the results of a
 //! run split over agents added back into one (`merge`).
 
 pub mod clock;
@@ -17,6 +17,7 @@ pub mod host;
 pub mod kind;
 pub mod merge;
 pub mod metric;
+pub mod queues;
 pub mod recorder;
 pub mod results;
 pub mod seen;

@@ -317,6 +317,10 @@ pub struct RelaySummary {
     pub max_backlog: i64,
     /// Largest `--queue-cmd` value.
     pub max_queue: Option<f64>,
+    /// A lab MTA's queues, each with the most messages it held at an interval's end
+    /// (Postfix incoming, active, deferred, hold; qmail queue and todo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_queue_states: Option<Vec<super::queues::QueueState>>,
     /// `status=sent` lines of a lab MTA's log.
     pub maillog_sent: Option<u64>,
     /// Messages a lab MTA still held at the end.

@@ -62,6 +62,10 @@
 //! - `qmail`: issue 29 — the qmail lab relaying exactly once as its own log says, its
 //!   remote concurrency as set, compared with Postfix over rotating rounds, refusals, a
 //!   killed run's qmail stopped and removed by `doctor`
+//! - `queue_states`: issue 29 — the lab MTAs' queue states against `postqueue -j`,
+//!   `qshape` and `qmail-qstat` at a quiescent backlog, and in a relay run's results
+//! - `recipe_seed004`: issue 29 — docs/recipes/seed-004.md's commands at a small scale,
+//!   its table against its results files
 //! - `recipes`: issue 31 — each seed's recipe run from its page (docs/recipes/), scaled
 //!   down by the page's own substitutions, its tables checked against its results files
 //! - `relay`: `mailbench relay --lab postfix` (exact delivery, deferrals, two hops, cleanup;
@@ -101,7 +105,9 @@ mod mtas;
 mod preflight;
 mod profile;
 mod qmail;
+mod queue_states;
 mod recipe_seed001;
+mod recipe_seed004;
 mod recipes;
 mod relay;
 mod relay_path;

@@ -309,3 +309,56 @@ fn a_killed_runs_qmail_is_stopped_unmounted_and_removed_by_doctor() {
     );
     assert!(!lab.exists(), "{} left", lab.display());
 }
+
+#[test]
+fn lab_qmail_for_manual_use_relays_what_is_injected_and_goes_away_on_sigterm() {
+    assert!(
+        Path::new("/opt/mailbench/mtas/qmail/var/qmail/bin/qmail-send").exists(),
+        "qmail is not built for the lab: run scripts/install-mtas.sh"
+    );
+    use std::io::{BufRead, BufReader};
+    let sink = crate::sink::Sink::start(&[]);
+    let target = sink.target();
+    let mut lab = crate::util::Terminated(
+        mailbench()
+            .args(["lab", "qmail", "--relay", &target])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start mailbench lab qmail"),
+    );
+    let stdout = lab.0.stdout.take().expect("stdout");
+    let lines: Vec<String> = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .take_while(|l| !l.starts_with("relaying to"))
+        .collect();
+    let dir = lines
+        .iter()
+        .find_map(|l| l.split(" log in ").nth(1))
+        .unwrap_or_else(|| panic!("the lab names its directory: {lines:?}"))
+        .trim()
+        .to_string();
+    let entry = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("qmail 0: listens on ")?.split(',').next())
+        .unwrap_or_else(|| panic!("the lab names its entry: {lines:?}"))
+        .to_string();
+    let args = ["send", "-q", "-n", "3", "-c", "1", "--size", "1k", &entry];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    let log = PathBuf::from(&dir).join("maillog");
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            successes(&std::fs::read_to_string(&log).unwrap_or_default()) == 3
+        }),
+        "qmail-send logged three deliveries: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert_eq!(lab.stop(), Some(0), "SIGTERM stops the lab cleanly");
+    assert!(!Path::new(&dir).exists(), "{dir} removed");
+    let (_, summary) = sink.stop();
+    assert!(
+        summary.contains("3 messages") || summary.contains("messages 3"),
+        "the sink got the three messages: {summary}"
+    );
+}

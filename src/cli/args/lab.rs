@@ -132,6 +132,8 @@ pub enum LabCommand {
     Opensmtpd(MtaLabArgs),
     /// A disposable Sendmail that relays to --relay (scripts/install-mtas.sh unpacks it).
     Sendmail(MtaLabArgs),
+    /// A disposable qmail (notqmail) that relays to --relay (scripts/install-mtas.sh builds it).
+    Qmail(MtaLabArgs),
     /// A disposable Dovecot (IMAP, POP3, LMTP) with numbered users.
     Dovecot(DovecotLabArgs),
     /// A disposable Cyrus IMAP (IMAP, POP3, LMTP) with numbered users
@@ -139,7 +141,7 @@ pub enum LabCommand {
     Cyrus(DovecotLabArgs),
 }
 
-/// Flags of `mailbench lab postfix|exim|opensmtpd|sendmail`.
+/// Flags of `mailbench lab postfix|exim|opensmtpd|sendmail|qmail`.
 #[derive(Debug, Args)]
 pub struct MtaLabArgs {
     /// Where the lab relays to; `lmtp:HOST:PORT` (Postfix) delivers over LMTP instead,

@@ -346,9 +346,11 @@ const TIME_CHARTS: &[TimeChart] = &[
 ];
 
 /// A named line before runs are joined: its points as (x, y).
-pub(super) struct Line {
-    pub(super) label: String,
-    pub(super) points: Vec<(f64, Option<f64>)>,
+pub struct Line {
+    /// Its name in the legend.
+    pub label: String,
+    /// Its points, x ascending; `None` is a gap.
+    pub points: Vec<(f64, Option<f64>)>,
 }
 
 /// Every chart the runs have data for, in reading order.
@@ -362,7 +364,8 @@ pub fn all(runs: &[(String, &Results)]) -> Vec<Chart> {
     charts
 }
 
-pub(super) fn name(runs: &[(String, &Results)], run: &str, line: &str) -> String {
+/// A line's label: prefixed with its run's when several runs share the chart.
+pub fn name(runs: &[(String, &Results)], run: &str, line: &str) -> String {
     if runs.len() > 1 {
         format!("{run}: {line}")
     } else {
@@ -624,7 +627,7 @@ fn significant(v: f64) -> f64 {
 }
 
 /// Joins lines on the union of their x values; `None` when there is nothing to draw.
-pub(super) fn chart(
+pub fn chart(
     id: &str,
     title: &str,
     unit: &str,

@@ -4,13 +4,14 @@
 //! inlined, and a Content-Security-Policy forbids any network load. Tables are static
 //! HTML (`tables`), under the answer of each run at the top (`headline`, the figures its
 //! kind names; with several runs, the best per figure first: `winners`); charts are data
-//! made here (`charts`; seed 001's against users, `users`) that the script only draws; values
-//! are written one way everywhere (`format`). Built on the results file alone, so every
-//! command's results get a report.
+//! made here (`charts`; seed 001's against users, `users`; a lab MTA's queues, `queues`)
+//! that the script only draws; values are written one way everywhere (`format`). Built on
+//! the results file alone, so every command's results get a report.
 
 pub mod charts;
 pub mod format;
 pub mod headline;
+pub mod queues;
 pub mod tables;
 pub mod users;
 pub mod winners;
@@ -33,6 +34,7 @@ const PAGE_CSS: &str = include_str!("page.css");
 pub fn render(runs: &[(String, &Results)]) -> String {
     let mut charts = charts::all(runs);
     charts.extend(users::charts(runs));
+    charts.extend(queues::chart(runs));
     // Inside <script type="application/json"> only "</" could end the block early.
     let data = serde_json::to_string(&charts)
         .unwrap_or_else(|_| "[]".into())

@@ -2,7 +2,7 @@
 //! (so it shows exactly what the file holds).
 //!
 //! One file per layout a kind of run names (`generator`, `sink`, `relay`, `dns`, `pop3`,
-//! `imap`, `profile`), built from shared pieces (`parts`); [`summary`] picks the layout.
+//! `imap`, `profile`), built from shared pieces (`parts`, and a lab MTA's queues: `queues`); [`summary`] picks the layout.
 
 mod dns;
 mod generator;
@@ -10,6 +10,7 @@ mod imap;
 mod parts;
 mod pop3;
 mod profile;
+mod queues;
 mod relay;
 mod sink;
 #[cfg(test)]

@@ -112,6 +112,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
             opt(s.queued_left)
         );
     }
+    super::queues::line(&mut out, s);
     if let (Some(n), Some(per)) = (s.lookups, s.lookups_per_msg) {
         let _ = writeln!(
             out,
