@@ -1,7 +1,8 @@
 //! Issue 29 — `docs/recipes/seed-004.md` run as written at a small scale: its `sh` block
 //! with mailbench on the PATH, then its outputs against its own results files — postal's
 //! CSV header and the accepted messages it adds up to, the comparison table's I/O rows
-//! against each MTA's medians in `compare.json`, and the queue lines.
+//! against each MTA's medians in `compare.json`, the queue lines, the lookup lines and
+//! the counted 451s of a directory down, and the logging table.
 
 use std::path::Path;
 use std::process::Command;
@@ -140,4 +141,58 @@ fn the_seed_004_recipe_runs_and_its_table_carries_the_results_files_figures() {
         file("seed-004.html").contains("\"id\":\"queue_states\""),
         "the report draws the queues"
     );
+    // 5. Lookups: the printed line carries the file's counts; the directory down gives
+    //    451s, each counted once in the file and quoted in the text with Postfix's reply.
+    for lookup in ["hash", "ldap"] {
+        let r = results(&dir.0.join(format!("lookup-{lookup}.json")));
+        assert_eq!(r["summary"]["lost"], 0, "{lookup}: {r:#}");
+        assert_eq!(
+            r["counters"]["accepted"], 200,
+            "{lookup}: every recipient is known"
+        );
+    }
+    let ldap = results(&dir.0.join("lookup-ldap.json"));
+    let lookups = ldap["summary"]["lookups"].as_u64().expect("ldap lookups");
+    assert!(
+        stdout.contains(&format!("  lookups    {lookups} (")),
+        "the lookups line shows {lookups}: {stdout}"
+    );
+    let down = results(&dir.0.join("ldap-down.json"));
+    let refused: u64 = down["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .filter(|e| e["code"] == 451)
+        .filter_map(|e| e["count"].as_u64())
+        .sum();
+    assert!(refused > 0, "the directory down refused nobody: {down:#}");
+    let row = file("ldap-down.txt")
+        .lines()
+        .find(|l| l.contains("Temporary lookup failure"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no quoted 451 in ldap-down.txt"));
+    assert!(
+        row.split_whitespace().any(|w| w == refused.to_string()),
+        "the 451 row shows {refused}: {row}"
+    );
+    assert_eq!(
+        down["counters"]["accepted"].as_u64().map(|a| a + refused),
+        Some(600),
+        "accepted + 451s = sent"
+    );
+    // 6. Logging: the table has the three qmail runs' drain medians.
+    let logging = file("logging.txt");
+    let shown = cells(&logging, "drain_mpm");
+    assert_eq!(shown.len(), 3, "{logging}");
+    for (mode, shown) in ["on", "multilog", "off"].iter().zip(shown) {
+        let r = results(&dir.0.join(format!("qmail-log-{mode}.json")));
+        let median = r["extra"]["rounds_summary"]["drain_mpm"]["median"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("drain median of {mode}: {r:#}"));
+        assert!(
+            shown_as(shown, median),
+            "{mode}: table {shown}, results {median}"
+        );
+        assert_eq!(r["summary"]["lost"], 0, "{mode}");
+    }
 }
