@@ -495,18 +495,26 @@ impl<'a> Cursor<'a> {
     }
 
     /// The span of a quoted string, quotes included.
+    /// (ENVELOPE is mostly quoted strings: most of their octets cost one table look-up.)
     fn quoted(&mut self) -> Result<(usize, usize), ParseError> {
         let start = self.pos;
-        self.pos += 1;
-        while let Some(b) = self.peek() {
-            self.pos += 1;
+        let buf = self.buf;
+        let mut at = start + 1;
+        while let Some(&b) = buf.get(at) {
+            at += 1;
+            if !QUOTED_STOPS[usize::from(b)] {
+                continue;
+            }
             match b {
-                b'\\' => self.pos = (self.pos + 1).min(self.buf.len()),
-                b'"' => return Ok((start, self.pos)),
-                b'\r' | b'\n' => break,
-                _ => {}
+                b'\\' => at = (at + 1).min(buf.len()),
+                b'"' => {
+                    self.pos = at;
+                    return Ok((start, at));
+                }
+                _ => break,
             }
         }
+        self.pos = at;
         Err(ParseError("an unterminated quoted string"))
     }
 
@@ -553,42 +561,67 @@ impl<'a> Cursor<'a> {
     /// Skips a parenthesised list (ENVELOPE, BODYSTRUCTURE, their address and part lists)
     /// in one pass over its octets, counting parentheses: these lists are only
     /// fingerprinted, and walking them value by value (an atom, a space, a nested call
-    /// each) was the largest user-space cost of a FETCH of message metadata. Strings and
-    /// literals are still found where a value starts, so a parenthesis inside one does
-    /// not count and a literal's octets are jumped over, not scanned.
+    /// each) was the largest user-space cost of a FETCH of message metadata. Most octets
+    /// cost one table look-up; a string or literal is found where a value starts, so a
+    /// parenthesis inside one does not count and a literal's octets are jumped over.
     fn list(&mut self) -> Result<(), ParseError> {
+        let buf = self.buf;
         let mut depth = 0usize;
-        // Whether the next octet starts a value (after `(` or a space).
-        let mut starts = true;
-        while let Some(b) = self.peek() {
+        let mut at = self.pos;
+        while let Some(&b) = buf.get(at) {
+            if !LIST_STOPS[usize::from(b)] {
+                at += 1;
+                continue;
+            }
+            // Where a value starts: after `(` or a space.
+            let starts = at > 0 && matches!(buf[at - 1], b' ' | b'(');
             match b {
-                b'"' if starts => {
-                    self.quoted()?;
-                    starts = false;
-                    continue;
-                }
-                b'{' if starts => {
-                    self.literal()?;
-                    starts = false;
-                    continue;
-                }
                 b'(' => depth += 1,
                 b')' => {
                     depth -= 1;
                     if depth == 0 {
-                        self.pos += 1;
+                        self.pos = at + 1;
                         return Ok(());
                     }
                 }
+                b'"' | b'{' if starts => {
+                    self.pos = at;
+                    if b == b'"' {
+                        self.quoted()?;
+                    } else {
+                        self.literal()?;
+                    }
+                    at = self.pos;
+                    continue;
+                }
                 b'\r' | b'\n' => break,
+                // A quote or brace inside an atom is one of its octets.
                 _ => {}
             }
-            starts = matches!(b, b' ' | b'(');
-            self.pos += 1;
+            at += 1;
         }
+        self.pos = at;
         Err(ParseError("an unterminated list"))
     }
 }
+
+/// The octets [`Cursor::list`] stops at: parentheses, a string's or literal's start, a
+/// line end.
+const LIST_STOPS: [bool; 256] = stops(b"()\"{\r\n");
+
+/// A table true at each of `octets`.
+const fn stops(octets: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < octets.len() {
+        t[octets[i] as usize] = true;
+        i += 1;
+    }
+    t
+}
+
+/// The octets [`Cursor::quoted`] stops at: its end, an escape, a line end.
+const QUOTED_STOPS: [bool; 256] = stops(b"\"\\\r\n");
 
 /// An atom upper-cased on the stack: the keywords compared against are short, so a
 /// longer atom is kept as it came (it matches none) and nothing is allocated per item.
