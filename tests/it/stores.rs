@@ -212,6 +212,8 @@ fn a_store_held_to_fewer_processes_has_the_lower_capacity() {
         "server read calls/s",
         "server peak shared KiB",
         "server major faults/s",
+        "server net in bytes/s",
+        "server net out bytes/s",
     ] {
         assert!(text.contains(resource), "{resource} in:\n{text}");
     }
