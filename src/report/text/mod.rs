@@ -2,7 +2,8 @@
 //! (so it shows exactly what the file holds).
 //!
 //! One file per layout a kind of run names (`generator`, `sink`, `relay`, `dns`, `pop3`,
-//! `imap`, `profile`), built from shared pieces (`parts`); [`summary`] picks the layout.
+//! `imap`, `profile`), built from shared pieces (`parts`, and `store` for a mail store's
+//! resources); [`summary`] picks the layout.
 
 mod dns;
 mod generator;
@@ -12,6 +13,7 @@ mod pop3;
 mod profile;
 mod relay;
 mod sink;
+mod store;
 #[cfg(test)]
 mod tests;
 
