@@ -245,7 +245,7 @@ fn a_store_held_to_fewer_processes_has_the_lower_capacity() {
 /// clients (loopback keeps no per-process count): an IMAP run and a profile (IMAP, POP3
 /// and LMTP) through a byte-counting proxy in front of the lab Dovecot report exactly the
 /// bytes the proxy passed each way, in total, and the series' intervals add up to about
-/// as much.
+/// as much, which `report` charts.
 #[test]
 fn the_stores_network_bytes_are_the_proxys() {
     let lab = start("dovecot", 3);
@@ -355,4 +355,27 @@ fn the_stores_network_bytes_are_the_proxys() {
         0,
     );
     check(&r, &counts, "profile");
+
+    // `report` draws them over time.
+    let (json, html) = (dir.0.join("profile.json"), dir.0.join("profile.html"));
+    let out = mailbench()
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .expect("report");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).expect("page");
+    for id in ["sut_net", "sut_calls", "sut_memory"] {
+        assert!(
+            page.contains(&format!("\"id\":\"{id}\"")),
+            "chart {id} in the report"
+        );
+    }
 }
