@@ -140,6 +140,7 @@ pub async fn run(
         source_ip: None,
         tls: None,
         implicit_tls: false,
+        count: None,
     };
     let delivery = Arc::new(Delivery::tracking(run_id));
     let open = open_all(&imap, watched, &connect, &delivery).await?;

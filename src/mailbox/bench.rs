@@ -16,6 +16,7 @@ use crate::lab::{StoreLab, StoreUser};
 use crate::run::sampler::{Pids, Sampler};
 use crate::shutdown::Shutdown;
 use crate::stats::Results;
+use crate::transport::count::NetTally;
 use crate::transport::target::Target;
 
 /// A fill that left mailboxes short is no ground for a workload: its numbers would be
@@ -88,6 +89,16 @@ impl Workload {
         }
     }
 
+    /// Counts the bytes of the workload's connections in `tally`.
+    fn count(&mut self, tally: &NetTally) {
+        let count = Some(tally.clone());
+        match self {
+            Workload::Pop3(p) => p.sessions.count = count,
+            Workload::Imap(p) => p.sessions.count = count,
+            Workload::Profile(p) => p.connect.count = count,
+        }
+    }
+
     async fn run(self, shutdown: Shutdown, sut: Pids) -> Result<Results, String> {
         match self {
             Workload::Pop3(p) => super::run_pop3(p, shutdown).await,
@@ -151,7 +162,14 @@ pub async fn workload(
         pids.extend(watched_mta.as_ref().map(|l| l.pids()).unwrap_or_default());
         pids
     });
-    let sampler = Sampler::start(pids.clone(), None, None, work.progress().interval, start);
+    // The store's network bytes, counted at the clients, when the store is watched.
+    let net = observing.then(|| {
+        let tally = NetTally::default();
+        work.count(&tally);
+        super::net::reader(&tally)
+    });
+    let interval = work.progress().interval;
+    let sampler = Sampler::start(pids.clone(), net, None, None, interval, start);
     let result = work.run(shutdown, pids).await;
     // The store's averages are over what the sampler's first and last readings span.
     let observed_s = start.elapsed().as_secs_f64();

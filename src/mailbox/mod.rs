@@ -6,13 +6,15 @@
 //! `arrival` times mail injected over SMTP until it is visible over IMAP (a relay run whose
 //! receiver is the store). `labs` starts the lab store (filled when asked) and a lab
 //! Postfix they run on; `bench` runs a workload on them while the store's processes are
-//! watched. `plan` holds what the command line validated.
+//! watched (`net` hands it the bytes the clients counted). `plan` holds what the command
+//! line validated.
 
 pub mod append;
 pub mod arrival;
 pub mod bench;
 pub mod imap;
 pub mod labs;
+pub mod net;
 pub mod plan;
 pub mod pop3;
 pub mod populate;

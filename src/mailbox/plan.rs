@@ -8,6 +8,7 @@ use crate::imap::proto::Phase;
 use crate::lab::StoreUser;
 use crate::load::LoadPlan;
 use crate::transport::connect::ConnectOptions;
+use crate::transport::count::NetTally;
 use crate::transport::target::Target;
 use crate::transport::tls::{TlsMode, TlsPlan};
 
@@ -40,6 +41,8 @@ pub struct Sessions {
     pub connect_timeout: Duration,
     /// Response limit.
     pub command_timeout: Duration,
+    /// Where the sessions' bytes are counted, when the store is watched.
+    pub count: Option<NetTally>,
 }
 
 /// How one session starts.
@@ -82,6 +85,7 @@ impl Sessions {
                     None
                 },
                 implicit_tls: self.tls.mode == TlsMode::Implicit,
+                count: self.count.clone(),
             },
             starttls: use_tls && self.tls.mode == TlsMode::Starttls,
         })

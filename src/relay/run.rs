@@ -119,6 +119,7 @@ pub async fn run(
     };
     let sampler = Sampler::start(
         r.sut_pids.clone(),
+        None,
         r.queue_cmd.clone(),
         device,
         progress.interval,

@@ -11,11 +11,23 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::stats::host::{self, Device, DiskCounters};
-use crate::stats::sut::{self, Sample};
+use crate::stats::sut::{self, NetBytes, Sample};
 use crate::stats::{IntervalPoint, SutPoint};
 
 /// The processes to watch, found anew at every reading (servers start and end workers).
 pub type Pids = Arc<dyn Fn() -> Vec<u32> + Send + Sync>;
+
+/// The bytes the run's clients moved to and from the store so far, read with the tree
+/// (a counter the clients keep: loopback has no per-process byte count).
+pub type NetRead = Arc<dyn Fn() -> NetBytes + Send + Sync>;
+
+/// The tree's totals now, with the clients' byte count when there is one.
+pub fn read_store(pids: &Pids, net: Option<&NetRead>) -> Sample {
+    Sample {
+        net: net.map(|f| f()),
+        ..sut::sample(&pids())
+    }
+}
 
 /// One reading: the tree's totals, the queue command's value, the device's counters and
 /// the load average.
@@ -32,6 +44,7 @@ struct Reading {
 /// A sampler running beside a run.
 pub struct Sampler {
     pids: Pids,
+    net: Option<NetRead>,
     device: Option<Device>,
     first: Sample,
     first_disk: Option<DiskCounters>,
@@ -74,22 +87,23 @@ pub struct Observed {
 }
 
 impl Sampler {
-    /// Reads the tree (and `device`, when given) now, then once per `interval` from
-    /// `start`.
+    /// Reads the tree (and `device` and the clients' byte count `net`, when given) now,
+    /// then once per `interval` from `start`.
     pub fn start(
         pids: Pids,
+        net: Option<NetRead>,
         queue_cmd: Option<String>,
         device: Option<Device>,
         interval: Duration,
         start: Instant,
     ) -> Sampler {
-        let first = sut::sample(&pids());
+        let first = read_store(&pids, net.as_ref());
         let first_disk = device.as_ref().and_then(Device::read);
         let first_t = start.elapsed().as_secs_f64();
         let stop = CancellationToken::new();
         let latest = LatestCpu::default();
         let task = tokio::spawn(sample_loop(
-            pids.clone(),
+            (pids.clone(), net.clone()),
             queue_cmd,
             device.clone(),
             interval,
@@ -99,6 +113,7 @@ impl Sampler {
         ));
         Sampler {
             pids,
+            net,
             device,
             first,
             first_disk,
@@ -116,7 +131,7 @@ impl Sampler {
 
     /// Reads the tree a last time and stops.
     pub async fn finish(self) -> Observed {
-        let last = sut::sample(&(self.pids)());
+        let last = read_store(&self.pids, self.net.as_ref());
         let last_disk = self.device.as_ref().and_then(Device::read);
         self.stop.cancel();
         let readings = self.task.await.unwrap_or_default();
@@ -229,6 +244,14 @@ impl Observed {
                 .filter_map(|p| p.relay.sut.as_ref().and_then(f))
                 .reduce(f64::max)
         };
+        if let (Some(a), Some(b)) = (a.net, b.net) {
+            let into = b.into_store.saturating_sub(a.into_store);
+            let out = b.out_of_store.saturating_sub(a.out_of_store);
+            report["net_in_bytes"] = into.into();
+            report["net_out_bytes"] = out.into();
+            report["net_in_bytes_per_s"] = (into as f64 / wall).into();
+            report["net_out_bytes_per_s"] = (out as f64 / wall).into();
+        }
         if let Some(load) = peak_of(|s| s.load1) {
             report["load1_peak"] = load.into();
         }
@@ -247,7 +270,7 @@ impl Observed {
 /// Reads the tree (and the queue command) once per interval from `start` (where the tree
 /// read `first` at `first_t`), until `stop`, keeping the last interval's CPU in `latest`.
 async fn sample_loop(
-    pids: Pids,
+    (pids, net): (Pids, Option<NetRead>),
     queue_cmd: Option<String>,
     device: Option<Device>,
     interval: Duration,
@@ -262,10 +285,10 @@ async fn sample_loop(
             _ = ticker.tick() => {}
             _ = stop.cancelled() => return out,
         }
-        let (p, dev) = (pids.clone(), device.clone());
+        let (p, n, dev) = (pids.clone(), net.clone(), device.clone());
         let (sut, disk, load1) = tokio::task::spawn_blocking(move || {
             (
-                sut::sample(&p()),
+                read_store(&p, n.as_ref()),
                 dev.as_ref().and_then(Device::read),
                 host::load1(),
             )
@@ -312,7 +335,7 @@ fn first_number(text: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Observed, Reading, Sample, first_number};
+    use super::{NetBytes, Observed, Reading, Sample, first_number};
 
     #[test]
     fn seed_001s_resource_figures_come_from_the_first_and_last_readings() {
@@ -323,6 +346,10 @@ mod tests {
             read_calls: calls,
             write_calls: calls / 2,
             major_faults: faults,
+            net: Some(NetBytes {
+                into_store: calls / 10,
+                out_of_store: calls,
+            }),
             ..Sample::default()
         };
         let o = Observed {
@@ -345,6 +372,10 @@ mod tests {
         assert_eq!(r["disk_write_calls_per_s"], 1_000.0);
         assert_eq!(r["major_faults_per_s"], 10.0, "20 faults in 2 s");
         assert_eq!(r["peak_shared_kib"], 70);
+        assert_eq!(r["net_in_bytes"], 400, "the clients wrote 500 - 100 bytes");
+        assert_eq!(r["net_out_bytes"], 4_000);
+        assert_eq!(r["net_in_bytes_per_s"], 200.0);
+        assert_eq!(r["net_out_bytes_per_s"], 2_000.0);
         assert_eq!(r["peak_rss_kib"], 900);
         assert_eq!(
             r["rss_per_proc_kib"], 300.0,

@@ -55,6 +55,7 @@ impl Bouncer {
                 source_ip: None,
                 tls: None,
                 implicit_tls: false,
+                count: None,
             };
             while let Some(txn) = rx.recv().await {
                 let cfg = ClientConfig {

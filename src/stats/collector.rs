@@ -163,6 +163,12 @@ pub struct SutPoint {
     /// Resident memory shared with files or other processes at the interval's end, KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_kib: Option<u64>,
+    /// Bytes per second the run's clients wrote to the store (counted at the client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_in_bytes_s: Option<f64>,
+    /// Bytes per second the run's clients read from the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_out_bytes_s: Option<f64>,
 }
 
 /// The tool's busiest interval, in percent of one core: the highest CPU share of an

@@ -31,6 +31,19 @@ pub struct Sample {
     /// Resident memory backed by files or shared memory (statm's shared), summed, KiB:
     /// what processes of one server share, so the sum overstates it as RSS does.
     pub shared_kib: u64,
+    /// Bytes the run's clients moved over their connections to the store, when counted
+    /// (at the client: loopback keeps no per-process byte count).
+    pub net: Option<NetBytes>,
+}
+
+/// Bytes into and out of the store, counted where mailbench's clients write and read
+/// their connections to it (seed 001's network bytes in and out).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct NetBytes {
+    /// Written by the clients: into the store.
+    pub into_store: u64,
+    /// Read by the clients: out of the store.
+    pub out_of_store: u64,
 }
 
 fn stat_fields(pid: u32) -> Option<Vec<String>> {
@@ -88,9 +101,21 @@ impl Sample {
             write_calls_s: Some(count_s(self.write_calls, prev.write_calls)),
             major_faults_s: Some(count_s(self.major_faults, prev.major_faults)),
             shared_kib: Some(self.shared_kib),
+            net_in_bytes_s: net_since(self.net, prev.net, dt).map(|(i, _)| i),
+            net_out_bytes_s: net_since(self.net, prev.net, dt).map(|(_, o)| o),
             ..SutPoint::default()
         }
     }
+}
+
+/// Bytes per second into and out of the store between two counts, when both were counted.
+fn net_since(now: Option<NetBytes>, then: Option<NetBytes>, dt: f64) -> Option<(f64, f64)> {
+    let (now, then) = (now?, then?);
+    let per_s = |a: u64, b: u64| a.saturating_sub(b) as f64 / dt;
+    Some((
+        per_s(now.into_store, then.into_store),
+        per_s(now.out_of_store, then.out_of_store),
+    ))
 }
 
 /// One pass over the tree, with what tells whether a child was reaped during it.
@@ -199,6 +224,26 @@ mod tests {
         assert_eq!(p.write_calls_s, Some(500.0));
         assert_eq!(p.major_faults_s, Some(16.0));
         assert_eq!(p.shared_kib, Some(2048));
+        assert_eq!(p.net_in_bytes_s, None, "not counted: absent, not 0");
+        let net = |into_store, out_of_store| {
+            Some(NetBytes {
+                into_store,
+                out_of_store,
+            })
+        };
+        let p = Sample {
+            net: net(1_500, 40_000),
+            ..now
+        }
+        .rates_since(
+            &Sample {
+                net: net(500, 0),
+                ..then
+            },
+            0.5,
+        );
+        assert_eq!(p.net_in_bytes_s, Some(2_000.0), "1,000 bytes in 0.5 s");
+        assert_eq!(p.net_out_bytes_s, Some(80_000.0));
     }
 
     #[test]

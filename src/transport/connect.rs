@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::net::{TcpSocket, UnixStream};
 use tokio::time::timeout;
 
+use super::count::NetTally;
 use super::stream::Stream;
 use super::target::Target;
 
@@ -25,6 +26,9 @@ pub struct ConnectOptions {
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// TLS from the first byte (SMTPS, POP3S, IMAPS) instead of a STARTTLS-like upgrade.
     pub implicit_tls: bool,
+    /// Where TCP connections' bytes are counted, when the run reports them (a store's
+    /// network use, seen from the client).
+    pub count: Option<NetTally>,
 }
 
 /// Opens a plain connection to `target`; a connection not made within the connect
@@ -44,7 +48,10 @@ pub async fn connect(target: &Target, opts: &ConnectOptions) -> io::Result<Strea
                 let stream = socket.connect(*addr).await?;
                 // Pipelined commands must leave at once, not wait for Nagle.
                 stream.set_nodelay(true)?;
-                Ok(Stream::Tcp(stream))
+                Ok(match &opts.count {
+                    Some(tally) => Stream::Counted(tally.count(stream)),
+                    None => Stream::Tcp(stream),
+                })
             }
             Target::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
         }

@@ -4,6 +4,7 @@
 //! sides (`tls`).
 
 pub mod connect;
+pub mod count;
 pub mod link;
 pub mod listen;
 pub mod stream;

@@ -18,6 +18,8 @@ pub enum Stream {
     Tcp(TcpStream),
     /// Plain unix socket.
     Unix(UnixStream),
+    /// Plain TCP whose bytes are counted (a run's connections to the store it watches).
+    Counted(super::count::Counted),
     /// TLS over either.
     Tls(Box<dyn Io>),
     /// Only while a TLS upgrade is in progress.
@@ -29,6 +31,7 @@ macro_rules! delegate {
         match $self.get_mut() {
             Stream::Tcp($s) => $e,
             Stream::Unix($s) => $e,
+            Stream::Counted($s) => $e,
             Stream::Tls($s) => $e,
             Stream::Gone => Poll::Ready(Err(io::Error::from(io::ErrorKind::NotConnected))),
         }

@@ -212,6 +212,10 @@ pub async fn connect(stream: Stream, config: Arc<ClientConfig>, name: &str) -> i
             .connect(name, s)
             .await
             .map(|t| Stream::Tls(Box::new(t))),
+        Stream::Counted(s) => connector
+            .connect(name, s)
+            .await
+            .map(|t| Stream::Tls(Box::new(t))),
         Stream::Unix(s) => connector
             .connect(name, s)
             .await
@@ -226,6 +230,7 @@ pub async fn accept(stream: Stream, config: Arc<rustls::ServerConfig>) -> io::Re
     match stream {
         Stream::Tcp(s) => acceptor.accept(s).await.map(|t| Stream::Tls(Box::new(t))),
         Stream::Unix(s) => acceptor.accept(s).await.map(|t| Stream::Tls(Box::new(t))),
+        Stream::Counted(s) => acceptor.accept(s).await.map(|t| Stream::Tls(Box::new(t))),
         _ => Err(io::Error::other("TLS is already active")),
     }
 }

@@ -70,6 +70,8 @@ fn the_seed_001_recipe_prints_its_table_and_draws_its_chart() {
         "server RSS KiB/process",
         "server peak shared KiB",
         "server major faults/s",
+        "server net in bytes/s",
+        "server net out bytes/s",
     ] {
         assert!(
             text.lines().any(|l| l.starts_with(row)),

@@ -6,8 +6,10 @@
 
 use mailbench::lab::{MailFormat, QueueKind, Store, StoreLab, StoreOptions};
 
+use std::sync::Arc;
+
 use crate::mailbox::{count, python, run_json};
-use crate::util::{TempDir, mailbench};
+use crate::util::{TempDir, mailbench, proxy};
 
 /// A lab store started through the registry (as `--lab` starts it), kept for the test so
 /// that imaplib can read it after the run.
@@ -210,6 +212,8 @@ fn a_store_held_to_fewer_processes_has_the_lower_capacity() {
         "server read calls/s",
         "server peak shared KiB",
         "server major faults/s",
+        "server net in bytes/s",
+        "server net out bytes/s",
     ] {
         assert!(text.contains(resource), "{resource} in:\n{text}");
     }
@@ -234,5 +238,144 @@ fn a_store_held_to_fewer_processes_has_the_lower_capacity() {
         "service/imap/process_limit=4: store",
     ] {
         assert!(page.contains(want), "{want} in the report");
+    }
+}
+
+/// Seed 001's network bytes in and out of the store, which mailbench counts at its own
+/// clients (loopback keeps no per-process count): an IMAP run and a profile (IMAP, POP3
+/// and LMTP) through a byte-counting proxy in front of the lab Dovecot report exactly the
+/// bytes the proxy passed each way, in total, and the series' intervals add up to about
+/// as much, which `report` charts.
+#[test]
+fn the_stores_network_bytes_are_the_proxys() {
+    let lab = start("dovecot", 3);
+    lab.prepare_folders(1).expect("folders");
+    let dir = TempDir::new("stores-net");
+    let file = lab.users_file().to_string_lossy().to_string();
+    let e = lab.endpoints();
+    let lmtp = e.lmtp.to_string();
+    run_json(
+        "populate",
+        &["--lmtp", &lmtp, "--users-file", &file, "--per-user", "4"],
+        &dir.0.join("fill.json"),
+        0,
+    );
+    let pid = lab.pids().first().expect("a Dovecot process").to_string();
+    let via = |counts: &Arc<proxy::Counts>, port| proxy::start(port, counts.clone()).to_string();
+    let check = |r: &serde_json::Value, counts: &proxy::Counts, what: &str| {
+        let (into, out) = counts.settled();
+        assert!(
+            into > 0 && out > 0,
+            "{what}: the proxy saw traffic: {into}, {out}"
+        );
+        let sut = &r["extra"]["sut"];
+        assert_eq!(
+            (sut["net_in_bytes"].as_u64(), sut["net_out_bytes"].as_u64()),
+            (Some(into), Some(out)),
+            "{what}: mailbench's bytes in and out vs the proxy's: {sut:#}"
+        );
+        let series = r["series"].as_array().expect("a series");
+        // An interval the sampler did not read (a run's last sliver) has no store part;
+        // one it read has both directions.
+        let read: Vec<&serde_json::Value> =
+            series.iter().filter(|p| p.get("sut").is_some()).collect();
+        assert!(!read.is_empty(), "{what}: intervals with the store read");
+        let summed = |key: &str| -> f64 {
+            read.iter()
+                .map(|p| {
+                    let rate = p["sut"][key].as_f64();
+                    rate.unwrap_or_else(|| panic!("{what}: {key} in {p:#}"))
+                        * p["dt_s"].as_f64().expect("dt")
+                })
+                .sum()
+        };
+        // Rates divide by the time between the sampler's readings, which drifts a little
+        // from the series' intervals: their sum is the total within a few percent.
+        let (si, so) = (summed("net_in_bytes_s"), summed("net_out_bytes_s"));
+        assert!(
+            si <= into as f64 * 1.1 && so <= out as f64 * 1.1 && so > 0.0,
+            "{what}: the intervals' {si} and {so} bytes vs the totals {into} and {out}"
+        );
+    };
+
+    let counts = Arc::new(proxy::Counts::default());
+    let imap = via(&counts, e.imap);
+    let r = run_json(
+        "imap",
+        &[
+            "--target",
+            &imap,
+            "--users-file",
+            &file,
+            "-c",
+            "2",
+            "-z",
+            "2s",
+            "--interval",
+            "500ms",
+            "--sut-pid",
+            &pid,
+        ],
+        &dir.0.join("imap.json"),
+        0,
+    );
+    check(&r, &counts, "imap");
+
+    let counts = Arc::new(proxy::Counts::default());
+    let (imap, pop3, lmtp) = (
+        via(&counts, e.imap),
+        via(&counts, e.pop3),
+        via(&counts, e.lmtp),
+    );
+    let r = run_json(
+        "profile",
+        &[
+            "--imap",
+            &imap,
+            "--pop3",
+            &pop3,
+            "--lmtp",
+            &lmtp,
+            "--users-file",
+            &file,
+            "--scenario",
+            "r6mail",
+            "--seed",
+            "3",
+            "--time-scale",
+            "150",
+            "-z",
+            "4s",
+            "--interval",
+            "500ms",
+            "--sut-pid",
+            &pid,
+        ],
+        &dir.0.join("profile.json"),
+        0,
+    );
+    check(&r, &counts, "profile");
+
+    // `report` draws them over time.
+    let (json, html) = (dir.0.join("profile.json"), dir.0.join("profile.html"));
+    let out = mailbench()
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .expect("report");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).expect("page");
+    for id in ["sut_net", "sut_calls", "sut_memory"] {
+        assert!(
+            page.contains(&format!("\"id\":\"{id}\"")),
+            "chart {id} in the report"
+        );
     }
 }

@@ -100,6 +100,7 @@ impl Where {
             tls: self.tls.clone(),
             connect_timeout: t.connect,
             command_timeout: t.command,
+            count: None,
         }
     }
 

@@ -318,7 +318,8 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     let mut steps: Vec<Step> = Vec::new();
     let mut total = Recorder::new();
     let mut series = Vec::new();
-    let mut store = series::StoreReader::start(sut).await;
+    let net = plan.connect.count.as_ref().map(super::net::reader);
+    let mut store = series::StoreReader::start(sut, net).await;
     let (mut tick_at, mut tick_cpu) = (start, cpu0);
     let mut unreachable = None;
     let mut last: Option<LastStep> = None;

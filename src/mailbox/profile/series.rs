@@ -1,40 +1,43 @@
 //! A profile run's time series: one point per interval with the users running, the
 //! actions that finished in it (per minute, their mean, 95th and 99th percentile, errors),
-//! the actions due and not done at its end, and the store's CPU, disk and memory over it
+//! the actions due and not done at its end, and the store's CPU, disk, memory and network bytes over it
 //! (read here, on the profile's own intervals, which end with the steps; absent when no
 //! store process is watched). What `report` charts.
 
 use std::time::Instant;
 
-use crate::run::sampler::Pids;
+use crate::run::sampler::{NetRead, Pids, read_store};
 use crate::stats::collector::ProfilePoint;
 use crate::stats::cpu::CpuTimes;
 use crate::stats::hist::ms;
-use crate::stats::sut::{self, Sample};
+use crate::stats::sut::Sample;
 use crate::stats::{IntervalPoint, Metric, Recorder, RelayPoint, SutPoint};
 
 /// The store's process tree, read at every interval's end.
 pub struct StoreReader {
     pids: Pids,
+    net: Option<NetRead>,
     last: Option<(Sample, Instant)>,
 }
 
 impl StoreReader {
-    /// Reads the tree now (the first interval's start).
-    pub async fn start(pids: Pids) -> StoreReader {
-        let last = read(&pids).await.map(|s| (s, Instant::now()));
-        StoreReader { pids, last }
+    /// Reads the tree (and the clients' byte count `net`) now: the first interval's start.
+    pub async fn start(pids: Pids, net: Option<NetRead>) -> StoreReader {
+        let last = read(&pids, &net).await.map(|s| (s, Instant::now()));
+        StoreReader { pids, net, last }
     }
 
     /// The tree's totals now; `None` when no process is watched (nothing observed).
     pub async fn sample(&self) -> Option<Sample> {
-        read(&self.pids).await
+        read(&self.pids, &self.net).await
     }
 
     /// What the tree used since the previous call (or the start); `None` when it was not
     /// observed at both ends.
     pub async fn interval(&mut self) -> Option<SutPoint> {
-        let now = read(&self.pids).await.map(|s| (s, Instant::now()));
+        let now = read(&self.pids, &self.net)
+            .await
+            .map(|s| (s, Instant::now()));
         let point = match (&self.last, &now) {
             (Some((then, t0)), Some((s, t1))) => {
                 Some(s.rates_since(then, t1.duration_since(*t0).as_secs_f64()))
@@ -47,11 +50,17 @@ impl StoreReader {
 }
 
 /// The tree's totals, read off the async threads; `None` when there is no process.
-async fn read(pids: &Pids) -> Option<Sample> {
-    let pids = pids.clone();
+async fn read(pids: &Pids, net: &Option<NetRead>) -> Option<Sample> {
+    let (pids, net) = (pids.clone(), net.clone());
     tokio::task::spawn_blocking(move || {
-        let p = pids();
-        (!p.is_empty()).then(|| sut::sample(&p))
+        let watched: Pids = {
+            let p = pids();
+            if p.is_empty() {
+                return None;
+            }
+            std::sync::Arc::new(move || p.clone())
+        };
+        Some(read_store(&watched, net.as_ref()))
     })
     .await
     .ok()

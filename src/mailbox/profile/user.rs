@@ -565,5 +565,6 @@ pub fn connect_options(connect: Duration, command: Duration) -> ConnectOptions {
         source_ip: None,
         tls: None,
         implicit_tls: false,
+        count: None,
     }
 }

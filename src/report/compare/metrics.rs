@@ -155,6 +155,9 @@ pub fn figures(doc: &Value) -> Vec<Figure> {
         ("disk_read_calls_per_s", "server read calls/s"),
         ("disk_write_calls_per_s", "server write calls/s"),
         ("major_faults_per_s", "server major faults/s"),
+        // Counted at mailbench's clients (loopback keeps no per-process count).
+        ("net_in_bytes_per_s", "server net in bytes/s"),
+        ("net_out_bytes_per_s", "server net out bytes/s"),
     ] {
         push(name.into(), Better::Less, sut[key].as_f64());
     }
@@ -238,7 +241,8 @@ mod tests {
             "latency": {"total": {"p50_us": 1500, "p99_us": 9000}},
             "duration_s": 4.0,
             "extra": {"sut": {"cpu_avg_pct": 50.0, "cpu_user_s": 1.5, "cpu_sys_s": 0.5,
-                              "disk_write_kib_per_s": 500.0, "device_write_iops": 250.0},
+                              "disk_write_kib_per_s": 500.0, "device_write_iops": 250.0,
+                              "net_in_bytes_per_s": 1200.0, "net_out_bytes_per_s": 64000.0},
                       "sink": {"rejected": 7}},
             "self": {"cpu_avg_pct": 5.0, "cpu_user_s": 0.01, "cpu_sys_s": 0.01, "peak_rss_kib": 9000},
         });
@@ -253,6 +257,8 @@ mod tests {
         assert_eq!(get("server disk write KiB/unit"), Some(2.0));
         assert_eq!(get("queue device writes/unit"), Some(1.0));
         assert_eq!(get("receiver negative replies"), Some(7.0));
+        assert_eq!(get("server net in bytes/s"), Some(1200.0));
+        assert_eq!(get("server net out bytes/s"), Some(64000.0));
         assert_eq!(
             get("dns questions per recipient"),
             None,

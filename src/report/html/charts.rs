@@ -315,13 +315,20 @@ const TIME_CHARTS: &[TimeChart] = &[
     },
     TimeChart {
         id: "sut_memory",
-        title: "{server} memory (RSS)",
+        title: "{server} memory (RSS, and its shared part)",
         unit: "MiB",
-        columns: &[Column {
-            label: "rss",
-            get: |p| p.relay.sut.as_ref().map(|s| s.rss_kib as f64 / 1024.0),
-            agg: Agg::Max,
-        }],
+        columns: &[
+            Column {
+                label: "rss",
+                get: |p| p.relay.sut.as_ref().map(|s| s.rss_kib as f64 / 1024.0),
+                agg: Agg::Max,
+            },
+            Column {
+                label: "shared",
+                get: |p| p.relay.sut.as_ref()?.shared_kib.map(|k| k as f64 / 1024.0),
+                agg: Agg::Max,
+            },
+        ],
     },
     TimeChart {
         id: "sut_procs",
@@ -332,6 +339,45 @@ const TIME_CHARTS: &[TimeChart] = &[
             get: |p| p.relay.sut.as_ref().map(|s| s.procs as f64),
             agg: Agg::Max,
         }],
+    },
+    TimeChart {
+        id: "sut_calls",
+        title: "{server} read and write calls, major page faults",
+        unit: "per second",
+        columns: &[
+            Column {
+                label: "read calls",
+                get: |p| p.relay.sut.as_ref()?.read_calls_s,
+                agg: Agg::Mean,
+            },
+            Column {
+                label: "write calls",
+                get: |p| p.relay.sut.as_ref()?.write_calls_s,
+                agg: Agg::Mean,
+            },
+            Column {
+                label: "major faults",
+                get: |p| p.relay.sut.as_ref()?.major_faults_s,
+                agg: Agg::Mean,
+            },
+        ],
+    },
+    TimeChart {
+        id: "sut_net",
+        title: "{server} network (counted at mailbench's clients)",
+        unit: "bytes/s",
+        columns: &[
+            Column {
+                label: "in",
+                get: |p| p.relay.sut.as_ref()?.net_in_bytes_s,
+                agg: Agg::Mean,
+            },
+            Column {
+                label: "out",
+                get: |p| p.relay.sut.as_ref()?.net_out_bytes_s,
+                agg: Agg::Mean,
+            },
+        ],
     },
     TimeChart {
         id: "tool_cpu",
@@ -704,6 +750,58 @@ mod tests {
         );
         assert!((first.value(throughput).unwrap_or(0.0) - 10.0 / 3.0).abs() < 1e-9);
         assert_eq!(first.value(latency), Some(2.0));
+    }
+
+    #[test]
+    fn the_stores_network_calls_and_shared_memory_are_drawn_over_time() {
+        let at = |t_s: f64, bytes: f64| IntervalPoint {
+            t_s,
+            relay: crate::stats::collector::RelayPoint {
+                sut: Some(crate::stats::SutPoint {
+                    rss_kib: 4096,
+                    shared_kib: Some(2048),
+                    read_calls_s: Some(10.0),
+                    net_in_bytes_s: Some(bytes),
+                    net_out_bytes_s: Some(bytes * 4.0),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let r = Results::assemble(crate::stats::results::RunParts {
+            command: "imap",
+            run_id: 1,
+            started_us: 0,
+            duration_s: 2.0,
+            config: serde_json::json!({}),
+            summary: crate::stats::summary::Summary::Imap(Default::default()),
+            steps: crate::stats::Steps(&["total"]),
+            self_report: Default::default(),
+            total: crate::stats::Recorder::new(),
+            series: vec![at(1.0, 100.0), at(2.0, 300.0)],
+        });
+        let charts = all(&[("a".into(), &r)]);
+        let get = |id: &str| charts.iter().find(|c| c.id == id).expect(id);
+        let net = get("sut_net");
+        assert_eq!(net.series, ["in", "out"]);
+        assert_eq!(
+            net.data[1..],
+            [
+                vec![Some(100.0), Some(300.0)],
+                vec![Some(400.0), Some(1200.0)]
+            ]
+        );
+        assert_eq!(
+            get("sut_memory").data[2],
+            [Some(2.0), Some(2.0)],
+            "shared MiB"
+        );
+        assert_eq!(
+            get("sut_calls").series,
+            ["read calls"],
+            "none written: no line"
+        );
     }
 
     #[test]

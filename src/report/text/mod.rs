@@ -2,7 +2,8 @@
 //! (so it shows exactly what the file holds).
 //!
 //! One file per layout a kind of run names (`generator`, `sink`, `relay`, `dns`, `pop3`,
-//! `imap`, `profile`), built from shared pieces (`parts`, and a lab MTA's queues: `queues`); [`summary`] picks the layout.
+//! `imap`, `profile`), built from shared pieces (`parts`, a lab MTA's queues: `queues`, and
+//! a mail store's resources: `store`); [`summary`] picks the layout.
 
 mod dns;
 mod generator;
@@ -13,6 +14,7 @@ mod profile;
 mod queues;
 mod relay;
 mod sink;
+mod store;
 #[cfg(test)]
 mod tests;
 

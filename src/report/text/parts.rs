@@ -32,13 +32,21 @@ pub(super) fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint]
     if points.is_empty() {
         return;
     }
-    let rows: [SutRow; 10] = [
+    let rows: [SutRow; 16] = [
         ("cpu user, % of a core", |p| Some(p.cpu_user_pct)),
         ("cpu system, % of a core", |p| Some(p.cpu_sys_pct)),
         ("disk read, KiB/s", |p| Some(p.read_kib_s)),
         ("disk write, KiB/s", |p| Some(p.write_kib_s)),
         ("memory (RSS), MiB", |p| Some(p.rss_kib as f64 / 1024.0)),
+        ("memory shared, MiB", |p| {
+            p.shared_kib.map(|k| k as f64 / 1024.0)
+        }),
         ("processes", |p| Some(p.procs as f64)),
+        ("read calls/s", |p| p.read_calls_s),
+        ("write calls/s", |p| p.write_calls_s),
+        ("major page faults/s", |p| p.major_faults_s),
+        ("network in, bytes/s", |p| p.net_in_bytes_s),
+        ("network out, bytes/s", |p| p.net_out_bytes_s),
         ("queue device reads/s", |p| p.device_read_iops),
         ("queue device writes/s", |p| p.device_write_iops),
         ("queue device busy, %", |p| p.device_util_pct),
@@ -52,7 +60,8 @@ pub(super) fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint]
         "peak"
     );
     for (name, f) in rows {
-        // Rows only the machine has (the device, the load) are shown when read.
+        // Rows read only in some runs (the device, the load, the clients' byte count) are
+        // shown when read.
         let values: Vec<f64> = points.iter().filter_map(|p| f(p)).collect();
         if values.is_empty() {
             continue;
@@ -328,6 +337,7 @@ pub(super) fn store_report(
     let _ = writeln!(out);
     error_table(&mut out, r);
     sut_cost(&mut out, r, "store");
+    super::store::resources(&mut out, r);
     render_tail(r, &mut out);
     out
 }

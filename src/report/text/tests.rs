@@ -197,3 +197,69 @@ fn a_lab_store_shows_its_limits_and_its_own_counts() {
     store_lines(&mut none, &Default::default());
     assert_eq!(none, "", "no lab, no store lines");
 }
+
+#[test]
+fn a_stores_memory_io_paging_and_network_lines() {
+    use crate::stats::Recorder;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    use crate::stats::summary::{ImapSummary, Summary};
+    const STEPS: crate::stats::Steps = crate::stats::Steps(&["total"]);
+    let total = Recorder::new();
+    let mut r = Results::assemble(RunParts {
+        command: "imap",
+        run_id: 1,
+        started_us: 0,
+        duration_s: 2.0,
+        config: serde_json::json!({}),
+        summary: Summary::Imap(ImapSummary::derive(&total, 0, 2.0, 2.0)),
+        steps: STEPS,
+        self_report: SelfReport::default(),
+        total,
+        series: vec![IntervalPoint {
+            relay: RelayPoint {
+                sut: Some(SutPoint {
+                    net_in_bytes_s: Some(2048.0),
+                    net_out_bytes_s: Some(65536.0),
+                    read_calls_s: Some(12.5),
+                    shared_kib: Some(3072),
+                    ..SutPoint::default()
+                }),
+                ..RelayPoint::default()
+            },
+            ..IntervalPoint::default()
+        }],
+    });
+    r.extra.insert(
+        "sut".into(),
+        serde_json::json!({
+            "cpu_user_s": 0.5, "cpu_sys_s": 0.25, "cpu_avg_pct": 37.5,
+            "peak_rss_kib": 40960, "peak_procs": 8, "rss_per_proc_kib": 5120.0,
+            "peak_shared_kib": 20480, "disk_read_calls_per_s": 12.5,
+            "disk_write_calls_per_s": 4.0, "major_faults_per_s": 0.5,
+            "net_in_bytes_per_s": 2048.0, "net_out_bytes_per_s": 65536.0,
+            "net_in_bytes": 4096, "net_out_bytes": 131072,
+        }),
+    );
+    let out = super::render_imap(&r, STEPS, "imap");
+    for want in [
+        "store mem  peak RSS 40960 KiB, peak 8 processes, 5120 KiB per process, peak shared 20480 KiB",
+        "store io   12.5 read calls/s, 4.0 write calls/s, 0.5 major page faults/s",
+        "store net  in 2048 bytes/s, out 65536 bytes/s (4096 and 131072 bytes, counted at mailbench's clients)",
+    ] {
+        assert!(out.contains(want), "expected {want:?} in:\n{out}");
+    }
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .map(|l| l.split_whitespace().rev().take(2).collect::<Vec<_>>())
+    };
+    assert_eq!(row("network in"), Some(vec!["2048.0", "2048.0"]), "{out}");
+    assert_eq!(
+        row("network out"),
+        Some(vec!["65536.0", "65536.0"]),
+        "{out}"
+    );
+    assert_eq!(row("memory shared"), Some(vec!["3.0", "3.0"]), "{out}");
+    assert_eq!(row("read calls/s"), Some(vec!["12.5", "12.5"]), "{out}");
+    assert_eq!(row("write calls/s"), None, "not read: not shown");
+}

@@ -1,6 +1,7 @@
 //! Helpers for integration tests: running the binary, real peer servers on free loopback
 //! ports, and polling instead of sleeping.
 
+pub mod proxy;
 pub mod slurm;
 pub mod split;
 

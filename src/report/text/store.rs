@@ -1,0 +1,48 @@
+//! A watched mail store's resources over the whole run, as seed 001's tables list them:
+//! memory (all processes, per process, shared), disk requests, paging and network bytes
+//! (counted at mailbench's clients: loopback keeps no per-process count).
+
+use std::fmt::Write as _;
+
+use crate::stats::Results;
+
+/// The store's whole-run memory, disk requests, paging and network lines, when the store
+/// was watched (its per-interval averages and peaks are in the table above them).
+pub(super) fn resources(out: &mut String, r: &Results) {
+    let Some(sut) = r.extra.get("sut") else {
+        return;
+    };
+    let f = |k: &str| sut[k].as_f64();
+    if let (Some(rss), Some(procs), Some(per), Some(shared)) = (
+        f("peak_rss_kib"),
+        f("peak_procs"),
+        f("rss_per_proc_kib"),
+        f("peak_shared_kib"),
+    ) {
+        let _ = writeln!(
+            out,
+            "  store mem  peak RSS {rss:.0} KiB, peak {procs:.0} processes, {per:.0} KiB per process, peak shared {shared:.0} KiB"
+        );
+    }
+    if let (Some(rc), Some(wc), Some(faults)) = (
+        f("disk_read_calls_per_s"),
+        f("disk_write_calls_per_s"),
+        f("major_faults_per_s"),
+    ) {
+        let _ = writeln!(
+            out,
+            "  store io   {rc:.1} read calls/s, {wc:.1} write calls/s, {faults:.1} major page faults/s"
+        );
+    }
+    if let (Some(i), Some(o), Some(ib), Some(ob)) = (
+        f("net_in_bytes_per_s"),
+        f("net_out_bytes_per_s"),
+        f("net_in_bytes"),
+        f("net_out_bytes"),
+    ) {
+        let _ = writeln!(
+            out,
+            "  store net  in {i:.0} bytes/s, out {o:.0} bytes/s ({ib:.0} and {ob:.0} bytes, counted at mailbench's clients)"
+        );
+    }
+}
