@@ -39,6 +39,10 @@ const CUT_SHORT: &[(&str, &str)] = &[
         "mailbench relay --lab postfix,exim --queue disk --rounds 8 --json mtas.json",
         "before every variant had run once; nothing to compare",
     ),
+    (
+        "mailbench mailbox profile --lab dovecot,cyrus --users 400 --ramp-users 25:25/60s --time-scale 60 --json s1.json",
+        "before every variant had run once; nothing to compare",
+    ),
 ];
 
 /// Examples run at once (labs and runs share a 2-core machine with the test itself).
