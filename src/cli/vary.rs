@@ -24,21 +24,29 @@ struct Variant {
     plan: RelayPlan,
 }
 
-/// `KEY=V1,V2` → the key and its two values.
-fn parse(spec: &str) -> Result<(String, [String; 2]), String> {
-    let bad = || {
-        format!(
-            "--compare-postconf {spec}: give a main.cf key and two values, e.g. default_process_limit=100,20"
-        )
-    };
-    let (key, values) = spec.split_once('=').ok_or_else(bad)?;
+/// `KEY=V1,V2` → the key and its two values: what `--compare-postconf` and
+/// `--compare-store-conf` take. `refusal` is the error line, the spec in it.
+pub(crate) fn two_values(
+    spec: &str,
+    refusal: impl Fn() -> String,
+) -> Result<(String, [String; 2]), String> {
+    let (key, values) = spec.split_once('=').ok_or_else(&refusal)?;
     let values: Vec<&str> = values.split(',').map(str::trim).collect();
     match (key.trim(), values.as_slice()) {
         (k, [a, b]) if !k.is_empty() && !a.is_empty() && !b.is_empty() && a != b => {
             Ok((k.to_string(), [a.to_string(), b.to_string()]))
         }
-        _ => Err(bad()),
+        _ => Err(refusal()),
     }
+}
+
+/// `--compare-postconf KEY=V1,V2` → the main.cf key and its two values.
+fn parse(spec: &str) -> Result<(String, [String; 2]), String> {
+    two_values(spec, || {
+        format!(
+            "--compare-postconf {spec}: give a main.cf key and two values, e.g. default_process_limit=100,20"
+        )
+    })
 }
 
 /// Runs the variants in the engine's rotating rounds, each turn a relay benchmark on the

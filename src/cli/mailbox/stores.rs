@@ -20,21 +20,13 @@ struct Variant {
     args: ProfileArgs,
 }
 
-/// `KEY=A,B` → the key and its two values.
+/// `KEY=A,B` → the store setting and its two values.
 fn parse(spec: &str) -> Result<(String, [String; 2]), String> {
-    let bad = || {
+    vary::two_values(spec, || {
         format!(
             "--compare-store-conf {spec}: give one store setting and two values, e.g. process_limit=1000,5"
         )
-    };
-    let (key, values) = spec.split_once('=').ok_or_else(bad)?;
-    let values: Vec<&str> = values.split(',').map(str::trim).collect();
-    match (key.trim(), values.as_slice()) {
-        (k, [a, b]) if !k.is_empty() && !a.is_empty() && !b.is_empty() && a != b => {
-            Ok((k.to_string(), [a.to_string(), b.to_string()]))
-        }
-        _ => Err(bad()),
-    }
+    })
 }
 
 /// The variants the flags ask for, each with one store and the shared seed, and without
