@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 secs=${1:-30}
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --quiet
 export RUSTC_BOOTSTRAP=1
-for target in server_session reply_decoder pop3_client imap_client dns_packet zone_file; do
+for target in server_session reply_decoder pop3_client imap_client dns_packet zone_file ldap_frame; do
   cargo fuzz run "$target" -- -max_total_time="$secs" -rss_limit_mb=2048 2>&1 | tail -n 3
 done

@@ -235,7 +235,7 @@ impl ImapConn {
     /// Queues `cmd` behind those in flight (pipelining; the caller obeys
     /// [`crate::imap::proto::pipeline::may_send`]) and returns its tag: it is written with
     /// the others pushed when the connection next has to wait for the server (or by
-    /// [`ImapConn::write_pushed`]), in one write. Responses already read are handled
+    /// `ImapConn::write_pushed`), in one write. Responses already read are handled
     /// first: each frees a slot that is refilled before the write, so a batch carries
     /// every command freed by one read, not one command per completion.
     pub fn push(&mut self, cmd: &Command) -> u32 {

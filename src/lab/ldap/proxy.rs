@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use super::frame::{self, Next};
+
 /// SearchRequest, `[APPLICATION 3]` constructed.
 const SEARCH_REQUEST: u8 = 0x63;
 /// SearchResultDone, `[APPLICATION 5]` constructed.
@@ -144,46 +146,30 @@ fn accept(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-/// One whole BER element at the start of `buf`: (its tag, header length, total length).
-fn element(buf: &[u8]) -> Option<(u8, usize, usize)> {
-    let tag = *buf.first()?;
-    let first = *buf.get(1)?;
-    let (len, header) = if first < 0x80 {
-        (first as usize, 2)
-    } else {
-        let n = (first & 0x7f) as usize;
-        if n == 0 || n > 4 {
-            // Indefinite or absurd lengths never occur in LDAP (RFC 4511 §5.1).
-            return None;
+/// Moves the whole messages at the front of `buf` to `out` (`handle` sees each first and
+/// may refuse to pass it on); once the stream is opaque, everything goes through as it
+/// comes. `Err` when `out` is gone, or `handle` stopped the connection.
+fn pass(
+    buf: &mut Vec<u8>,
+    opaque: &mut bool,
+    out: &mut TcpStream,
+    mut handle: impl FnMut(&[u8]) -> bool,
+) -> Result<(), ()> {
+    while !*opaque {
+        match frame::next(buf) {
+            Next::Message(msg) => {
+                if !handle(&msg) {
+                    return Err(());
+                }
+                out.write_all(&msg).map_err(|_| ())?;
+            }
+            Next::Need => return Ok(()),
+            Next::Opaque => *opaque = true,
         }
-        let bytes = buf.get(2..2 + n)?;
-        (
-            bytes.iter().fold(0usize, |a, b| (a << 8) | *b as usize),
-            2 + n,
-        )
-    };
-    Some((tag, header, header + len))
-}
-
-/// The message id's bytes and the operation's tag of a whole LDAPMessage.
-fn message(msg: &[u8]) -> Option<(Vec<u8>, u8)> {
-    let (_, header, _) = element(msg)?;
-    let body = msg.get(header..)?;
-    let (_, id_header, id_len) = element(body)?;
-    let id = body.get(id_header..id_len)?.to_vec();
-    Some((id, *body.get(id_len)?))
-}
-
-/// Splits whole messages off the front of `buf` (a partial one stays).
-fn whole_messages(buf: &mut Vec<u8>) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    while let Some((_, _, total)) = element(buf) {
-        if buf.len() < total {
-            break;
-        }
-        out.push(buf.drain(..total).collect());
     }
-    out
+    out.write_all(buf).map_err(|_| ())?;
+    buf.clear();
+    Ok(())
 }
 
 /// MTA → slapd: searches counted, timed from here, delayed or cut by the faults.
@@ -194,6 +180,7 @@ fn requests(
     started: Arc<Mutex<HashMap<Vec<u8>, Instant>>>,
 ) {
     let mut buf = Vec::new();
+    let mut opaque = false;
     let mut chunk = [0u8; 16 * 1024];
     loop {
         let n = match client.read(&mut chunk) {
@@ -201,15 +188,13 @@ fn requests(
             Ok(n) => n,
         };
         buf.extend_from_slice(&chunk[..n]);
-        for msg in whole_messages(&mut buf) {
-            if let Some((id, SEARCH_REQUEST)) = message(&msg) {
+        let passed = pass(&mut buf, &mut opaque, &mut server, |msg| {
+            if let Some((id, SEARCH_REQUEST)) = frame::operation(msg) {
                 let t0 = Instant::now();
                 shared.first.get_or_init(|| t0);
                 if shared.down() {
                     shared.failed.fetch_add(1, Ordering::Relaxed);
-                    let _ = client.shutdown(Shutdown::Both);
-                    let _ = server.shutdown(Shutdown::Both);
-                    return;
+                    return false;
                 }
                 if let Some(d) = shared.faults.delay {
                     std::thread::sleep(d);
@@ -219,10 +204,11 @@ fn requests(
                 }
                 shared.lookups.fetch_add(1, Ordering::Relaxed);
             }
-            if server.write_all(&msg).is_err() {
-                let _ = client.shutdown(Shutdown::Both);
-                return;
-            }
+            true
+        });
+        if passed.is_err() {
+            let _ = client.shutdown(Shutdown::Both);
+            break;
         }
     }
     let _ = server.shutdown(Shutdown::Both);
@@ -236,6 +222,7 @@ fn replies(
     started: Arc<Mutex<HashMap<Vec<u8>, Instant>>>,
 ) {
     let mut buf = Vec::new();
+    let mut opaque = false;
     let mut chunk = [0u8; 16 * 1024];
     loop {
         let n = match server.read(&mut chunk) {
@@ -243,48 +230,19 @@ fn replies(
             Ok(n) => n,
         };
         buf.extend_from_slice(&chunk[..n]);
-        for msg in whole_messages(&mut buf) {
-            if let Some((id, SEARCH_DONE)) = message(&msg) {
+        let passed = pass(&mut buf, &mut opaque, &mut client, |msg| {
+            if let Some((id, SEARCH_DONE)) = frame::operation(msg) {
                 let t0 = started.lock().ok().and_then(|mut m| m.remove(&id));
                 if let (Some(t0), Ok(mut h)) = (t0, shared.latency.lock()) {
                     let _ = h.record((t0.elapsed().as_micros() as u64).max(1));
                 }
             }
-            if client.write_all(&msg).is_err() {
-                let _ = server.shutdown(Shutdown::Both);
-                return;
-            }
+            true
+        });
+        if passed.is_err() {
+            let _ = server.shutdown(Shutdown::Both);
+            break;
         }
     }
     let _ = client.shutdown(Shutdown::Both);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // A SearchRequest with message id 2 (as ldapsearch sends it, trimmed to the op tag)
-    // and a SearchResultDone for it.
-    const SEARCH: &[u8] = &[0x30, 0x07, 0x02, 0x01, 0x02, 0x63, 0x02, 0x04, 0x00];
-    const DONE: &[u8] = &[
-        0x30, 0x0c, 0x02, 0x01, 0x02, 0x65, 0x07, 0x0a, 0x01, 0x00, 0x04, 0x00, 0x04, 0x00,
-    ];
-
-    #[test]
-    fn messages_are_split_whole_and_read_for_their_id_and_operation() {
-        let mut buf = [SEARCH, DONE, &DONE[..5]].concat();
-        let msgs = whole_messages(&mut buf);
-        assert_eq!(msgs, vec![SEARCH.to_vec(), DONE.to_vec()]);
-        assert_eq!(buf, DONE[..5].to_vec());
-        assert_eq!(message(SEARCH), Some((vec![2], SEARCH_REQUEST)));
-        assert_eq!(message(DONE), Some((vec![2], SEARCH_DONE)));
-    }
-
-    #[test]
-    fn a_long_form_length_is_read() {
-        let mut long = vec![0x30, 0x82, 0x01, 0x00];
-        long.extend(std::iter::repeat_n(0u8, 256));
-        assert_eq!(element(&long), Some((0x30, 4, 260)));
-        assert_eq!(element(&long[..3]), None);
-    }
 }
