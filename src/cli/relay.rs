@@ -136,6 +136,9 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         }
         None => None,
     };
+    if a.lab.is_empty() {
+        lab_only_knobs(&a.shape)?;
+    }
     let targets = match &a.target {
         Some(t) => parse_targets(t, 25)?,
         None => Vec::new(),
@@ -291,4 +294,21 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
         );
         crate::report::text::render_relay(r, STEPS, &headline)
     })
+}
+
+/// The knobs that set up a lab MTA mean nothing against `--target` (an MTA not started
+/// here): refused rather than silently ignored.
+fn lab_only_knobs(shape: &crate::cli::args::LabShape) -> Result<(), String> {
+    use crate::cli::args::{LoggingArg, LookupArg};
+    let set = [
+        ("--mta-lookup", shape.mta_lookup != LookupArg::None),
+        ("--ldap-fault", !shape.ldap_fault.is_empty()),
+        ("--mta-logging", shape.mta_logging != LoggingArg::On),
+    ];
+    match set.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(format!(
+            "{flag} sets up a lab MTA: add --lab postfix (or --lab qmail for --mta-logging), or drop {flag} when testing --target"
+        )),
+        None => Ok(()),
+    }
 }

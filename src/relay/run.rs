@@ -232,7 +232,7 @@ pub async fn run(
     if let (Some(note), Some(sut)) = (device_note, results.extra.get_mut("sut")) {
         sut["queue_device_note"] = note.into();
     }
-    super::qstates::record(&mut results, queue_states);
+    super::qstates::record(&mut results, queue_states, progress.interval);
     if let Some(io) = io.map_err(RelayError::Failed)? {
         per_message(&mut results, &io);
     }

@@ -270,4 +270,14 @@ fn lookups_and_logging_are_refused_in_one_line_where_they_do_not_apply() {
         ],
         "{rand:N} cannot be listed",
     );
+    // Against an MTA not started here, the lab's knobs are refused, not ignored.
+    for knob in [
+        &["--mta-lookup", "ldap"][..],
+        &["--ldap-fault", "delay=1s"][..],
+        &["--mta-logging", "multilog"][..],
+    ] {
+        let mut args = vec!["relay", "--target", "127.0.0.1:9", "-n", "1"];
+        args.extend_from_slice(knob);
+        refused_in_one_line(&args, &format!("{} sets up a lab MTA: add --lab", knob[0]));
+    }
 }
