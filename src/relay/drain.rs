@@ -64,6 +64,9 @@ pub(super) async fn drain(
     let live = Live::new(progress.quiet);
     let mut next_line = Instant::now() + interval;
     let mut next_probe = Instant::now();
+    // Empty twice in a row: a scan of the queue's directories can miss a message the MTA
+    // moves between two of them while it reads (deferred → active), once, not twice.
+    let mut empty_before = false;
     let drained = loop {
         let got = delivery.recipients.load(Ordering::Relaxed);
         let now = Instant::now();
@@ -72,8 +75,9 @@ pub(super) async fn drain(
         if (got >= expected || idle_ms >= settle.as_millis() as u64) && now >= next_probe {
             next_probe = now + Duration::from_millis(250);
             match queue.held().await {
-                Some(0) => break true,
-                Some(_) => {}
+                Some(0) if empty_before => break true,
+                Some(0) => empty_before = true,
+                Some(_) => empty_before = false,
                 None if got >= expected => break true,
                 None => {}
             }
