@@ -172,77 +172,67 @@ fn pass(
     Ok(())
 }
 
-/// MTA → slapd: searches counted, timed from here, delayed or cut by the faults.
-fn requests(
-    mut client: TcpStream,
-    mut server: TcpStream,
-    shared: Arc<Shared>,
-    started: Arc<Mutex<HashMap<Vec<u8>, Instant>>>,
-) {
+/// Copies `from` to `to` message by message, `handle` seeing each first (false closes
+/// both ends); then closes `to`'s side.
+fn pump(mut from: TcpStream, mut to: TcpStream, mut handle: impl FnMut(&[u8]) -> bool) {
     let mut buf = Vec::new();
     let mut opaque = false;
     let mut chunk = [0u8; 16 * 1024];
     loop {
-        let n = match client.read(&mut chunk) {
+        let n = match from.read(&mut chunk) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
         buf.extend_from_slice(&chunk[..n]);
-        let passed = pass(&mut buf, &mut opaque, &mut server, |msg| {
-            if let Some((id, SEARCH_REQUEST)) = frame::operation(msg) {
-                let t0 = Instant::now();
-                shared.first.get_or_init(|| t0);
-                if shared.down() {
-                    shared.failed.fetch_add(1, Ordering::Relaxed);
-                    return false;
-                }
-                if let Some(d) = shared.faults.delay {
-                    std::thread::sleep(d);
-                }
-                if let Ok(mut m) = started.lock() {
-                    m.insert(id, t0);
-                }
-                shared.lookups.fetch_add(1, Ordering::Relaxed);
-            }
-            true
-        });
-        if passed.is_err() {
-            let _ = client.shutdown(Shutdown::Both);
+        if pass(&mut buf, &mut opaque, &mut to, &mut handle).is_err() {
+            let _ = from.shutdown(Shutdown::Both);
             break;
         }
     }
-    let _ = server.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+/// MTA → slapd: searches counted, timed from here, delayed or cut by the faults.
+fn requests(
+    client: TcpStream,
+    server: TcpStream,
+    shared: Arc<Shared>,
+    started: Arc<Mutex<HashMap<Vec<u8>, Instant>>>,
+) {
+    pump(client, server, |msg| {
+        if let Some((id, SEARCH_REQUEST)) = frame::operation(msg) {
+            let t0 = Instant::now();
+            shared.first.get_or_init(|| t0);
+            if shared.down() {
+                shared.failed.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            if let Some(d) = shared.faults.delay {
+                std::thread::sleep(d);
+            }
+            if let Ok(mut m) = started.lock() {
+                m.insert(id, t0);
+            }
+            shared.lookups.fetch_add(1, Ordering::Relaxed);
+        }
+        true
+    });
 }
 
 /// slapd → MTA: each SearchResultDone ends its search's time.
 fn replies(
-    mut server: TcpStream,
-    mut client: TcpStream,
+    server: TcpStream,
+    client: TcpStream,
     shared: Arc<Shared>,
     started: Arc<Mutex<HashMap<Vec<u8>, Instant>>>,
 ) {
-    let mut buf = Vec::new();
-    let mut opaque = false;
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        let n = match server.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let passed = pass(&mut buf, &mut opaque, &mut client, |msg| {
-            if let Some((id, SEARCH_DONE)) = frame::operation(msg) {
-                let t0 = started.lock().ok().and_then(|mut m| m.remove(&id));
-                if let (Some(t0), Ok(mut h)) = (t0, shared.latency.lock()) {
-                    let _ = h.record((t0.elapsed().as_micros() as u64).max(1));
-                }
+    pump(server, client, |msg| {
+        if let Some((id, SEARCH_DONE)) = frame::operation(msg) {
+            let t0 = started.lock().ok().and_then(|mut m| m.remove(&id));
+            if let (Some(t0), Ok(mut h)) = (t0, shared.latency.lock()) {
+                let _ = h.record((t0.elapsed().as_micros() as u64).max(1));
             }
-            true
-        });
-        if passed.is_err() {
-            let _ = server.shutdown(Shutdown::Both);
-            break;
         }
-    }
-    let _ = client.shutdown(Shutdown::Both);
+        true
+    });
 }
