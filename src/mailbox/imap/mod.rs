@@ -298,6 +298,7 @@ impl ImapDriver {
         if r.done.cond != Cond::Ok {
             o.refused = Some(r.said());
         }
+        s.conn.recycle(r.data);
         Ok(o)
     }
 }

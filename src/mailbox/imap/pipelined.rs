@@ -100,6 +100,7 @@ impl ImapDriver {
             // engine's clock would start it where the unit before it completed.
             let took = s.conn.timings.last().map(|(_, d)| *d);
             self.answered(s, &r, took);
+            s.conn.recycle(r.data);
         }
     }
 
