@@ -5,7 +5,6 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BytesMut};
 use tokio::io::AsyncWriteExt;
 
 use super::proto::{
@@ -13,6 +12,7 @@ use super::proto::{
 };
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
+use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
 use crate::transport::stream::Stream;
 use crate::transport::target::Target;
@@ -126,7 +126,7 @@ impl Reply {
 /// One IMAP connection with its session.
 pub struct ImapConn {
     stream: Stream,
-    rbuf: BytesMut,
+    rbuf: Inbox,
     client: ImapClient,
     command_timeout: Duration,
     /// Per-phase latencies of the commands completed since the caller last cleared it.
@@ -170,7 +170,7 @@ impl ImapConn {
         let connected = Instant::now();
         let mut c = ImapConn {
             stream,
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            rbuf: Inbox::with_capacity(READ_CHUNK),
             client: ImapClient::new(),
             command_timeout: opts.command_timeout,
             timings: Vec::with_capacity(8),
@@ -364,9 +364,9 @@ impl ImapConn {
                 return Ok(data);
             }
             let read = async {
-                self.rbuf.reserve(READ_CHUNK);
                 // An idle connection waits as long as it must: no command is timed.
-                tokio::io::AsyncReadExt::read_buf(&mut self.stream, &mut self.rbuf).await
+                let room = self.rbuf.room(READ_CHUNK);
+                tokio::io::AsyncReadExt::read_buf(&mut self.stream, room).await
             };
             tokio::select! {
                 _ = &mut wake => return Ok(data),
@@ -508,9 +508,9 @@ impl ImapConn {
 
     /// A complete response from what has been read, if any.
     fn parse_one(&mut self, phase: Phase) -> Result<Option<Event>, ConnError> {
-        match self.client.feed(&self.rbuf) {
+        match self.client.feed(self.rbuf.unread()) {
             Ok(Some((used, e))) => {
-                self.rbuf.advance(used);
+                self.rbuf.consume(used);
                 if let Some(log) = &mut self.exists_log {
                     match &e {
                         Event::Data(Data::Exists(n)) => {
@@ -545,10 +545,9 @@ impl ImapConn {
             } else {
                 READ_CHUNK
             };
-            self.rbuf.reserve(chunk);
             link::read(
                 &mut self.stream,
-                &mut self.rbuf,
+                self.rbuf.room(chunk),
                 self.command_timeout,
                 phase,
             )

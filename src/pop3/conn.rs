@@ -6,12 +6,12 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BytesMut};
 use tokio::io::AsyncWriteExt;
 
 use super::proto::{Command, Phase, Pop3Client, Pop3Error, Response, apop_digest, capabilities};
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
+use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
 use crate::transport::stream::Stream;
 use crate::transport::target::Target;
@@ -99,7 +99,7 @@ impl ConnError {
 /// One POP3 connection with its session.
 pub struct Pop3Conn {
     stream: Stream,
-    rbuf: BytesMut,
+    rbuf: Inbox,
     client: Pop3Client,
     command_timeout: Duration,
     last_mark: Instant,
@@ -129,7 +129,7 @@ impl Pop3Conn {
         let connected = Instant::now();
         let mut c = Pop3Conn {
             stream,
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            rbuf: Inbox::with_capacity(READ_CHUNK),
             client: Pop3Client::new(),
             command_timeout: opts.command_timeout,
             last_mark: connected,
@@ -284,8 +284,8 @@ impl Pop3Conn {
     async fn response(&mut self) -> Result<(Phase, Response), ConnError> {
         loop {
             if !self.rbuf.is_empty() {
-                let (used, done) = self.client.feed(&self.rbuf)?;
-                self.rbuf.advance(used);
+                let (used, done) = self.client.feed(self.rbuf.unread())?;
+                self.rbuf.consume(used);
                 if let Some((phase, r)) = done {
                     let now = Instant::now();
                     self.timings.push((phase, now - self.last_mark));
@@ -294,10 +294,9 @@ impl Pop3Conn {
                 }
             }
             let phase = self.client.awaiting().unwrap_or(Phase::Quit);
-            self.rbuf.reserve(READ_CHUNK);
             link::read(
                 &mut self.stream,
-                &mut self.rbuf,
+                self.rbuf.room(READ_CHUNK),
                 self.command_timeout,
                 phase,
             )

@@ -7,7 +7,7 @@ use std::io::{self, IoSlice};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::io::AsyncWriteExt;
 
 use super::proto::{
@@ -16,6 +16,7 @@ use super::proto::{
 };
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
+use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
 use crate::transport::stream::Stream;
 use crate::transport::target::Target;
@@ -106,7 +107,7 @@ pub fn nothing_follows() -> Follow {
 /// One client connection with its session.
 pub struct ClientConn {
     stream: Stream,
-    rbuf: BytesMut,
+    rbuf: Inbox,
     decoder: ReplyDecoder,
     session: ClientSession,
     chunks: Vec<Bytes>,
@@ -143,7 +144,7 @@ impl ClientConn {
             .map(|c| (c, target.server_name().to_string()));
         let mut conn = ClientConn {
             stream,
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            rbuf: Inbox::with_capacity(READ_CHUNK),
             decoder: ReplyDecoder::default(),
             session: ClientSession::new(cfg, opts.implicit_tls && opts.tls.is_some()),
             chunks: Vec::with_capacity(4),
@@ -304,19 +305,18 @@ impl ClientConn {
     async fn read_reply(&mut self, phase: Phase) -> Result<Reply, ConnError> {
         loop {
             if !self.rbuf.is_empty() {
-                match self.decoder.decode(&self.rbuf) {
+                match self.decoder.decode(self.rbuf.unread()) {
                     Ok(Decoded::Done(reply, used)) => {
-                        self.rbuf.advance(used);
+                        self.rbuf.consume(used);
                         return Ok(reply);
                     }
                     Ok(Decoded::NeedMore) => self.rbuf.clear(),
                     Err(error) => return Err(ConnError::Reply { phase, error }),
                 }
             }
-            self.rbuf.reserve(READ_CHUNK);
             link::read(
                 &mut self.stream,
-                &mut self.rbuf,
+                self.rbuf.room(READ_CHUNK),
                 self.command_timeout,
                 phase,
             )

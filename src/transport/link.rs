@@ -7,7 +7,6 @@ use std::future::Future;
 use std::io;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use tokio::io::AsyncReadExt;
 use tokio::time::timeout;
 
@@ -142,7 +141,7 @@ pub async fn write<P: LinkPhase>(
 /// the connection is a failure at `phase`.
 pub async fn read<P: LinkPhase>(
     stream: &mut Stream,
-    buf: &mut BytesMut,
+    buf: &mut Vec<u8>,
     limit: Duration,
     phase: P,
 ) -> Result<(), LinkError<P>> {

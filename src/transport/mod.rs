@@ -1,10 +1,11 @@
 //! The protocol-neutral transport every protocol shares: the byte stream (`stream`), where
 //! to connect (`target`) and how (`connect`), a client link's timed I/O and its failures
-//! (`link`), where to listen and accepting (`listen`), and TLS set-up and upgrades for both
+//! (`link`), what a client read and has not decoded yet (`inbox`), where to listen and accepting (`listen`), and TLS set-up and upgrades for both
 //! sides (`tls`).
 
 pub mod connect;
 pub mod count;
+pub mod inbox;
 pub mod link;
 pub mod listen;
 pub mod stream;
