@@ -97,3 +97,143 @@ fn issue_31_trace_io_on_send_or_sink_points_to_relay() {
     let help = crate::util::run(&["send", "--help"]);
     assert!(!String::from_utf8_lossy(&help.stdout).contains("--trace-io"));
 }
+
+/// Every kind of mistake clap catches (a number out of range or not a number, a value not
+/// in the list, an unknown flag, command or word, a missing argument, a missing value, two
+/// flags that exclude each other) is one line naming the input and the fix, exit 1; clap's
+/// tips, usage lines and "For more information" are gone.
+#[test]
+fn clap_s_refusals_are_one_line_naming_the_input_and_the_fix() {
+    use crate::util::refused_in_one_line;
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "mailbox",
+                "imap",
+                "--target",
+                "127.0.0.1:1",
+                "--pipeline",
+                "0",
+            ],
+            "mailbench: --pipeline 0: must be 1..=1000 (commands in flight per session)",
+        ),
+        (
+            &["send", "127.0.0.1:1", "--threads", "many"],
+            "mailbench: --threads many: must be a whole number",
+        ),
+        (
+            &[
+                "mailbox",
+                "imap",
+                "--target",
+                "127.0.0.1:1",
+                "--login",
+                "foo",
+            ],
+            "mailbench: --login foo: not one of login, plain",
+        ),
+        (
+            &["relay", "--lab", "postfx"],
+            "--lab postfx: not one of postfix, exim, opensmtpd, sendmail, qmail; did you mean postfix?",
+        ),
+        (
+            &["send", "--bogus"],
+            "mailbench send: unknown option --bogus; see mailbench send --help",
+        ),
+        (
+            &["relay", "--bogus"],
+            "mailbench relay: unknown option --bogus; see mailbench relay --help",
+        ),
+        (
+            &["send", "127.0.0.1:1", "--rat", "5/s"],
+            "did you mean --rate?",
+        ),
+        (
+            &["mailbox", "populate", "--fill", "3"],
+            "unknown option --fill; populate's messages per user are --per-user N",
+        ),
+        (
+            &["send", "127.0.0.1:1", "--lab", "postfix"],
+            "unknown option --lab (a flag of relay,",
+        ),
+        (
+            &["lab", "postfx"],
+            "mailbench lab: unknown command postfx; did you mean postfix?",
+        ),
+        (
+            &["127.0.0.1:25"],
+            "unknown command 127.0.0.1:25; the commands are send, relay,",
+        ),
+        (
+            &["send", "127.0.0.1:1", "extra"],
+            "unexpected argument extra",
+        ),
+        (
+            &["send"],
+            "mailbench send: missing <TARGET> (where to send)",
+        ),
+        (
+            &["mailbox", "imap"],
+            "missing --target <HOST:PORT> (the IMAP server) or --lab dovecot",
+        ),
+        (&["sink", "--key", "k.pem"], "missing --cert <FILE>"),
+        (
+            &["dns", "--zone-file"],
+            "--zone-file needs a value: --zone-file <FILE>",
+        ),
+        (
+            &["relay", "--target", "127.0.0.1:1", "--lab", "postfix"],
+            "mailbench relay: --target cannot be used with --lab; drop one",
+        ),
+        (&["completions", "bsh"], "<SHELL> bsh: not one of bash,"),
+    ];
+    for (args, needle) in cases {
+        refused_in_one_line(args, needle);
+        let out = crate::util::run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        for clap_s in [
+            "For more information",
+            "Usage:",
+            "tip:",
+            "error:",
+            "panicked",
+        ] {
+            assert!(!err.contains(clap_s), "{}", describe(args, &out));
+        }
+    }
+}
+
+/// Help and version print as clap prints them, on stdout, exit 0; a bare command shows
+/// its help (on stderr, exit 1: nothing was run).
+#[test]
+fn help_and_version_are_clap_s_own() {
+    for args in [
+        &["--help"][..],
+        &["send", "--help"],
+        &["mailbox", "imap", "-h"],
+        &["help", "relay"],
+    ] {
+        let out = run_expect(args, 0);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("Usage: mailbench"),
+            "{}",
+            describe(args, &out)
+        );
+    }
+    let out = run_expect(&["--version"], 0);
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        version.starts_with("mailbench ") && version.contains("(commit "),
+        "{version}"
+    );
+    for args in [&[][..], &["mailbox"], &["lab"]] {
+        let out = run_expect(args, 1);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("Usage: mailbench") && err.contains("Commands:"),
+            "{}",
+            describe(args, &out)
+        );
+    }
+}
