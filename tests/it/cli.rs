@@ -9,9 +9,12 @@ fn bad_flags_give_one_line_and_exit_1() {
     let cases: &[(&[&str], &str)] = &[
         (&["send", "127.0.0.1:0"], "invalid port"),
         (&["send", "::1"], "[::1]"),
-        (&["send", &target, "--rate", "fast"], "invalid rate"),
-        (&["send", &target, "--size", "12q"], "invalid size"),
-        (&["send", &target, "-z", "soon"], "invalid duration"),
+        (&["send", &target, "--rate", "fast"], "--rate: invalid rate"),
+        (&["send", &target, "--size", "12q"], "--size: invalid size"),
+        (
+            &["send", &target, "-z", "soon"],
+            "--duration: invalid duration",
+        ),
         (&["send", &target, "--to", "nobody"], "--to"),
         (
             &["send", &target, "--threshold", "p99(total)"],
@@ -235,5 +238,63 @@ fn help_and_version_are_clap_s_own() {
             "{}",
             describe(args, &out)
         );
+    }
+}
+
+/// A bad count, duration, rate or size names the flag it came from, not only the value
+/// (`invalid duration "x"` alone left the user to find which of a command's durations).
+#[test]
+fn a_bad_value_names_its_flag() {
+    use crate::util::refused_in_one_line;
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["send", "127.0.0.1:1", "-c", "x"],
+            "mailbench: --concurrency: invalid count \"x\"",
+        ),
+        (
+            &["send", "127.0.0.1:1", "-n", "x"],
+            "--messages: invalid count",
+        ),
+        (
+            &["send", "127.0.0.1:1", "--grace", "x"],
+            "--grace: invalid duration",
+        ),
+        (
+            &["send", "127.0.0.1:1", "--attach", "x"],
+            "--attach: invalid size",
+        ),
+        (
+            &["send", "127.0.0.1:1", "--timeout", "x"],
+            "--timeout: invalid duration",
+        ),
+        (
+            &["send", "127.0.0.1:1", "--interval", "x"],
+            "--interval: invalid duration",
+        ),
+        (&["sink", "--greylist", "x"], "--greylist: invalid duration"),
+        (&["sink", "--max-size", "x"], "--max-size: invalid size"),
+        (
+            &["sink", "--exit-after-messages", "x"],
+            "--exit-after-messages: invalid count",
+        ),
+        (
+            &["dns", "--domains", "3", "-z", "x"],
+            "--duration: invalid duration",
+        ),
+        (
+            &["dns", "--domains", "3", "--zone-ttl", "x"],
+            "--zone-ttl: invalid duration",
+        ),
+        (
+            &["relay", "--lab", "postfix", "-c", "1,x"],
+            "--concurrency: invalid count",
+        ),
+        (
+            &["relay", "--lab", "postfix", "--drain-timeout", "x"],
+            "--drain-timeout: invalid duration",
+        ),
+    ];
+    for (args, needle) in cases {
+        refused_in_one_line(args, needle);
     }
 }

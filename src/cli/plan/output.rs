@@ -56,7 +56,7 @@ pub fn plan(
     postal_csv: Option<std::path::PathBuf>,
     vocabulary: &Vocabulary,
 ) -> Result<(OutputPlan, Progress), String> {
-    let interval = crate::units::duration(&o.interval)?;
+    let interval = crate::units::duration(&o.interval).map_err(super::flagged("--interval"))?;
     if interval < std::time::Duration::from_millis(100) {
         return Err("--interval must be at least 100ms".into());
     }
@@ -66,7 +66,8 @@ pub fn plan(
                 "--prometheus {addr}: give an address and port to listen on, e.g. 127.0.0.1:9464"
             )
         })?;
-        let hold = crate::units::duration(&o.prometheus_hold)?;
+        let hold = crate::units::duration(&o.prometheus_hold)
+            .map_err(super::flagged("--prometheus-hold"))?;
         if hold > std::time::Duration::from_secs(3600) {
             return Err("--prometheus-hold: at most 1h".into());
         }
