@@ -298,3 +298,35 @@ fn a_bad_value_names_its_flag() {
         refused_in_one_line(args, needle);
     }
 }
+
+/// An output file in a folder that does not exist is refused before the run: it was found
+/// only when the results were written, after the whole run (exit 2, the results lost).
+#[test]
+fn an_output_file_that_cannot_be_written_is_refused_before_the_run() {
+    use crate::util::refused_in_one_line;
+    // A listener that would see the run's first connection.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let target = listener.local_addr().expect("addr").to_string();
+    let missing = "/tmp/mailbench-no-such-folder-7f3a/x.json";
+    refused_in_one_line(
+        &["send", &target, "-n", "1", "--json", missing],
+        "--json /tmp/mailbench-no-such-folder-7f3a/x.json: there is no folder",
+    );
+    assert!(
+        listener.accept().is_err(),
+        "send connected before refusing --json"
+    );
+    refused_in_one_line(
+        &["send", &target, "--csv", "/tmp"],
+        "--csv /tmp is a folder",
+    );
+    refused_in_one_line(
+        &[
+            "sink",
+            "--report",
+            "/tmp/mailbench-no-such-folder-7f3a/r.html",
+        ],
+        "create it first (mkdir -p) or write elsewhere",
+    );
+}

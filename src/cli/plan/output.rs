@@ -79,6 +79,16 @@ pub fn plan(
         .iter()
         .map(|t| Threshold::parse(t, vocabulary))
         .collect::<Result<Vec<_>, _>>()?;
+    for (flag, path) in [
+        ("--json", &o.json),
+        ("--csv", &o.csv),
+        ("--postal-csv", &postal_csv),
+        ("--report", &o.report),
+    ] {
+        if let Some(path) = path {
+            writable(flag, path)?;
+        }
+    }
     let files = Outputs {
         json: o.json.clone(),
         csv: o.csv.clone(),
@@ -92,6 +102,28 @@ pub fn plan(
             quiet: o.quiet,
         },
     ))
+}
+
+/// Refuses an output file that could not be written at the end of the run: before, a
+/// missing folder cost the whole run (exit 2 after it, the results lost).
+fn writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(format!(
+            "{flag} {shown} is a folder; give a file name in it"
+        ));
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(format!(
+            "{flag} {shown}: there is no folder {}; create it first (mkdir -p) or write elsewhere",
+            folder.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Every command's threshold vocabulary, checked here where all the commands are in view.
