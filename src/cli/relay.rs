@@ -143,7 +143,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         lab_only_knobs(&a.shape)?;
     }
     let targets = match &a.target {
-        Some(t) => parse_targets(t, 25)?,
+        Some(t) => parse_targets(t, 25).map_err(flagged("--target"))?,
         None => Vec::new(),
     };
     let (mut send, outputs) = send_plan(

@@ -32,10 +32,12 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
     let listen = a
         .listen
         .iter()
-        .map(|l| match parse_target(l, 2525)? {
-            Target::Tcp { addr, .. } => Ok(Listen::Tcp(addr)),
-            Target::Unix(p) => Ok(Listen::Unix(p)),
-        })
+        .map(
+            |l| match parse_target(l, 2525).map_err(flagged("--listen"))? {
+                Target::Tcp { addr, .. } => Ok(Listen::Tcp(addr)),
+                Target::Unix(p) => Ok(Listen::Unix(p)),
+            },
+        )
         .collect::<Result<Vec<_>, String>>()?;
     let file = match &a.rules {
         Some(p) => {

@@ -290,6 +290,14 @@ fn a_bad_value_names_its_flag() {
             "--concurrency: invalid count",
         ),
         (
+            &["sink", "--listen", "nothost.invalid:25"],
+            "--listen: cannot resolve target \"nothost.invalid:25\"",
+        ),
+        (
+            &["relay", "--target", "nothost.invalid:25"],
+            "check the host name, or give an IP address",
+        ),
+        (
             &["relay", "--lab", "postfix", "--drain-timeout", "x"],
             "--drain-timeout: invalid duration",
         ),
