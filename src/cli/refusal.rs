@@ -113,10 +113,19 @@ pub fn line(e: &clap::Error, root: &clap::Command, args: &[OsString]) -> Option<
                 Some(ContextValue::Strings(s)) => s.iter().map(|s| flag_of(s)).collect(),
                 _ => vec![flag_of(&prior)],
             };
-            format!("{a} cannot be used with {}; drop one", b.join(" or "))
+            if b == [a.clone()] {
+                format!("{a} given twice; give it once")
+            } else {
+                format!("{a} cannot be used with {}; drop one", b.join(" or "))
+            }
         }
         ErrorKind::NoEquals => format!("{flag} needs its value after '=': {flag}=VALUE"),
-        ErrorKind::TooManyValues => format!("{flag} {value}: one value too many; {see}"),
+        ErrorKind::TooManyValues => match find_arg(&path, &flag) {
+            Some((_, a)) if !a.get_num_args().is_some_and(|n| n.takes_values()) => {
+                format!("{flag} takes no value: write {flag} alone, without {value}")
+            }
+            _ => format!("{flag} {value}: one value too many; {see}"),
+        },
         ErrorKind::TooFewValues | ErrorKind::WrongNumberOfValues => {
             let wanted = match text(ContextKind::ExpectedNumValues) {
                 n if n.is_empty() => format!("at least {}", text(ContextKind::MinValues)),
@@ -152,7 +161,7 @@ fn prefix(kind: ErrorKind, name: &str) -> &str {
 
 /// The commands the arguments name, root first (`mailbench mailbox imap …` gives
 /// mailbench, mailbox, imap): each word that is not a flag and names a subcommand of the
-/// last one found.
+/// last one found. `help` is not followed: `mailbench help foo` is a mistake at the top.
 fn command_path<'a>(root: &'a clap::Command, args: &[OsString]) -> Vec<&'a clap::Command> {
     let mut path = vec![root];
     for a in args.iter().skip(1).filter_map(|a| a.to_str()) {
@@ -160,7 +169,7 @@ fn command_path<'a>(root: &'a clap::Command, args: &[OsString]) -> Vec<&'a clap:
             break;
         }
         let last = path[path.len() - 1];
-        if let Some(sub) = (!a.starts_with('-'))
+        if let Some(sub) = (!a.starts_with('-') && a != "help")
             .then(|| last.find_subcommand(a))
             .flatten()
         {
@@ -493,6 +502,19 @@ mod tests {
             (
                 &["--threads", "x", "send", "h:1"],
                 "mailbench: --threads x: must be a whole number (threads that run connections)",
+            ),
+            (
+                &["send", "h:1", "--quiet=yes"],
+                "mailbench: --quiet takes no value: write --quiet alone, without yes",
+            ),
+            (
+                &["send", "h:1", "--threads", "2", "--threads", "3"],
+                "mailbench send: --threads given twice; give it once",
+            ),
+            (
+                &["help", "foo"],
+                "mailbench: unknown command foo; the commands are send, relay, lab, mailbox, \
+                 doctor, sink, report, compare, merge, dns, completions, man",
             ),
             (
                 &["dns", "--zone-file"],

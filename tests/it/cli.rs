@@ -189,6 +189,22 @@ fn clap_s_refusals_are_one_line_naming_the_input_and_the_fix() {
             "mailbench relay: --target cannot be used with --lab; drop one",
         ),
         (&["completions", "bsh"], "<SHELL> bsh: not one of bash,"),
+        (
+            &["send", "127.0.0.1:1", "--quiet=yes"],
+            "mailbench: --quiet takes no value: write --quiet alone, without yes",
+        ),
+        (
+            &["send", "127.0.0.1:1", "--rate", "1/s", "--rate", "2/s"],
+            "mailbench send: --rate given twice; give it once",
+        ),
+        (
+            &["help", "foo"],
+            "mailbench: unknown command foo; the commands are send,",
+        ),
+        (
+            &["--threads", "2"],
+            "mailbench: which command? one of send, relay,",
+        ),
     ];
     for (args, needle) in cases {
         refused_in_one_line(args, needle);
