@@ -169,7 +169,7 @@ fn clap_s_refusals_are_one_line_naming_the_input_and_the_fix() {
         ),
         (
             &["send", "127.0.0.1:1", "extra"],
-            "unexpected argument extra",
+            "unexpected argument extra: send takes one <TARGET> (where to send)",
         ),
         (
             &["send"],

@@ -211,7 +211,31 @@ fn unknown_argument(
     let see = format!("see {name} --help");
     let flag = flag_of(arg);
     if !arg.starts_with('-') {
-        return format!("unexpected argument {arg}; {see}");
+        // Say what the command does take in that place: often a value given twice, or
+        // a second target where one comma-separated list was meant.
+        let takes: Vec<String> = leaf
+            .get_positionals()
+            .filter(|a| !a.is_hide_set())
+            .map(|a| {
+                let shown = flag_of(&a.get_id().to_string().to_uppercase());
+                let shown = match a.get_value_names().and_then(|v| v.first()) {
+                    Some(v) => format!("<{v}>"),
+                    None => shown,
+                };
+                match clause(a) {
+                    Some(c) => format!("{shown} ({c})"),
+                    None => shown,
+                }
+            })
+            .collect();
+        let cmd = leaf.get_name();
+        return match takes.is_empty() {
+            true => format!("unexpected argument {arg}: {cmd} takes options only; {see}"),
+            false => format!(
+                "unexpected argument {arg}: {cmd} takes one {}; {see}",
+                takes.join(" and one ")
+            ),
+        };
     }
     if let Some((_, _, hint)) = MISTAKEN.iter().find(|(c, f, _)| *c == name && *f == flag) {
         return format!("unknown option {flag}; {hint}");
