@@ -104,7 +104,8 @@ fn help_and_version_stay_clap_s() {
     }
 }
 
-/// Every command, given a flag it lacks, nothing, or a stray word: one line, no panic.
+/// Every command, given nothing, a flag it lacks, stray words or a bad number: one line
+/// (or its help), no panic.
 #[test]
 fn every_command_refuses_in_one_line() {
     fn paths(c: &clap::Command, above: &[String], out: &mut Vec<Vec<String>>) {
@@ -119,7 +120,8 @@ fn every_command_refuses_in_one_line() {
     paths(&crate::cli::command(), &[], &mut all);
     for p in all {
         for extra in [
-            &["--no-such-flag"][..],
+            &[][..],
+            &["--no-such-flag"],
             &["no-such-word", "x", "y"],
             &["--threads", "0"],
         ] {
