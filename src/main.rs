@@ -1,17 +1,10 @@
 //! The `mailbench` binary: parse the command line and hand over to `mailbench::cli`.
 
 fn main() -> std::process::ExitCode {
+    // A command line that cannot run was already answered (help, version, or the mistake
+    // in one line); its exit code comes back as the error.
     match mailbench::cli::parse() {
         Ok(cli) => mailbench::cli::run(cli),
-        // --help and --version print and succeed; any other parse error is bad usage.
-        Err(e) => {
-            let _ = e.print();
-            let code = if e.use_stderr() {
-                mailbench::cli::EXIT_USAGE
-            } else {
-                mailbench::cli::EXIT_OK
-            };
-            std::process::ExitCode::from(code)
-        }
+        Err(code) => code,
     }
 }

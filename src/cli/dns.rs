@@ -72,7 +72,8 @@ pub fn plan(a: &DnsArgs, threads: u16) -> Result<(DnsPlan, OutputPlan), String> 
             .duration
             .as_deref()
             .map(crate::units::duration)
-            .transpose()?,
+            .transpose()
+            .map_err(super::plan::flagged("--duration"))?,
         progress,
         config_json,
     };

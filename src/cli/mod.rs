@@ -5,7 +5,8 @@
 //! chooses the exit code (`exit`); `report` also reads finished runs back for `mailbench
 //! report`, `compare` and `merge`; `vary` runs a relay lab under two settings or several
 //! MTAs in alternating rounds; `install` prints the man pages and shell completions;
-//! `misplaced` refuses a flag given to a command it does not belong to.
+//! `misplaced` refuses a flag given to a command it does not belong to; `refusal` turns
+//! any other command line clap refuses into one line.
 
 pub mod args;
 pub mod dns;
@@ -17,6 +18,7 @@ pub mod lab;
 pub mod mailbox;
 mod misplaced;
 pub mod plan;
+mod refusal;
 pub mod relay;
 pub mod report;
 pub mod send;
@@ -62,15 +64,50 @@ pub fn command() -> clap::Command {
 
 /// Parses the process's arguments with `command`; `--threads` after the command name
 /// lands in `Cli::threads` like the top-level one (given in both places, the later wins).
-pub fn parse() -> Result<Cli, clap::Error> {
+/// A command line that cannot run is answered here: help and version as clap prints them
+/// (exit 0), a mistake in one line on stderr (exit 1); the error is the exit code.
+pub fn parse() -> Result<Cli, ExitCode> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    parse_from(&args).map_err(|e| {
+        let refused = |line: &str| {
+            crate::run::live::say(line);
+            ExitCode::from(EXIT_USAGE)
+        };
+        match e {
+            Refused::Clap(e) => match refusal::line(&e, &command(), &args) {
+                Some(line) => refused(&line),
+                None => {
+                    let _ = e.print();
+                    // A bare `mailbench` (or `mailbench mailbox`) shows help, but ran nothing.
+                    ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK })
+                }
+            },
+            Refused::Misplaced(msg) => refused(&format!("mailbench: {msg}")),
+        }
+    })
+}
+
+/// Why `parse_from` could not give a command line to run.
+enum Refused {
+    /// clap's own error: help, version, or a mistake it found.
+    Clap(clap::Error),
+    /// A flag given to a command it does not belong to (`misplaced`), already in words.
+    Misplaced(String),
+}
+
+impl From<clap::Error> for Refused {
+    fn from(e: clap::Error) -> Self {
+        Refused::Clap(e)
+    }
+}
+
+/// `parse` on given arguments, without printing.
+fn parse_from(args: &[std::ffi::OsString]) -> Result<Cli, Refused> {
     use clap::FromArgMatches;
     use clap::parser::ValueSource;
-    let m = command().try_get_matches()?;
+    let m = command().try_get_matches_from(args)?;
     if let Some(msg) = misplaced::refusal(&m) {
-        return Err(clap::Error::raw(
-            clap::error::ErrorKind::ArgumentConflict,
-            format!("{msg}\n"),
-        ));
+        return Err(Refused::Misplaced(msg));
     }
     let mut cli = Cli::from_arg_matches(&m)?;
     let given = |m: &clap::ArgMatches| {

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use super::args::{DEFAULT_TO, LoadArgs, RelayArgs};
 use super::exit::{EXIT_FAILED, EXIT_USAGE};
 use super::finish::deliver;
+use super::plan::flagged;
 use super::plan::lab::{logging_knob, lookup, options, postfix_only};
 use super::plan::load::Defaults;
 use super::plan::output::OutputPlan;
@@ -70,7 +71,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         (None, true) => SocketAddr::from(([127, 0, 0, 1], 0)),
         (None, false) => SocketAddr::from(([127, 0, 0, 1], 2525)),
     };
-    let drain_timeout = units::duration(&a.drain_timeout)?;
+    let drain_timeout = units::duration(&a.drain_timeout).map_err(flagged("--drain-timeout"))?;
     let queue_device = a
         .queue_device
         .as_deref()
@@ -87,10 +88,12 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
     let levels: Vec<usize> = match a.load.shape.concurrency.as_deref() {
         Some(list) if list.contains(',') => list
             .split(',')
-            .map(|c| match units::count(c)? {
-                0 => Err("a concurrency level must be at least 1".to_string()),
-                n => Ok(n as usize),
-            })
+            .map(
+                |c| match units::count(c).map_err(flagged("--concurrency"))? {
+                    0 => Err("a concurrency level must be at least 1".to_string()),
+                    n => Ok(n as usize),
+                },
+            )
             .collect::<Result<_, _>>()?,
         _ => Vec::new(),
     };
@@ -140,7 +143,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         lab_only_knobs(&a.shape)?;
     }
     let targets = match &a.target {
-        Some(t) => parse_targets(t, 25)?,
+        Some(t) => parse_targets(t, 25).map_err(flagged("--target"))?,
         None => Vec::new(),
     };
     let (mut send, outputs) = send_plan(
@@ -193,10 +196,13 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
     };
     let find_max = if a.find_max {
         Some(FindMaxPlan {
-            start_rate: units::rate(&a.start_rate)?,
+            start_rate: units::rate(&a.start_rate).map_err(flagged("--start-rate"))?,
             rules: StepRules {
-                step: units::duration(&a.step)?,
-                max_e2e_p99_ms: units::duration(&a.max_e2e_p99)?.as_secs_f64() * 1000.0,
+                step: units::duration(&a.step).map_err(flagged("--step"))?,
+                max_e2e_p99_ms: units::duration(&a.max_e2e_p99)
+                    .map_err(flagged("--max-e2e-p99"))?
+                    .as_secs_f64()
+                    * 1000.0,
             },
         })
     } else {

@@ -1,10 +1,9 @@
 //! `SinkArgs` → validated `SinkPlan`.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 
 use super::args::SinkArgs;
+use super::plan::flagged;
 use super::plan::output::{self, OutputPlan};
 use crate::message::users;
 use crate::sink::faults::{FaultPlan, parse_rule, user_flags};
@@ -33,10 +32,12 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
     let listen = a
         .listen
         .iter()
-        .map(|l| match parse_target(l, 2525)? {
-            Target::Tcp { addr, .. } => Ok(Listen::Tcp(addr)),
-            Target::Unix(p) => Ok(Listen::Unix(p)),
-        })
+        .map(
+            |l| match parse_target(l, 2525).map_err(flagged("--listen"))? {
+                Target::Tcp { addr, .. } => Ok(Listen::Tcp(addr)),
+                Target::Unix(p) => Ok(Listen::Unix(p)),
+            },
+        )
         .collect::<Result<Vec<_>, String>>()?;
     let file = match &a.rules {
         Some(p) => {
@@ -51,11 +52,18 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
     for r in file.rules.iter().chain(&a.rule) {
         rules.push(parse_rule(r)?);
     }
-    let dur = |flag: &Option<String>, file: &Option<String>| -> Result<Option<Duration>, String> {
+    // A value from the flag is named by the flag, one from the fault file by its key.
+    let dur = |name: &str, flag: &Option<String>, file: &Option<String>| {
+        let from = if flag.is_some() {
+            "--"
+        } else {
+            "the --rules file's "
+        };
         flag.as_ref()
             .or(file.as_ref())
             .map(|d| units::duration(d))
             .transpose()
+            .map_err(|e| format!("{from}{name}: {e}"))
     };
     let list = a.users.as_deref().map(users::load).transpose()?;
     let users = list.as_deref().map(user_flags).unwrap_or_default();
@@ -73,23 +81,34 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
         (None, true) => return Err("--auth-users needs --users FILE with passwords".into()),
         _ => None,
     };
-    let count = |s: &Option<String>| s.as_deref().map(units::count).transpose();
+    let count = |flag: &'static str, s: &Option<String>| {
+        s.as_deref()
+            .map(units::count)
+            .transpose()
+            .map_err(flagged(flag))
+    };
     let faults = FaultPlan {
         rules,
-        tarpit: dur(&a.tarpit, &file.tarpit)?.unwrap_or_default(),
-        greylist: dur(&a.greylist, &file.greylist)?,
+        tarpit: dur("tarpit", &a.tarpit, &file.tarpit)?.unwrap_or_default(),
+        greylist: dur("greylist", &a.greylist, &file.greylist)?,
         users,
         passwords,
-        max_conns_per_ip: count(&a.max_conns_per_ip)?.or(file.max_conns_per_ip),
-        max_msgs_per_conn: count(&a.max_msgs_per_conn)?.or(file.max_msgs_per_conn),
+        max_conns_per_ip: count("--max-conns-per-ip", &a.max_conns_per_ip)?
+            .or(file.max_conns_per_ip),
+        max_msgs_per_conn: count("--max-msgs-per-conn", &a.max_msgs_per_conn)?
+            .or(file.max_msgs_per_conn),
         rate_per_ip: a
             .rate_per_ip
             .as_ref()
             .or(file.rate_per_ip.as_ref())
             .map(|r| units::rate(r))
-            .transpose()?,
+            .transpose()
+            .map_err(|e| match a.rate_per_ip {
+                Some(_) => format!("--rate-per-ip: {e}"),
+                None => format!("the --rules file's rate_per_ip: {e}"),
+            })?,
     };
-    let max_size = units::size(&a.max_size)?;
+    let max_size = units::size(&a.max_size).map_err(flagged("--max-size"))?;
     if max_size == 0 {
         return Err("--max-size must be above zero".into());
     }
@@ -114,7 +133,8 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
     };
     let store = Store::open(&a.store)?;
     let (outputs, progress) = output::plan(&a.out, None, &crate::sink::THRESHOLDS)?;
-    let max_connections = units::count(&a.max_connections)? as usize;
+    let max_connections =
+        units::count(&a.max_connections).map_err(flagged("--max-connections"))? as usize;
     let config_json = serde_json::json!({
         "listen": listen.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
         "server": server,
@@ -136,19 +156,26 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
         store,
         fsync: a.fsync,
         max_connections,
-        idle_timeout: units::duration(&a.idle_timeout)?,
-        exit_after_messages: count(&a.exit_after_messages)?,
+        idle_timeout: units::duration(&a.idle_timeout).map_err(flagged("--idle-timeout"))?,
+        exit_after_messages: count("--exit-after-messages", &a.exit_after_messages)?,
         exit_after_idle: a
             .exit_after_idle
             .as_deref()
             .map(units::duration)
-            .transpose()?,
-        duration: a.duration.as_deref().map(units::duration).transpose()?,
+            .transpose()
+            .map_err(flagged("--exit-after-idle"))?,
+        duration: a
+            .duration
+            .as_deref()
+            .map(units::duration)
+            .transpose()
+            .map_err(flagged("--duration"))?,
         drip: a
             .drip
             .as_deref()
             .map(units::duration)
-            .transpose()?
+            .transpose()
+            .map_err(flagged("--drip"))?
             .unwrap_or_default(),
         bounce_to: a
             .bounce_to
@@ -159,7 +186,8 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
             .bandwidth
             .as_deref()
             .map(units::size)
-            .transpose()?
+            .transpose()
+            .map_err(flagged("--bandwidth"))?
             .unwrap_or(0) as u64,
         dkim: a
             .dkim_verify

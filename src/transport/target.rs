@@ -55,7 +55,11 @@ pub fn parse_target(spec: &str, default_port: u16) -> Result<Target, String> {
     let (host, port) = split_host_port(spec, default_port)?;
     let addr = (host.as_str(), port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve target {spec:?}: {e}"))?
+        .map_err(|e| {
+            format!(
+                "cannot resolve target {spec:?}: {e}; check the host name, or give an IP address"
+            )
+        })?
         .next()
         .ok_or_else(|| format!("target {spec:?} resolves to no address"))?;
     Ok(Target::Tcp { addr, host })

@@ -58,7 +58,8 @@ fn arrival_plan(
         ("--size", &a.size),
         None,
     )?;
-    let drain_timeout = units::duration(&a.drain_timeout)?;
+    let drain_timeout =
+        units::duration(&a.drain_timeout).map_err(|e| format!("--drain-timeout: {e}"))?;
     let path = match (lab, a.mta) {
         (true, ArrivalMtaArg::Postfix) => ArrivalPath::Postfix,
         (true, ArrivalMtaArg::Lmtp) => ArrivalPath::Lmtp,

@@ -45,7 +45,7 @@ pub(super) async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
     let into = match (setup, &a.lmtp, &a.server.users_file) {
         (Some(setup), _, _) => Destination::Lab(setup),
         (None, Some(lmtp), Some(file)) => {
-            let target = parse_target(lmtp, 24).map_err(usage)?;
+            let target = parse_target(lmtp, 24).map_err(|e| usage(format!("--lmtp: {e}")))?;
             let users = store::users_file(file).map_err(usage)?;
             fill.send.config_json["target"] = lmtp.clone().into();
             Destination::Own(target, users)

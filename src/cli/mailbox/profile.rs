@@ -100,7 +100,8 @@ pub(super) fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
     let population = match &a.ramp_users {
         Some(spec) => ramp_users(spec, max)?,
         None => {
-            let run_for = units::duration(a.duration.as_deref().unwrap_or("60s"))?;
+            let run_for = units::duration(a.duration.as_deref().unwrap_or("60s"))
+                .map_err(|e| format!("--duration: {e}"))?;
             if run_for.is_zero() {
                 return Err("--duration must be above zero".into());
             }
@@ -120,7 +121,7 @@ pub(super) fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
     // With a ramp, -z (when given) ends the whole run, cutting the step it falls in.
     let run_limit = match (&a.ramp_users, &a.duration) {
         (Some(_), Some(z)) => {
-            let z = units::duration(z)?;
+            let z = units::duration(z).map_err(|e| format!("--duration: {e}"))?;
             if z.is_zero() {
                 return Err("--duration must be above zero".into());
             }

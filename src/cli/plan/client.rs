@@ -39,8 +39,9 @@ pub fn smtp(
             _ => return Err(format!("--auth {up:?}: write user:password, or 'senders'")),
         },
     };
-    let connect_timeout = units::duration(&a.connect_timeout)?;
-    let command_timeout = units::duration(&a.timeout)?;
+    let connect_timeout =
+        units::duration(&a.connect_timeout).map_err(super::flagged("--connect-timeout"))?;
+    let command_timeout = units::duration(&a.timeout).map_err(super::flagged("--timeout"))?;
     for (name, d) in [
         ("--connect-timeout", connect_timeout),
         ("--timeout", command_timeout),
@@ -139,8 +140,9 @@ impl Timeouts {
     /// Both limits from their flags; neither may be zero.
     pub fn plan(a: &MailboxClientArgs) -> Result<Timeouts, String> {
         let t = Timeouts {
-            connect: units::duration(&a.connect_timeout)?,
-            command: units::duration(&a.timeout)?,
+            connect: units::duration(&a.connect_timeout)
+                .map_err(super::flagged("--connect-timeout"))?,
+            command: units::duration(&a.timeout).map_err(super::flagged("--timeout"))?,
         };
         if t.connect.is_zero() || t.command.is_zero() {
             return Err("--connect-timeout and --timeout must be above zero".into());

@@ -9,7 +9,9 @@ use crate::dns::spec::{Synthetic, expand_domains};
 
 /// The synthetic zones of `domains` over `addresses`, with `z`'s details.
 pub fn synthetic(domains: &str, addresses: Vec<IpAddr>, z: &ZoneArgs) -> Result<Synthetic, String> {
-    let ttl = crate::units::duration(&z.zone_ttl)?.as_secs();
+    let ttl = crate::units::duration(&z.zone_ttl)
+        .map_err(super::flagged("--zone-ttl"))?
+        .as_secs();
     let ttl = u32::try_from(ttl).map_err(|_| format!("--zone-ttl {}: too long", z.zone_ttl))?;
     let dkim = z
         .dkim_txt

@@ -14,7 +14,8 @@ pub fn fill(a: &FillArgs, per_user: u64) -> Result<Fill, String> {
     if folders == 0 || folders > 100 {
         return Err("--folders must be between 1 and 100".into());
     }
-    let concurrency = units::count(&a.fill_concurrency)?;
+    let concurrency =
+        units::count(&a.fill_concurrency).map_err(super::flagged("--fill-concurrency"))?;
     if concurrency == 0 {
         return Err("--fill-concurrency must be at least 1".into());
     }

@@ -11,6 +11,8 @@ use crate::run::Progress;
 use crate::stats::summary::Vocabulary;
 use crate::units;
 
+use super::flagged;
+
 /// The defaults that differ between the commands that generate load: each states its
 /// own, and the help's `[default: …]` says the same (the examples test checks it).
 pub struct Defaults {
@@ -53,7 +55,8 @@ pub fn shape_implied(
 ) -> Result<(LoadPlan, serde_json::Value), String> {
     let concurrency = match implied.concurrency {
         Some(n) => n as usize,
-        None => units::count(a.concurrency.as_deref().unwrap_or(defaults.concurrency))? as usize,
+        None => units::count(a.concurrency.as_deref().unwrap_or(defaults.concurrency))
+            .map_err(flagged("--concurrency"))? as usize,
     };
     if concurrency == 0 {
         return Err("-c/--concurrency must be at least 1".into());
@@ -66,9 +69,12 @@ pub fn shape_implied(
             Pacing::Closed
         }
         Some(r) => {
-            let rate = units::rate(r)?;
+            let rate = units::rate(r).map_err(flagged("--rate"))?;
             let (ramp_from, ramp_over) = match &a.ramp {
-                Some(d) => (Some(units::rate(&a.ramp_from)?), Some(units::duration(d)?)),
+                Some(d) => (
+                    Some(units::rate(&a.ramp_from).map_err(flagged("--ramp-from"))?),
+                    Some(units::duration(d).map_err(flagged("--ramp"))?),
+                ),
                 None => (None, None),
             };
             Pacing::Open {
@@ -82,11 +88,16 @@ pub fn shape_implied(
             }
         }
     };
-    let duration = a.duration.as_deref().map(units::duration).transpose()?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(units::duration)
+        .transpose()
+        .map_err(flagged("--duration"))?;
     let count = match (implied.messages, &a.messages, duration) {
         (Some(n), _, _) => n,
         (None, Some(n), _) => {
-            let n = units::count(n)?;
+            let n = units::count(n).map_err(flagged("--messages"))?;
             if n == 0 {
                 return Err("-n/--messages must be at least 1".into());
             }
@@ -100,8 +111,13 @@ pub fn shape_implied(
     } else {
         units::count_range(&a.per_conn).map_err(|e| format!("--per-conn: {e}"))?
     };
-    let max_errors = a.max_errors.as_deref().map(units::count).transpose()?;
-    let grace = units::duration(&a.grace)?;
+    let max_errors = a
+        .max_errors
+        .as_deref()
+        .map(units::count)
+        .transpose()
+        .map_err(flagged("--max-errors"))?;
+    let grace = units::duration(&a.grace).map_err(flagged("--grace"))?;
     Ok(assemble(Shape {
         pacing,
         concurrency,

@@ -38,7 +38,7 @@ pub fn message_implied(
 ) -> Result<(MessagePlan, serde_json::Value), String> {
     let rcpts = match implied.rcpts {
         Some(n) => n,
-        None => units::count(&a.rcpts)?,
+        None => units::count(&a.rcpts).map_err(super::flagged("--rcpts"))?,
     };
     let to_spec = implied.to.as_deref().unwrap_or(&a.to);
     if rcpts == 0 || rcpts > 100_000 {
@@ -113,7 +113,12 @@ struct Envelope<'a> {
 fn build(e: Envelope) -> Result<(MessagePlan, serde_json::Value), String> {
     let (flag, size) = e.size;
     let (min, max) = units::size_range(size).map_err(|why| format!("{flag}: {why}"))?;
-    let attach = e.attach.map(units::size).transpose()?.unwrap_or(0);
+    let attach = e
+        .attach
+        .map(units::size)
+        .transpose()
+        .map_err(super::flagged("--attach"))?
+        .unwrap_or(0);
     if max > 512 << 20 || attach > 512 << 20 {
         return Err(format!("{flag} and --attach are limited to 512 MiB"));
     }

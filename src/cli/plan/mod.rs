@@ -18,3 +18,9 @@ pub mod output;
 pub mod scale;
 pub mod send;
 pub mod store;
+
+/// Puts the flag's name before an error about its value (`units` and the other parsers
+/// know the value, not the flag it came from): `--duration: invalid duration "soon"; …`.
+pub fn flagged(flag: &'static str) -> impl Fn(String) -> String {
+    move |e| format!("{flag}: {e}")
+}

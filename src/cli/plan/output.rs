@@ -56,7 +56,7 @@ pub fn plan(
     postal_csv: Option<std::path::PathBuf>,
     vocabulary: &Vocabulary,
 ) -> Result<(OutputPlan, Progress), String> {
-    let interval = crate::units::duration(&o.interval)?;
+    let interval = crate::units::duration(&o.interval).map_err(super::flagged("--interval"))?;
     if interval < std::time::Duration::from_millis(100) {
         return Err("--interval must be at least 100ms".into());
     }
@@ -66,7 +66,8 @@ pub fn plan(
                 "--prometheus {addr}: give an address and port to listen on, e.g. 127.0.0.1:9464"
             )
         })?;
-        let hold = crate::units::duration(&o.prometheus_hold)?;
+        let hold = crate::units::duration(&o.prometheus_hold)
+            .map_err(super::flagged("--prometheus-hold"))?;
         if hold > std::time::Duration::from_secs(3600) {
             return Err("--prometheus-hold: at most 1h".into());
         }
@@ -78,6 +79,16 @@ pub fn plan(
         .iter()
         .map(|t| Threshold::parse(t, vocabulary))
         .collect::<Result<Vec<_>, _>>()?;
+    for (flag, path) in [
+        ("--json", &o.json),
+        ("--csv", &o.csv),
+        ("--postal-csv", &postal_csv),
+        ("--report", &o.report),
+    ] {
+        if let Some(path) = path {
+            writable(flag, path)?;
+        }
+    }
     let files = Outputs {
         json: o.json.clone(),
         csv: o.csv.clone(),
@@ -91,6 +102,28 @@ pub fn plan(
             quiet: o.quiet,
         },
     ))
+}
+
+/// Refuses an output file that could not be written at the end of the run: before, a
+/// missing folder cost the whole run (exit 2 after it, the results lost).
+fn writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(format!(
+            "{flag} {shown} is a folder; give a file name in it"
+        ));
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(format!(
+            "{flag} {shown}: there is no folder {}; create it first (mkdir -p) or write elsewhere",
+            folder.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Every command's threshold vocabulary, checked here where all the commands are in view.

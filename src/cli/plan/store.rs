@@ -77,7 +77,10 @@ impl Where {
                 } else {
                     ports.0
                 };
-                (Some(parse_target(t, port)?), users_file(f)?)
+                (
+                    Some(parse_target(t, port).map_err(super::flagged("--target"))?),
+                    users_file(f)?,
+                )
             }
             _ => (None, Vec::new()),
         };
