@@ -31,8 +31,13 @@ fn complete(filled: &Results) -> Result<(), MailboxError> {
         .first()
         .and_then(|e| e.sample.as_deref())
         .map_or(String::new(), |s| format!(" (first error: {s})"));
+    let cut = if filled.interrupted {
+        "interrupted while "
+    } else {
+        ""
+    };
     Err(MailboxError::Failed(format!(
-        "filling the mailboxes: {} of {} messages delivered{first}",
+        "{cut}filling the mailboxes: {} of {} messages delivered{first}; nothing was measured",
         c.accepted, c.sent
     )))
 }

@@ -204,7 +204,16 @@ where
                 round: round + 1,
                 side,
             };
-            done[side].push(run(turn).await.map_err(RoundsError::Round)?);
+            match run(turn).await {
+                Ok(r) => done[side].push(r),
+                // The signal cut the turn off before it measured anything (its lab still
+                // filling): the comparison ends there, as after any cut-short turn.
+                Err(_) if stop.stopping() => {
+                    cut_in = Some(turn);
+                    break 'rounds;
+                }
+                Err(e) => return Err(RoundsError::Round(e)),
+            }
             if stop.stopping() {
                 cut_in = Some(turn);
                 break 'rounds;
@@ -377,6 +386,57 @@ mod tests {
         ))
         .expect("rotated");
         (c, ran.into_inner())
+    }
+
+    /// Rotates two variants over two rounds; the turn `fails_at` (1-based) fails after a
+    /// signal came during it, as a lab cut off while filling does.
+    fn failing(fails_at: usize) -> Result<Compared<Fake>, RoundsError<String>> {
+        let signal = Signal::at(Some(fails_at));
+        futures_lite(rotate(
+            "mailbox profile",
+            &labels(2),
+            2,
+            &signal,
+            combine,
+            |t: Turn| {
+                let cut = signal.run();
+                async move {
+                    match cut {
+                        true => {
+                            Err("filling the mailboxes: 30 of 40 messages delivered".to_string())
+                        }
+                        false => Ok(Fake {
+                            turns: vec![(t.round, t.side)],
+                            cut,
+                            interrupted: false,
+                            dropped: Vec::new(),
+                        }),
+                    }
+                }
+            },
+        ))
+    }
+
+    #[test]
+    fn a_turn_a_signal_cut_off_before_it_measured_ends_the_comparison() {
+        // The very first turn: nothing to compare, said as for any early signal.
+        match failing(1) {
+            Err(RoundsError::NoneKept(why)) => assert_eq!(
+                why,
+                "interrupted before every variant had run once; nothing to compare"
+            ),
+            other => panic!("expected nothing kept, got {:?}", other.map(|c| c.said)),
+        }
+        // In round 2: round 1 is whole and compared; b's round 2 is left out.
+        let c = failing(3).expect("round 1 kept");
+        assert!(c.interrupted && c.compared, "{:?}", c.said);
+        assert_eq!(c.sides[0].turns, [(1, 0)]);
+        assert_eq!(c.sides[1].turns, [(1, 1)]);
+        assert_eq!(
+            c.dropped.len(),
+            0,
+            "the failed turn has no run to leave out"
+        );
     }
 
     /// Runs a future to its end on a runtime of the test's own.
