@@ -7,6 +7,8 @@ pub mod client;
 pub mod frame;
 pub mod pipeline;
 pub mod response;
+#[cfg(test)]
+mod response_corpus;
 
 pub use client::{
     Command, Completion, DELETED, Event, FetchItems, FlagOp, ImapClient, ImapError, Phase, listed,
