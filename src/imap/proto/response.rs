@@ -196,6 +196,13 @@ impl<'a> Cursor<'a> {
         self.buf.get(self.pos..).unwrap_or(&[])
     }
 
+    /// Eats one octet that has no case.
+    fn eat_byte(&mut self, b: u8) -> bool {
+        let ok = self.peek() == Some(b);
+        self.pos += usize::from(ok);
+        ok
+    }
+
     fn eat(&mut self, s: &[u8]) -> bool {
         let ok = self
             .tail()
@@ -217,24 +224,26 @@ impl<'a> Cursor<'a> {
 
     /// Octets up to a space, parenthesis, bracket or line end.
     fn atom(&mut self) -> &'a [u8] {
-        let start = self.pos;
-        while let Some(b) = self.peek() {
-            if matches!(b, b' ' | b'(' | b')' | b'[' | b']' | b'\r' | b'\n') {
-                break;
-            }
-            self.pos += 1;
-        }
+        let start = self.pos.min(self.buf.len());
+        let len = self.buf[start..]
+            .iter()
+            .position(|&b| ATOM_STOPS[usize::from(b)])
+            .unwrap_or(self.buf.len() - start);
+        self.pos = start + len;
         &self.buf[start..self.pos]
     }
 
+    /// Decimal digits (all of them are eaten, even past an overflow).
     fn number(&mut self) -> Result<u64, ParseError> {
         let start = self.pos;
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+        let mut n: Option<u64> = Some(0);
+        while let Some(b) = self.peek().filter(u8::is_ascii_digit) {
+            n = n
+                .and_then(|n| n.checked_mul(10))
+                .and_then(|n| n.checked_add(u64::from(b - b'0')));
             self.pos += 1;
         }
-        std::str::from_utf8(&self.buf[start..self.pos])
-            .ok()
-            .and_then(|s| s.parse().ok())
+        n.filter(|_| self.pos > start)
             .ok_or(ParseError("a number expected"))
     }
 
@@ -296,7 +305,7 @@ impl<'a> Cursor<'a> {
         } else {
             None
         };
-        (code, String::from_utf8_lossy(self.rest()).into_owned())
+        (code, text(self.rest()))
     }
 
     /// Space-separated words up to `stop` or the line end.
@@ -315,7 +324,7 @@ impl<'a> Cursor<'a> {
                 self.pos += 1;
                 continue;
             }
-            out.push(String::from_utf8_lossy(w).into_owned());
+            out.push(text(w));
         }
         out
     }
@@ -367,13 +376,13 @@ impl<'a> Cursor<'a> {
         };
         self.need(b"(", "FETCH items in parentheses")?;
         loop {
-            self.eat(b" ");
-            if self.eat(b")") {
+            self.eat_byte(b' ');
+            if self.eat_byte(b')') {
                 return Ok(f);
             }
             let key_start = self.pos;
             let name = upper(self.atom());
-            if name.len == 0 {
+            if name.as_slice().is_empty() {
                 return Err(ParseError("a FETCH item name expected"));
             }
             let sectioned = self.peek() == Some(b'[');
@@ -381,7 +390,9 @@ impl<'a> Cursor<'a> {
                 self.section()?;
             }
             let key = &self.buf[key_start..self.pos];
-            self.need(b" ", "a space after a FETCH item name")?;
+            if !self.eat_byte(b' ') {
+                return Err(ParseError("a space after a FETCH item name"));
+            }
             match name.as_slice() {
                 b"UID" => f.uid = Some(self.number32()?),
                 b"RFC822.SIZE" => f.size = Some(self.number()?),
@@ -441,22 +452,24 @@ impl<'a> Cursor<'a> {
         Err(ParseError("an unterminated section"))
     }
 
+    /// The flags as they came, one space between each: the list's inside without the
+    /// space it may start or end with, converted once (a flag is an atom, so no flag
+    /// holds a space and converting them one by one would give the same text).
     fn flags(&mut self) -> Result<String, ParseError> {
         self.need(b"(", "FLAGS in parentheses")?;
-        let mut out = String::new();
+        let start = self.pos;
         loop {
-            self.eat(b" ");
-            if self.eat(b")") {
-                return Ok(out);
+            self.eat_byte(b' ');
+            if self.peek() == Some(b')') {
+                let inside = &self.buf[start..self.pos];
+                self.pos += 1;
+                let inside = inside.strip_prefix(b" ").unwrap_or(inside);
+                let inside = inside.strip_suffix(b" ").unwrap_or(inside);
+                return Ok(text(inside));
             }
-            let w = self.atom();
-            if w.is_empty() {
+            if self.atom().is_empty() {
                 return Err(ParseError("a flag expected"));
             }
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(&String::from_utf8_lossy(w));
         }
     }
 
@@ -466,14 +479,14 @@ impl<'a> Cursor<'a> {
         self.need(b"(", "ENVELOPE in parentheses")?;
         let mut id = None;
         for i in 0..10 {
-            self.eat(b" ");
+            self.eat_byte(b' ');
             if i == 9 {
                 id = self.nstring()?.map(fingerprint64);
             } else {
                 self.value()?;
             }
         }
-        self.eat(b" ");
+        self.eat_byte(b' ');
         self.need(b")", "ENVELOPE with ten fields")?;
         Ok((&self.buf[start..self.pos], id))
     }
@@ -605,6 +618,9 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The octets an atom ends at: a space, parentheses, brackets, a line end.
+const ATOM_STOPS: [bool; 256] = stops(b" ()[]\r\n");
+
 /// The octets [`Cursor::list`] stops at: parentheses, a string's or literal's start, a
 /// line end.
 const LIST_STOPS: [bool; 256] = stops(b"()\"{\r\n");
@@ -624,31 +640,46 @@ const fn stops(octets: &[u8]) -> [bool; 256] {
 const QUOTED_STOPS: [bool; 256] = stops(b"\"\\\r\n");
 
 /// An atom upper-cased on the stack: the keywords compared against are short, so a
-/// longer atom is kept as it came (it matches none) and nothing is allocated per item.
-struct Upper {
-    buf: [u8; 24],
-    len: usize,
+/// longer atom matches none and nothing is allocated per item. Servers send keywords in
+/// upper case, so most atoms are compared as they came, without a copy.
+enum Upper<'a> {
+    /// Already upper case (or a sentinel that matches no keyword).
+    Same(&'a [u8]),
+    /// A copy raised to upper case, and its length.
+    Raised([u8; 24], usize),
 }
 
-impl Upper {
+impl Upper<'_> {
     fn as_slice(&self) -> &[u8] {
-        &self.buf[..self.len]
+        match self {
+            Upper::Same(w) => w,
+            Upper::Raised(buf, len) => &buf[..*len],
+        }
     }
 }
 
-fn upper(word: &[u8]) -> Upper {
-    let mut u = Upper {
-        buf: [0; 24],
-        len: word.len().min(24),
-    };
-    for (d, s) in u.buf.iter_mut().zip(word) {
-        *d = s.to_ascii_uppercase();
-    }
+fn upper(word: &[u8]) -> Upper<'_> {
     if word.len() > 24 {
         // Too long for any keyword: make it match none.
-        u.buf[0] = b'#';
+        return Upper::Same(b"#");
     }
-    u
+    if !word.iter().any(u8::is_ascii_lowercase) {
+        return Upper::Same(word);
+    }
+    let mut buf = [0; 24];
+    for (d, s) in buf.iter_mut().zip(word) {
+        *d = s.to_ascii_uppercase();
+    }
+    Upper::Raised(buf, word.len())
+}
+
+/// Text as a String, with U+FFFD for what is not UTF-8 (as `String::from_utf8_lossy`,
+/// whose octet-by-octet walk costs several times the fast check that valid text passes).
+fn text(octets: &[u8]) -> String {
+    match std::str::from_utf8(octets) {
+        Ok(t) => t.to_owned(),
+        Err(_) => String::from_utf8_lossy(octets).into_owned(),
+    }
 }
 
 /// A 64-bit fingerprint of `bytes`, eight octets per step (a multiply and a shift each):

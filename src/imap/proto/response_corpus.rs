@@ -97,4 +97,3 @@ fn the_corpus_parses_as_the_reference_parser_did() {
     }
     assert_eq!(wrong, 0, "responses parsed differently (first five above)");
 }
-
