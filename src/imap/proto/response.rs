@@ -4,6 +4,7 @@
 //! across sessions (ENVELOPE, BODYSTRUCTURE, message bodies) is reduced to a fingerprint,
 //! so a body is read once, in place, and never copied.
 
+use super::fetch_scan;
 use super::frame::Frame;
 
 /// A tagged completion's or a status response's condition.
@@ -368,8 +369,14 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// `(item value item value ...)` of `* n FETCH`.
+    /// `(item value item value ...)` of `* n FETCH`: by [`fetch_scan`] when it can, else
+    /// (a literal, a section, anything unusual or malformed) item by item.
     fn fetch(&mut self, seq: u32) -> Result<Fetch, ParseError> {
+        let rest = self.tail();
+        let line = memchr::memchr3(b'\r', b'\n', b'{', rest).map_or(rest, |end| &rest[..end]);
+        if let Some(f) = fetch_scan::fetch(line, seq) {
+            return Ok(f);
+        }
         let mut f = Fetch {
             seq,
             ..Fetch::default()
@@ -619,7 +626,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// The octets an atom ends at: a space, parentheses, brackets, a line end.
-const ATOM_STOPS: [bool; 256] = stops(b" ()[]\r\n");
+pub(super) const ATOM_STOPS: [bool; 256] = stops(b" ()[]\r\n");
 
 /// The octets [`Cursor::list`] stops at: parentheses, a string's or literal's start, a
 /// line end.
@@ -675,7 +682,7 @@ fn upper(word: &[u8]) -> Upper<'_> {
 
 /// Text as a String, with U+FFFD for what is not UTF-8 (as `String::from_utf8_lossy`,
 /// whose octet-by-octet walk costs several times the fast check that valid text passes).
-fn text(octets: &[u8]) -> String {
+pub(super) fn text(octets: &[u8]) -> String {
     match std::str::from_utf8(octets) {
         Ok(t) => t.to_owned(),
         Err(_) => String::from_utf8_lossy(octets).into_owned(),
@@ -685,7 +692,7 @@ fn text(octets: &[u8]) -> String {
 /// A 64-bit fingerprint of `bytes`, eight octets per step (a multiply and a shift each):
 /// ENVELOPE and BODYSTRUCTURE of every message listed go through it, so it must cost far
 /// less than reading them. Not for adversaries, only for telling versions apart.
-fn fingerprint64(bytes: &[u8]) -> u64 {
+pub(super) fn fingerprint64(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut h = (bytes.len() as u64).wrapping_mul(K);
     let mut chunks = bytes.chunks_exact(8);
