@@ -7,6 +7,7 @@
 pub mod client;
 mod fetch_scan;
 pub mod frame;
+mod octets;
 pub mod pipeline;
 pub mod response;
 #[cfg(test)]

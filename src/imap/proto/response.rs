@@ -6,6 +6,7 @@
 
 use super::fetch_scan;
 use super::frame::Frame;
+use super::octets::{ATOM_STOPS, fingerprint64, stops, text};
 
 /// A tagged completion's or a status response's condition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -374,8 +375,17 @@ impl<'a> Cursor<'a> {
     fn fetch(&mut self, seq: u32) -> Result<Fetch, ParseError> {
         let rest = self.tail();
         let line = memchr::memchr3(b'\r', b'\n', b'{', rest).map_or(rest, |end| &rest[..end]);
-        if let Some(f) = fetch_scan::fetch(line, seq) {
-            return Ok(f);
+        if let Some(f) = fetch_scan::fetch(line) {
+            return Ok(Fetch {
+                seq,
+                uid: f.uid,
+                flags: f.flags,
+                size: f.size,
+                envelope: f.envelope,
+                message_id: f.message_id,
+                structure: f.structure,
+                body: None,
+            });
         }
         let mut f = Fetch {
             seq,
@@ -625,23 +635,9 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The octets an atom ends at: a space, parentheses, brackets, a line end.
-pub(super) const ATOM_STOPS: [bool; 256] = stops(b" ()[]\r\n");
-
 /// The octets [`Cursor::list`] stops at: parentheses, a string's or literal's start, a
 /// line end.
 const LIST_STOPS: [bool; 256] = stops(b"()\"{\r\n");
-
-/// A table true at each of `octets`.
-const fn stops(octets: &[u8]) -> [bool; 256] {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < octets.len() {
-        t[octets[i] as usize] = true;
-        i += 1;
-    }
-    t
-}
 
 /// The octets [`Cursor::quoted`] stops at: its end, an escape, a line end.
 const QUOTED_STOPS: [bool; 256] = stops(b"\"\\\r\n");
@@ -678,34 +674,6 @@ fn upper(word: &[u8]) -> Upper<'_> {
         *d = s.to_ascii_uppercase();
     }
     Upper::Raised(buf, word.len())
-}
-
-/// Text as a String, with U+FFFD for what is not UTF-8 (as `String::from_utf8_lossy`,
-/// whose octet-by-octet walk costs several times the fast check that valid text passes).
-pub(super) fn text(octets: &[u8]) -> String {
-    match std::str::from_utf8(octets) {
-        Ok(t) => t.to_owned(),
-        Err(_) => String::from_utf8_lossy(octets).into_owned(),
-    }
-}
-
-/// A 64-bit fingerprint of `bytes`, eight octets per step (a multiply and a shift each):
-/// ENVELOPE and BODYSTRUCTURE of every message listed go through it, so it must cost far
-/// less than reading them. Not for adversaries, only for telling versions apart.
-pub(super) fn fingerprint64(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
-        h ^= h >> 29;
-    }
-    let mut w = [0u8; 8];
-    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    h ^ (h >> 32)
 }
 
 /// A body's fingerprint: its length and its first and last 256 octets.
