@@ -1,12 +1,17 @@
-//! The sans-IO IMAP core: where a response ends (`frame`), what it says (`response`), the
+//! The sans-IO IMAP core: where a response ends (`frame`), what it says (`response`, with
+//! `fetch_scan` reading the common FETCH in one pass), the
 //! client session that tags commands and matches completions (`client`), and which
 //! commands may be in flight together (`pipeline`). Nothing here
 //! does IO or reads a clock; `crate::imap::conn` drives it.
 
 pub mod client;
+mod fetch_scan;
 pub mod frame;
+mod octets;
 pub mod pipeline;
 pub mod response;
+#[cfg(test)]
+mod response_corpus;
 
 pub use client::{
     Command, Completion, DELETED, Event, FetchItems, FlagOp, ImapClient, ImapError, Phase, listed,

@@ -4,7 +4,9 @@
 //! across sessions (ENVELOPE, BODYSTRUCTURE, message bodies) is reduced to a fingerprint,
 //! so a body is read once, in place, and never copied.
 
+use super::fetch_scan;
 use super::frame::Frame;
+use super::octets::{ATOM_STOPS, fingerprint64, stops, text};
 
 /// A tagged completion's or a status response's condition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,6 +198,13 @@ impl<'a> Cursor<'a> {
         self.buf.get(self.pos..).unwrap_or(&[])
     }
 
+    /// Eats one octet that has no case.
+    fn eat_byte(&mut self, b: u8) -> bool {
+        let ok = self.peek() == Some(b);
+        self.pos += usize::from(ok);
+        ok
+    }
+
     fn eat(&mut self, s: &[u8]) -> bool {
         let ok = self
             .tail()
@@ -217,24 +226,26 @@ impl<'a> Cursor<'a> {
 
     /// Octets up to a space, parenthesis, bracket or line end.
     fn atom(&mut self) -> &'a [u8] {
-        let start = self.pos;
-        while let Some(b) = self.peek() {
-            if matches!(b, b' ' | b'(' | b')' | b'[' | b']' | b'\r' | b'\n') {
-                break;
-            }
-            self.pos += 1;
-        }
+        let start = self.pos.min(self.buf.len());
+        let len = self.buf[start..]
+            .iter()
+            .position(|&b| ATOM_STOPS[usize::from(b)])
+            .unwrap_or(self.buf.len() - start);
+        self.pos = start + len;
         &self.buf[start..self.pos]
     }
 
+    /// Decimal digits (all of them are eaten, even past an overflow).
     fn number(&mut self) -> Result<u64, ParseError> {
         let start = self.pos;
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+        let mut n: Option<u64> = Some(0);
+        while let Some(b) = self.peek().filter(u8::is_ascii_digit) {
+            n = n
+                .and_then(|n| n.checked_mul(10))
+                .and_then(|n| n.checked_add(u64::from(b - b'0')));
             self.pos += 1;
         }
-        std::str::from_utf8(&self.buf[start..self.pos])
-            .ok()
-            .and_then(|s| s.parse().ok())
+        n.filter(|_| self.pos > start)
             .ok_or(ParseError("a number expected"))
     }
 
@@ -296,7 +307,7 @@ impl<'a> Cursor<'a> {
         } else {
             None
         };
-        (code, String::from_utf8_lossy(self.rest()).into_owned())
+        (code, text(self.rest()))
     }
 
     /// Space-separated words up to `stop` or the line end.
@@ -315,7 +326,7 @@ impl<'a> Cursor<'a> {
                 self.pos += 1;
                 continue;
             }
-            out.push(String::from_utf8_lossy(w).into_owned());
+            out.push(text(w));
         }
         out
     }
@@ -359,21 +370,36 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// `(item value item value ...)` of `* n FETCH`.
+    /// `(item value item value ...)` of `* n FETCH`: by [`fetch_scan`] when it can, else
+    /// (a literal, a section, anything unusual or malformed) item by item.
     fn fetch(&mut self, seq: u32) -> Result<Fetch, ParseError> {
+        let rest = self.tail();
+        let line = memchr::memchr3(b'\r', b'\n', b'{', rest).map_or(rest, |end| &rest[..end]);
+        if let Some(f) = fetch_scan::fetch(line) {
+            return Ok(Fetch {
+                seq,
+                uid: f.uid,
+                flags: f.flags,
+                size: f.size,
+                envelope: f.envelope,
+                message_id: f.message_id,
+                structure: f.structure,
+                body: None,
+            });
+        }
         let mut f = Fetch {
             seq,
             ..Fetch::default()
         };
         self.need(b"(", "FETCH items in parentheses")?;
         loop {
-            self.eat(b" ");
-            if self.eat(b")") {
+            self.eat_byte(b' ');
+            if self.eat_byte(b')') {
                 return Ok(f);
             }
             let key_start = self.pos;
             let name = upper(self.atom());
-            if name.len == 0 {
+            if name.as_slice().is_empty() {
                 return Err(ParseError("a FETCH item name expected"));
             }
             let sectioned = self.peek() == Some(b'[');
@@ -381,7 +407,9 @@ impl<'a> Cursor<'a> {
                 self.section()?;
             }
             let key = &self.buf[key_start..self.pos];
-            self.need(b" ", "a space after a FETCH item name")?;
+            if !self.eat_byte(b' ') {
+                return Err(ParseError("a space after a FETCH item name"));
+            }
             match name.as_slice() {
                 b"UID" => f.uid = Some(self.number32()?),
                 b"RFC822.SIZE" => f.size = Some(self.number()?),
@@ -441,22 +469,24 @@ impl<'a> Cursor<'a> {
         Err(ParseError("an unterminated section"))
     }
 
+    /// The flags as they came, one space between each: the list's inside without the
+    /// space it may start or end with, converted once (a flag is an atom, so no flag
+    /// holds a space and converting them one by one would give the same text).
     fn flags(&mut self) -> Result<String, ParseError> {
         self.need(b"(", "FLAGS in parentheses")?;
-        let mut out = String::new();
+        let start = self.pos;
         loop {
-            self.eat(b" ");
-            if self.eat(b")") {
-                return Ok(out);
+            self.eat_byte(b' ');
+            if self.peek() == Some(b')') {
+                let inside = &self.buf[start..self.pos];
+                self.pos += 1;
+                let inside = inside.strip_prefix(b" ").unwrap_or(inside);
+                let inside = inside.strip_suffix(b" ").unwrap_or(inside);
+                return Ok(text(inside));
             }
-            let w = self.atom();
-            if w.is_empty() {
+            if self.atom().is_empty() {
                 return Err(ParseError("a flag expected"));
             }
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(&String::from_utf8_lossy(w));
         }
     }
 
@@ -466,14 +496,14 @@ impl<'a> Cursor<'a> {
         self.need(b"(", "ENVELOPE in parentheses")?;
         let mut id = None;
         for i in 0..10 {
-            self.eat(b" ");
+            self.eat_byte(b' ');
             if i == 9 {
                 id = self.nstring()?.map(fingerprint64);
             } else {
                 self.value()?;
             }
         }
-        self.eat(b" ");
+        self.eat_byte(b' ');
         self.need(b")", "ENVELOPE with ten fields")?;
         Ok((&self.buf[start..self.pos], id))
     }
@@ -609,65 +639,41 @@ impl<'a> Cursor<'a> {
 /// line end.
 const LIST_STOPS: [bool; 256] = stops(b"()\"{\r\n");
 
-/// A table true at each of `octets`.
-const fn stops(octets: &[u8]) -> [bool; 256] {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < octets.len() {
-        t[octets[i] as usize] = true;
-        i += 1;
-    }
-    t
-}
-
 /// The octets [`Cursor::quoted`] stops at: its end, an escape, a line end.
 const QUOTED_STOPS: [bool; 256] = stops(b"\"\\\r\n");
 
 /// An atom upper-cased on the stack: the keywords compared against are short, so a
-/// longer atom is kept as it came (it matches none) and nothing is allocated per item.
-struct Upper {
-    buf: [u8; 24],
-    len: usize,
+/// longer atom matches none and nothing is allocated per item. Servers send keywords in
+/// upper case, so most atoms are compared as they came, without a copy.
+enum Upper<'a> {
+    /// Already upper case (or a sentinel that matches no keyword).
+    Same(&'a [u8]),
+    /// A copy raised to upper case, and its length.
+    Raised([u8; 24], usize),
 }
 
-impl Upper {
+impl Upper<'_> {
     fn as_slice(&self) -> &[u8] {
-        &self.buf[..self.len]
+        match self {
+            Upper::Same(w) => w,
+            Upper::Raised(buf, len) => &buf[..*len],
+        }
     }
 }
 
-fn upper(word: &[u8]) -> Upper {
-    let mut u = Upper {
-        buf: [0; 24],
-        len: word.len().min(24),
-    };
-    for (d, s) in u.buf.iter_mut().zip(word) {
-        *d = s.to_ascii_uppercase();
-    }
+fn upper(word: &[u8]) -> Upper<'_> {
     if word.len() > 24 {
         // Too long for any keyword: make it match none.
-        u.buf[0] = b'#';
+        return Upper::Same(b"#");
     }
-    u
-}
-
-/// A 64-bit fingerprint of `bytes`, eight octets per step (a multiply and a shift each):
-/// ENVELOPE and BODYSTRUCTURE of every message listed go through it, so it must cost far
-/// less than reading them. Not for adversaries, only for telling versions apart.
-fn fingerprint64(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
-        h ^= h >> 29;
+    if !word.iter().any(u8::is_ascii_lowercase) {
+        return Upper::Same(word);
     }
-    let mut w = [0u8; 8];
-    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    h ^ (h >> 32)
+    let mut buf = [0; 24];
+    for (d, s) in buf.iter_mut().zip(word) {
+        *d = s.to_ascii_uppercase();
+    }
+    Upper::Raised(buf, word.len())
 }
 
 /// A body's fingerprint: its length and its first and last 256 octets.
