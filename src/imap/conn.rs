@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 use super::proto::{
-    Code, Command, Completion, Cond, Data, Event, ImapClient, ImapError, Phase, listed,
+    Code, Command, Completion, Cond, Data, Event, ImapClient, ImapError, Phase, Words,
 };
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
@@ -134,7 +134,7 @@ pub struct ImapConn {
     /// Octets written to the network since the caller last took them.
     pub bytes_out: u64,
     /// The server's capabilities (after login, when it said them again).
-    pub caps: Vec<String>,
+    pub caps: Words,
     tls_active: bool,
     /// LOGOUT was sent.
     ended: bool,
@@ -176,7 +176,7 @@ impl ImapConn {
             timings: Vec::with_capacity(8),
             spare: Vec::new(),
             bytes_out: 0,
-            caps: Vec::new(),
+            caps: Words::default(),
             tls_active: false,
             ended: false,
             idling: false,
@@ -212,7 +212,7 @@ impl ImapConn {
 
     /// True when the server offers `cap`.
     pub fn offers(&self, cap: &str) -> bool {
-        listed(&self.caps, cap)
+        self.caps.has(cap)
     }
 
     /// Sends `cmd` and reads until its completion, timing it under its phase. A NO or BAD
@@ -458,7 +458,7 @@ impl ImapConn {
             return Ok(());
         }
         Err(ConnError::NotImap4 {
-            offers: self.caps.join(" "),
+            offers: self.caps.as_str().to_string(),
         })
     }
 

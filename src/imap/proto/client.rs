@@ -541,12 +541,6 @@ impl ImapClient {
     }
 }
 
-/// True when `list` (capabilities, flags) holds `word`; IMAP compares them
-/// case-insensitively.
-pub fn listed(list: &[String], word: &str) -> bool {
-    list.iter().any(|c| c.eq_ignore_ascii_case(word))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,6 @@ pub mod response;
 mod response_corpus;
 
 pub use client::{
-    Command, Completion, DELETED, Event, FetchItems, FlagOp, ImapClient, ImapError, Phase, listed,
+    Command, Completion, DELETED, Event, FetchItems, FlagOp, ImapClient, ImapError, Phase,
 };
-pub use response::{Code, Cond, Data, Fetch, Part};
+pub use response::{Code, Cond, Data, Fetch, Part, Words};
