@@ -9,6 +9,7 @@ use crate::report::compare::{self, Side};
 
 /// Runs `report`. Errors carry their exit code.
 pub fn report(a: &ReportArgs) -> Result<u8, (u8, String)> {
+    super::plan::output::writable("--output", &a.output).map_err(|e| (EXIT_USAGE, e))?;
     let runs = crate::report::load(&a.files, &a.label).map_err(|e| (EXIT_USAGE, e))?;
     if let Some((label, r)) = runs.iter().find(|(_, r)| r.series.is_empty()) {
         // APPEND population keeps totals only (each user's session is merged whole), so
@@ -155,6 +156,9 @@ pub fn compare(a: &CompareArgs) -> Result<u8, (u8, String)> {
 /// Compares the sides, prints (and writes) the table, applies --fail-if-slower.
 fn finish_compare(a: &CompareArgs, sides: &[Side]) -> Result<u8, (u8, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
+    if let Some(p) = &a.output {
+        super::plan::output::writable("--output", p).map_err(usage)?;
+    }
     let c = compare::compare(sides, a.force).map_err(usage)?;
     let text = compare::render::render(&c, a.format);
     crate::report::print(&text);

@@ -131,7 +131,8 @@ pub trait Driver: Send + Sync + 'static {
     /// A completed unit's own time, where the protocol timed it better than the engine
     /// can: pipelined, a unit's clock would start where the one before it on the wire
     /// completed, though it was written with it. `None`: the engine's (from its start, or
-    /// the previous unit's completion on a pipelined connection).
+    /// the previous unit's completion on a pipelined connection). Not used for the unit
+    /// that opened its connection: its time counts from its start, the opening included.
     fn took(&self, _outcome: &Self::Outcome) -> Option<std::time::Duration> {
         None
     }

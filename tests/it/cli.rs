@@ -37,6 +37,24 @@ fn bad_flags_give_one_line_and_exit_1() {
             "--tls-ca",
         ),
         (&["send", &target], "not reachable"),
+        // Extra digits in -c once took all the machine's memory before connecting.
+        (
+            &["send", &target, "-n", "10", "-c", "999999999"],
+            "at most 100000 connections per process",
+        ),
+        (
+            &[
+                "report",
+                "/nonexistent/r.json",
+                "--output",
+                "/nonexistent/dir/r.html",
+            ],
+            "--output /nonexistent/dir/r.html: there is no folder /nonexistent/dir",
+        ),
+        (
+            &["send", &target, "-n", "-5"],
+            "-5 is a negative number where a value was expected",
+        ),
     ];
     for (args, needle) in cases {
         let out = run_expect(args, 1);

@@ -37,6 +37,12 @@ pub struct Implied {
     pub messages: Option<u64>,
 }
 
+/// Most connections one process opens: each holds a task, a socket and its buffers, a
+/// few KiB set aside before it connects, so extra digits in `-c` took all the machine's
+/// memory (`-c 999999999`: 24 GB, then the kernel's OOM killer). More load comes from
+/// more processes.
+pub const MAX_CONCURRENCY: usize = 100_000;
+
 /// The load's shape from its flags, and its part of the configuration record.
 pub fn shape(
     a: &ShapeArgs,
@@ -60,6 +66,12 @@ pub fn shape_implied(
     };
     if concurrency == 0 {
         return Err("-c/--concurrency must be at least 1".into());
+    }
+    if concurrency > MAX_CONCURRENCY {
+        return Err(format!(
+            "-c/--concurrency {concurrency}: at most {MAX_CONCURRENCY} connections per process; \
+             for more, run several agents (send --shard, README: Scale-out)"
+        ));
     }
     let pacing = match &a.rate {
         None => {

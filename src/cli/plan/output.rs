@@ -106,7 +106,7 @@ pub fn plan(
 
 /// Refuses an output file that could not be written at the end of the run: before, a
 /// missing folder cost the whole run (exit 2 after it, the results lost).
-fn writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
+pub fn writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
     let shown = path.display();
     if path.is_dir() {
         return Err(format!(

@@ -210,6 +210,13 @@ fn unknown_argument(
 ) -> String {
     let see = format!("see {name} --help");
     let flag = flag_of(arg);
+    if arg.len() > 1 && arg[1..].starts_with(|c: char| c.is_ascii_digit()) && arg.starts_with('-') {
+        // `-n -5`: clap reads a negative value as an option.
+        return format!(
+            "{arg} is a negative number where a value was expected; counts, rates, sizes \
+             and durations are positive; {see}"
+        );
+    }
     if !arg.starts_with('-') {
         // Say what the command does take in that place: often a value given twice, or
         // a second target where one comma-separated list was meant.
