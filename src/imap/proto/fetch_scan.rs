@@ -8,25 +8,17 @@
 //! string inside a list, a malformed value — for the exact reader to read from the start. So both give the same answer, and
 //! every error comes from the exact reader.
 
+use super::fetch::Fetch;
 use super::octets::{ATOM_STOPS, fingerprint64, text};
 
-/// The items [`fetch`] reads: `response::Fetch`'s fields of the same names (a type of
-/// its own so that this file does not import the reader it stands in for).
-#[derive(Default)]
-pub(super) struct Items {
-    pub uid: Option<u32>,
-    pub flags: Option<String>,
-    pub size: Option<u64>,
-    pub envelope: Option<u64>,
-    pub message_id: Option<u64>,
-    pub structure: Option<u64>,
-}
-
-/// Reads `(item value ...)` from `line`, which starts at the `(` and ends before the
-/// response's first CR, LF or `{`.
-pub(super) fn fetch(line: &[u8]) -> Option<Items> {
+/// Reads `(item value ...)` of message `seq` from `line`, which starts at the `(` and
+/// ends before the response's first CR, LF or `{`.
+pub(super) fn fetch(seq: u32, line: &[u8]) -> Option<Fetch> {
     let mut s = Scan { b: line, i: 0 };
-    let mut f = Items::default();
+    let mut f = Fetch {
+        seq,
+        ..Fetch::default()
+    };
     s.expect(b'(')?;
     loop {
         s.eat(b' ');

@@ -1,10 +1,11 @@
 //! The sans-IO IMAP core: where a response ends (`frame`), what it says (`response`, with
-//! `fetch_scan` reading the common FETCH in one pass), the
+//! `fetch_scan` reading the common FETCH in one pass, both building `fetch`'s types), the
 //! client session that tags commands and matches completions (`client`), and which
 //! commands may be in flight together (`pipeline`). Nothing here
 //! does IO or reads a clock; `crate::imap::conn` drives it.
 
 pub mod client;
+mod fetch;
 mod fetch_scan;
 pub mod frame;
 mod octets;

@@ -4,6 +4,7 @@
 //! across sessions (ENVELOPE, BODYSTRUCTURE, message bodies) is reduced to a fingerprint,
 //! so a body is read once, in place, and never copied.
 
+pub use super::fetch::{Fetch, KEEP_PART, Part};
 use super::fetch_scan;
 use super::frame::Frame;
 use super::octets::{ATOM_STOPS, fingerprint64, stops, text};
@@ -77,57 +78,6 @@ pub enum Code {
     /// Any other code.
     Other,
 }
-
-/// The items of one FETCH response the state checks read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Fetch {
-    /// The message sequence number.
-    pub seq: u32,
-    /// `UID`.
-    pub uid: Option<u32>,
-    /// `FLAGS`, as the server spelled them, space-separated (one allocation, not one per
-    /// flag).
-    pub flags: Option<String>,
-    /// `RFC822.SIZE`.
-    pub size: Option<u64>,
-    /// `ENVELOPE`: a fingerprint of the whole structure.
-    pub envelope: Option<u64>,
-    /// A fingerprint of the Message-ID inside ENVELOPE (its last field), when not NIL: the
-    /// state checks key messages by it.
-    pub message_id: Option<u64>,
-    /// `BODYSTRUCTURE` (or `BODY`): a fingerprint.
-    pub structure: Option<u64>,
-    /// `BODY[...]`, `BINARY[...]` or `RFC822*` content: its section and size, and a
-    /// fingerprint of its ends.
-    pub body: Option<Part>,
-}
-
-impl Fetch {
-    /// Whether FLAGS (when the response had it) holds `flag`, compared as IMAP does,
-    /// case-insensitively.
-    pub fn has_flag(&self, flag: &str) -> Option<bool> {
-        let flags = self.flags.as_deref()?;
-        Some(flags.split(' ').any(|f| f.eq_ignore_ascii_case(flag)))
-    }
-}
-
-/// A body part's content, measured in place.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Part {
-    /// The whole message (`BODY[]`, `BINARY[]`, `RFC822`), not a part of it.
-    pub whole: bool,
-    /// Octets of content (0 for NIL).
-    pub len: u64,
-    /// A fingerprint of the content's length and its first and last octets: catches a
-    /// changed or truncated body without hashing megabytes per command.
-    pub fingerprint: u64,
-    /// The content itself when it is a part of at most [`KEEP_PART`] octets (header fields
-    /// asked for by name); empty otherwise — a whole message is measured, not kept.
-    pub kept: Vec<u8>,
-}
-
-/// Largest part kept whole in [`Part::kept`].
-pub const KEEP_PART: usize = 1024;
 
 /// Untagged data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -414,17 +364,8 @@ impl<'a> Cursor<'a> {
     fn fetch(&mut self, seq: u32) -> Result<Fetch, ParseError> {
         let rest = self.tail();
         let line = memchr::memchr3(b'\r', b'\n', b'{', rest).map_or(rest, |end| &rest[..end]);
-        if let Some(f) = fetch_scan::fetch(line) {
-            return Ok(Fetch {
-                seq,
-                uid: f.uid,
-                flags: f.flags,
-                size: f.size,
-                envelope: f.envelope,
-                message_id: f.message_id,
-                structure: f.structure,
-                body: None,
-            });
+        if let Some(f) = fetch_scan::fetch(seq, line) {
+            return Ok(f);
         }
         let mut f = Fetch {
             seq,
