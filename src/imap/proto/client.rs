@@ -500,7 +500,10 @@ impl ImapClient {
         let Some(frame) = self.framer.next(buf)? else {
             return Ok(None);
         };
-        let event = match parse(buf, &frame)? {
+        let parsed = parse(buf, &frame);
+        let used = frame.len;
+        self.framer.recycle(frame);
+        let event = match parsed? {
             Response::Untagged(d) => Event::Data(d),
             Response::Continuation => {
                 if let Some(lit) = self.held.take() {
@@ -537,7 +540,7 @@ impl ImapClient {
                 })
             }
         };
-        Ok(Some((frame.len, event)))
+        Ok(Some((used, event)))
     }
 }
 

@@ -83,10 +83,23 @@ impl Framer {
                         len: end,
                         literals: std::mem::take(&mut self.literals),
                     };
-                    *self = Framer::default();
+                    self.done = 0;
+                    self.line_start = 0;
                     return Ok(Some(frame));
                 }
             }
+        }
+    }
+}
+
+impl Framer {
+    /// Takes back a frame's literal list once the response is read, for the next
+    /// response's literals (a body FETCH has one each: an allocation per command otherwise).
+    pub fn recycle(&mut self, frame: Frame) {
+        let mut spare = frame.literals;
+        if self.literals.is_empty() && spare.capacity() > self.literals.capacity() {
+            spare.clear();
+            self.literals = spare;
         }
     }
 }
@@ -158,6 +171,26 @@ mod tests {
         let (s, e) = fr.literals[0];
         assert_eq!(&buf[s..e], b"abc");
         assert_eq!(fr.literals[1].0, fr.literals[1].1);
+    }
+
+    #[test]
+    fn a_recycled_literal_list_carries_nothing_into_the_next_frame() {
+        let mut f = Framer::default();
+        let first = b"* 1 FETCH (BODY[HEADER] {3}\r\nabc BODY[TEXT] {2}\r\nde)\r\n";
+        let fr = f.next(first).unwrap().unwrap();
+        assert_eq!(fr.literals.len(), 2);
+        f.recycle(fr);
+        let second = b"* 2 FETCH (BODY[] {1}\r\nx)\r\n";
+        let fr = f.next(second).unwrap().unwrap();
+        assert_eq!(
+            fr.literals,
+            vec![(23, 24)],
+            "only the second response's literal"
+        );
+        assert_eq!(&second[23..24], b"x");
+        f.recycle(fr);
+        let plain = b"a1 OK done\r\n";
+        assert_eq!(f.next(plain).unwrap().unwrap().literals, vec![]);
     }
 
     #[test]
