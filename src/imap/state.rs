@@ -589,7 +589,8 @@ mod tests {
         one.apply(&Data::Fetch(full.clone()), Some(&shared), &mut v);
         assert!(v.is_empty(), "a repeat is clean: {v:?}");
         // Each field changed alone is compared, not recalled.
-        let changes: [(&str, fn(&mut Fetch)); 6] = [
+        type Change = (&'static str, fn(&mut Fetch));
+        let changes: [Change; 6] = [
             ("size", |f| f.size = Some(101)),
             ("message-id", |f| f.message_id = Some(12)),
             ("envelope", |f| f.envelope = Some(22)),
