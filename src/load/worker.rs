@@ -139,6 +139,9 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
         // Units this connection may still carry beyond those already in flight on it.
         let room = o.left.saturating_sub(carried.len() as u64);
         let may_follow = closed_loop && !eng.stop.is_cancelled();
+        // A follow-on's clock is set where the current unit ends (below): until then it
+        // holds the current one's start, and no time is read per follow-on.
+        let placeholder = cur.begun;
         let result = {
             let (eng2, next2) = (&eng, &mut next);
             let mut ask = move || {
@@ -147,13 +150,12 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                     let Some(slot) = eng2.schedule.claim() else {
                         return Next::Last;
                     };
-                    let begun = Instant::now();
                     eng2.in_flight.fetch_add(1, Ordering::Relaxed);
                     next2.push(InFlight {
                         seq: slot.seq,
-                        t0: begun,
+                        t0: placeholder,
                         intended: None,
-                        begun,
+                        begun: placeholder,
                         opened: (0, 0),
                     });
                     Next::Unit(slot.seq)
