@@ -16,10 +16,7 @@ Last, IDLE_SESSIONS sessions log in, SELECT and wait in IDLE at the same time, a
 Dovecot set up to hold them (a few imap processes with many clients each): mailbench's
 peak RSS for them (target: 10,000 under 200 MB).
 
-Dovecot's imaptest is not packaged here; RESEARCH.md records what it did when built from
-source on this kind of machine: 1,611 commands/s at 46 us of its own CPU per command with
-its default profile and 50 clients against the same store. Those figures are quoted, not
-measured by this script.
+imaptest itself runs beside mailbench (and beside this floor) in bench/imap_vs_imaptest.py.
 
 Usage: bench/imap_vs_floor.py [--users 100] [--per-user 30] [--size-k 10] [--commands 20000]
        [--conns 50] [--per-session 50] [--rounds 3] [--mix MIX] [--idle-sessions 10000]
@@ -129,8 +126,7 @@ def table(rows):
     d = med.get("mailbench default mix")
     if d:
         lines.append(f"mailbench, default mix: {d['rate']:.0f} commands/s at {d['cpu']:.1f} us of its CPU per "
-                     f"command (imaptest, quoted from RESEARCH.md: 1,611 commands/s at 46 us, default "
-                     f"profile, 50 clients)")
+                     f"command (imaptest's default profile beside it: bench/imap_vs_imaptest.py, part c)")
     return lines
 
 

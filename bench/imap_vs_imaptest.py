@@ -11,6 +11,11 @@ seconds each), in rounds that alternate which runs first:
       EXPUNGE, APPEND, COPY, ...) against mailbench's default (imaptest-like) mix, a new
       login every 6 commands as imaptest's passes through its states have.
 
+(a) and (b) also run the floor client (`examples/imap_floor.rs`: the same sessions, responses only
+scanned for their tags, nothing parsed, checked or timed) for as many commands as mailbench did:
+its CPU per command is what the kernel and the runtime cost any client here, so "floor /
+imaptest" is the lowest ratio a client can reach on this machine.
+
 For each: commands per second (every command, LOGIN, SELECT and LOGOUT included), the
 client's CPU microseconds per command, Dovecot's CPU per command (its process tree, exited
 children included), and the state errors of both (mailbench's violations; imaptest's
@@ -20,7 +25,7 @@ first part or all) where mailbench fetches the whole message: (a) and (b) are th
 sessions, not the same octets.
 
 imaptest is built from third_party/imaptest by scripts/build-imaptest.sh (run first, as
-root, when target/peers/imaptest is missing).
+root, when target/peers/imaptest is missing); the floor by `cargo build --release --examples`.
 
 Usage: bench/imap_vs_imaptest.py [--users 100] [--per-user 30] [--size-k 10] [--conns 50]
        [--secs 20] [--rounds 3] [--parts abc] [--mb target/release/mailbench] [--out DIR]
@@ -34,6 +39,7 @@ from benchlib import StoreLab, arg, emit, measure_client  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = arg("--mb", os.path.join(ROOT, "target", "release", "mailbench"))
 IMAPTEST = os.path.join(ROOT, "target", "peers", "imaptest")
+FLOOR = os.path.join(ROOT, "target", "release", "examples", "imap_floor")
 BUILD = os.path.join(ROOT, "scripts", "build-imaptest.sh")
 
 USERS, PER_USER, SIZE_K = arg("--users", 100), arg("--per-user", 30), arg("--size-k", 10)
@@ -45,16 +51,19 @@ COMMAND_STEPS = ["capability", "starttls", "login", "select", "close", "list", "
                  "search", "store", "delete", "expunge", "copy", "create", "move", "append", "noop", "idle",
                  "logout"]
 
-# Each part: (title, imaptest's arguments, mailbench's arguments).
+# Each part: (title, imaptest's arguments, mailbench's arguments, the floor's depth or None).
 PARTS_SPEC = {
     "a": ("pipelined reads", ["-", "fetch2=100,99"],
-          ["--pipeline", "10", "--mix", "fetch_body=1", "--per-conn", "100"]),
+          ["--pipeline", "10", "--mix", "fetch_body=1", "--per-conn", "100"], 10),
     "b": ("one at a time", ["-", "fetch2=100,99", "no_pipelining"],
-          ["--pipeline", "1", "--mix", "fetch_body=1", "--per-conn", "100"]),
+          ["--pipeline", "1", "--mix", "fetch_body=1", "--per-conn", "100"], 1),
     # imaptest's default profile logs out at the end of every pass through its states
-    # (about 9 commands with LOGIN, SELECT and LOGOUT): mailbench logs in as often.
-    "c": ("read-write mix, pipelined", ["copybox=INBOX"], ["--pipeline", "10", "--per-conn", "6"]),
+    # (about 9 commands with LOGIN, SELECT and LOGOUT): mailbench logs in as often. The
+    # floor has no writing commands.
+    "c": ("read-write mix, pipelined", ["copybox=INBOX"], ["--pipeline", "10", "--per-conn", "6"], None),
 }
+# The floor's sessions in (a) and (b): 100 fetches each, as mailbench's --per-conn.
+FLOOR_PER_SESSION = 100
 
 
 def mailbench(lab, tmp, extra):
@@ -68,6 +77,21 @@ def mailbench(lab, tmp, extra):
         return {"commands": commands, "errors": r["summary"]["violations"], "failed": r["summary"]["errors"]}
 
     return measure_client("mailbench", lab, cmd, parse)
+
+
+def floor(lab, depth, commands):
+    """The floor client for about `commands` commands (its fetches plus each session's LOGIN,
+    SELECT and LOGOUT, as mailbench's count has them)."""
+    fetches = max(FLOOR_PER_SESSION, commands * FLOOR_PER_SESSION // (FLOOR_PER_SESSION + 3))
+    cmd = [FLOOR, f"127.0.0.1:{lab.port}", str(CONNS), str(fetches), str(FLOOR_PER_SESSION), lab.users,
+           "fetch_body=1", str(depth)]
+
+    def parse(out):
+        done = int(out.stdout)
+        sessions = -(-done // FLOOR_PER_SESSION)
+        return {"commands": done + 3 * sessions, "errors": 0, "failed": 0}
+
+    return measure_client("floor", lab, cmd, parse)
 
 
 def imaptest(lab, tmp, extra):
@@ -103,8 +127,10 @@ def table(title, rows):
     lines = [f"## ({title})", f"{'client':<10} {'commands/s':>11} {'cpu us/cmd':>11} {'Dovecot us/cmd':>15} "
              f"{'state errors':>13}"]
     med = {}
-    for tool in ("mailbench", "imaptest"):
+    for tool in ("mailbench", "imaptest", "floor"):
         mine = [r for r in rows if r["tool"] == tool]
+        if not mine:
+            continue
         med[tool] = m = {
             "rate": statistics.median(r["commands"] / r["wall_s"] for r in mine),
             "cpu": statistics.median(r["cpu_s"] / max(r["commands"], 1) * 1e6 for r in mine),
@@ -115,12 +141,17 @@ def table(title, rows):
     a, b = med["mailbench"], med["imaptest"]
     lines.append(f"mailbench / imaptest: rate {a['rate'] / b['rate']:.2f}x, client CPU per command "
                  f"{a['cpu'] / b['cpu']:.2f}x, Dovecot CPU per command {a['store'] / b['store']:.2f}x")
+    if f := med.get("floor"):
+        lines.append(f"floor / imaptest: client CPU per command {f['cpu'] / b['cpu']:.2f}x (the lowest any client "
+                     f"reaches here); mailbench / floor {a['cpu'] / f['cpu']:.2f}x")
     return lines
 
 
 def main():
     if not os.path.exists(MB):
         raise SystemExit(f"build first: cargo build --release (or give --mb PATH); {MB} is missing")
+    if not os.path.exists(FLOOR):
+        raise SystemExit(f"build first: cargo build --release --examples; {FLOOR} is missing")
     if not os.path.exists(IMAPTEST):
         subprocess.run([BUILD], check=True)
     report = [f"# IMAP, mailbench vs imaptest: {CONNS} clients, {SECS} s per run; {USERS} users x {PER_USER} "
@@ -128,13 +159,17 @@ def main():
     raw = []
     with tempfile.TemporaryDirectory(prefix="mailbench-imaptest-") as tmp:
         for part in PARTS:
-            title, theirs, ours = PARTS_SPEC[part]
+            title, theirs, ours, depth = PARTS_SPEC[part]
             rows = []
             # A fresh store per part: the read-write mix changes the mailboxes.
             with StoreLab(MB, tmp, "IMAP", USERS, PER_USER, SIZE_K) as lab:
                 for r in range(ROUNDS):
                     order = [lambda: mailbench(lab, tmp, ours), lambda: imaptest(lab, tmp, theirs)]
-                    for run in order[::-1] if r % 2 else order:
+                    if depth:
+                        # As many commands as mailbench's latest run (round 0 runs it first).
+                        ours_last = lambda: [x for x in rows if x["tool"] == "mailbench"][-1]["commands"]
+                        order.append(lambda: floor(lab, depth, ours_last()))
+                    for run in order[1:] + order[:1] if r % 2 else order:
                         row = run()
                         row.update(part=part, round=r)
                         rows.append(row)
