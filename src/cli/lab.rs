@@ -102,10 +102,7 @@ async fn store_lab(store: crate::lab::Store, a: DovecotLabArgs) -> Result<u8, (u
     let usage = |e: String| (EXIT_USAGE, e);
     let options = store_options(store, &a.store, a.starttls).map_err(usage)?;
     let per_user = units::count(&a.fill).map_err(|e| usage(format!("--fill: {e}")))?;
-    let fill = match per_user {
-        0 => None,
-        n => Some(super::plan::fill::fill(&a.filling, n).map_err(usage)?),
-    };
+    let fill = super::plan::fill::optional(&a.filling, per_user).map_err(usage)?;
     let setup = StoreSetup { store, options };
     clean_leftovers("lab");
     let shutdown = Shutdown::install_saying(

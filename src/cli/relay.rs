@@ -82,7 +82,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
     let sink_rules = a
         .sink_rule
         .iter()
-        .map(|r| parse_rule(r))
+        .map(|r| parse_rule("--sink-rule", r))
         .collect::<Result<Vec<_>, _>>()?;
     // `-c 1,4,16,64` sweeps: one run per level on the same lab.
     let levels: Vec<usize> = match a.load.shape.concurrency.as_deref() {

@@ -50,7 +50,7 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
     };
     let mut rules = Vec::new();
     for r in file.rules.iter().chain(&a.rule) {
-        rules.push(parse_rule(r)?);
+        rules.push(parse_rule("--rule", r)?);
     }
     // A value from the flag is named by the flag, one from the fault file by its key.
     let dur = |name: &str, flag: &Option<String>, file: &Option<String>| {

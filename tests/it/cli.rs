@@ -55,6 +55,20 @@ fn bad_flags_give_one_line_and_exit_1() {
             &["send", &target, "-n", "-5"],
             "-5 is a negative number where a value was expected",
         ),
+        // A fault rule's percentage names the flag it came with (relay's is not sink's).
+        (
+            &["relay", "--lab", "postfix", "--sink-rule", "rcpt:451:130%"],
+            "bad --sink-rule \"rcpt:451:130%\"",
+        ),
+        (
+            &["sink", "--listen", &target, "--rule", "rcpt:451:x%"],
+            "bad --rule \"rcpt:451:x%\"",
+        ),
+        // Checked even when nothing is filled.
+        (
+            &["lab", "dovecot", "--fill", "0", "--fill-size", "2zz"],
+            "--fill-size",
+        ),
     ];
     for (args, needle) in cases {
         let out = run_expect(args, 1);

@@ -48,15 +48,22 @@ pub fn fill(a: &FillArgs, per_user: u64) -> Result<Fill, String> {
     })
 }
 
+/// [`fill`] with `per_user` messages, none for 0: the filling flags are checked either
+/// way (a typo in `--fill-size` is refused, not ignored because nothing is filled).
+pub fn optional(a: &FillArgs, per_user: u64) -> Result<Option<Fill>, String> {
+    let planned = fill(a, per_user.max(1))?;
+    Ok((per_user > 0).then_some(planned))
+}
+
 /// How a lab store is filled before a workload: `--fill N` messages per user (10 when not
 /// given, none with 0); `--fill` without a lab is refused.
 pub fn lab_fill(a: &LabFillArgs, lab: bool) -> Result<Option<Fill>, String> {
     let filling = &a.filling;
     match (&a.fill, lab) {
-        (Some(n), true) => match units::count(n).map_err(|e| format!("--fill: {e}"))? {
-            0 => Ok(None),
-            n => Ok(Some(fill(filling, n)?)),
-        },
+        (Some(n), true) => optional(
+            filling,
+            units::count(n).map_err(|e| format!("--fill: {e}"))?,
+        ),
         (None, true) => Ok(Some(fill(filling, 10)?)),
         (Some(_), false) => Err(format!(
             "--fill fills a lab store: give --lab {}, or fill your own with `mailbox populate --lmtp`",

@@ -32,11 +32,12 @@ pub enum Action {
 }
 
 /// Parses `COMMAND:ACTION[:PROBABILITY%]`, e.g. `rcpt:451:30%`, `data_end:delay=200ms`,
-/// `mail:delay=10ms-1s`, `quit:disconnect`, `ehlo:shutdown:5%`.
-pub fn parse_rule(spec: &str) -> Result<Rule, String> {
+/// `mail:delay=10ms-1s`, `quit:disconnect`, `ehlo:shutdown:5%`; `flag` (`--rule`,
+/// `--sink-rule`) is what an error names.
+pub fn parse_rule(flag: &str, spec: &str) -> Result<Rule, String> {
     let bad = |why: &str| {
         format!(
-            "bad --rule {spec:?}: {why}; write COMMAND:ACTION[:PERCENT%], e.g. rcpt:451:30% or data_end:delay=200ms"
+            "bad {flag} {spec:?}: {why}; write COMMAND:ACTION[:PERCENT%], e.g. rcpt:451:30% or data_end:delay=200ms"
         )
     };
     let mut parts = spec.split(':');
@@ -75,7 +76,7 @@ pub fn parse_rule(spec: &str) -> Result<Rule, String> {
         }
     };
     let probability = match parts.next() {
-        Some(p) => crate::units::percent(p)? / 100.0,
+        Some(p) => crate::units::percent(p).map_err(|e| bad(&e))? / 100.0,
         None => 1.0,
     };
     if parts.next().is_some() {
@@ -94,18 +95,20 @@ mod tests {
 
     #[test]
     fn rules_parse() {
-        let r = parse_rule("rcpt:451:30%").expect("valid");
+        let r = parse_rule("--rule", "rcpt:451:30%").expect("valid");
         assert_eq!(
             (r.command, r.action, r.probability),
             (Command::Rcpt, Action::Reply(451), 0.3)
         );
-        let r = parse_rule("data_end:delay=10ms-20ms").expect("valid");
+        let r = parse_rule("--rule", "data_end:delay=10ms-20ms").expect("valid");
         assert_eq!(
             r.action,
             Action::Delay(Duration::from_millis(10), Duration::from_millis(20))
         );
         assert_eq!(
-            parse_rule("quit:disconnect").expect("valid").action,
+            parse_rule("--rule", "quit:disconnect")
+                .expect("valid")
+                .action,
             Action::Disconnect
         );
         for bad in [
@@ -115,7 +118,11 @@ mod tests {
             "rcpt:451:150%",
             "rcpt:delay=x",
         ] {
-            assert!(parse_rule(bad).is_err(), "{bad}");
+            let e = parse_rule("--sink-rule", bad).expect_err(bad);
+            assert!(
+                e.starts_with(&format!("bad --sink-rule {bad:?}: ")),
+                "the error names the flag and the rule: {e}"
+            );
         }
     }
 }

@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn a_probability_fires_about_that_often_and_is_counted() {
         let st = FaultState::new(FaultPlan {
-            rules: vec![parse_rule("rcpt:451:30%").expect("rule")],
+            rules: vec![parse_rule("--rule", "rcpt:451:30%").expect("rule")],
             ..FaultPlan::default()
         });
         let mut rng = fastrand::Rng::with_seed(1);
