@@ -303,10 +303,10 @@ pub trait StoreLab: LabServer {
     /// The store's own statistics since it started, when it was asked to keep them
     /// ([`StoreOptions::server_stats`]); empty otherwise.
     fn server_stats(&self) -> Vec<ServerMetric>;
-    /// Makes every user's folders f2 … f`folders` ready before a fill delivers to
-    /// `user+fN@` over LMTP. A store that creates a folder as its first mail arrives
-    /// (Dovecot) has nothing to do; one that delivers only into existing folders does it
-    /// here.
+    /// Makes every user's mailboxes (the INBOX, and folders f2 … f`folders`) ready before
+    /// a fill delivers to `user@` and `user+fN@` over LMTP. A store that creates a folder
+    /// as its first mail arrives, safely under concurrent deliveries (Dovecot), has
+    /// nothing to do; one that does not does it here.
     fn prepare_folders(&self, _folders: u32) -> Result<(), LabError> {
         Ok(())
     }
