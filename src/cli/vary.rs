@@ -105,10 +105,8 @@ pub(crate) fn table(labels: &[String], ran: &Compared<Results>) -> Result<(), (u
         return Ok(());
     }
     let docs: Vec<Side> = ran
-        .sides
-        .iter()
-        .zip(labels)
-        .map(|(r, label)| Side::of(label.clone(), r).map_err(|e| (EXIT_FAILED, e)))
+        .ran(labels)
+        .map(|(label, r)| Side::of(label.clone(), r).map_err(|e| (EXIT_FAILED, e)))
         .collect::<Result<_, _>>()?;
     let c = compare::compare(&docs, false).map_err(|e| (EXIT_FAILED, e))?;
     crate::report::print(&compare::render::render(&c, compare::render::Format::Text));
@@ -135,6 +133,8 @@ pub async fn settings(
     if let Some(base) = json {
         let stem = base.with_extension("");
         for (r, tag) in ran.sides.iter().zip(["A", "B"]) {
+            // A setting that never ran (a signal came first) has no file.
+            let Some(r) = r else { continue };
             let path = PathBuf::from(format!("{}-{tag}.json", stem.display()));
             let mut r = r.clone();
             ran.mark(&mut r);
@@ -177,16 +177,19 @@ pub async fn mtas(
 
 /// Writes the compared variants as one results file: the first's document, with every
 /// variant's under `extra.sides` (what `compare` and `report` read as one side each).
+/// A variant that never ran (a signal came first) is not among them.
 pub(crate) fn write_sides(
     labels: &[String],
     ran: &Compared<Results>,
     path: &Path,
 ) -> Result<(), (u8, String)> {
-    let mut all = ran.sides[0].clone();
+    let Some((_, first)) = ran.ran(labels).next() else {
+        return Ok(());
+    };
+    let mut all = first.clone();
     ran.mark(&mut all);
-    let list: Vec<serde_json::Value> = labels
-        .iter()
-        .zip(&ran.sides)
+    let list: Vec<serde_json::Value> = ran
+        .ran(labels)
         .map(|(label, r)| serde_json::json!({"label": label, "results": r}))
         .collect();
     all.extra.insert("sides".into(), list.into());

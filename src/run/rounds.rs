@@ -74,7 +74,8 @@ impl Round for Results {
 pub enum RoundsError<E> {
     /// A round failed: its own error, as its run gave it.
     Round(E),
-    /// No round can be kept: none ran, or a signal came before every variant had run once.
+    /// Nothing can be kept: no round ran, or a signal came before any run measured
+    /// anything.
     NoneKept(String),
 }
 
@@ -146,8 +147,10 @@ pub struct Turn {
 /// What the rounds of a comparison gave: each variant's rounds combined (only the rounds
 /// every variant completed), and what was left out.
 pub struct Compared<T> {
-    /// Per variant, in the order of the labels, its complete rounds as one document.
-    pub sides: Vec<T>,
+    /// Per variant, in the order of the labels, its complete rounds as one document;
+    /// `None` for a variant that never ran (a signal came before its first turn): the
+    /// others' runs are still kept.
+    pub sides: Vec<Option<T>>,
     /// A signal cut the comparison short.
     pub interrupted: bool,
     /// At least one round was completed by every variant (else nothing is compared).
@@ -165,6 +168,15 @@ impl<T: Round> Compared<T> {
     /// out of it.
     pub fn mark(&self, r: &mut T) {
         r.mark(self.interrupted, &self.dropped);
+    }
+
+    /// The variants that ran, with their labels (every one unless a signal came before
+    /// some had run once).
+    pub fn ran<'a>(&'a self, labels: &'a [String]) -> impl Iterator<Item = (&'a String, &'a T)> {
+        labels
+            .iter()
+            .zip(&self.sides)
+            .filter_map(|(label, side)| Some((label, side.as_ref()?)))
     }
 }
 
@@ -238,9 +250,19 @@ where
             "mailbench {who}: interrupted in round {} of {rounds} ({}):",
             t.round, labels[t.side]
         );
+        let never: Vec<&str> = labels
+            .iter()
+            .zip(&done)
+            .filter(|(_, rs)| rs.is_empty())
+            .map(|(l, _)| l.as_str())
+            .collect();
         match whole {
-            0 => format!(
+            0 if never.is_empty() => format!(
                 "{why} no round was completed by every variant, so nothing is compared; the results keep the cut-short runs, marked interrupted"
+            ),
+            0 => format!(
+                "{why} {} never ran, so nothing is compared; the results keep the runs of the others, marked interrupted",
+                never.join(", ")
             ),
             n => format!(
                 "{why} {} left out, each variant compared over its {n} whole round{}",
@@ -252,14 +274,12 @@ where
             ),
         }
     });
-    let sides = done
-        .into_iter()
-        .map(|v| {
-            combine(v).ok_or(RoundsError::NoneKept(
-                "interrupted before every variant had run once; nothing to compare".into(),
-            ))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let sides: Vec<Option<T>> = done.into_iter().map(&combine).collect();
+    if sides.iter().all(Option::is_none) {
+        return Err(RoundsError::NoneKept(
+            "interrupted before any variant had run; nothing was measured".into(),
+        ));
+    }
     Ok(Compared {
         interrupted: stop.signalled() || cut_in.is_some(),
         compared: whole > 0,
@@ -419,19 +439,19 @@ mod tests {
 
     #[test]
     fn a_turn_a_signal_cut_off_before_it_measured_ends_the_comparison() {
-        // The very first turn: nothing to compare, said as for any early signal.
+        // The very first turn: nothing measured, said as for any early signal.
         match failing(1) {
             Err(RoundsError::NoneKept(why)) => assert_eq!(
                 why,
-                "interrupted before every variant had run once; nothing to compare"
+                "interrupted before any variant had run; nothing was measured"
             ),
             other => panic!("expected nothing kept, got {:?}", other.map(|c| c.said)),
         }
         // In round 2: round 1 is whole and compared; b's round 2 is left out.
         let c = failing(3).expect("round 1 kept");
         assert!(c.interrupted && c.compared, "{:?}", c.said);
-        assert_eq!(c.sides[0].turns, [(1, 0)]);
-        assert_eq!(c.sides[1].turns, [(1, 1)]);
+        assert_eq!(side(&c, 0).turns, [(1, 0)]);
+        assert_eq!(side(&c, 1).turns, [(1, 1)]);
         assert_eq!(
             c.dropped.len(),
             0,
@@ -476,8 +496,8 @@ mod tests {
                 (4, 0)
             ]
         );
-        assert_eq!(c.sides[0].turns, [(1, 0), (2, 0), (3, 0), (4, 0)]);
-        assert_eq!(c.sides[1].turns, [(1, 1), (2, 1), (3, 1), (4, 1)]);
+        assert_eq!(side(&c, 0).turns, [(1, 0), (2, 0), (3, 0), (4, 0)]);
+        assert_eq!(side(&c, 1).turns, [(1, 1), (2, 1), (3, 1), (4, 1)]);
         assert!(!c.interrupted && c.compared && c.dropped.is_empty() && c.said.is_none());
     }
 
@@ -486,7 +506,7 @@ mod tests {
         // Three variants; the signal comes in the third round's second turn (run 8).
         let (c, ran) = rotated(3, 4, Some(8));
         assert_eq!(ran.len(), 8, "no turn after the signal: {ran:?}");
-        for side in &c.sides {
+        for (_, side) in c.ran(&labels(3)) {
             let rounds: Vec<u32> = side.turns.iter().map(|t| t.0).collect();
             assert_eq!(rounds, [1, 2], "{:?}", side.turns);
         }
@@ -505,7 +525,7 @@ mod tests {
                 "mailbench relay: interrupted in round 3 of 4 (a): the 2 runs of unfinished rounds are left out, each variant compared over its 2 whole rounds"
             )
         );
-        let mut doc = c.sides[0].clone();
+        let mut doc = side(&c, 0).clone();
         c.mark(&mut doc);
         assert!(doc.interrupted && doc.dropped.len() == 2);
     }
@@ -516,21 +536,30 @@ mod tests {
         let (c, _) = rotated(2, 4, Some(2));
         assert!(c.interrupted && !c.compared && c.dropped.is_empty());
         assert!(c.said.is_some_and(|s| s.contains("nothing is compared")));
-        // Cut short in the first turn: one variant never ran, nothing to combine.
-        let signal = Signal::at(Some(1));
-        let e = futures_lite(rotate("relay", &labels(2), 4, &signal, combine, |t| {
-            let cut = signal.run();
-            async move {
-                Ok::<_, ()>(Fake {
-                    turns: vec![(t.round, t.side)],
-                    cut,
-                    interrupted: false,
-                    dropped: Vec::new(),
-                })
-            }
-        }))
-        .err();
-        assert!(matches!(e, Some(RoundsError::NoneKept(_))), "{e:?}");
+        // Cut short in the first turn: b never ran; a's cut-short run is still kept
+        // (nothing measured is lost), and the line says who never ran.
+        let (c, ran) = rotated(2, 4, Some(1));
+        assert_eq!(ran.len(), 1);
+        assert!(c.interrupted && !c.compared);
+        assert_eq!(side(&c, 0).turns, [(1, 0)]);
+        assert!(c.sides[1].is_none());
+        assert_eq!(
+            c.ran(&labels(2))
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>(),
+            ["a"]
+        );
+        assert_eq!(
+            c.said.as_deref(),
+            Some(
+                "mailbench relay: interrupted in round 1 of 4 (a): b never ran, so nothing is compared; the results keep the runs of the others, marked interrupted"
+            )
+        );
+    }
+
+    /// Variant `i`'s document, which the test expects to be there.
+    fn side(c: &Compared<Fake>, i: usize) -> &Fake {
+        c.sides[i].as_ref().expect("the variant ran")
     }
 
     /// Repeats one benchmark `rounds` times with a signal during run `at`.

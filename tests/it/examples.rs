@@ -28,20 +28,21 @@ const WIND_DOWN: Duration = Duration::from_secs(60);
 /// clap wraps help text at 100 columns: an example line must fit, or it cannot be copied.
 const HELP_WIDTH: usize = 100;
 
-/// Examples that write their results only once a round is complete: a comparison of labs
-/// interrupted in its first round has none to write, and must say so.
+/// Comparisons of labs: interrupted before their first run measured anything (its lab
+/// still starting or filling), they have nothing to write, and must say so. Interrupted
+/// later, they write what ran like any other example.
 const CUT_SHORT: &[(&str, &str)] = &[
     (
         "mailbench relay --lab postfix,exim,opensmtpd,sendmail -n 2000 --json mtas.json",
-        "before every variant had run once; nothing to compare",
+        "before any variant had run; nothing was measured",
     ),
     (
         "mailbench relay --lab postfix,exim --queue disk --rounds 8 --json mtas.json",
-        "before every variant had run once; nothing to compare",
+        "before any variant had run; nothing was measured",
     ),
     (
         "mailbench mailbox profile --lab dovecot,cyrus --users 400 --ramp-users 25:25/60s --time-scale 60 --json s1.json",
-        "before every variant had run once; nothing to compare",
+        "before any variant had run; nothing was measured",
     ),
 ];
 

@@ -397,6 +397,81 @@ fn issue_25_an_interrupted_mta_comparison_says_so_and_compares_whole_rounds_only
     assert!(dir.0.join("r.exim.round2.maillog.0").exists());
 }
 
+/// `relay --lab postfix,exim` interrupted during its very first run (Postfix's, round 1):
+/// Exim never ran, so nothing is compared, but what Postfix measured is written (nothing
+/// measured is lost), marked interrupted, with only Postfix among the sides; exit 2.
+#[test]
+fn an_mta_comparison_interrupted_in_its_first_run_keeps_that_run() {
+    if require("postfix").is_none() || !exim() {
+        return;
+    }
+    let dir = TempDir::new("first-run-cut");
+    let json = dir.0.join("r.json");
+    let j = json.display().to_string();
+    let args = [
+        "relay",
+        "--lab",
+        "postfix,exim",
+        "--rounds",
+        "2",
+        "--rate",
+        "50/s",
+        "-z",
+        "6s",
+        "--size",
+        "1k",
+        "-c",
+        "4",
+        "-q",
+        "--json",
+        &j,
+    ];
+    let mut child = mailbench()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start relay");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut said = String::new();
+    for line in lines.by_ref().map_while(Result::ok) {
+        said += &line;
+        said.push('\n');
+        if line.contains("round 1 of 2") {
+            break;
+        }
+    }
+    assert!(said.contains("round 1 of 2, postfix"), "{said}");
+    // Into Postfix's run (its lab starts in about a second; the run lasts 6 s).
+    std::thread::sleep(Duration::from_millis(3000));
+    kill("INT", &child.id().to_string());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("read stdout");
+    let code = child.wait().ok().and_then(|s| s.code());
+    let all = format!("{said}{}\n{stdout}", rest.join("\n"));
+    assert_eq!(code, Some(2), "an interrupted comparison exits 2:\n{all}");
+    assert!(
+        stdout.contains("interrupted in round 1 of 2 (postfix): exim never ran, so nothing is compared; the results keep the runs of the others, marked interrupted"),
+        "said on screen:\n{all}"
+    );
+    let r = results(&json);
+    assert_eq!(r["interrupted"], true, "at the top of the results");
+    let sides = r["extra"]["sides"].as_array().expect("sides");
+    let labels: Vec<&str> = sides.iter().filter_map(|s| s["label"].as_str()).collect();
+    assert_eq!(labels, ["postfix"], "only the MTA that ran");
+    let accepted = sides[0]["results"]["summary"]["accepted"].as_u64();
+    assert!(
+        accepted.is_some_and(|n| n > 0),
+        "Postfix's measured run is kept: accepted {accepted:?}\n{all}"
+    );
+}
+
 /// Issue 25 item 17: `--rounds 2` keeps each round's Postfix log under its round's name;
 /// each holds exactly that round's deliveries (Postfix's own `status=sent` lines), and the
 /// top level names the median round's.
