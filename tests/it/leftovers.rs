@@ -300,17 +300,20 @@ fn exim() -> bool {
     ok
 }
 
-/// Issue 25 items 15 and 17: `relay --lab postfix,exim --rounds 2` interrupted by SIGINT
-/// during round 2 (Exim's run, which goes first in that round) says so on screen and at
-/// the top of the results, compares the MTAs over round 1 only (round 2's cut-short run
-/// is left out and named), exits 2 as the README says, and keeps each round's log.
-#[test]
-fn issue_25_an_interrupted_mta_comparison_says_so_and_compares_whole_rounds_only() {
-    if require("postfix").is_none() || !exim() {
-        return;
-    }
-    let dir = TempDir::new("interrupted-mtas");
-    let json = dir.0.join("r.json");
+/// What an interrupted `relay --lab postfix,exim` comparison did.
+struct Interrupted {
+    /// Its exit code.
+    code: Option<i32>,
+    /// What it printed on standard output (the table and the interruption's line).
+    stdout: String,
+    /// Everything it printed, for failure messages.
+    all: String,
+}
+
+/// Runs `relay --lab postfix,exim --rounds 2` for `secs` a run (50/s, 1 KiB, 4
+/// connections) into `json`, and sends SIGINT `after` the line `turn` (e.g. "round 2 of
+/// 2, exim") appears.
+fn interrupted_comparison(json: &Path, secs: &str, turn: &str, after: Duration) -> Interrupted {
     let j = json.display().to_string();
     let args = [
         "relay",
@@ -321,7 +324,7 @@ fn issue_25_an_interrupted_mta_comparison_says_so_and_compares_whole_rounds_only
         "--rate",
         "50/s",
         "-z",
-        "3s",
+        secs,
         "--size",
         "1k",
         "-c",
@@ -336,19 +339,18 @@ fn issue_25_an_interrupted_mta_comparison_says_so_and_compares_whole_rounds_only
         .stderr(Stdio::piped())
         .spawn()
         .expect("start relay");
-    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let round = turn.split(',').next().unwrap_or(turn);
     let mut said = String::new();
-    let mut lines = BufReader::new(stderr).lines();
     for line in lines.by_ref().map_while(Result::ok) {
         said += &line;
         said.push('\n');
-        if line.contains("round 2 of 2") {
+        if line.contains(round) {
             break;
         }
     }
-    assert!(said.contains("round 2 of 2, exim"), "{said}");
-    // Into Exim's run of round 2 (its lab starts in about a second).
-    std::thread::sleep(Duration::from_millis(2500));
+    assert!(said.contains(turn), "{said}");
+    std::thread::sleep(after);
     kill("INT", &child.id().to_string());
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let mut stdout = String::new();
@@ -360,6 +362,27 @@ fn issue_25_an_interrupted_mta_comparison_says_so_and_compares_whole_rounds_only
         .expect("read stdout");
     let code = child.wait().ok().and_then(|s| s.code());
     let all = format!("{said}{}\n{stdout}", rest.join("\n"));
+    Interrupted { code, stdout, all }
+}
+
+/// Issue 25 items 15 and 17: `relay --lab postfix,exim --rounds 2` interrupted by SIGINT
+/// during round 2 (Exim's run, which goes first in that round) says so on screen and at
+/// the top of the results, compares the MTAs over round 1 only (round 2's cut-short run
+/// is left out and named), exits 2 as the README says, and keeps each round's log.
+#[test]
+fn issue_25_an_interrupted_mta_comparison_says_so_and_compares_whole_rounds_only() {
+    if require("postfix").is_none() || !exim() {
+        return;
+    }
+    let dir = TempDir::new("interrupted-mtas");
+    let json = dir.0.join("r.json");
+    // Into Exim's run of round 2 (its lab starts in about a second).
+    let Interrupted { code, stdout, all } = interrupted_comparison(
+        &json,
+        "3s",
+        "round 2 of 2, exim",
+        Duration::from_millis(2500),
+    );
     assert_eq!(code, Some(2), "an interrupted comparison exits 2:\n{all}");
     assert!(
         stdout.contains("interrupted in round 2 of 2 (exim): that round is left out, each variant compared over its 1 whole round"),
@@ -407,54 +430,13 @@ fn an_mta_comparison_interrupted_in_its_first_run_keeps_that_run() {
     }
     let dir = TempDir::new("first-run-cut");
     let json = dir.0.join("r.json");
-    let j = json.display().to_string();
-    let args = [
-        "relay",
-        "--lab",
-        "postfix,exim",
-        "--rounds",
-        "2",
-        "--rate",
-        "50/s",
-        "-z",
-        "6s",
-        "--size",
-        "1k",
-        "-c",
-        "4",
-        "-q",
-        "--json",
-        &j,
-    ];
-    let mut child = mailbench()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start relay");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut said = String::new();
-    for line in lines.by_ref().map_while(Result::ok) {
-        said += &line;
-        said.push('\n');
-        if line.contains("round 1 of 2") {
-            break;
-        }
-    }
-    assert!(said.contains("round 1 of 2, postfix"), "{said}");
     // Into Postfix's run (its lab starts in about a second; the run lasts 6 s).
-    std::thread::sleep(Duration::from_millis(3000));
-    kill("INT", &child.id().to_string());
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut stdout)
-        .expect("read stdout");
-    let code = child.wait().ok().and_then(|s| s.code());
-    let all = format!("{said}{}\n{stdout}", rest.join("\n"));
+    let Interrupted { code, stdout, all } = interrupted_comparison(
+        &json,
+        "6s",
+        "round 1 of 2, postfix",
+        Duration::from_millis(3000),
+    );
     assert_eq!(code, Some(2), "an interrupted comparison exits 2:\n{all}");
     assert!(
         stdout.contains("interrupted in round 1 of 2 (postfix): exim never ran, so nothing is compared; the results keep the runs of the others, marked interrupted"),
