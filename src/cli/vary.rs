@@ -177,7 +177,8 @@ pub async fn mtas(
 
 /// Writes the compared variants as one results file: the first's document, with every
 /// variant's under `extra.sides` (what `compare` and `report` read as one side each).
-/// A variant that never ran (a signal came first) is not among them.
+/// A variant that never ran (a signal came first) is not among them but named in
+/// `extra.never_ran`.
 pub(crate) fn write_sides(
     labels: &[String],
     ran: &Compared<Results>,
@@ -193,6 +194,17 @@ pub(crate) fn write_sides(
         .map(|(label, r)| serde_json::json!({"label": label, "results": r}))
         .collect();
     all.extra.insert("sides".into(), list.into());
+    // A variant a signal kept from running is named, so the file says what was planned.
+    let never: Vec<&String> = labels
+        .iter()
+        .zip(&ran.sides)
+        .filter(|(_, side)| side.is_none())
+        .map(|(label, _)| label)
+        .collect();
+    if !never.is_empty() {
+        all.extra
+            .insert("never_ran".into(), serde_json::json!(never));
+    }
     all.write(path).map_err(|e| (EXIT_FAILED, e))?;
     crate::report::print(&format!("  results    {}\n", path.display()));
     Ok(())
