@@ -195,12 +195,7 @@ pub(crate) fn write_sides(
         .collect();
     all.extra.insert("sides".into(), list.into());
     // A variant a signal kept from running is named, so the file says what was planned.
-    let never: Vec<&String> = labels
-        .iter()
-        .zip(&ran.sides)
-        .filter(|(_, side)| side.is_none())
-        .map(|(label, _)| label)
-        .collect();
+    let never = ran.never_ran(labels);
     if !never.is_empty() {
         all.extra
             .insert("never_ran".into(), serde_json::json!(never));

@@ -178,6 +178,17 @@ impl<T: Round> Compared<T> {
             .zip(&self.sides)
             .filter_map(|(label, side)| Some((label, side.as_ref()?)))
     }
+
+    /// The variants a signal kept from running, by label: what the results name as
+    /// planned and not run.
+    pub fn never_ran<'a>(&'a self, labels: &'a [String]) -> Vec<&'a String> {
+        labels
+            .iter()
+            .zip(&self.sides)
+            .filter(|(_, side)| side.is_none())
+            .map(|(label, _)| label)
+            .collect()
+    }
 }
 
 /// The order of round `round` (0-based) over `n` variants: rotated by one each round.
