@@ -14,6 +14,7 @@ use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
 use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
+use crate::transport::patience::Patience;
 use crate::transport::stream::Stream;
 use crate::transport::target::Target;
 
@@ -129,6 +130,9 @@ pub struct ImapConn {
     rbuf: Inbox,
     client: ImapClient,
     command_timeout: Duration,
+    /// How long a wait for the server may last: `command_timeout` from the last command
+    /// written or completed.
+    patience: Patience,
     /// Per-phase latencies of the commands completed since the caller last cleared it.
     pub timings: Vec<(Phase, Duration)>,
     /// Octets written to the network since the caller last took them.
@@ -173,6 +177,7 @@ impl ImapConn {
             rbuf: Inbox::with_capacity(READ_CHUNK),
             client: ImapClient::new(),
             command_timeout: opts.command_timeout,
+            patience: Patience::new(opts.command_timeout),
             timings: Vec::with_capacity(8),
             spare: Vec::new(),
             bytes_out: 0,
@@ -185,6 +190,7 @@ impl ImapConn {
             exists_log: None,
         };
         c.timings.push((Phase::Connect, connected - started));
+        c.patience.restart(connected);
         let tls = opts.tls.clone();
         if opts.implicit_tls
             && let Some(cfg) = &tls
@@ -227,13 +233,16 @@ impl ImapConn {
         self.ended |= *cmd == Command::Logout;
         self.client.send(cmd);
         let start = Instant::now();
+        self.patience.restart(start);
         self.flush(phase).await?;
         loop {
             match self.event(phase).await? {
                 Event::Data(d) => data.push(d),
-                Event::Continue => self.flush(phase).await?,
+                Event::Continue => self.go_on(phase).await?,
                 Event::Done(done) => {
-                    self.timings.push((phase, start.elapsed()));
+                    let now = Instant::now();
+                    self.patience.restart(now);
+                    self.timings.push((phase, now - start));
                     return Ok(Reply { done, data });
                 }
             }
@@ -262,11 +271,13 @@ impl ImapConn {
         loop {
             match self.event(phase).await? {
                 Event::Data(d) => data.push(d),
-                Event::Continue => self.flush(phase).await?,
+                Event::Continue => self.go_on(phase).await?,
                 Event::Done(done) => {
                     if let Some(i) = self.written.iter().position(|(t, _)| *t == done.tag) {
                         let (_, start) = self.written.swap_remove(i);
-                        self.timings.push((done.phase, start.elapsed()));
+                        let now = Instant::now();
+                        self.patience.restart(now);
+                        self.timings.push((done.phase, now - start));
                     }
                     return Ok(Reply { done, data });
                 }
@@ -290,6 +301,7 @@ impl ImapConn {
         }
         let phase = self.client.awaiting().unwrap_or(Phase::Noop);
         let now = Instant::now();
+        self.patience.restart(now);
         self.written
             .extend(self.unwritten.drain(..).map(|tag| (tag, now)));
         self.flush(phase).await
@@ -324,6 +336,7 @@ impl ImapConn {
         let phase = Phase::Idle;
         self.client.send(&Command::Idle);
         let start = Instant::now();
+        self.patience.restart(start);
         self.flush(phase).await?;
         loop {
             match self.event(phase).await? {
@@ -392,6 +405,7 @@ impl ImapConn {
         self.idling = false;
         let phase = Phase::Idle;
         self.client.done();
+        self.patience.restart(Instant::now());
         self.flush(phase).await?;
         loop {
             match self.event(phase).await? {
@@ -503,7 +517,14 @@ impl ImapConn {
             self.stream.write_all(&out).await?;
             self.stream.flush().await
         };
-        Ok(link::write(write, self.command_timeout, phase).await?)
+        Ok(self.patience.bound(write, phase).await?)
+    }
+
+    /// Writes what follows the server's continuation (a literal's octets): the server
+    /// answered, so the wait is counted anew.
+    async fn go_on(&mut self, phase: Phase) -> Result<(), ConnError> {
+        self.patience.restart(Instant::now());
+        self.flush(phase).await
     }
 
     /// A complete response from what has been read, if any.
@@ -545,10 +566,10 @@ impl ImapConn {
             } else {
                 READ_CHUNK
             };
-            link::read(
+            link::read_within(
                 &mut self.stream,
                 self.rbuf.room(chunk),
-                self.command_timeout,
+                &mut self.patience,
                 phase,
             )
             .await?;
@@ -563,6 +584,7 @@ impl ImapConn {
         let started = Instant::now();
         let now = link::upgrade(&mut self.stream, config, name, self.command_timeout).await?;
         self.timings.push((Phase::TlsHandshake, now - started));
+        self.patience.restart(now);
         self.tls_active = true;
         Ok(())
     }

@@ -11,6 +11,7 @@ use tokio::io::AsyncReadExt;
 use tokio::time::timeout;
 
 use super::connect::{ConnectOptions, connect};
+use super::patience::Patience;
 use super::stream::Stream;
 use super::target::Target;
 use super::tls;
@@ -145,16 +146,35 @@ pub async fn read<P: LinkPhase>(
     limit: Duration,
     phase: P,
 ) -> Result<(), LinkError<P>> {
-    match timed(stream.read_buf(buf), limit, phase).await? {
-        0 => Err(LinkError::Io {
-            phase,
-            source: io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the server closed the connection",
-            ),
-        }),
-        _ => Ok(()),
+    let n = timed(stream.read_buf(buf), limit, phase).await?;
+    some_read(n, phase)
+}
+
+/// Reads what is there (at least one byte) into `buf` within `patience` (the connection's
+/// own limit, counted from its last mark); the server closing the connection is a failure
+/// at `phase`.
+pub async fn read_within<P: LinkPhase>(
+    stream: &mut Stream,
+    buf: &mut Vec<u8>,
+    patience: &mut Patience,
+    phase: P,
+) -> Result<(), LinkError<P>> {
+    let n = patience.bound(stream.read_buf(buf), phase).await?;
+    some_read(n, phase)
+}
+
+/// A read of `n` octets: none means the server closed the connection.
+fn some_read<P: LinkPhase>(n: usize, phase: P) -> Result<(), LinkError<P>> {
+    if n > 0 {
+        return Ok(());
     }
+    Err(LinkError::Io {
+        phase,
+        source: io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed the connection",
+        ),
+    })
 }
 
 /// Replaces `stream` by TLS over it (client side, verifying `name`) within `limit`; returns

@@ -1,6 +1,6 @@
 //! The protocol-neutral transport every protocol shares: the byte stream (`stream`), where
 //! to connect (`target`) and how (`connect`), a client link's timed I/O and its failures
-//! (`link`), what a client read and has not decoded yet (`inbox`), where to listen and accepting (`listen`), and TLS set-up and upgrades for both
+//! (`link`), how long a connection waits for its server (`patience`), what a client read and has not decoded yet (`inbox`), where to listen and accepting (`listen`), and TLS set-up and upgrades for both
 //! sides (`tls`).
 
 pub mod connect;
@@ -8,6 +8,7 @@ pub mod count;
 pub mod inbox;
 pub mod link;
 pub mod listen;
+pub mod patience;
 pub mod stream;
 pub mod target;
 pub mod tls;
