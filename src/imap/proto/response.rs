@@ -5,7 +5,7 @@
 //! so a body is read once, in place, and never copied.
 
 pub use super::fetch::{Fetch, KEEP_PART, Part};
-use super::fetch_scan;
+use super::fetch_scan::{self, Scanned};
 use super::frame::Frame;
 use super::octets::{ATOM_STOPS, fingerprint64, stops, text};
 
@@ -117,7 +117,8 @@ pub enum Response {
         cond: Cond,
         /// Its response code.
         code: Option<Code>,
-        /// The human-readable text.
+        /// The human-readable text of a NO or BAD (what the error says); empty after OK,
+        /// where nothing reads it and it cost an allocation per command.
         text: String,
     },
     /// `+ ...`: the server waits for a literal or the rest of a command.
@@ -158,7 +159,12 @@ pub fn parse(buf: &[u8], frame: &Frame) -> Result<Response, ParseError> {
         Some(c @ (Cond::Ok | Cond::No | Cond::Bad)) => c,
         _ => return Err(ParseError("a tagged response without OK, NO or BAD")),
     };
-    let (code, text) = p.code_and_text();
+    let code = p.code();
+    let text = if cond == Cond::Ok {
+        String::new()
+    } else {
+        text(p.rest())
+    };
     Ok(Response::Tagged {
         tag,
         cond,
@@ -262,8 +268,14 @@ impl<'a> Cursor<'a> {
 
     /// `[code] text` after a condition.
     fn code_and_text(&mut self) -> (Option<Code>, String) {
+        let code = self.code();
+        (code, text(self.rest()))
+    }
+
+    /// The response code in brackets, if any, leaving the cursor at the text.
+    fn code(&mut self) -> Option<Code> {
         self.eat(b" ");
-        let code = if self.eat(b"[") {
+        if self.eat(b"[") {
             let name = upper(self.atom());
             let code = match name.as_slice() {
                 b"UIDVALIDITY" if self.eat(b" ") => self.number32().ok().map(Code::UidValidity),
@@ -292,8 +304,7 @@ impl<'a> Cursor<'a> {
             Some(code.unwrap_or(Code::Other))
         } else {
             None
-        };
-        (code, text(self.rest()))
+        }
     }
 
     /// Space-separated words up to `stop` or the line end.
@@ -364,14 +375,25 @@ impl<'a> Cursor<'a> {
     fn fetch(&mut self, seq: u32) -> Result<Fetch, ParseError> {
         let rest = self.tail();
         let line = memchr::memchr3(b'\r', b'\n', b'{', rest).map_or(rest, |end| &rest[..end]);
-        if let Some(f) = fetch_scan::fetch(seq, line) {
-            return Ok(f);
+        match fetch_scan::fetch(seq, line) {
+            Some(Scanned::Done(f)) => return Ok(f),
+            Some(Scanned::WholeBody(mut f, at)) => {
+                self.pos += at;
+                f.body = Some(self.body(true)?);
+                return self.fetch_items(f);
+            }
+            None => {}
         }
-        let mut f = Fetch {
+        self.need(b"(", "FETCH items in parentheses")?;
+        self.fetch_items(Fetch {
             seq,
             ..Fetch::default()
-        };
-        self.need(b"(", "FETCH items in parentheses")?;
+        })
+    }
+
+    /// The FETCH items after `(` (or after one the fast reader read) to the closing `)`,
+    /// into `f`.
+    fn fetch_items(&mut self, mut f: Fetch) -> Result<Fetch, ParseError> {
         loop {
             self.eat_byte(b' ');
             if self.eat_byte(b')') {
@@ -406,23 +428,29 @@ impl<'a> Cursor<'a> {
                 b"BODY" | b"BINARY" | b"RFC822" | b"RFC822.HEADER" | b"RFC822.TEXT" => {
                     // A partial fetch (`<origin>`) or a part is not the whole message.
                     let whole = key.eq_ignore_ascii_case(b"RFC822") || key.ends_with(b"[]");
-                    let content = self.nstring()?.unwrap_or(&[]);
-                    let kept = match whole || content.len() > KEEP_PART {
-                        true => Vec::new(),
-                        false => content.to_vec(),
-                    };
-                    f.body = Some(Part {
-                        whole,
-                        len: content.len() as u64,
-                        fingerprint: fingerprint(content),
-                        kept,
-                    });
+                    f.body = Some(self.body(whole)?);
                 }
                 _ => {
                     self.value()?;
                 }
             }
         }
+    }
+
+    /// A body item's content (a string or NIL), measured in place; `whole` when it is the
+    /// whole message.
+    fn body(&mut self, whole: bool) -> Result<Part, ParseError> {
+        let content = self.nstring()?.unwrap_or(&[]);
+        let kept = match whole || content.len() > KEEP_PART {
+            true => Vec::new(),
+            false => content.to_vec(),
+        };
+        Ok(Part {
+            whole,
+            len: content.len() as u64,
+            fingerprint: fingerprint(content),
+            kept,
+        })
     }
 
     /// `[section]<origin>` after BODY or BINARY: brackets may hold spaces and lists.
@@ -695,7 +723,7 @@ mod tests {
                 tag: Some(3),
                 cond: Cond::Ok,
                 code: Some(Code::AppendUid(1_700_000_000, 42)),
-                text: "Append completed.".into(),
+                text: String::new(),
             }
         );
         // Dovecot's answer to a FETCH of a message another session expunged.
@@ -705,7 +733,7 @@ mod tests {
                 tag: Some(5),
                 cond: Cond::Ok,
                 code: Some(Code::ExpungeIssued),
-                text: "Some messages were already expunged.".into(),
+                text: String::new(),
             }
         );
         let Response::Tagged { tag, .. } = one(b"x1 BAD what\r\n") else {
