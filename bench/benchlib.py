@@ -161,8 +161,10 @@ def measure_client(tool, lab, cmd, parse):
 
 
 def emit(text, out_dir, name):
-    """Prints a benchmark's report and, with --out, keeps it as `out_dir/name`."""
+    """Prints a benchmark's report and, with --out, keeps it as `out_dir/name` (the folder
+    made when missing)."""
     print(text, end="")
     if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
         with open(os.path.join(out_dir, name), "w") as f:
             f.write(text)

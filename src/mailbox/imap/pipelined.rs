@@ -65,9 +65,10 @@ impl ImapDriver {
         let mut asking = true;
         loop {
             self.send_ready(s, rng);
+            // Units are sent in order: all are sent when the last is.
             while asking
                 && s.units.len() < self.plan.pipeline
-                && s.units.iter().all(|u| u.sent.is_some())
+                && s.units.back().is_none_or(|u| u.sent.is_some())
             {
                 match next() {
                     Next::Unit(_) => {
@@ -107,10 +108,9 @@ impl ImapDriver {
     /// Sends, in order, every unsent unit that may go beside those in flight; stops at the
     /// first that may not (imaptest does too: commands keep their order).
     fn send_ready(&self, s: &mut Session, rng: &mut fastrand::Rng) {
-        for i in 0..s.units.len() {
-            if s.units[i].sent.is_some() {
-                continue;
-            }
+        // The units sent are the queue's first ones (order is kept).
+        let unsent = s.units.partition_point(|u| u.sent.is_some());
+        for i in unsent..s.units.len() {
             let cmd = self.build(s, i, rng);
             let alone = cmd.hazards().alone;
             if alone || !may_send(&cmd, s.units.iter().filter_map(Unit::in_flight)) {
@@ -149,15 +149,19 @@ impl ImapDriver {
         // elsewhere. With several commands in flight the data before a completion may be
         // another FETCH's (Dovecot runs FETCHes side by side), so while another session of
         // the user is open (only it can expunge) nothing is compared across sessions then.
-        let flying = s.units.iter().filter(|u| u.in_flight().is_some()).count();
-        let trusted = !expunge_issued(r) && (flying <= 1 || s.lease.alone());
-        let shared = self.shared.as_ref().filter(|_| trusted);
         // The command whose expunges these are: the EXPUNGE or MOVE in flight (it goes
         // alone among sequence-number commands). Without one, an EXPUNGE reports another
         // session's and is that session's count.
-        let expunger = s.units.iter().position(|u| {
-            !u.done && matches!(u.sent, Some((_, Command::Expunge | Command::Move { .. })))
-        });
+        let (mut flying, mut expunger) = (0, None);
+        for (i, u) in s.units.iter().enumerate() {
+            let Some(c) = u.in_flight() else { continue };
+            flying += 1;
+            if expunger.is_none() && matches!(c, Command::Expunge | Command::Move { .. }) {
+                expunger = Some(i);
+            }
+        }
+        let trusted = !expunge_issued(r) && (flying <= 1 || s.lease.alone());
+        let shared = self.shared.as_ref().filter(|_| trusted);
         for d in &r.data {
             if let (Data::Expunge(_), Some(e)) = (d, expunger) {
                 s.units[e].outcome.expunged += 1;
