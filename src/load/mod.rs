@@ -27,6 +27,7 @@ use crate::shutdown::Shutdown;
 use crate::stats::results::{Results, RunParts};
 use crate::stats::summary::Summary;
 use crate::stats::{Metric, Recorder, Shards, Steps};
+use crate::transport::alarm::Alarm;
 use schedule::{Pacing, Schedule};
 use shard::Shard;
 
@@ -270,6 +271,8 @@ pub async fn run<D: Driver>(
     let mut drain_until = plan.duration.map_or(far, |d| start + d + plan.grace);
     let mut aborted = 0;
     let mut stopping = false;
+    // On the alarm thread, like the interval ticks: no tokio timer while the load runs.
+    let drained = Alarm::new();
     loop {
         tokio::select! {
             _ = runner.tick() => {
@@ -293,7 +296,7 @@ pub async fn run<D: Driver>(
                 eng.schedule.stop();
                 drain_until = drain_until.min(Instant::now() + plan.grace);
             }
-            _ = tokio::time::sleep_until(drain_until.into()) => {
+            _ = drained.until(drain_until) => {
                 aborted = eng.in_flight.load(Ordering::Relaxed);
                 workers.abort_all();
                 break;

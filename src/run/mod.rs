@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use crate::stats::cpu::CpuTimes;
 use crate::stats::results::SelfReport;
 use crate::stats::{Collector, IntervalPoint, Recorder, Shards};
+use crate::transport::alarm::Ticker;
 use live::Live;
 
 /// A fresh random run id: the id in every trace header and results file of a run.
@@ -45,7 +46,9 @@ pub struct Runner {
     cpu0: CpuTimes,
     collector: Collector,
     live: Live,
-    ticker: tokio::time::Interval,
+    /// The ends of intervals, on the alarm thread: a tokio timer would make the runtime
+    /// sleep with a kernel timer armed at every wait for the network.
+    ticker: Ticker,
 }
 
 /// What a finished run measured, for its results.
@@ -76,7 +79,7 @@ impl Runner {
             cpu0: CpuTimes::of_self(),
             collector: Collector::new(start),
             live: Live::new(progress.quiet),
-            ticker: tokio::time::interval_at((start + interval).into(), interval),
+            ticker: Ticker::new(start + interval, interval),
         }
     }
 

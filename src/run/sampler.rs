@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::stats::host::{self, Device, DiskCounters};
 use crate::stats::sut::{self, NetBytes, Sample};
 use crate::stats::{IntervalPoint, SutPoint};
+use crate::transport::alarm::Ticker;
 
 /// The processes to watch, found anew at every reading (servers start and end workers).
 pub type Pids = Arc<dyn Fn() -> Vec<u32> + Send + Sync>;
@@ -279,7 +280,8 @@ async fn sample_loop(
     latest: LatestCpu,
 ) -> Vec<Reading> {
     let mut out = Vec::new();
-    let mut ticker = tokio::time::interval_at((start + interval).into(), interval);
+    // On the alarm thread: no tokio timer beside the load's waits (see `transport::alarm`).
+    let mut ticker = Ticker::new(start + interval, interval);
     loop {
         tokio::select! {
             _ = ticker.tick() => {}

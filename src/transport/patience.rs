@@ -1,28 +1,27 @@
-//! How long a connection waits for its server, kept with one timer per connection instead
-//! of one per read.
+//! How long a connection waits for its server, kept in one alarm per connection instead
+//! of a timer per read.
 //!
-//! A timeout around every read registers a timer in the runtime's wheel when the read has
-//! to wait and removes it when the data comes: at one read per IMAP command that was ~5 %
-//! of the client's instructions and a good part of its instruction-cache footprint per
-//! command. Here the connection keeps one timer, armed once; each command written or
-//! completed only moves a mark (an [`Instant`] the caller read anyway to time the command),
-//! and the timer is re-armed lazily, when it fires before the mark's limit has passed
-//! (once per limit at most). The limit is the same: a wait fails when nothing was written
-//! or completed for `limit`.
+//! A timeout around every read registered a timer in the runtime's wheel when the read
+//! had to wait and removed it when the data came: at one read per IMAP command that was
+//! ~8 % of the client's instructions per command and a good part of its code footprint,
+//! and any pending timer makes the runtime sleep with a kernel timer armed (see
+//! [`super::alarm`]). Here each command written or completed only moves the connection's
+//! deadline (an [`Instant`] the caller read anyway to time the command, and an atomic
+//! store); the alarm thread wakes the connection if the deadline passes. The limit is the
+//! same: a wait fails when nothing was written or completed for `limit`.
 
 use std::future::Future;
 use std::io;
-use std::pin::Pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use tokio::time::Sleep;
-
+use super::alarm::Alarm;
 use super::link::{LinkError, LinkPhase};
 
 /// One connection's limit on waiting for its server, counted from the last mark.
 pub struct Patience {
-    timer: Pin<Box<Sleep>>,
+    alarm: Arc<Alarm>,
     limit: Duration,
     since: Instant,
 }
@@ -31,17 +30,19 @@ impl Patience {
     /// Waits of at most `limit`, counted from now until the first [`Patience::restart`].
     pub fn new(limit: Duration) -> Patience {
         let since = Instant::now();
+        let alarm = Alarm::new();
+        alarm.set(since + limit);
         Patience {
-            timer: Box::pin(tokio::time::sleep_until((since + limit).into())),
+            alarm,
             limit,
             since,
         }
     }
 
-    /// Counts the limit anew from `at` (a command written, a reply completed); no timer is
-    /// touched.
+    /// Counts the limit anew from `at` (a command written, a reply completed).
     pub fn restart(&mut self, at: Instant) {
         self.since = at;
+        self.alarm.set(at + self.limit);
     }
 
     /// Runs `io` until it ends or `limit` has passed since the last mark; its failure (or
@@ -56,20 +57,18 @@ impl Patience {
             if let Poll::Ready(r) = io.as_mut().poll(cx) {
                 return Poll::Ready(r.map_err(|source| LinkError::Io { phase, source }));
             }
-            loop {
-                if self.timer.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                let due = tokio::time::Instant::from_std(self.since + self.limit);
-                if due <= self.timer.deadline() {
+            if self.alarm.poll_rung(cx) {
+                let due = self.since + self.limit;
+                if Instant::now() >= due {
                     return Poll::Ready(Err(LinkError::Timeout {
                         phase,
                         after: self.limit,
                     }));
                 }
-                // A mark moved the limit since the timer was armed: wait for the new one.
-                self.timer.as_mut().reset(due);
+                // The ring of a deadline since moved: wait for the new one.
+                self.alarm.set(due);
             }
+            Poll::Pending
         })
         .await
     }

@@ -777,3 +777,114 @@ print(json.dumps([sizes, sorted(runs)]))",
         "[messages by RFC822.SIZE, run ids of the populated ones]"
     );
 }
+
+/// A scripted IMAP server on a free loopback port: greets, answers LOGIN, CAPABILITY and
+/// SELECT at once, and answers every other command `delay` after it came.
+fn slow_server(delay: std::time::Duration) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut out = conn.try_clone().expect("a second handle");
+                let _ = out.write_all(b"* OK [CAPABILITY IMAP4rev1] slow server ready\r\n");
+                for line in BufReader::new(conn).lines().map_while(Result::ok) {
+                    let mut words = line.split(' ');
+                    let (tag, cmd) = (words.next().unwrap_or("*"), words.next().unwrap_or(""));
+                    let reply = match cmd.to_ascii_uppercase().as_str() {
+                        "LOGIN" => format!("{tag} OK logged in\r\n"),
+                        "CAPABILITY" => format!("* CAPABILITY IMAP4rev1\r\n{tag} OK listed\r\n"),
+                        "SELECT" => format!(
+                            "* 3 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n{tag} OK [READ-WRITE] selected\r\n"
+                        ),
+                        "LOGOUT" => format!("* BYE\r\n{tag} OK bye\r\n"),
+                        _ => {
+                            std::thread::sleep(delay);
+                            format!("{tag} OK done\r\n")
+                        }
+                    };
+                    if out.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// `--timeout` is the longest wait for each reply: a server answering every NOOP 400 ms
+/// after it came never times out under a 1 s limit (pipelined, the last of four waits
+/// 1.6 s, but a reply comes every 400 ms), and under a 150 ms one every NOOP fails as a
+/// timeout about 150 ms after it was sent, pipelined or not.
+#[test]
+fn a_reply_later_than_the_timeout_fails_as_a_timeout_and_one_within_it_does_not() {
+    let dir = TempDir::new("imap-timeout");
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "u1@x.test p1\n").expect("a users file");
+    let json = dir.0.join("r.json");
+    let port = slow_server(std::time::Duration::from_millis(400));
+    let target = format!("127.0.0.1:{port}");
+    for pipeline in ["1", "4"] {
+        let args = |timeout: &'static str| {
+            let base = ["--target", &target, "--users-file", users.to_str().unwrap()];
+            let rest = [
+                "-n",
+                "4",
+                "-c",
+                "1",
+                "--mix",
+                "noop=1",
+                "--timeout",
+                timeout,
+            ];
+            [&base[..], &rest[..], &["--pipeline", pipeline]].concat()
+        };
+        let r = imap(&args("1s"), &json, 0);
+        assert_eq!(
+            (summary(&r, "completed"), summary(&r, "errors")),
+            (4, 0),
+            "--pipeline {pipeline}, 400 ms replies under a 1 s limit: {:#}",
+            r["summary"]
+        );
+        // One at a time each NOOP waits 400 ms; four in flight on a server that answers
+        // them one after the other complete 400 ms apart, the last 1.6 s after its write:
+        // longer than the limit, yet never 1 s without a reply.
+        let slowest = if pipeline == "1" {
+            400_000.0
+        } else {
+            1_600_000.0
+        };
+        let noop = &r["latency"]["noop"];
+        let (min, max) = (noop["min_us"].as_f64(), noop["max_us"].as_f64());
+        assert!(
+            min.zip(max).is_some_and(|(lo, hi)| lo >= 400_000.0
+                && hi >= slowest
+                && hi < slowest + 150_000.0),
+            "--pipeline {pipeline}: NOOPs timed from their write, 400 ms to {slowest} us: {noop:#}"
+        );
+        let started = std::time::Instant::now();
+        let r = imap(&args("150ms"), &json, 2);
+        let took = started.elapsed();
+        let e = &r["errors"][0];
+        assert_eq!(
+            (e["class"].as_str(), e["phase"].as_str()),
+            (Some("timeout"), Some("noop")),
+            "--pipeline {pipeline}: {:#}",
+            r["errors"]
+        );
+        assert_eq!(
+            summary(&r, "errors"),
+            4,
+            "--pipeline {pipeline}: every NOOP timed out: {:#}",
+            r["summary"]
+        );
+        // Four timeouts of 150 ms each, one connection at a time (a timeout costs the
+        // connection): well under the 1.6 s that four 400 ms replies would take.
+        assert!(
+            took < std::time::Duration::from_millis(1500),
+            "--pipeline {pipeline}: four 150 ms timeouts took {took:?}"
+        );
+    }
+}
