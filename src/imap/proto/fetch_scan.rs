@@ -6,14 +6,26 @@
 //! what the exact reader (`response::Cursor::fetch`) would read the same way, and says
 //! `None` to anything else — a literal, a section, a lower-case name, an escape in a
 //! string inside a list, a malformed value — for the exact reader to read from the start. So both give the same answer, and
-//! every error comes from the exact reader.
+//! every error comes from the exact reader. One literal it hands on instead of refusing:
+//! `BODY[] ` as the line's last item is a body FETCH's whole message (`UID n RFC822.SIZE n
+//! BODY[] {n}`), which the exact reader takes from the literal on, so the items before it
+//! are not read twice.
 
 use super::fetch::Fetch;
 use super::octets::{ATOM_STOPS, fingerprint64, text};
 
+/// What the fast reader made of a FETCH's items.
+pub(super) enum Scanned {
+    /// All of them, to the closing parenthesis.
+    Done(Fetch),
+    /// Those before `BODY[] `, which ends the line: the whole message follows as a
+    /// literal at this offset of the line (its `{`).
+    WholeBody(Fetch, usize),
+}
+
 /// Reads `(item value ...)` of message `seq` from `line`, which starts at the `(` and
 /// ends before the response's first CR, LF or `{`.
-pub(super) fn fetch(seq: u32, line: &[u8]) -> Option<Fetch> {
+pub(super) fn fetch(seq: u32, line: &[u8]) -> Option<Scanned> {
     let mut s = Scan { b: line, i: 0 };
     let mut f = Fetch {
         seq,
@@ -23,7 +35,10 @@ pub(super) fn fetch(seq: u32, line: &[u8]) -> Option<Fetch> {
     loop {
         s.eat(b' ');
         if s.eat(b')') {
-            return Some(f);
+            return Some(Scanned::Done(f));
+        }
+        if line[s.i..] == *b"BODY[] " {
+            return Some(Scanned::WholeBody(f, line.len()));
         }
         let name = match s.common_name() {
             Some(name) => name,
