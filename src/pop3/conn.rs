@@ -13,6 +13,7 @@ use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
 use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
+use crate::transport::patience::Patience;
 use crate::transport::stream::Stream;
 use crate::transport::target::Target;
 
@@ -102,7 +103,9 @@ pub struct Pop3Conn {
     rbuf: Inbox,
     client: Pop3Client,
     command_timeout: Duration,
-    last_mark: Instant,
+    /// The wait for the server, limited to `command_timeout`; its mark (the last write or
+    /// response) is also where each response is timed from.
+    patience: Patience,
     /// Per-phase latencies of the responses read since the caller last cleared it.
     pub timings: Vec<(Phase, Duration)>,
     /// The server offers PIPELINING: commands go out in one write.
@@ -132,7 +135,7 @@ impl Pop3Conn {
             rbuf: Inbox::with_capacity(READ_CHUNK),
             client: Pop3Client::new(),
             command_timeout: opts.command_timeout,
-            last_mark: connected,
+            patience: Patience::new(opts.command_timeout),
             timings: Vec::with_capacity(16),
             pipelining: false,
             bytes_out: 0,
@@ -140,6 +143,7 @@ impl Pop3Conn {
             ended: false,
         };
         c.timings.push((Phase::Connect, connected - started));
+        c.patience.restart(connected);
         let tls = opts.tls.clone();
         if opts.implicit_tls
             && let Some(cfg) = &tls
@@ -275,8 +279,8 @@ impl Pop3Conn {
             self.stream.write_all(&out).await?;
             self.stream.flush().await
         };
-        let result = link::write(write, self.command_timeout, phase).await;
-        self.last_mark = Instant::now();
+        let result = self.patience.bound(write, phase).await;
+        self.patience.restart(Instant::now());
         Ok(result?)
     }
 
@@ -288,16 +292,16 @@ impl Pop3Conn {
                 self.rbuf.consume(used);
                 if let Some((phase, r)) = done {
                     let now = Instant::now();
-                    self.timings.push((phase, now - self.last_mark));
-                    self.last_mark = now;
+                    self.timings.push((phase, now - self.patience.since()));
+                    self.patience.restart(now);
                     return Ok((phase, r));
                 }
             }
             let phase = self.client.awaiting().unwrap_or(Phase::Quit);
-            link::read(
+            link::read_within(
                 &mut self.stream,
                 self.rbuf.room(READ_CHUNK),
-                self.command_timeout,
+                &mut self.patience,
                 phase,
             )
             .await?;
@@ -312,7 +316,7 @@ impl Pop3Conn {
         let started = Instant::now();
         let now = link::upgrade(&mut self.stream, config, name, self.command_timeout).await?;
         self.timings.push((Phase::TlsHandshake, now - started));
-        self.last_mark = now;
+        self.patience.restart(now);
         self.tls_active = true;
         Ok(())
     }

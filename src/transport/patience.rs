@@ -45,6 +45,11 @@ impl Patience {
         self.alarm.set(at + self.limit);
     }
 
+    /// The last mark: where the current wait is counted from.
+    pub fn since(&self) -> Instant {
+        self.since
+    }
+
     /// Runs `io` until it ends or `limit` has passed since the last mark; its failure (or
     /// the limit passing) is charged to `phase`.
     pub async fn bound<T, P: LinkPhase>(

@@ -778,40 +778,23 @@ print(json.dumps([sizes, sorted(runs)]))",
     );
 }
 
-/// A scripted IMAP server on a free loopback port: greets, answers LOGIN, CAPABILITY and
-/// SELECT at once, and answers every other command `delay` after it came.
-fn slow_server(delay: std::time::Duration) -> u16 {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-    let port = listener.local_addr().expect("its address").port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut out = conn.try_clone().expect("a second handle");
-                let _ = out.write_all(b"* OK [CAPABILITY IMAP4rev1] slow server ready\r\n");
-                for line in BufReader::new(conn).lines().map_while(Result::ok) {
-                    let mut words = line.split(' ');
-                    let (tag, cmd) = (words.next().unwrap_or("*"), words.next().unwrap_or(""));
-                    let reply = match cmd.to_ascii_uppercase().as_str() {
-                        "LOGIN" => format!("{tag} OK logged in\r\n"),
-                        "CAPABILITY" => format!("* CAPABILITY IMAP4rev1\r\n{tag} OK listed\r\n"),
-                        "SELECT" => format!(
-                            "* 3 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n{tag} OK [READ-WRITE] selected\r\n"
-                        ),
-                        "LOGOUT" => format!("* BYE\r\n{tag} OK bye\r\n"),
-                        _ => {
-                            std::thread::sleep(delay);
-                            format!("{tag} OK done\r\n")
-                        }
-                    };
-                    if out.write_all(reply.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    port
+/// What the scripted IMAP server says to `line`; `true` when it answers after its delay.
+fn slow_imap(line: &str) -> (bool, String) {
+    let mut words = line.split(' ');
+    let (tag, cmd) = (words.next().unwrap_or("*"), words.next().unwrap_or(""));
+    match cmd.to_ascii_uppercase().as_str() {
+        "LOGIN" => (false, format!("{tag} OK logged in\r\n")),
+        "CAPABILITY" => (
+            false,
+            format!("* CAPABILITY IMAP4rev1\r\n{tag} OK listed\r\n"),
+        ),
+        "SELECT" => (
+            false,
+            format!("* 3 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n{tag} OK [READ-WRITE] selected\r\n"),
+        ),
+        "LOGOUT" => (false, format!("* BYE\r\n{tag} OK bye\r\n")),
+        _ => (true, format!("{tag} OK done\r\n")),
+    }
 }
 
 /// `--timeout` is the longest wait for each reply: a server answering every NOOP 400 ms
@@ -824,7 +807,11 @@ fn a_reply_later_than_the_timeout_fails_as_a_timeout_and_one_within_it_does_not(
     let users = dir.0.join("users.txt");
     std::fs::write(&users, "u1@x.test p1\n").expect("a users file");
     let json = dir.0.join("r.json");
-    let port = slow_server(std::time::Duration::from_millis(400));
+    let port = crate::util::scripted_server(
+        "* OK [CAPABILITY IMAP4rev1] slow server ready\r\n",
+        std::time::Duration::from_millis(400),
+        slow_imap,
+    );
     let target = format!("127.0.0.1:{port}");
     for pipeline in ["1", "4"] {
         let args = |timeout: &'static str| {

@@ -1131,3 +1131,59 @@ fn issue_31_append_population_results_read_back() {
         "populate --via imap records totals, not a per-interval series",
     );
 }
+
+/// What the scripted POP3 server says to `line`; `true` when it answers after its delay.
+fn slow_pop3(line: &str) -> (bool, String) {
+    match line
+        .split(' ')
+        .next()
+        .unwrap_or("")
+        .to_ascii_uppercase()
+        .as_str()
+    {
+        "CAPA" => (false, "+OK\r\nUSER\r\n.\r\n".into()),
+        "STAT" => (true, "+OK 0 0\r\n".into()),
+        _ => (false, "+OK\r\n".into()),
+    }
+}
+
+/// `--timeout` for POP3: a server answering STAT 400 ms after it came is timed at that
+/// under a 1 s limit, and under a 150 ms one every session fails as a timeout at STAT in
+/// about that.
+#[test]
+fn a_pop3_reply_later_than_the_timeout_fails_as_a_timeout_and_one_within_it_does_not() {
+    let dir = TempDir::new("pop3-timeout");
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "u1@x.test p1\n").expect("a users file");
+    let json = dir.0.join("r.json");
+    let port = crate::util::scripted_server("+OK ready\r\n", Duration::from_millis(400), slow_pop3);
+    let target = format!("127.0.0.1:{port}");
+    let args = |timeout: &'static str| {
+        let base = ["--target", &target, "--users-file", users.to_str().unwrap()];
+        [&base[..], &["-n", "3", "-c", "1", "--timeout", timeout]].concat()
+    };
+    let r = pop3(&args("1s"), &json, 0);
+    assert_eq!(r["summary"]["errors"], 0, "{:#}", r["summary"]);
+    let stat = &r["latency"]["stat"];
+    let (min, max) = (stat["min_us"].as_f64(), stat["max_us"].as_f64());
+    assert!(
+        min.zip(max)
+            .is_some_and(|(lo, hi)| lo >= 400_000.0 && hi < 550_000.0),
+        "each STAT timed at the server's 400 ms: {stat:#}"
+    );
+    let started = std::time::Instant::now();
+    let r = pop3(&args("150ms"), &json, 2);
+    let took = started.elapsed();
+    let e = &r["errors"][0];
+    assert_eq!(
+        (e["class"].as_str(), e["phase"].as_str()),
+        (Some("timeout"), Some("stat")),
+        "{:#}",
+        r["errors"]
+    );
+    assert_eq!(r["summary"]["errors"], 3, "{:#}", r["summary"]);
+    assert!(
+        took < Duration::from_millis(1200),
+        "three 150 ms timeouts took {took:?} (three 400 ms replies would take 1.2 s)"
+    );
+}

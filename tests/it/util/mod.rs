@@ -442,3 +442,34 @@ pub fn postfix_to_sink(
         })
         .expect("lab Postfix starts (CI runs as root)")
 }
+
+/// A scripted server on a free loopback port (one thread per connection): says
+/// `greeting`, then answers each line as `reply` says, after `delay` when it says so.
+/// For the limits on waiting for a reply, against a server that is slow on purpose.
+pub fn scripted_server(
+    greeting: &'static str,
+    delay: Duration,
+    reply: fn(&str) -> (bool, String),
+) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut out = conn.try_clone().expect("a second handle");
+                let _ = out.write_all(greeting.as_bytes());
+                for line in BufReader::new(conn).lines().map_while(Result::ok) {
+                    let (slow, text) = reply(&line);
+                    if slow {
+                        std::thread::sleep(delay);
+                    }
+                    if out.write_all(text.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
