@@ -566,7 +566,7 @@ impl ImapConn {
             } else {
                 READ_CHUNK
             };
-            link::read_within(
+            link::read(
                 &mut self.stream,
                 self.rbuf.room(chunk),
                 &mut self.patience,

@@ -298,7 +298,7 @@ impl Pop3Conn {
                 }
             }
             let phase = self.client.awaiting().unwrap_or(Phase::Quit);
-            link::read_within(
+            link::read(
                 &mut self.stream,
                 self.rbuf.room(READ_CHUNK),
                 &mut self.patience,

@@ -18,6 +18,7 @@ use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
 use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
+use crate::transport::patience::Patience;
 use crate::transport::stream::Stream;
 use crate::transport::target::Target;
 
@@ -112,7 +113,9 @@ pub struct ClientConn {
     session: ClientSession,
     chunks: Vec<Bytes>,
     command_timeout: Duration,
-    last_mark: Instant,
+    /// The wait for the server, limited to `command_timeout`; its mark (the last write or
+    /// reply) is also where each reply is timed from.
+    patience: Patience,
     tls: Option<(Arc<rustls::ClientConfig>, String)>,
     /// Per-phase latencies of the replies read since the caller last cleared it.
     pub timings: Vec<(Phase, Duration)>,
@@ -149,7 +152,7 @@ impl ClientConn {
             session: ClientSession::new(cfg, opts.implicit_tls && opts.tls.is_some()),
             chunks: Vec::with_capacity(4),
             command_timeout: opts.command_timeout,
-            last_mark: connected,
+            patience: Patience::new(opts.command_timeout),
             tls,
             timings: Vec::with_capacity(8),
             bytes_out: 0,
@@ -157,6 +160,7 @@ impl ClientConn {
             flushed: connected,
         };
         conn.timings.push((Phase::Connect, connected - started));
+        conn.patience.restart(connected);
         if opts.implicit_tls && conn.tls.is_some() {
             Box::pin(conn.upgrade_tls()).await?;
         }
@@ -246,8 +250,8 @@ impl ClientConn {
                     if phase == Phase::DataDot {
                         self.data_end = Some(self.flushed);
                     }
-                    self.timings.push((phase, now - self.last_mark));
-                    self.last_mark = now;
+                    self.timings.push((phase, now - self.patience.since()));
+                    self.patience.restart(now);
                     self.session.on_reply(reply)?;
                 }
                 Step::StartTls => {
@@ -295,10 +299,10 @@ impl ClientConn {
             }
             self.stream.flush().await
         };
-        let result = link::write(write, self.command_timeout, phase).await;
+        let result = self.patience.bound(write, phase).await;
         self.chunks.clear();
-        self.last_mark = Instant::now();
-        self.flushed = self.last_mark;
+        self.flushed = Instant::now();
+        self.patience.restart(self.flushed);
         Ok(result?)
     }
 
@@ -317,7 +321,7 @@ impl ClientConn {
             link::read(
                 &mut self.stream,
                 self.rbuf.room(READ_CHUNK),
-                self.command_timeout,
+                &mut self.patience,
                 phase,
             )
             .await?;
@@ -334,7 +338,7 @@ impl ClientConn {
         let started = Instant::now();
         let now = link::upgrade(&mut self.stream, config, &name, self.command_timeout).await?;
         self.timings.push((Phase::TlsHandshake, now - started));
-        self.last_mark = now;
+        self.patience.restart(now);
         Ok(())
     }
 }

@@ -1,9 +1,9 @@
 //! What every client connection shares below its protocol: how the link fails (connect,
-//! timeout, lost connection, TLS) and the timed connect, writes, reads and TLS upgrade
-//! that produce those failures, each tagged with the protocol's phase.
+//! timeout, lost connection, TLS) and the timed connect, reads (within the connection's
+//! [`super::patience::Patience`], which also bounds its writes) and TLS upgrade that
+//! produce those failures, each tagged with the protocol's phase.
 
 use std::fmt;
-use std::future::Future;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -112,48 +112,10 @@ pub async fn open<P: LinkPhase>(
         })
 }
 
-/// Runs an IO future within `limit`; its failure (or the limit passing) is charged to
-/// `phase`.
-async fn timed<T, P: LinkPhase>(
-    io: impl Future<Output = io::Result<T>>,
-    limit: Duration,
-    phase: P,
-) -> Result<T, LinkError<P>> {
-    match timeout(limit, io).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(source)) => Err(LinkError::Io { phase, source }),
-        Err(_) => Err(LinkError::Timeout {
-            phase,
-            after: limit,
-        }),
-    }
-}
-
-/// Runs a write (and flush) within `limit`; its failure is charged to `phase`.
-pub async fn write<P: LinkPhase>(
-    write: impl Future<Output = io::Result<()>>,
-    limit: Duration,
-    phase: P,
-) -> Result<(), LinkError<P>> {
-    timed(write, limit, phase).await
-}
-
-/// Reads what is there (at least one byte) into `buf` within `limit`; the server closing
-/// the connection is a failure at `phase`.
-pub async fn read<P: LinkPhase>(
-    stream: &mut Stream,
-    buf: &mut Vec<u8>,
-    limit: Duration,
-    phase: P,
-) -> Result<(), LinkError<P>> {
-    let n = timed(stream.read_buf(buf), limit, phase).await?;
-    some_read(n, phase)
-}
-
 /// Reads what is there (at least one byte) into `buf` within `patience` (the connection's
 /// own limit, counted from its last mark); the server closing the connection is a failure
 /// at `phase`.
-pub async fn read_within<P: LinkPhase>(
+pub async fn read<P: LinkPhase>(
     stream: &mut Stream,
     buf: &mut Vec<u8>,
     patience: &mut Patience,
