@@ -29,20 +29,26 @@ pub struct Patience {
 impl Patience {
     /// Waits of at most `limit`, counted from now until the first [`Patience::restart`].
     pub fn new(limit: Duration) -> Patience {
-        let since = Instant::now();
-        let alarm = Alarm::new();
-        alarm.set(since + limit);
-        Patience {
-            alarm,
+        let p = Patience {
+            alarm: Alarm::new(),
             limit,
-            since,
-        }
+            since: Instant::now(),
+        };
+        p.alarm.set(p.due());
+        p
+    }
+
+    /// When the current wait fails: `limit` after the mark (a limit too large for the
+    /// clock never passes).
+    fn due(&self) -> Instant {
+        const NEVER: Duration = Duration::from_secs(100 * 365 * 86_400);
+        (self.since.checked_add(self.limit)).unwrap_or(self.since + NEVER)
     }
 
     /// Counts the limit anew from `at` (a command written, a reply completed).
     pub fn restart(&mut self, at: Instant) {
         self.since = at;
-        self.alarm.set(at + self.limit);
+        self.alarm.set(self.due());
     }
 
     /// The last mark: where the current wait is counted from.
@@ -63,7 +69,7 @@ impl Patience {
                 return Poll::Ready(r.map_err(|source| LinkError::Io { phase, source }));
             }
             if self.alarm.poll_rung(cx) {
-                let due = self.since + self.limit;
+                let due = self.due();
                 if Instant::now() >= due {
                     return Poll::Ready(Err(LinkError::Timeout {
                         phase,
@@ -141,6 +147,22 @@ mod tests {
             took >= limit && took < limit + Duration::from_millis(150),
             "expected the timeout {limit:?} after the mark, it came {took:?} after it"
         );
+    }
+
+    #[tokio::test]
+    async fn a_limit_past_the_clocks_range_never_passes() {
+        let mut p = Patience::new(Duration::MAX);
+        p.restart(Instant::now());
+        let r = p
+            .bound(
+                async {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    io::Result::Ok(())
+                },
+                Step,
+            )
+            .await;
+        assert!(r.is_ok(), "got {r:?}");
     }
 
     #[tokio::test]

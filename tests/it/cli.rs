@@ -316,6 +316,20 @@ fn a_bad_value_names_its_flag() {
             "--timeout: invalid duration",
         ),
         (
+            &["send", "127.0.0.1:1", "--timeout", "0"],
+            "--timeout 0: must be above zero",
+        ),
+        // A limit past the clock's range panicked every IMAP session (the newcomer's
+        // find); a year is plenty.
+        (
+            &["send", "127.0.0.1:1", "--timeout", "10000000000000000000s"],
+            "--timeout 10000000000000000000s: must be at most 365d",
+        ),
+        (
+            &["send", "127.0.0.1:1", "--connect-timeout", "0s"],
+            "--connect-timeout 0s: must be above zero",
+        ),
+        (
             &["send", "127.0.0.1:1", "--interval", "x"],
             "--interval: invalid duration",
         ),

@@ -52,7 +52,8 @@ pub struct ClientArgs {
     /// TCP connect timeout.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub connect_timeout: String,
-    /// Timeout for each reply.
+    /// Longest wait for a reply: a connection with nothing written or answered for this
+    /// long fails as a timeout (at most 365d).
     #[arg(long, default_value = "60s", value_name = "DURATION")]
     pub timeout: String,
     /// TLS.

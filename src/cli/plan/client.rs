@@ -39,17 +39,7 @@ pub fn smtp(
             _ => return Err(format!("--auth {up:?}: write user:password, or 'senders'")),
         },
     };
-    let connect_timeout =
-        units::duration(&a.connect_timeout).map_err(super::flagged("--connect-timeout"))?;
-    let command_timeout = units::duration(&a.timeout).map_err(super::flagged("--timeout"))?;
-    for (name, d) in [
-        ("--connect-timeout", connect_timeout),
-        ("--timeout", command_timeout),
-    ] {
-        if d.is_zero() {
-            return Err(format!("{name} must be above zero"));
-        }
-    }
+    let (connect_timeout, command_timeout) = limits(&a.connect_timeout, &a.timeout)?;
     let json = serde_json::json!({
         "protocol": if a.lmtp { "lmtp" } else { "smtp" },
         "tls": tls.mode,
@@ -139,14 +129,27 @@ pub struct Timeouts {
 impl Timeouts {
     /// Both limits from their flags; neither may be zero.
     pub fn plan(a: &MailboxClientArgs) -> Result<Timeouts, String> {
-        let t = Timeouts {
-            connect: units::duration(&a.connect_timeout)
-                .map_err(super::flagged("--connect-timeout"))?,
-            command: units::duration(&a.timeout).map_err(super::flagged("--timeout"))?,
-        };
-        if t.connect.is_zero() || t.command.is_zero() {
-            return Err("--connect-timeout and --timeout must be above zero".into());
-        }
-        Ok(t)
+        let (connect, command) = limits(&a.connect_timeout, &a.timeout)?;
+        Ok(Timeouts { connect, command })
     }
+}
+
+/// `--connect-timeout` and `--timeout` from their flags: each above zero and at most a
+/// year (longer is no limit at all, and past the clock's range).
+fn limits(connect: &str, command: &str) -> Result<(Duration, Duration), String> {
+    const LONGEST: Duration = Duration::from_secs(365 * 86_400);
+    let one = |flag: &'static str, spec: &str| {
+        let d = units::duration(spec).map_err(super::flagged(flag))?;
+        if d.is_zero() {
+            return Err(format!("{flag} {spec}: must be above zero"));
+        }
+        if d > LONGEST {
+            return Err(format!("{flag} {spec}: must be at most 365d"));
+        }
+        Ok(d)
+    };
+    Ok((
+        one("--connect-timeout", connect)?,
+        one("--timeout", command)?,
+    ))
 }
