@@ -189,7 +189,12 @@ fn exit_code(r: &Results) -> u8 {
         && r.counters.sent > 0
         && r.counters.accepted == 0
     {
-        crate::run::live::say("mailbench: no message was accepted; the error table above says why");
+        let units = crate::stats::kind::find(&r.command)
+            .map_or(crate::stats::kind::units::MESSAGES, |k| k.units);
+        crate::run::live::say(&format!(
+            "mailbench: 0 {} {}; the error table above says why",
+            units.noun, units.done
+        ));
         EXIT_FAILED
     } else if r.thresholds.iter().any(|t| !t.ok) {
         EXIT_THRESHOLD

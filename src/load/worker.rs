@@ -210,9 +210,11 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                 }
             }
             Err(e) => {
-                // The connection is gone, and with it every follow-on already sent.
-                for _ in next.drain(..).chain(carried.drain(..)) {
-                    lost(&eng, id, &e, None, done, done);
+                // The connection is gone, and with it every follow-on already sent: each
+                // waited from its own start (where the unit before it ended, or for those
+                // claimed during this one, where this one began) until now.
+                for n in next.drain(..).chain(carried.drain(..)) {
+                    lost(&eng, id, &e, None, n.begun, n.t0);
                 }
                 live = None;
             }

@@ -867,6 +867,13 @@ fn a_reply_later_than_the_timeout_fails_as_a_timeout_and_one_within_it_does_not(
             "--pipeline {pipeline}: every NOOP timed out: {:#}",
             r["summary"]
         );
+        // Each waited its 150 ms, those in flight behind the one that timed out too
+        // (they were charged ~0.06 ms once: the newcomer's find).
+        let total = &r["latency"]["total"];
+        assert!(
+            total["min_us"].as_f64().is_some_and(|lo| lo >= 140_000.0),
+            "--pipeline {pipeline}: every unit's total is its wait: {total:#}"
+        );
         // Four timeouts of 150 ms each, one connection at a time (a timeout costs the
         // connection): well under the 1.6 s that four 400 ms replies would take.
         assert!(
