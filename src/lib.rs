@@ -8,6 +8,8 @@
 //! other (`tests/it/layout.rs` reads the tree and checks both):
 //!
 //! - foundation, imports nothing above it:
+//!   - `alarm`     the process's alarm clock thread: deadlines of waits kept off the
+//!     async runtime, so it sleeps without a kernel timer armed.
 //!   - `error`     the failure classes shared by statistics and reports.
 //!   - `units`     durations, sizes, rates and counts as people write them.
 //!   - `sasl`      SASL PLAIN and LOGIN, for every protocol (sans-IO).
@@ -55,6 +57,7 @@
 //! - `cli`: flags, validation into plans, the commands that compose plans and call the
 //!   engines, and the end of every command (`finish`).
 
+pub mod alarm;
 pub mod cli;
 pub mod dns;
 pub mod doctor;

@@ -566,13 +566,9 @@ impl ImapConn {
             } else {
                 READ_CHUNK
             };
-            link::read(
-                &mut self.stream,
-                self.rbuf.room(chunk),
-                &mut self.patience,
-                phase,
-            )
-            .await?;
+            self.patience
+                .read(&mut self.stream, self.rbuf.room(chunk), phase)
+                .await?;
         }
     }
 

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::alarm::Alarm;
 use crate::error::ErrorClass;
 use crate::run::exporter::{self, Gauge};
 use crate::run::live::{LiveExtra, Units};
@@ -27,7 +28,6 @@ use crate::shutdown::Shutdown;
 use crate::stats::results::{Results, RunParts};
 use crate::stats::summary::Summary;
 use crate::stats::{Metric, Recorder, Shards, Steps};
-use crate::transport::alarm::Alarm;
 use schedule::{Pacing, Schedule};
 use shard::Shard;
 

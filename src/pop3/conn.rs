@@ -298,13 +298,9 @@ impl Pop3Conn {
                 }
             }
             let phase = self.client.awaiting().unwrap_or(Phase::Quit);
-            link::read(
-                &mut self.stream,
-                self.rbuf.room(READ_CHUNK),
-                &mut self.patience,
-                phase,
-            )
-            .await?;
+            self.patience
+                .read(&mut self.stream, self.rbuf.room(READ_CHUNK), phase)
+                .await?;
         }
     }
 

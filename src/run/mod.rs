@@ -15,10 +15,10 @@ pub mod sampler;
 
 use std::time::{Duration, Instant};
 
+use crate::alarm::Ticker;
 use crate::stats::cpu::CpuTimes;
 use crate::stats::results::SelfReport;
 use crate::stats::{Collector, IntervalPoint, Recorder, Shards};
-use crate::transport::alarm::Ticker;
 use live::Live;
 
 /// A fresh random run id: the id in every trace header and results file of a run.

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::alarm::Ticker;
 use crate::stats::host::{self, Device, DiskCounters};
 use crate::stats::sut::{self, NetBytes, Sample};
 use crate::stats::{IntervalPoint, SutPoint};
-use crate::transport::alarm::Ticker;
 
 /// The processes to watch, found anew at every reading (servers start and end workers).
 pub type Pids = Arc<dyn Fn() -> Vec<u32> + Send + Sync>;
@@ -280,7 +280,7 @@ async fn sample_loop(
     latest: LatestCpu,
 ) -> Vec<Reading> {
     let mut out = Vec::new();
-    // On the alarm thread: no tokio timer beside the load's waits (see `transport::alarm`).
+    // On the alarm thread: no tokio timer beside the load's waits (see `crate::alarm`).
     let mut ticker = Ticker::new(start + interval, interval);
     loop {
         tokio::select! {

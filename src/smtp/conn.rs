@@ -318,13 +318,9 @@ impl ClientConn {
                     Err(error) => return Err(ConnError::Reply { phase, error }),
                 }
             }
-            link::read(
-                &mut self.stream,
-                self.rbuf.room(READ_CHUNK),
-                &mut self.patience,
-                phase,
-            )
-            .await?;
+            self.patience
+                .read(&mut self.stream, self.rbuf.room(READ_CHUNK), phase)
+                .await?;
         }
     }
 

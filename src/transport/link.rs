@@ -1,17 +1,15 @@
 //! What every client connection shares below its protocol: how the link fails (connect,
-//! timeout, lost connection, TLS) and the timed connect, reads (within the connection's
-//! [`super::patience::Patience`], which also bounds its writes) and TLS upgrade that
-//! produce those failures, each tagged with the protocol's phase.
+//! timeout, lost connection, TLS) and the timed connect and TLS upgrade that produce
+//! those failures, each tagged with the protocol's phase (reads and writes wait within
+//! the connection's [`super::patience::Patience`]).
 
 use std::fmt;
 use std::io;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncReadExt;
 use tokio::time::timeout;
 
 use super::connect::{ConnectOptions, connect};
-use super::patience::Patience;
 use super::stream::Stream;
 use super::target::Target;
 use super::tls;
@@ -110,33 +108,6 @@ pub async fn open<P: LinkPhase>(
             target: target.to_string(),
             source,
         })
-}
-
-/// Reads what is there (at least one byte) into `buf` within `patience` (the connection's
-/// own limit, counted from its last mark); the server closing the connection is a failure
-/// at `phase`.
-pub async fn read<P: LinkPhase>(
-    stream: &mut Stream,
-    buf: &mut Vec<u8>,
-    patience: &mut Patience,
-    phase: P,
-) -> Result<(), LinkError<P>> {
-    let n = patience.bound(stream.read_buf(buf), phase).await?;
-    some_read(n, phase)
-}
-
-/// A read of `n` octets: none means the server closed the connection.
-fn some_read<P: LinkPhase>(n: usize, phase: P) -> Result<(), LinkError<P>> {
-    if n > 0 {
-        return Ok(());
-    }
-    Err(LinkError::Io {
-        phase,
-        source: io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the server closed the connection",
-        ),
-    })
 }
 
 /// Replaces `stream` by TLS over it (client side, verifying `name`) within `limit`; returns

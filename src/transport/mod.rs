@@ -1,11 +1,10 @@
 //! The protocol-neutral transport every protocol shares: the byte stream (`stream`), where
 //! to connect (`target`) and how (`connect`), a client link's timed I/O and its failures
-//! (`link`), how long a connection waits for its server (`patience`) with the process's
-//! alarm clock behind it (`alarm`), what a client read and has not decoded yet (`inbox`),
+//! (`link`), how long a connection waits for its server (`patience`, on the process's
+//! alarm clock), what a client read and has not decoded yet (`inbox`),
 //! where to listen and accepting (`listen`), and TLS set-up and upgrades for both sides
 //! (`tls`).
 
-pub mod alarm;
 pub mod connect;
 pub mod count;
 pub mod inbox;

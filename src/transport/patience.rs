@@ -5,7 +5,7 @@
 //! had to wait and removed it when the data came: at one read per IMAP command that was
 //! ~8 % of the client's instructions per command and a good part of its code footprint,
 //! and any pending timer makes the runtime sleep with a kernel timer armed (see
-//! [`super::alarm`]). Here each command written or completed only moves the connection's
+//! [`crate::alarm`]). Here each command written or completed only moves the connection's
 //! deadline (an [`Instant`] the caller read anyway to time the command, and an atomic
 //! store); the alarm thread wakes the connection if the deadline passes. The limit is the
 //! same: a wait fails when nothing was written or completed for `limit`.
@@ -16,8 +16,11 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use super::alarm::Alarm;
+use crate::alarm::Alarm;
+use tokio::io::AsyncReadExt;
+
 use super::link::{LinkError, LinkPhase};
+use super::stream::Stream;
 
 /// One connection's limit on waiting for its server, counted from the last mark.
 pub struct Patience {
@@ -54,6 +57,26 @@ impl Patience {
     /// The last mark: where the current wait is counted from.
     pub fn since(&self) -> Instant {
         self.since
+    }
+
+    /// Reads what is there (at least one octet) from `stream` into `buf` within the
+    /// limit; the server closing the connection is a failure at `phase`.
+    pub async fn read<P: LinkPhase>(
+        &mut self,
+        stream: &mut Stream,
+        buf: &mut Vec<u8>,
+        phase: P,
+    ) -> Result<(), LinkError<P>> {
+        if self.bound(stream.read_buf(buf), phase).await? > 0 {
+            return Ok(());
+        }
+        Err(LinkError::Io {
+            phase,
+            source: io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection",
+            ),
+        })
     }
 
     /// Runs `io` until it ends or `limit` has passed since the last mark; its failure (or

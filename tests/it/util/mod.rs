@@ -443,6 +443,23 @@ pub fn postfix_to_sink(
         .expect("lab Postfix starts (CI runs as root)")
 }
 
+/// Asserts that all `n` units of a run failed as timeouts at `phase` (`ctx` names the run).
+pub fn assert_timed_out(r: &serde_json::Value, phase: &str, n: u64, ctx: &str) {
+    let e = &r["errors"][0];
+    assert_eq!(
+        (e["class"].as_str(), e["phase"].as_str()),
+        (Some("timeout"), Some(phase)),
+        "{ctx}: {:#}",
+        r["errors"]
+    );
+    assert_eq!(
+        r["summary"]["errors"].as_u64(),
+        Some(n),
+        "{ctx}: every unit timed out: {:#}",
+        r["summary"]
+    );
+}
+
 /// A scripted server on a free loopback port (one thread per connection): says
 /// `greeting`, then answers each line as `reply` says, after `delay` when it says so.
 /// For the limits on waiting for a reply, against a server that is slow on purpose.

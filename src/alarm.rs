@@ -6,7 +6,7 @@
 //! IMAP floor client 4.8 % more CPU per command one command at a time (812 -> 851 ms of
 //! task-clock for 60,000 commands, five alternating runs with and without one pending
 //! 1 s timer). Waits whose deadline only matters when it passes (a connection's
-//! [`super::patience::Patience`], the interval ticks, the drain's end) keep it here
+//! [`crate::transport::patience::Patience`], the interval ticks, the drain's end) keep it here
 //! instead: a deadline is an atomic store, and the thread wakes the waiting task when it
 //! passes.
 
