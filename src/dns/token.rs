@@ -134,7 +134,11 @@ pub fn ttl(t: &Token) -> Option<u32> {
     let (mut total, mut num) = (0u64, None::<u64>);
     for b in s.bytes() {
         if b.is_ascii_digit() {
-            num = Some(num.unwrap_or(0).checked_mul(10)? + u64::from(b - b'0'));
+            num = Some(
+                num.unwrap_or(0)
+                    .checked_mul(10)?
+                    .checked_add(u64::from(b - b'0'))?,
+            );
             continue;
         }
         let unit = match b.to_ascii_lowercase() {
@@ -151,4 +155,33 @@ pub fn ttl(t: &Token) -> Option<u32> {
         total = total.checked_add(n)?;
     }
     u32::try_from(total).ok().filter(|v| *v <= i32::MAX as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ttl_of(s: &str) -> Option<u32> {
+        ttl(&Token {
+            text: s.as_bytes().to_vec(),
+            quoted: false,
+        })
+    }
+
+    #[test]
+    fn a_ttl_in_units_sums_its_parts_and_refuses_what_overflows() {
+        for (text, want) in [
+            ("1h30m", Some(5400)),
+            ("2d", Some(172_800)),
+            ("1w1s", Some(604_801)),
+            ("2147483647", Some(i32::MAX as u32)),
+            ("2147483648", None),
+            ("68y", None),
+            // Digits past u64 before a unit, and after the last one: refused, not a panic.
+            ("18446744073709551616S", None),
+            ("1s18446744073709551616", None),
+        ] {
+            assert_eq!(ttl_of(text), want, "TTL {text:?}");
+        }
+    }
 }
