@@ -225,12 +225,14 @@ impl ImapConn {
     /// is a reply, not an error. In IDLE, DONE is said first (RFC 2177: no command before
     /// it); what the server pushed meanwhile comes first in the reply's data.
     pub async fn run(&mut self, cmd: &Command) -> Result<Reply, ConnError> {
-        let mut data = self.idle_end().await?;
-        if data.is_empty() {
-            data = std::mem::take(&mut self.spare);
-        }
+        // Not in IDLE (nearly always): no DONE to say, and no future to build for it.
+        let mut data = if self.idling {
+            self.idle_end().await?
+        } else {
+            std::mem::take(&mut self.spare)
+        };
         let phase = cmd.phase();
-        self.ended |= *cmd == Command::Logout;
+        self.ended |= matches!(cmd, Command::Logout);
         self.client.send(cmd);
         let start = Instant::now();
         self.patience.restart(start);
@@ -256,7 +258,7 @@ impl ImapConn {
     /// first: each frees a slot that is refilled before the write, so a batch carries
     /// every command freed by one read, not one command per completion.
     pub fn push(&mut self, cmd: &Command) -> u32 {
-        self.ended |= *cmd == Command::Logout;
+        self.ended |= matches!(cmd, Command::Logout);
         let tag = self.client.send(cmd);
         self.unwritten.push(tag);
         tag
@@ -508,16 +510,18 @@ impl ImapConn {
     }
 
     async fn flush(&mut self, phase: Phase) -> Result<(), ConnError> {
-        let out = self.client.take_output();
+        let out = self.client.output();
         if out.is_empty() {
             return Ok(());
         }
         self.bytes_out += out.len() as u64;
         let write = async {
-            self.stream.write_all(&out).await?;
+            self.stream.write_all(out).await?;
             self.stream.flush().await
         };
-        Ok(self.patience.bound(write, phase).await?)
+        self.patience.bound(write, phase).await?;
+        self.client.clear_output();
+        Ok(())
     }
 
     /// Writes what follows the server's continuation (a literal's octets): the server

@@ -55,7 +55,13 @@ impl Inbox {
                 self.start = 0;
             }
             if self.buf.capacity() - self.buf.len() < chunk.div_ceil(2) {
-                self.buf.reserve(chunk);
+                // A new allocation with the unread octets copied in: `reserve` would
+                // reallocate, and the allocator copies the whole old allocation, read or
+                // not (at a new pipelined connection's first read, 16 KiB of nothing).
+                let size = (self.buf.len() + chunk).max(2 * self.buf.capacity());
+                let mut grown = Vec::with_capacity(size);
+                grown.extend_from_slice(&self.buf);
+                self.buf = grown;
             }
         }
         &mut self.buf

@@ -6,9 +6,11 @@
 //! ~8 % of the client's instructions per command and a good part of its code footprint,
 //! and any pending timer makes the runtime sleep with a kernel timer armed (see
 //! [`crate::alarm`]). Here each command written or completed only moves the connection's
-//! deadline (an [`Instant`] the caller read anyway to time the command, and an atomic
-//! store); the alarm thread wakes the connection if the deadline passes. The limit is the
-//! same: a wait fails when nothing was written or completed for `limit`.
+//! mark (an [`Instant`] the caller read anyway to time the command). The alarm stays set
+//! for the deadline of an earlier mark; when it rings, a wait whose mark has moved since
+//! sets it again for the new deadline and goes on waiting. That is one alarm per `limit`
+//! on a busy connection instead of two per command. The limit is the same: a wait fails
+//! when nothing was written or completed for `limit`.
 
 use std::future::Future;
 use std::io;
@@ -48,10 +50,10 @@ impl Patience {
         (self.since.checked_add(self.limit)).unwrap_or(self.since + NEVER)
     }
 
-    /// Counts the limit anew from `at` (a command written, a reply completed).
+    /// Counts the limit anew from `at` (a command written, a reply completed). The alarm
+    /// is left as it is: it rings early, and the wait then sets it anew (see `bound`).
     pub fn restart(&mut self, at: Instant) {
         self.since = at;
-        self.alarm.set(self.due());
     }
 
     /// The last mark: where the current wait is counted from.
@@ -168,6 +170,23 @@ mod tests {
         assert!(matches!(r, Err(LinkError::Timeout { .. })), "got {r:?}");
         assert!(
             took >= limit && took < limit + Duration::from_millis(150),
+            "expected the timeout {limit:?} after the mark, it came {took:?} after it"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_alarm_that_rang_between_waits_does_not_cut_the_next_one_short() {
+        let limit = Duration::from_millis(100);
+        let mut p = Patience::new(limit);
+        // The first deadline passes while nothing waits (a connection between commands).
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let marked = Instant::now();
+        p.restart(marked);
+        let r = p.bound(never(), Step).await;
+        let took = marked.elapsed();
+        assert!(matches!(r, Err(LinkError::Timeout { .. })), "got {r:?}");
+        assert!(
+            took >= limit && took < limit + Duration::from_millis(100),
             "expected the timeout {limit:?} after the mark, it came {took:?} after it"
         );
     }

@@ -473,7 +473,7 @@ impl ImapClient {
         if let Some(lit) = cmd.encode(tag, &mut self.out) {
             self.held = Some(lit);
         }
-        self.idle_pending |= *cmd == Command::Idle;
+        self.idle_pending |= matches!(cmd, Command::Idle);
         self.in_flight.push_back((tag, cmd.phase()));
         tag
     }
@@ -483,9 +483,15 @@ impl ImapClient {
         self.out.extend_from_slice(b"DONE\r\n");
     }
 
-    /// Takes what is to be written.
-    pub fn take_output(&mut self) -> BytesMut {
-        self.out.split()
+    /// What is to be written: written from here, then [`ImapClient::clear_output`] (the
+    /// buffer is kept for the next command, never handed out).
+    pub fn output(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// Forgets what [`ImapClient::output`] showed, once it is written.
+    pub fn clear_output(&mut self) {
+        self.out.clear();
     }
 
     /// The phase of the oldest command in flight (what a timeout or a lost connection
@@ -549,7 +555,9 @@ mod tests {
     use super::*;
 
     fn wire(c: &mut ImapClient) -> String {
-        String::from_utf8(c.take_output().to_vec()).unwrap()
+        let out = String::from_utf8(c.output().to_vec()).unwrap();
+        c.clear_output();
+        out
     }
 
     fn feed_all(c: &mut ImapClient, input: &[u8]) -> Vec<Event> {

@@ -263,7 +263,7 @@ impl ImapDriver {
         if let Command::Select { .. } = cmd {
             s.model.reset();
         }
-        let r = if *cmd == Command::Idle {
+        let r = if matches!(cmd, Command::Idle) {
             // Into IDLE, waiting `--idle-for` (0: straight out again, what a client pays
             // to start waiting) for what the server pushes.
             let wake = tokio::time::sleep(self.plan.idle_for);
