@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items --quiet
-./scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+./scripts/fuzz.sh
 # Both test binaries in one build: the library's unit tests and the integration tests
 # compile side by side on the two cores instead of one after the other.
 cargo test --no-run --lib --test it --quiet
