@@ -27,15 +27,22 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={p}");
     }
-    for p in ["HEAD", "index", "packed-refs"] {
-        if let Some(path) = git(&manifest, &["rev-parse", "--git-path", p]) {
-            println!("cargo:rerun-if-changed={}", manifest.join(path).display());
+    // HEAD's reflog grows at every commit and checkout, wherever the branch's ref is kept
+    // (a loose file or packed-refs).
+    let mut watched = vec!["HEAD", "packed-refs", "logs/HEAD"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    watched.extend(git(&manifest, &["symbolic-ref", "-q", "HEAD"]));
+    for p in watched {
+        if let Some(path) = git(&manifest, &["rev-parse", "--git-path", &p]) {
+            // Only what exists: Cargo reruns the script at every build for a missing
+            // path (a clone without packed-refs rebuilt the crate for every fuzz target).
+            let path = manifest.join(path);
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
         }
-    }
-    if let Some(branch) = git(&manifest, &["symbolic-ref", "-q", "HEAD"])
-        && let Some(path) = git(&manifest, &["rev-parse", "--git-path", &branch])
-    {
-        println!("cargo:rerun-if-changed={}", manifest.join(path).display());
     }
 }
 
