@@ -23,7 +23,10 @@ src="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${MAILBENCH_BIN:-}"
 if [ -z "$bin" ]; then
   (cd "$src" && cargo build --release --locked)
-  bin="$src/target/release/mailbench"
+  # Where cargo put it: CARGO_TARGET_DIR when set (relative to the source, as cargo takes it).
+  t="${CARGO_TARGET_DIR:-target}"
+  case "$t" in /*) ;; *) t="$src/$t" ;; esac
+  bin="$t/release/mailbench"
 fi
 if [ ! -x "$bin" ]; then
   echo "install: MAILBENCH_BIN=$bin is not an executable; build it or unset MAILBENCH_BIN" >&2

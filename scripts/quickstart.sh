@@ -10,4 +10,4 @@ echo "quickstart: building mailbench (about 2 minutes the first time on 2 cores)
 cargo build --release --quiet
 mkdir -p results
 out="results/relay-$(date +%Y%m%d-%H%M%S).json"
-exec ./target/release/mailbench relay --lab postfix --json "$out" "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/mailbench" relay --lab postfix --json "$out" "$@"

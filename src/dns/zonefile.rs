@@ -208,7 +208,7 @@ pub fn read(text: &[u8]) -> Result<Vec<Read>, (usize, String)> {
             if rttl.is_none() && t.text.first().is_some_and(u8::is_ascii_digit) {
                 rttl = Some(ttl(t).ok_or_else(|| {
                     at(format!(
-                        "{:?} is not a TTL (seconds, or 1h, 1d)",
+                        "{:?} is not a TTL (seconds up to 2147483647, or units: 1h30m, 2d)",
                         String::from_utf8_lossy(&t.text)
                     ))
                 })?);
