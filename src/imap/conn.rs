@@ -27,6 +27,13 @@ const READ_CHUNK: usize = 16384;
 /// their buffers.
 const PIPELINED_CHUNK: usize = 4 * READ_CHUNK;
 
+/// The most one pipelined read asks for. A read that fills all the room it was given
+/// doubles the next one's, from [`PIPELINED_CHUNK`] up to this: at depth 10 and 10 KiB
+/// bodies ten responses wait in the socket (106 KB), and reading them in one go instead
+/// of two makes one write of ten freed commands instead of two of five (an eighth fewer
+/// syscalls). Beyond it, copying the octets costs far more than the syscall.
+const PIPELINED_CHUNK_MAX: usize = 16 * READ_CHUNK;
+
 /// How to log in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Login {
@@ -149,6 +156,9 @@ pub struct ImapConn {
     /// Pipelined commands written, by tag, with when: each one's latency counts from its
     /// own write.
     written: Vec<(u32, Instant)>,
+    /// What the next read asks for while several commands are in flight (see
+    /// [`PIPELINED_CHUNK_MAX`]).
+    burst: usize,
     /// A reply's data vector handed back by the caller ([`ImapConn::recycle`]): the next
     /// reply fills it instead of growing a new one (a metadata FETCH's reply holds up to
     /// `--fetch-range` responses of ~150 octets each, copied at every doubling).
@@ -187,6 +197,7 @@ impl ImapConn {
             idling: false,
             unwritten: Vec::new(),
             written: Vec::new(),
+            burst: PIPELINED_CHUNK,
             exists_log: None,
         };
         c.timings.push((Phase::Connect, connected - started));
@@ -565,14 +576,15 @@ impl ImapConn {
                 return Ok(e);
             }
             self.write_pushed().await?;
-            let chunk = if self.written.len() > 1 {
-                PIPELINED_CHUNK
-            } else {
-                READ_CHUNK
-            };
+            let pipelined = self.written.len() > 1;
+            let chunk = if pipelined { self.burst } else { READ_CHUNK };
             self.patience
                 .read(&mut self.stream, self.rbuf.room(chunk), phase)
                 .await?;
+            if pipelined && self.rbuf.is_full() {
+                // More is likely waiting in the socket: the next read takes more.
+                self.burst = (2 * self.burst).min(PIPELINED_CHUNK_MAX);
+            }
         }
     }
 

@@ -30,6 +30,11 @@ impl Inbox {
         self.start == self.buf.len()
     }
 
+    /// True when the last read filled all the room it was given: more may be waiting.
+    pub fn is_full(&self) -> bool {
+        self.buf.len() == self.buf.capacity()
+    }
+
     /// Marks the first `n` unread octets consumed.
     pub fn consume(&mut self, n: usize) {
         self.start = (self.start + n).min(self.buf.len());
@@ -93,6 +98,17 @@ mod tests {
         inbox.room(20).extend_from_slice(b"n");
         assert_eq!(inbox.unread(), b"efghijklmn");
         assert!(inbox.buf.capacity() >= 29);
+    }
+
+    #[test]
+    fn it_is_full_when_a_read_took_all_the_room() {
+        let mut inbox = Inbox::with_capacity(8);
+        let room = inbox.room(8);
+        let spare = room.capacity() - room.len();
+        room.extend(std::iter::repeat_n(b'x', spare - 1));
+        assert!(!inbox.is_full(), "one octet of room left");
+        inbox.room(1).push(b'y');
+        assert!(inbox.is_full(), "no room left");
     }
 
     #[test]
