@@ -73,6 +73,11 @@ pub trait Failure: std::fmt::Display {
     /// For a failure to connect at all, the one line that says the target is unreachable
     /// (used when no connection of the run ever opened).
     fn unreachable(&self) -> Option<String>;
+    /// False when the connection itself could not be made; true when it was and the
+    /// set-up failed later (no greeting in time, CAPABILITY or EHLO timed out, login
+    /// refused): such a session counts as a connection that failed, not as a failure to
+    /// connect, and its error says at which step.
+    fn reached(&self) -> bool;
     /// True when the connection was made and the server refused the login: counted apart
     /// from failures to connect (the server was reached; the credentials were not taken).
     fn login_refused(&self) -> bool {

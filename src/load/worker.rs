@@ -101,10 +101,11 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                             }
                             {
                                 let c = &mut eng.shards.get(id).counters;
-                                if e.login_refused() {
-                                    // The server was reached: a connection, refused later.
-                                    c.mailbox.login_failures += 1;
+                                if e.reached() {
+                                    // A connection, lost in its set-up (its error says
+                                    // where) or refused at login.
                                     c.connections += 1;
+                                    c.mailbox.login_failures += u64::from(e.login_refused());
                                 } else {
                                     c.connect_failures += 1;
                                 }

@@ -52,6 +52,13 @@ impl Failure for ConnError {
         0
     }
 
+    fn reached(&self) -> bool {
+        match self {
+            ConnError::Link(e) => e.connected(),
+            _ => true,
+        }
+    }
+
     fn unreachable(&self) -> Option<String> {
         match self {
             ConnError::Link(e) => e.unreachable("POP3 server"),

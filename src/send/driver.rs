@@ -62,6 +62,13 @@ impl Failure for ConnError {
         ConnError::code(self)
     }
 
+    fn reached(&self) -> bool {
+        match self {
+            ConnError::Link(e) => e.connected(),
+            _ => true,
+        }
+    }
+
     fn unreachable(&self) -> Option<String> {
         match self {
             ConnError::Link(e) => e.unreachable("target"),

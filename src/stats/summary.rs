@@ -464,7 +464,7 @@ impl Pop3Summary {
             retrieved: c.mailbox.retrieved,
             deleted: c.mailbox.deleted,
             bytes: c.bytes,
-            sessions_per_sec: c.sent.saturating_sub(c.aborted) as f64 / span,
+            sessions_per_sec: (c.accepted + c.rejected) as f64 / span,
             retrieved_per_sec: c.mailbox.retrieved as f64 / span,
             duration_s,
             active_s,
@@ -505,7 +505,8 @@ pub struct ImapSummary {
     pub bytes: u64,
     /// State violations, all kinds (by kind in the counters).
     pub violations: u64,
-    /// Commands per second over `active_s`.
+    /// Commands the server answered (completed or refused) per second over `active_s`:
+    /// one that timed out or lost its connection is not throughput.
     pub commands_per_sec: f64,
     /// The whole run, seconds.
     pub duration_s: f64,
@@ -540,7 +541,7 @@ impl ImapSummary {
             expunged: c.mailbox.deleted,
             bytes: c.bytes,
             violations: c.mailbox.violations.total(),
-            commands_per_sec: c.sent.saturating_sub(c.aborted) as f64 / span,
+            commands_per_sec: (c.accepted + c.rejected) as f64 / span,
             duration_s,
             active_s,
             p50_ms: ms(tot, 0.5),

@@ -79,6 +79,12 @@ impl<P: LinkPhase> LinkError<P> {
         }
     }
 
+    /// True when the connection was made before this failed (a TLS handshake that
+    /// failed was a connection too: the server answered).
+    pub fn connected(&self) -> bool {
+        !matches!(self, LinkError::Connect { .. })
+    }
+
     /// For a failure to connect at all, the one line that says `what` (e.g. "target",
     /// "POP3 server") is unreachable.
     pub fn unreachable(&self, what: &str) -> Option<String> {

@@ -797,6 +797,67 @@ fn slow_imap(line: &str) -> (bool, String) {
     }
 }
 
+/// What the scripted IMAP server says when CAPABILITY is slow: a greeting without
+/// capabilities makes mailbench ask, and the answer comes after the limit.
+fn slow_capability(line: &str) -> (bool, String) {
+    let tag = line.split(' ').next().unwrap_or("*");
+    (
+        true,
+        format!("* CAPABILITY IMAP4rev1\r\n{tag} OK listed\r\n"),
+    )
+}
+
+/// A session that connected and was greeted, then timed out at CAPABILITY, is a
+/// connection that failed at `capability`, not a failure to connect (the newcomer's
+/// find): the text report says "failed to connect 0" and the error names the step.
+#[test]
+fn a_session_lost_after_connecting_is_not_a_failure_to_connect() {
+    let dir = TempDir::new("imap-setup-timeout");
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "u1@x.test p1\n").expect("a users file");
+    let json = dir.0.join("r.json");
+    let port = crate::util::scripted_server(
+        "* OK no capabilities here\r\n",
+        std::time::Duration::from_millis(400),
+        slow_capability,
+    );
+    let target = format!("127.0.0.1:{port}");
+    let args = [
+        "--target",
+        &target,
+        "--users-file",
+        users.to_str().unwrap(),
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--mix",
+        "noop=1",
+        "--timeout",
+        "150ms",
+    ];
+    let r = imap(&args, &json, 2);
+    crate::util::assert_timed_out(&r, "capability", 3, "CAPABILITY slower than --timeout");
+    let c = &r["counters"];
+    assert_eq!(
+        (c["connections"].as_u64(), c["connect_failures"].as_u64()),
+        (Some(3), Some(0)),
+        "three connections made: {c:#}"
+    );
+    assert_eq!(
+        r["summary"]["commands_per_sec"].as_f64(),
+        Some(0.0),
+        "nothing answered, no rate: {:#}",
+        r["summary"]
+    );
+    let out = run_expect(&[&["mailbox", "imap", "-q"][..], &args[..]].concat(), 2);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("sessions   3 (TLS 0), failed to connect 0, refused at login 0"),
+        "the text report: {text}"
+    );
+}
+
 /// `--timeout` is the longest wait for each reply: a server answering every NOOP 400 ms
 /// after it came never times out under a 1 s limit (pipelined, the last of four waits
 /// 1.6 s, but a reply comes every 400 ms), and under a 150 ms one every NOOP fails as a
