@@ -63,12 +63,23 @@ impl Sessions {
     /// The `n`-th session's start: its user (in turn or at random), and TLS drawn by its
     /// share; `None` without a server.
     pub fn start(&self, n: u64, rng: &mut fastrand::Rng) -> Option<SessionStart<'_>> {
-        let target = self.target.as_ref()?;
+        let index = self.user_for(n, rng);
+        self.start_as(index, rng)
+    }
+
+    /// The `n`-th session's user: the next in turn, or one drawn at random.
+    pub fn user_for(&self, n: u64, rng: &mut fastrand::Rng) -> usize {
         let count = self.users.len().max(1);
-        let index = match self.random_users {
+        match self.random_users {
             true => rng.usize(..count),
             false => (n % count as u64) as usize,
-        };
+        }
+    }
+
+    /// A session's start as user `index`, with TLS drawn by its share; `None` without a
+    /// server or such a user.
+    pub fn start_as(&self, index: usize, rng: &mut fastrand::Rng) -> Option<SessionStart<'_>> {
+        let target = self.target.as_ref()?;
         let user = self.users.get(index)?;
         let use_tls = self.tls.draw(rng);
         Some(SessionStart {

@@ -110,7 +110,10 @@ pub struct ImapArgs {
     /// LITERAL+.
     #[arg(long)]
     pub no_literal_plus: bool,
-    /// Log in as a user drawn at random for each session instead of the next in turn.
+    /// Log in as a user drawn at random for each session instead of the next in turn (in
+    /// turn skips a user whose session is still open, so that while there are as many
+    /// users as connections no user has two sessions at once: what one session of a user
+    /// sees of another's EXPUNGE would be counted twice).
     #[arg(long)]
     pub random_users: bool,
     /// Commands in flight per session, as RFC 9051 §5.5 allows (imaptest sends up to 10);

@@ -353,7 +353,14 @@ impl Driver for ImapDriver {
 
     async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Session, ConnError> {
         let p = &self.plan;
-        let Some(start) = p.sessions.start(n, rng) else {
+        // In turn, a user has one session at a time while users last (see `claim`); drawn
+        // at random, as drawn.
+        let turn = p.sessions.user_for(n, rng);
+        let lease = match p.sessions.random_users {
+            true => self.live.lease(turn),
+            false => self.live.claim(turn),
+        };
+        let Some(start) = p.sessions.start_as(lease.user(), rng) else {
             return Err(ConnError::Refused {
                 phase: Phase::Connect,
                 text: "no IMAP server to connect to".into(),
@@ -372,7 +379,7 @@ impl Driver for ImapDriver {
             user: i,
             next: Phase::Noop,
             units: std::collections::VecDeque::new(),
-            lease: self.live.lease(i),
+            lease,
         };
         let select = Command::Select {
             mailbox: p.mailbox.clone(),
