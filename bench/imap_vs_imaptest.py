@@ -5,7 +5,9 @@ seconds each), in rounds that alternate which runs first:
 
   (a) pipelined reads: imaptest's default pipelining (up to 10 commands in flight) with `-
       fetch2=100,99` (LOGIN, SELECT, about 100 single-message FETCHes, LOGOUT) against
-      `mailbench mailbox imap --pipeline 10 --mix fetch_body=1 --per-conn 100`;
+      `mailbench mailbox imap --pipeline 10 --mix fetch_part=1 --per-conn 100` (both ask
+      each FETCH for UID and one section drawn from the same five: HEADER, RFC822.HEADER,
+      the whole message, part 1, TEXT);
   (b) the same one command at a time: imaptest `no_pipelining` against `--pipeline 1`;
   (c) a read-write mix on both, pipelined: imaptest's default profile (FETCH, STORE,
       EXPUNGE, APPEND, COPY, ...) against mailbench's default (imaptest-like) mix, a new
@@ -20,9 +22,7 @@ For each: commands per second (every command, LOGIN, SELECT and LOGOUT included)
 client's CPU microseconds per command, Dovecot's CPU per command (its process tree, exited
 children included), and the state errors of both (mailbench's violations; imaptest's
 `Error:` lines: neither may report any against a correct Dovecot). Ratios are mailbench's
-over imaptest's. imaptest's FETCH2 asks for a random part of the message (header, text,
-first part or all) where mailbench fetches the whole message: (a) and (b) are the same
-sessions, not the same octets.
+over imaptest's.
 
 imaptest is built from third_party/imaptest by scripts/build-imaptest.sh (run first, as
 root, when target/peers/imaptest is missing); the floor by `cargo build --release --examples`.
@@ -48,15 +48,15 @@ PARTS, OUT = arg("--parts", "abc"), arg("--out", "")
 
 # mailbench's IMAP steps that are commands (connect, banner and TLS are not).
 COMMAND_STEPS = ["capability", "starttls", "login", "select", "close", "list", "status", "fetch", "fetch_body",
-                 "search", "store", "delete", "expunge", "copy", "create", "move", "append", "noop", "idle",
+                 "fetch_part", "search", "store", "delete", "expunge", "copy", "create", "move", "append", "noop", "idle",
                  "logout"]
 
 # Each part: (title, imaptest's arguments, mailbench's arguments, the floor's depth or None).
 PARTS_SPEC = {
     "a": ("pipelined reads", ["-", "fetch2=100,99"],
-          ["--pipeline", "10", "--mix", "fetch_body=1", "--per-conn", "100"], 10),
+          ["--pipeline", "10", "--mix", "fetch_part=1", "--per-conn", "100"], 10),
     "b": ("one at a time", ["-", "fetch2=100,99", "no_pipelining"],
-          ["--pipeline", "1", "--mix", "fetch_body=1", "--per-conn", "100"], 1),
+          ["--pipeline", "1", "--mix", "fetch_part=1", "--per-conn", "100"], 1),
     # imaptest's default profile logs out at the end of every pass through its states
     # (about 9 commands with LOGIN, SELECT and LOGOUT): mailbench logs in as often. The
     # floor has no writing commands.
@@ -84,7 +84,7 @@ def floor(lab, depth, commands):
     SELECT and LOGOUT, as mailbench's count has them)."""
     fetches = max(FLOOR_PER_SESSION, commands * FLOOR_PER_SESSION // (FLOOR_PER_SESSION + 3))
     cmd = [FLOOR, f"127.0.0.1:{lab.port}", str(CONNS), str(fetches), str(FLOOR_PER_SESSION), lab.users,
-           "fetch_body=1", str(depth)]
+           "fetch_part=1", str(depth)]
 
     def parse(out):
         done = int(out.stdout)

@@ -6,8 +6,8 @@
 //! is what the kernel and the runtime cost.
 //!
 //! `imap_floor HOST:PORT CONNECTIONS COMMANDS PER_SESSION USERS_FILE MIX [DEPTH]` prints
-//! the commands completed. MIX is `name=weight,...` over fetch, fetch_body, search, status,
-//! list, noop and select (the same commands as mailbench's). DEPTH (default 1) is the
+//! the commands completed. MIX is `name=weight,...` over fetch, fetch_body, fetch_part,
+//! search, status, list, noop and select (the same commands as mailbench's). DEPTH (default 1) is the
 //! commands in flight per session, under the same rules as `mailbench mailbox imap
 //! --pipeline` (nothing by sequence number beside a command that may renumber, SELECT
 //! alone), so "within 1.15x of the floor" compares the same depth.
@@ -126,6 +126,7 @@ impl Conn {
 enum Cmd {
     Fetch,
     FetchBody,
+    FetchPart,
     Search,
     Status,
     List,
@@ -142,6 +143,18 @@ fn encode(c: Cmd, exists: u32, rng: &mut fastrand::Rng) -> Vec<u8> {
         )
         .into_bytes(),
         Cmd::FetchBody => format!("FETCH {pick} (UID RFC822.SIZE BODY.PEEK[])").into_bytes(),
+        Cmd::FetchPart => {
+            // mailbench's `fetch_part`: one of imaptest's FETCH2 sections.
+            const SECTIONS: [&str; 5] = [
+                "BODY.PEEK[HEADER]",
+                "RFC822.HEADER",
+                "BODY.PEEK[]",
+                "BODY.PEEK[1]",
+                "BODY.PEEK[TEXT]",
+            ];
+            let section = SECTIONS[rng.usize(..SECTIONS.len())];
+            format!("FETCH {pick} (UID {section})").into_bytes()
+        }
         Cmd::Search => b"UID SEARCH ALL".to_vec(),
         Cmd::Status => b"STATUS \"INBOX\" (MESSAGES UIDNEXT UNSEEN)".to_vec(),
         Cmd::List => b"LIST \"\" \"*\"".to_vec(),
@@ -153,7 +166,10 @@ fn encode(c: Cmd, exists: u32, rng: &mut fastrand::Rng) -> Vec<u8> {
 impl Cmd {
     /// Names messages by sequence number (so waits for commands that may renumber).
     fn numbers(self) -> bool {
-        matches!(self, Cmd::Fetch | Cmd::FetchBody | Cmd::Search)
+        matches!(
+            self,
+            Cmd::Fetch | Cmd::FetchBody | Cmd::FetchPart | Cmd::Search
+        )
     }
 
     /// The server may send EXPUNGE during it.
@@ -268,6 +284,7 @@ fn parse_mix(spec: &str) -> Vec<(Cmd, u32)> {
             let c = match name.trim() {
                 "fetch" => Cmd::Fetch,
                 "fetch_body" => Cmd::FetchBody,
+                "fetch_part" => Cmd::FetchPart,
                 "search" => Cmd::Search,
                 "status" => Cmd::Status,
                 "list" => Cmd::List,

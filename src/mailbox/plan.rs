@@ -150,12 +150,13 @@ pub struct Mix {
 }
 
 /// The commands a mix may name.
-pub const MIX_COMMANDS: [Phase; 15] = [
+pub const MIX_COMMANDS: [Phase; 16] = [
     Phase::Select,
     Phase::List,
     Phase::Status,
     Phase::Fetch,
     Phase::FetchBody,
+    Phase::FetchPart,
     Phase::Search,
     Phase::Store,
     Phase::Delete,

@@ -495,7 +495,7 @@ pub struct ImapSummary {
     pub aborted: u64,
     /// Sessions opened (logins).
     pub sessions: u64,
-    /// Whole messages downloaded.
+    /// Messages or sections of one downloaded (`fetch_body`, `fetch_part`).
     pub fetched: u64,
     /// Messages appended.
     pub appended: u64,

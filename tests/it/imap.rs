@@ -143,7 +143,7 @@ fn dovecot_counts_the_commands_mailbench_counts() {
         "4",
         "--server-stats",
         "--mix",
-        "fetch=2,fetch_body=2,store=1,noop=1,search=1",
+        "fetch=2,fetch_body=2,fetch_part=2,store=1,noop=1,search=1",
         "-n",
         "300",
         "-c",
@@ -155,7 +155,10 @@ fn dovecot_counts_the_commands_mailbench_counts() {
     let own = store_stats(&r);
     let sessions = summary(&r, "sessions");
     for (cmd, ours) in [
-        ("imap_FETCH", count(&r, "fetch") + count(&r, "fetch_body")),
+        (
+            "imap_FETCH",
+            count(&r, "fetch") + count(&r, "fetch_body") + count(&r, "fetch_part"),
+        ),
         ("imap_STORE", count(&r, "store")),
         ("imap_NOOP", count(&r, "noop")),
         ("imap_UID_SEARCH", count(&r, "search")),
@@ -445,6 +448,81 @@ fn overlapping_sessions_of_one_user_are_no_violations() {
             r["errors"]
         );
         assert_eq!(summary(&r, "completed"), 1500, "{:#}", r["summary"]);
+    }
+}
+
+/// `fetch_part` asks for one section as imaptest's FETCH2 does, and counts its octets: in
+/// a mailbox of one message, whose header (H octets) and text (T) imaplib measures, every
+/// command downloads H (HEADER, RFC822.HEADER), T (the first part, TEXT) or H + T (the
+/// whole message). So the octets mailbench counts for N of them are x·H + y·T with x + y
+/// between N and 2N, headers and texts both drawn — one at a time and pipelined.
+#[test]
+fn fetch_part_downloads_the_sections_imaplib_measures() {
+    let Some(store) = Store::start(&["--users", "1", "--fill", "1", "--fill-size", "3k"]) else {
+        return;
+    };
+    let sizes = python(
+        &store.imap,
+        &store.users(),
+        "u, p = USERS[0]
+m = imap(u, p)
+m.select('INBOX')
+out = {}
+for item in ['BODY.PEEK[HEADER]', 'RFC822.HEADER', 'BODY.PEEK[]', 'BODY.PEEK[1]', 'BODY.PEEK[TEXT]']:
+    typ, data = m.fetch('1', '(' + item + ')')
+    out[item] = len(data[0][1])
+m.logout()
+print(json.dumps(out))",
+    );
+    let size = |k: &str| sizes[k].as_u64().expect("a size");
+    let (h, t) = (size("BODY.PEEK[HEADER]"), size("BODY.PEEK[TEXT]"));
+    assert_eq!(
+        (
+            size("RFC822.HEADER"),
+            size("BODY.PEEK[1]"),
+            size("BODY.PEEK[]")
+        ),
+        (h, t, h + t),
+        "imaplib's sections of a single-part message: {sizes}"
+    );
+    let dir = TempDir::new("imap-fetch-part");
+    let json = dir.0.join("r.json");
+    let n: u64 = 60;
+    for depth in ["1", "4"] {
+        let args = [
+            "--target",
+            &store.imap,
+            "--users-file",
+            &store.users_file,
+            "--mix",
+            "fetch_part=1",
+            "-n",
+            "60",
+            "-c",
+            "1",
+            "--pipeline",
+            depth,
+        ];
+        let r = imap(&args, &json, 0);
+        let ctx = format!("--pipeline {depth}: {:#}", r["summary"]);
+        assert_eq!(
+            (count(&r, "fetch_part"), summary(&r, "fetched")),
+            (n, n),
+            "{ctx}"
+        );
+        assert_eq!(summary(&r, "violations"), 0, "{ctx}");
+        let octets = summary(&r, "bytes");
+        let splits: Vec<(u64, u64)> = (0..=2 * n)
+            .flat_map(|x| (0..=2 * n).map(move |y| (x, y)))
+            .filter(|(x, y)| x * h + y * t == octets && (n..=2 * n).contains(&(x + y)))
+            .collect();
+        assert!(
+            splits
+                .iter()
+                .any(|(x, y)| *x > 0 && *y > 0 && x + y > n && x + y < 2 * n),
+            "{ctx}: {octets} octets is no mix of {n} headers ({h}), texts ({t}) and whole \
+             messages: {splits:?}"
+        );
     }
 }
 

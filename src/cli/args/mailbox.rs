@@ -136,7 +136,8 @@ Examples:
 -n counts commands; --per-conn is commands per session (0: one session per connection
 for the whole run). Mix commands: select, list, status, fetch (UID FLAGS RFC822.SIZE
 ENVELOPE BODYSTRUCTURE of up to --fetch-range messages), fetch_body (a whole message),
-search (UID SEARCH ALL), store (set or clear a flag), delete (+FLAGS \\Deleted), expunge,
+fetch_part (one section drawn as imaptest's FETCH2 draws it: the header, RFC822.HEADER,
+the whole message, the first part or the text), search (UID SEARCH ALL), store (set or clear a flag), delete (+FLAGS \\Deleted), expunge,
 copy (into the same mailbox), move (into Archive), append, noop, idle (into IDLE and out),
 capability.
 Summary keys: commands, completed, refused, errors, sessions, fetched, appended,

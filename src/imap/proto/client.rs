@@ -40,6 +40,8 @@ pub enum Phase {
     Fetch,
     /// FETCH of a whole message body.
     FetchBody,
+    /// FETCH of one section of a message, drawn as imaptest's FETCH2 draws it.
+    FetchPart,
     /// SEARCH.
     Search,
     /// STORE of flags.
@@ -66,7 +68,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in session order.
-    pub const ALL: [Phase; 23] = [
+    pub const ALL: [Phase; 24] = [
         Phase::Connect,
         Phase::Banner,
         Phase::Capability,
@@ -79,6 +81,7 @@ impl Phase {
         Phase::Status,
         Phase::Fetch,
         Phase::FetchBody,
+        Phase::FetchPart,
         Phase::Search,
         Phase::Store,
         Phase::Delete,
@@ -107,6 +110,7 @@ impl Phase {
             Phase::Status => "status",
             Phase::Fetch => "fetch",
             Phase::FetchBody => "fetch_body",
+            Phase::FetchPart => "fetch_part",
             Phase::Search => "search",
             Phase::Store => "store",
             Phase::Delete => "delete",
@@ -140,6 +144,35 @@ pub enum FetchItems {
     Body,
     /// The whole message, setting `\Seen` (a user reading it).
     Read,
+    /// UID and one section, without setting `\Seen`.
+    Part(Section),
+}
+
+/// A section of a message that a reader asks for alone: imaptest's FETCH2 draws one of
+/// these five for each command, so a mix with `fetch_part` moves the octets it moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// `BODY.PEEK[HEADER]`.
+    Header,
+    /// `RFC822.HEADER` (the same octets, RFC 3501's older name).
+    Rfc822Header,
+    /// `BODY.PEEK[]`: the whole message.
+    Whole,
+    /// `BODY.PEEK[1]`: the first part (a single-part message's text).
+    First,
+    /// `BODY.PEEK[TEXT]`: everything after the header.
+    Text,
+}
+
+impl Section {
+    /// Every section, as imaptest lists them.
+    pub const ALL: [Section; 5] = [
+        Section::Header,
+        Section::Rfc822Header,
+        Section::Whole,
+        Section::First,
+        Section::Text,
+    ];
 }
 
 impl FetchItems {
@@ -149,6 +182,11 @@ impl FetchItems {
             FetchItems::Flags => "(UID FLAGS)",
             FetchItems::Body => "(UID RFC822.SIZE BODY.PEEK[])",
             FetchItems::Read => "(UID RFC822.SIZE FLAGS BODY[])",
+            FetchItems::Part(Section::Header) => "(UID BODY.PEEK[HEADER])",
+            FetchItems::Part(Section::Rfc822Header) => "(UID RFC822.HEADER)",
+            FetchItems::Part(Section::Whole) => "(UID BODY.PEEK[])",
+            FetchItems::Part(Section::First) => "(UID BODY.PEEK[1])",
+            FetchItems::Part(Section::Text) => "(UID BODY.PEEK[TEXT])",
         }
     }
 }
@@ -270,6 +308,10 @@ impl Command {
                 items: FetchItems::Body | FetchItems::Read,
                 ..
             } => Phase::FetchBody,
+            Command::Fetch {
+                items: FetchItems::Part(_),
+                ..
+            } => Phase::FetchPart,
             Command::Fetch { .. } | Command::FetchHeader { .. } => Phase::Fetch,
             Command::Search(_) => Phase::Search,
             Command::Store {
@@ -642,6 +684,47 @@ mod tests {
                     items: FetchItems::Read,
                 },
                 "FETCH 4000000000:4294967295 (UID RFC822.SIZE FLAGS BODY[])",
+            ),
+            // imaptest's FETCH2 sections, as its client-state.c spells them.
+            (
+                Command::Fetch {
+                    first: 3,
+                    last: 3,
+                    items: FetchItems::Part(Section::Header),
+                },
+                "FETCH 3 (UID BODY.PEEK[HEADER])",
+            ),
+            (
+                Command::Fetch {
+                    first: 3,
+                    last: 3,
+                    items: FetchItems::Part(Section::Rfc822Header),
+                },
+                "FETCH 3 (UID RFC822.HEADER)",
+            ),
+            (
+                Command::Fetch {
+                    first: 3,
+                    last: 3,
+                    items: FetchItems::Part(Section::Whole),
+                },
+                "FETCH 3 (UID BODY.PEEK[])",
+            ),
+            (
+                Command::Fetch {
+                    first: 3,
+                    last: 3,
+                    items: FetchItems::Part(Section::First),
+                },
+                "FETCH 3 (UID BODY.PEEK[1])",
+            ),
+            (
+                Command::Fetch {
+                    first: 3,
+                    last: 3,
+                    items: FetchItems::Part(Section::Text),
+                },
+                "FETCH 3 (UID BODY.PEEK[TEXT])",
             ),
             (
                 Command::FetchHeader {

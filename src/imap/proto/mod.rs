@@ -15,6 +15,6 @@ pub mod response;
 mod response_corpus;
 
 pub use client::{
-    Command, Completion, DELETED, Event, FetchItems, FlagOp, ImapClient, ImapError, Phase,
+    Command, Completion, DELETED, Event, FetchItems, FlagOp, ImapClient, ImapError, Phase, Section,
 };
 pub use response::{Code, Cond, Data, Fetch, Part, Words};

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use super::plan::{ImapLogin, ImapPlan};
 use crate::error::ErrorClass;
 use crate::imap::conn::{ConnError, ImapConn, Login, Reply};
-use crate::imap::proto::{Code, Command, Cond, DELETED, Data, FetchItems, FlagOp, Phase};
+use crate::imap::proto::{Code, Command, Cond, DELETED, Data, FetchItems, FlagOp, Phase, Section};
 use crate::imap::state::{Model, Shared, Violation};
 use crate::imap::steps::metric;
 use crate::load::{Driver, Failure, Next};
@@ -120,6 +120,7 @@ impl ImapDriver {
             phase,
             Phase::Fetch
                 | Phase::FetchBody
+                | Phase::FetchPart
                 | Phase::Store
                 | Phase::Delete
                 | Phase::Copy
@@ -153,6 +154,15 @@ impl ImapDriver {
                     first: seq,
                     last: seq,
                     items: FetchItems::Body,
+                }
+            }
+            Phase::FetchPart => {
+                let seq = pick(rng);
+                let section = Section::ALL[rng.usize(..Section::ALL.len())];
+                Command::Fetch {
+                    first: seq,
+                    last: seq,
+                    items: FetchItems::Part(section),
                 }
             }
             Phase::Search => Command::Search("ALL"),

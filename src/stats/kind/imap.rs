@@ -19,6 +19,7 @@ pub const STEPS: Steps = Steps(&[
     "status",
     "fetch",
     "fetch_body",
+    "fetch_part",
     "search",
     "store",
     "delete",
