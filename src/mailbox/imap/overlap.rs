@@ -57,7 +57,7 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// The user's index.
+    /// Which user of the plan's list the session logs in as.
     pub fn user(&self) -> usize {
         self.user
     }
