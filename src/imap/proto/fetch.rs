@@ -45,8 +45,9 @@ pub struct Part {
     /// A fingerprint of the content's length and its first and last octets: catches a
     /// changed or truncated body without hashing megabytes per command.
     pub fingerprint: u64,
-    /// The content itself when it is a part of at most [`KEEP_PART`] octets (header fields
-    /// asked for by name); empty otherwise — a whole message is measured, not kept.
+    /// The content itself when it is header fields asked for by name, of at most
+    /// [`KEEP_PART`] octets; empty otherwise — a message or any other part of it is
+    /// measured, not kept.
     pub kept: Vec<u8>,
 }
 

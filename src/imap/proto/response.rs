@@ -379,7 +379,7 @@ impl<'a> Cursor<'a> {
             Some(Scanned::Done(f)) => return Ok(f),
             Some(Scanned::WholeBody(mut f, at)) => {
                 self.pos += at;
-                f.body = Some(self.body(true)?);
+                f.body = Some(self.body(true, false)?);
                 return self.fetch_items(f);
             }
             None => {}
@@ -428,7 +428,12 @@ impl<'a> Cursor<'a> {
                 b"BODY" | b"BINARY" | b"RFC822" | b"RFC822.HEADER" | b"RFC822.TEXT" => {
                     // A partial fetch (`<origin>`) or a part is not the whole message.
                     let whole = key.eq_ignore_ascii_case(b"RFC822") || key.ends_with(b"[]");
-                    f.body = Some(self.body(whole)?);
+                    // Header fields asked for by name are read (a trace header); any
+                    // other part, like a whole message, is only measured.
+                    let fields = key
+                        .windows(b"HEADER.FIELDS".len())
+                        .any(|w| w.eq_ignore_ascii_case(b"HEADER.FIELDS"));
+                    f.body = Some(self.body(whole, fields)?);
                 }
                 _ => {
                     self.value()?;
@@ -438,12 +443,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// A body item's content (a string or NIL), measured in place; `whole` when it is the
-    /// whole message.
-    fn body(&mut self, whole: bool) -> Result<Part, ParseError> {
+    /// whole message; copied out when `keep` and at most [`KEEP_PART`] octets.
+    fn body(&mut self, whole: bool, keep: bool) -> Result<Part, ParseError> {
         let content = self.nstring()?.unwrap_or(&[]);
-        let kept = match whole || content.len() > KEEP_PART {
-            true => Vec::new(),
-            false => content.to_vec(),
+        let kept = match keep && content.len() <= KEEP_PART {
+            true => content.to_vec(),
+            false => Vec::new(),
         };
         Ok(Part {
             whole,
