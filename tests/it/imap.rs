@@ -885,26 +885,38 @@ fn slow_capability(line: &str) -> (bool, String) {
     )
 }
 
+/// A scripted IMAP server (see `crate::util::scripted_server`) whose slow replies come
+/// 400 ms late, a users file of one user for it, and where to write results: the
+/// directory (removed when dropped), the users file, the results file and the target.
+fn scripted_imap(
+    name: &str,
+    greeting: &'static str,
+    reply: fn(&str) -> (bool, String),
+) -> (TempDir, String, std::path::PathBuf, String) {
+    let dir = TempDir::new(name);
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "u1@x.test p1\n").expect("a users file");
+    let json = dir.0.join("r.json");
+    let port = crate::util::scripted_server(greeting, std::time::Duration::from_millis(400), reply);
+    let users = users.to_string_lossy().to_string();
+    (dir, users, json, format!("127.0.0.1:{port}"))
+}
+
 /// A session that connected and was greeted, then timed out at CAPABILITY, is a
 /// connection that failed at `capability`, not a failure to connect (the newcomer's
 /// find): the text report says "failed to connect 0" and the error names the step.
 #[test]
 fn a_session_lost_after_connecting_is_not_a_failure_to_connect() {
-    let dir = TempDir::new("imap-setup-timeout");
-    let users = dir.0.join("users.txt");
-    std::fs::write(&users, "u1@x.test p1\n").expect("a users file");
-    let json = dir.0.join("r.json");
-    let port = crate::util::scripted_server(
+    let (_dir, users, json, target) = scripted_imap(
+        "imap-setup-timeout",
         "* OK no capabilities here\r\n",
-        std::time::Duration::from_millis(400),
         slow_capability,
     );
-    let target = format!("127.0.0.1:{port}");
     let args = [
         "--target",
         &target,
         "--users-file",
-        users.to_str().unwrap(),
+        &users,
         "-n",
         "3",
         "-c",
@@ -942,19 +954,14 @@ fn a_session_lost_after_connecting_is_not_a_failure_to_connect() {
 /// timeout about 150 ms after it was sent, pipelined or not.
 #[test]
 fn a_reply_later_than_the_timeout_fails_as_a_timeout_and_one_within_it_does_not() {
-    let dir = TempDir::new("imap-timeout");
-    let users = dir.0.join("users.txt");
-    std::fs::write(&users, "u1@x.test p1\n").expect("a users file");
-    let json = dir.0.join("r.json");
-    let port = crate::util::scripted_server(
+    let (_dir, users, json, target) = scripted_imap(
+        "imap-timeout",
         "* OK [CAPABILITY IMAP4rev1] slow server ready\r\n",
-        std::time::Duration::from_millis(400),
         slow_imap,
     );
-    let target = format!("127.0.0.1:{port}");
     for pipeline in ["1", "4"] {
         let args = |timeout: &'static str| {
-            let base = ["--target", &target, "--users-file", users.to_str().unwrap()];
+            let base = ["--target", &target, "--users-file", &users];
             let rest = [
                 "-n",
                 "4",
