@@ -61,11 +61,18 @@ fn imap_lines(out: &mut String, r: &Results, s: &crate::stats::summary::ImapSumm
             kinds.join(", ")
         ),
     };
-    let _ = writeln!(
-        out,
-        "  rate       {:.1} commands/s, over the active span ({:.3} s: to the last completed command)",
-        s.commands_per_sec, s.active_s
-    );
+    let _ = if s.completed + s.refused == 0 {
+        writeln!(
+            out,
+            "  rate       0.0 commands/s (the server answered none)"
+        )
+    } else {
+        writeln!(
+            out,
+            "  rate       {:.1} commands/s, over the active span ({:.3} s: to the last completed command)",
+            s.commands_per_sec, s.active_s
+        )
+    };
     let c = &r.counters;
     let _ = writeln!(
         out,

@@ -35,11 +35,18 @@ fn pop3_lines(out: &mut String, r: &Results, s: &crate::stats::summary::Pop3Summ
         s.deleted,
         s.bytes as f64 / 1e6
     );
-    let _ = writeln!(
-        out,
-        "  rate       {:.1} sessions/s   {:.1} messages/s retrieved, over the active span ({:.3} s: to the last completed session)",
-        s.sessions_per_sec, s.retrieved_per_sec, s.active_s
-    );
+    let _ = if s.completed + s.refused == 0 {
+        writeln!(
+            out,
+            "  rate       0.0 sessions/s (the server answered no session)"
+        )
+    } else {
+        writeln!(
+            out,
+            "  rate       {:.1} sessions/s   {:.1} messages/s retrieved, over the active span ({:.3} s: to the last completed session)",
+            s.sessions_per_sec, s.retrieved_per_sec, s.active_s
+        )
+    };
     let c = &r.counters;
     let _ = writeln!(
         out,

@@ -133,6 +133,14 @@ fn a_mailbox_rate_names_its_active_span() {
     let out = super::render_pop3(&Results::assemble(parts("pop3", pop3)), STEPS, "pop3");
     let want = "over the active span (0.045 s: to the last completed session)";
     assert!(out.contains(want), "expected {want:?} in:\n{out}");
+    // Nothing answered (three timeouts): no span to name, and no rate.
+    let mut lost = Recorder::new();
+    lost.counters.sent = 3;
+    lost.counters.errors = 3;
+    let imap = Summary::Imap(ImapSummary::derive(&lost, 3, 0.94, 0.94));
+    let out = super::render_imap(&Results::assemble(parts("imap", imap)), STEPS, "imap");
+    let want = "rate       0.0 commands/s (the server answered none)\n";
+    assert!(out.contains(want), "expected {want:?} in:\n{out}");
 }
 
 /// The replies line adds up to the answers: a code the summary has no key for
