@@ -242,7 +242,7 @@ pub async fn run<D: Driver>(
         None => (Instant::now(), None),
     };
     let run_id = plan.run_id.unwrap_or_else(crate::run::new_run_id);
-    let shards_n = (crate::stats::cpu::cpu_count() * 4).min(plan.concurrency.max(1));
+    let shards_n = crate::stats::collector::shards_for(plan.concurrency);
     let eng = Arc::new(Shared {
         schedule: Schedule::new(
             start,

@@ -287,7 +287,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         _ => Ok(given.clone()),
     };
     let run_id = crate::run::new_run_id();
-    let shards_n = crate::stats::cpu::cpu_count() * 4;
+    let shards_n = crate::stats::collector::shards_for(usize::MAX);
     let users_stop = CancellationToken::new();
     let ctx = Arc::new(Ctx {
         scenario: plan.scenario.clone(),
