@@ -303,8 +303,12 @@ impl Recorder {
 
     /// Adds everything in `other` into `self`, exactly.
     pub fn merge(&mut self, other: &Recorder) {
+        // Most metrics are never recorded in a run: adding an empty histogram still walks
+        // all its counts.
         for (mine, theirs) in self.hists.iter_mut().zip(&other.hists) {
-            add_hist(mine, theirs);
+            if !theirs.is_empty() {
+                add_hist(mine, theirs);
+            }
         }
         self.counters.add(&other.counters);
         for (k, v) in &other.errors {
