@@ -119,6 +119,9 @@ type UidKey = (u32, u32, u32, u32);
 #[derive(Debug, Default)]
 pub struct Shared {
     inner: Mutex<Known>,
+    /// FETCHes checked: the tests see which ones skipped the look-ups.
+    #[cfg(test)]
+    checked: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -159,6 +162,9 @@ impl Shared {
     /// Checks a FETCH's metadata against what earlier responses said of the same message;
     /// true when nothing contradicted.
     fn check(&self, key: UidKey, f: &Fetch, out: &mut Vec<Violation>) -> bool {
+        #[cfg(test)]
+        self.checked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let before = out.len();
         let mut meta = Meta::of(f);
         let whole = f.body.as_ref().filter(|b| b.whole);
@@ -205,14 +211,20 @@ impl Shared {
 /// Slots of a session's [`Recall`].
 const RECALLED: usize = 32;
 
-/// The FETCHes a session last checked clean against [`Shared`], a slot per UID modulo
-/// [`RECALLED`]: the same response again cannot contradict anything (what `Shared` knows
-/// of a message is only ever added to, and all of this one's fields agreed with it), so
-/// it skips the lock and the two look-ups, which miss the cache on most FETCHes (a tenth
-/// of the client's time on a body-fetch workload). Made on the first check: an idle
-/// session holds none.
+/// The FETCHes last checked clean against [`Shared`] in one user's mailbox under one
+/// UIDVALIDITY, a slot per UID modulo [`RECALLED`]: the same response again cannot
+/// contradict anything (what `Shared` knows of a message is only ever added to, and all
+/// of this one's fields agreed with it), so it skips the lock and the two look-ups, which
+/// miss the cache on most FETCHes (a tenth of the client's time on a body-fetch
+/// workload). That holds whichever session checked it, so a user's next session takes it
+/// over ([`Recalls`]) instead of looking every message up again. Made on the first
+/// check: an idle session holds none.
 #[derive(Debug, Default)]
-struct Recall(Vec<(u32, u64)>);
+pub struct Recall {
+    /// The UIDVALIDITY its slots were checked under.
+    validity: Option<u32>,
+    slots: Vec<(u32, u64)>,
+}
 
 impl Recall {
     /// A FETCH's digest: every field `Shared` compares, and the body's length that the
@@ -234,14 +246,51 @@ impl Recall {
     }
 
     fn recalls(&self, uid: u32, digest: u64) -> bool {
-        self.0.get(uid as usize % RECALLED) == Some(&(uid, digest))
+        self.slots.get(uid as usize % RECALLED) == Some(&(uid, digest))
     }
 
     fn remember(&mut self, uid: u32, digest: u64) {
-        if self.0.is_empty() {
-            self.0 = vec![(0, 0); RECALLED];
+        if self.slots.is_empty() {
+            self.slots = vec![(0, 0); RECALLED];
         }
-        self.0[uid as usize % RECALLED] = (uid, digest);
+        self.slots[uid as usize % RECALLED] = (uid, digest);
+    }
+
+    /// The mailbox is (again) under UIDVALIDITY `v`: what was checked under another
+    /// says nothing of its messages.
+    fn validity(&mut self, v: u32) {
+        if self.validity != Some(v) {
+            self.slots.clear();
+            self.validity = Some(v);
+        }
+    }
+}
+
+/// Users a [`Recalls`] keeps a recall for (at most 528 octets each): the first 16,384.
+const RECALLED_USERS: usize = 16_384;
+
+/// Each user's [`Recall`] between sessions: a session of the user takes it when it opens
+/// and gives it back when it ends.
+#[derive(Debug, Default)]
+pub struct Recalls(Mutex<Vec<Recall>>);
+
+impl Recalls {
+    /// User `user`'s recall (an empty one when none was kept or a session has it).
+    pub fn take(&self, user: usize) -> Recall {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.get_mut(user).map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Keeps `recall` for user `user`'s next session.
+    pub fn give(&self, user: usize, recall: Recall) {
+        if user >= RECALLED_USERS || recall.slots.is_empty() {
+            return;
+        }
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if v.len() <= user {
+            v.resize_with(user + 1, Recall::default);
+        }
+        v[user] = recall;
     }
 }
 
@@ -306,7 +355,18 @@ impl Model {
         self.exists = 0;
         self.uids.clear();
         self.max_uid = 0;
-        self.recall.0.clear();
+        self.recall = Recall::default();
+    }
+
+    /// Starts from what an earlier session of the same user checked clean (see
+    /// [`Recall`]); used only under the UIDVALIDITY it was checked under.
+    pub fn resume(&mut self, recall: Recall) {
+        self.recall = recall;
+    }
+
+    /// What this session checked clean, for the user's next session.
+    pub fn take_recall(&mut self) -> Recall {
+        std::mem::take(&mut self.recall)
     }
 
     /// Applies untagged data, checking it; violations go to `out`.
@@ -339,9 +399,7 @@ impl Model {
                 code: Some(Code::UidValidity(v)),
                 ..
             } => {
-                if self.validity != Some(*v) {
-                    self.recall.0.clear();
-                }
+                self.recall.validity(*v);
                 self.validity = Some(*v);
             }
             _ => {}
@@ -354,7 +412,11 @@ impl Model {
             return;
         }
         let Some(uid) = f.uid else { return };
-        if let (Some(shared), Some(v)) = (shared, self.validity) {
+        // A FETCH of UID and a part of a message (imaptest's FETCH2) says nothing the
+        // shared check compares: no look-up for it.
+        if let (Some(shared), Some(v)) = (shared, self.validity)
+            && Meta::of(f) != Meta::default()
+        {
             let digest = Recall::digest(f);
             if !self.recall.recalls(uid, digest)
                 && shared.check((self.user, self.mailbox, v, uid), f, out)
@@ -627,5 +689,94 @@ mod tests {
             2,
             "the FETCH under the new UIDVALIDITY was not checked"
         );
+    }
+
+    fn whole(seq: u32, uid: u32) -> Data {
+        Data::Fetch(Fetch {
+            seq,
+            uid: Some(uid),
+            size: Some(100),
+            body: Some(Part {
+                whole: true,
+                kept: Vec::new(),
+                len: 100,
+                fingerprint: 41,
+            }),
+            ..Fetch::default()
+        })
+    }
+
+    fn checked(shared: &Shared) -> usize {
+        shared.checked.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_users_next_session_recalls_what_the_last_one_checked_clean() {
+        let (shared, recalls) = (Shared::default(), Recalls::default());
+        let mut v = Vec::new();
+        let mut one = selected(&[1]);
+        one.apply(&whole(1, 1), Some(&shared), &mut v);
+        assert_eq!(checked(&shared), 1);
+        recalls.give(0, one.take_recall());
+        // The next session, under the same UIDVALIDITY: the same FETCH is not looked up.
+        let mut two = Model::new(0, 0);
+        two.resume(recalls.take(0));
+        assert!(
+            recalls.take(0).slots.is_empty(),
+            "a recall taken is the session's alone"
+        );
+        for d in [validity(7), Data::Exists(1), whole(1, 1)] {
+            two.apply(&d, Some(&shared), &mut v);
+        }
+        assert_eq!(checked(&shared), 1, "the repeat was looked up again");
+        // Under another UIDVALIDITY nothing is recalled.
+        recalls.give(0, two.take_recall());
+        let mut three = Model::new(0, 0);
+        three.resume(recalls.take(0));
+        for d in [validity(8), Data::Exists(1), whole(1, 1)] {
+            three.apply(&d, Some(&shared), &mut v);
+        }
+        assert_eq!(
+            checked(&shared),
+            2,
+            "a new UIDVALIDITY's FETCH was recalled"
+        );
+        assert!(v.is_empty(), "{v:?}");
+    }
+
+    #[test]
+    fn a_fetch_of_a_part_alone_is_not_looked_up() {
+        let shared = Shared::default();
+        let mut v = Vec::new();
+        let mut m = selected(&[1]);
+        let part = Data::Fetch(Fetch {
+            seq: 1,
+            uid: Some(1),
+            body: Some(Part {
+                whole: false,
+                kept: Vec::new(),
+                len: 30,
+                fingerprint: 5,
+            }),
+            ..Fetch::default()
+        });
+        m.apply(&part, Some(&shared), &mut v);
+        assert_eq!((checked(&shared), shared.len()), (0, 0));
+        // With the size beside it, there is something to compare.
+        let Data::Fetch(mut sized) = part else {
+            unreachable!("built as a FETCH")
+        };
+        sized.size = Some(100);
+        m.apply(&Data::Fetch(sized), Some(&shared), &mut v);
+        assert_eq!((checked(&shared), shared.len()), (1, 1));
+        assert!(v.is_empty(), "{v:?}");
+    }
+
+    fn validity(v: u32) -> Data {
+        Data::Status {
+            cond: Cond::Ok,
+            code: Some(Code::UidValidity(v)),
+            text: String::new(),
+        }
     }
 }

@@ -13,7 +13,7 @@ use super::plan::{ImapLogin, ImapPlan};
 use crate::error::ErrorClass;
 use crate::imap::conn::{ConnError, ImapConn, Login, Reply};
 use crate::imap::proto::{Code, Command, Cond, DELETED, Data, FetchItems, FlagOp, Phase, Section};
-use crate::imap::state::{Model, Shared, Violation};
+use crate::imap::state::{Model, Recalls, Shared, Violation};
 use crate::imap::steps::metric;
 use crate::load::{Driver, Failure, Next};
 use crate::message::trace::Trace;
@@ -33,6 +33,8 @@ pub struct ImapDriver {
     plan: Arc<ImapPlan>,
     /// What all sessions learnt of the messages (when checking state).
     shared: Option<Shared>,
+    /// What each user's last session checked clean against `shared`, for its next one.
+    recalls: Recalls,
     /// Sessions open per user: overlapping ones race each other's STOREs.
     live: overlap::Live,
     /// The run id, for appended messages' trace headers and Message-IDs.
@@ -81,6 +83,7 @@ impl ImapDriver {
     pub fn new(plan: Arc<ImapPlan>, run_id: u64) -> ImapDriver {
         ImapDriver {
             shared: plan.check_state.then(Shared::default),
+            recalls: Recalls::default(),
             live: overlap::Live::new(plan.sessions.users.len()),
             plan,
             run_id,
@@ -396,6 +399,9 @@ impl Driver for ImapDriver {
             read_only: false,
         };
         let r = s.conn.required(&select).await?;
+        if self.shared.is_some() {
+            s.model.resume(self.recalls.take(i));
+        }
         let mut ignored = Vec::new();
         for d in &r.data {
             s.model.apply(d, None, &mut ignored);
@@ -468,7 +474,8 @@ impl Driver for ImapDriver {
         }
     }
 
-    async fn close(&self, s: Session) -> Option<(Metric, Duration)> {
+    async fn close(&self, mut s: Session) -> Option<(Metric, Duration)> {
+        self.recalls.give(s.user, s.model.take_recall());
         s.conn.logout().await.map(|d| (metric(Phase::Logout), d))
     }
 }
