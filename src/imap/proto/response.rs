@@ -382,6 +382,10 @@ impl<'a> Cursor<'a> {
                 f.body = Some(self.body(true, false)?);
                 return self.fetch_items(f);
             }
+            Some(Scanned::Rest(f, at)) => {
+                self.pos += at;
+                return self.fetch_items(f);
+            }
             None => {}
         }
         self.need(b"(", "FETCH items in parentheses")?;
