@@ -309,6 +309,29 @@ impl<'a> Cursor<'a> {
 
     /// Space-separated words up to `stop` or the line end.
     fn words_until(&mut self, stop: u8) -> Words {
+        // The shape servers send (atoms between single spaces) is taken in one piece: word
+        // by word, a capability list cost as much as a dozen FETCHes.
+        let start = self.pos.min(self.buf.len());
+        let rest = &self.buf[start..];
+        let end = rest
+            .iter()
+            .position(|&b| b == stop || b == b'\r' || b == b'\n')
+            .unwrap_or(rest.len());
+        let mut words = &rest[..end];
+        while let [b' ', tail @ ..] = words {
+            words = tail;
+        }
+        while let [head @ .., b' '] = words {
+            words = head;
+        }
+        let plain = words
+            .iter()
+            .all(|&b| b == b' ' || !ATOM_STOPS[usize::from(b)])
+            && !words.windows(2).any(|w| w == b"  ");
+        if plain && let Ok(words) = std::str::from_utf8(words) {
+            self.pos = start + end;
+            return Words(words.to_owned());
+        }
         let mut out = String::new();
         loop {
             self.eat(b" ");
