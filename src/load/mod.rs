@@ -276,6 +276,7 @@ pub async fn run<D: Driver>(
     let mut drain_until = plan.duration.map_or(far, |d| start + d + plan.grace);
     let mut aborted = 0;
     let mut stopping = false;
+    let mut crashed = Crashed::default();
     // On the alarm thread, like the interval ticks: no tokio timer while the load runs.
     let drained = Alarm::new();
     loop {
@@ -293,7 +294,10 @@ pub async fn run<D: Driver>(
                 let extra = format!("{extra}{}", done_share(plan, counters.sent, p.t_s));
                 runner.live().update(&p, &counters, plan.units, &extra);
             }
-            joined = workers.join_next() => if joined.is_none() { break },
+            joined = workers.join_next() => match joined {
+                None => break,
+                Some(j) => crashed.note(j),
+            },
             _ = eng.stop.cancelled(), if !stopping => {
                 // Workers sleeping until their slot see the same token and leave.
                 stopping = true;
@@ -313,7 +317,9 @@ pub async fn run<D: Driver>(
             }
         }
     }
-    while workers.join_next().await.is_some() {}
+    while let Some(j) = workers.join_next().await {
+        crashed.note(j);
+    }
     if let Some(why) = eng.unreachable.get() {
         runner.live().finish();
         return Err(why.clone());
@@ -332,7 +338,8 @@ pub async fn run<D: Driver>(
     });
     let sent = finished.total.counters.sent;
     let intended = eng.schedule.due_before(sched_end).unwrap_or(sent).max(sent);
-    let warnings = bottleneck_warnings(plan, &finished, eng.late);
+    let mut warnings = bottleneck_warnings(plan, &finished, eng.late);
+    warnings.extend(crashed.warning());
     Ok(Loaded {
         finished,
         run_id,
@@ -343,6 +350,44 @@ pub async fn run<D: Driver>(
         steps: D::STEPS,
         start_offset_s,
     })
+}
+
+/// Load workers that ended in a panic (a mailbench bug): the run goes on with the others,
+/// and its results say so instead of showing less load as the server's doing.
+#[derive(Default)]
+struct Crashed {
+    count: usize,
+    first: Option<String>,
+}
+
+impl Crashed {
+    /// Counts `joined` when it is a worker's panic (an abort at the drain's end is not).
+    fn note(&mut self, joined: Result<(), tokio::task::JoinError>) {
+        let Err(e) = joined else { return };
+        if !e.is_panic() {
+            return;
+        }
+        self.count += 1;
+        if self.first.is_none() {
+            let payload = e.into_panic();
+            let why = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            self.first = Some(why);
+        }
+    }
+
+    /// The results' warning, when any worker crashed.
+    fn warning(&self) -> Option<String> {
+        let why = self.first.as_ref()?;
+        Some(format!(
+            "{} of the load's workers stopped on a panic (a mailbench bug: please report it), \
+             so the run carried less load than asked; the first said: {why}",
+            self.count
+        ))
+    }
 }
 
 /// Waits for the shared start `at` and returns it as time zero, with how far this agent
@@ -432,4 +477,42 @@ fn bottleneck_warnings(plan: &LoadPlan, f: &Finished, late_after: Duration) -> V
         }
     }
     w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Crashed;
+
+    #[test]
+    fn a_worker_that_panicked_is_in_the_warnings_and_an_aborted_one_is_not() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let mut crashed = Crashed::default();
+        rt.block_on(async {
+            let mut set = tokio::task::JoinSet::new();
+            set.spawn(async { panic!("slot 7 out of range") });
+            set.spawn(async { panic!("second") });
+            set.spawn(std::future::pending::<()>());
+            set.spawn(async {});
+            while set.len() > 1 {
+                let joined = set.join_next().await.expect("a task ended");
+                crashed.note(joined);
+            }
+            set.abort_all();
+            while let Some(joined) = set.join_next().await {
+                crashed.note(joined);
+            }
+        });
+        let warning = crashed.warning().expect("a warning");
+        assert!(
+            warning.starts_with("2 of the load's workers stopped on a panic"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("slot 7 out of range") || warning.contains("second"),
+            "{warning}"
+        );
+        assert_eq!(Crashed::default().warning(), None);
+    }
 }
