@@ -108,16 +108,11 @@ async fn store_lab(store: crate::lab::Store, a: DovecotLabArgs) -> Result<u8, (u
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab store and removing its directories",
     );
-    let (lab, filled) = crate::mailbox::bench::store(setup, fill, &shutdown)
+    // The fill has said what it delivered, as it ended.
+    let (lab, _filled) = crate::mailbox::bench::store(setup, fill, &shutdown)
         .await
         .map_err(super::exit::mailbox)?;
     let mut text = describe(lab.as_ref());
-    if let Some(r) = filled {
-        text += &format!(
-            "filled: {} messages delivered over LMTP in {:.2} s\n",
-            r.counters.accepted, r.duration_s
-        );
-    }
     text += &format!(
         "users and passwords (for --users-file) in {}; Ctrl-C stops and removes everything\n",
         lab.users_file().display()
