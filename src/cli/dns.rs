@@ -96,7 +96,8 @@ pub async fn dns(plan: DnsPlan, outputs: OutputPlan) -> Result<u8, (u8, String)>
     let zones = plan.responder.authority.zone_count();
     // Tests and scripts wait for this line (the port may have been 0).
     crate::run::live::say(&format!(
-        "mailbench dns: serving {zones} zones on {addrs} (udp and tcp)"
+        "mailbench dns: serving {zones} zone{} on {addrs} (udp and tcp)",
+        if zones == 1 { "" } else { "s" }
     ));
     let shutdown = Shutdown::install();
     let results = crate::dns::run(plan, sockets, shutdown)

@@ -96,8 +96,9 @@ fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
 pub(super) async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
     super::run(imap_plan(&a), |r| {
         let headline = format!(
-            "mailbench mailbox imap: {} commands against {} in {:.2} s",
+            "mailbench mailbox imap: {} command{} against {} in {:.2} s",
             r.counters.sent,
+            if r.counters.sent == 1 { "" } else { "s" },
             r.config["target"].as_str().unwrap_or("the lab's Dovecot"),
             r.duration_s
         );

@@ -35,8 +35,14 @@ pub fn render_dns(r: &Results, headline: &str) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "  replies    noerror {}  nxdomain {}  servfail {}  refused {}  formerr {}{others}   ({} zones)",
-        s.noerror, s.nxdomain, s.servfail, s.refused, s.formerr, s.zones
+        "  replies    noerror {}  nxdomain {}  servfail {}  refused {}  formerr {}{others}   ({} zone{})",
+        s.noerror,
+        s.nxdomain,
+        s.servfail,
+        s.refused,
+        s.formerr,
+        s.zones,
+        if s.zones == 1 { "" } else { "s" }
     );
     let _ = writeln!(out);
     latency_table(&mut out, r, kind::dns::DNS.steps);
