@@ -212,7 +212,7 @@ impl Shared {
 const RECALLED: usize = 32;
 
 /// The FETCHes last checked clean against [`Shared`] in one user's mailbox under one
-/// UIDVALIDITY, a slot per UID modulo [`RECALLED`]: the same response again cannot
+/// UIDVALIDITY, a slot per UID modulo 32: the same response again cannot
 /// contradict anything (what `Shared` knows of a message is only ever added to, and all
 /// of this one's fields agreed with it), so it skips the lock and the two look-ups, which
 /// miss the cache on most FETCHes (a tenth of the client's time on a body-fetch
