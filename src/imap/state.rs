@@ -598,12 +598,7 @@ mod tests {
                 uid: Some(uid),
                 size: Some(size),
                 message_id: (id != 0).then_some(id),
-                body: body.map(|(len, fingerprint)| Part {
-                    whole: true,
-                    kept: Vec::new(),
-                    len,
-                    fingerprint,
-                }),
+                body: body.map(|(len, fingerprint)| whole_body(len, fingerprint)),
                 ..Fetch::default()
             })
         };
@@ -637,12 +632,7 @@ mod tests {
             message_id: Some(11),
             envelope: Some(21),
             structure: Some(31),
-            body: Some(Part {
-                whole: true,
-                kept: Vec::new(),
-                len: 100,
-                fingerprint: 41,
-            }),
+            body: Some(whole_body(100, 41)),
             ..Fetch::default()
         };
         let mut one = selected(&[1]);
@@ -696,14 +686,19 @@ mod tests {
             seq,
             uid: Some(uid),
             size: Some(100),
-            body: Some(Part {
-                whole: true,
-                kept: Vec::new(),
-                len: 100,
-                fingerprint: 41,
-            }),
+            body: Some(whole_body(100, 41)),
             ..Fetch::default()
         })
+    }
+
+    /// A whole message's content of `len` octets, fingerprinted `fingerprint`.
+    fn whole_body(len: u64, fingerprint: u64) -> Part {
+        Part {
+            whole: true,
+            kept: Vec::new(),
+            len,
+            fingerprint,
+        }
     }
 
     fn checked(shared: &Shared) -> usize {
