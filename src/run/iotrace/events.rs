@@ -105,8 +105,10 @@ fn event_of(line: &str) -> Option<(u32, &str, &str)> {
             return None;
         }
         let task = line[..open].trim_end().rsplit_once('-')?.1.parse().ok()?;
-        let mut parts = line[i + 2..].splitn(3, ' ');
-        let (_flags, ts, body) = (parts.next()?, parts.next()?, parts.next()?);
+        // The timestamp is right-aligned: before the machine is 10,000 s up, more than
+        // one space comes before it.
+        let (_flags, rest) = line[i + 2..].trim_start().split_once(' ')?;
+        let (ts, body) = rest.trim_start().split_once(' ')?;
         ts.strip_suffix(':')?.parse::<f64>().ok()?;
         let body = body.trim_start();
         let end = body.find(['(', ' ']).unwrap_or(body.len());
@@ -177,5 +179,20 @@ mod tests {
     fn a_comm_with_spaces_or_brackets_does_not_hide_the_event() {
         let line = " a b] [c-1    [001] d..2. 1.5: sys_fsync(fd: 0x3)";
         assert_eq!(event_of(line).map(|e| (e.0, e.1)), Some((1, "sys_fsync")));
+    }
+
+    #[test]
+    fn a_timestamp_padded_to_its_column_is_read() {
+        // As a kernel up for less than 10,000 s prints it (seen on Linux 6.18).
+        let line = "         python3-30658   [000] .....  8208.155975: sys_fsync(fd: 3)";
+        assert_eq!(
+            event_of(line).map(|e| (e.0, e.1)),
+            Some((30658, "sys_fsync"))
+        );
+        let exit = "   python3-30658   [001] .....   812.5: sys_write -> 0x1";
+        assert_eq!(
+            event_of(exit).map(|e| (e.1, returned(e.2))),
+            Some(("sys_write", Some(1)))
+        );
     }
 }
