@@ -38,8 +38,27 @@ impl Mark {
 
     /// What each log gained since the mark, first hop first (empty where it cannot be read).
     fn since(&self) -> Vec<String> {
-        self.logs.iter().map(|(p, from)| tail(p, *from)).collect()
+        self.since_where(|_| true)
     }
+
+    /// The same, of the logs `keep` keeps: a lab's logs may include its helpers' (a
+    /// directory's access log) beside its MTA's.
+    fn since_where(&self, keep: impl Fn(&Path) -> bool) -> Vec<String> {
+        self.logs
+            .iter()
+            .filter(|(p, _)| keep(p))
+            .map(|(p, from)| tail(p, *from))
+            .collect()
+    }
+}
+
+/// Whether the first 4 KiB of `path` hold `word` (an MTA logs its start there).
+fn begins_with_word(path: &Path, word: &str) -> bool {
+    let mut head = vec![0u8; 4096];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    memchr::memmem::find(&head[..n], word.as_bytes()).is_some()
 }
 
 /// The part of `path` after its first `from` bytes (a log rewritten shorter is read whole).
@@ -78,10 +97,12 @@ impl LogSays {
 /// What the logs of `mta` say about run `run` since `mark`, when this module can read
 /// that MTA's log (Postfix, OpenSMTPD).
 pub(super) fn read(mta: Mta, mark: &Mark, run: u64) -> Option<LogSays> {
-    let logs = mark.since();
     match mta.name() {
-        "postfix" => Some(postfix(&logs, run)),
-        "opensmtpd" => Some(opensmtpd(&logs)),
+        "postfix" => Some(postfix(
+            &mark.since_where(|p| begins_with_word(p, "postfix/")),
+            run,
+        )),
+        "opensmtpd" => Some(opensmtpd(&mark.since())),
         _ => None,
     }
 }
@@ -229,9 +250,22 @@ Nov 28 10:42:43 lab1 postfix/smtp[3]: B1: to=<rcpt@example.com>, relay=127.0.0.1
         std::fs::create_dir_all(&dir).expect("dir");
         let p = dir.join("maillog");
         std::fs::write(&p, "before\n").expect("write");
-        let mark = Mark::now(vec![p.clone(), dir.join("missing")]);
+        let other = dir.join("access.log");
+        std::fs::write(&other, "slapd: conn=1\n").expect("write");
+        let mark = Mark::now(vec![p.clone(), dir.join("missing"), other.clone()]);
         std::fs::write(&p, "before\nafter\n").expect("write");
-        assert_eq!(mark.since(), vec!["after\n".to_string(), String::new()]);
+        assert_eq!(
+            mark.since(),
+            vec!["after\n".to_string(), String::new(), String::new()]
+        );
+        // A directory's access log beside the MTA's is no hop of the MTA.
+        std::fs::write(&p, "postfix/master[1]: daemon started\nbefore\n").expect("write");
+        let mark = Mark::now(vec![p.clone(), other.clone()]);
+        std::fs::write(&other, "slapd: conn=1\nslapd: conn=2\n").expect("write");
+        assert_eq!(
+            mark.since_where(|p| begins_with_word(p, "postfix/")),
+            vec![String::new()]
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
