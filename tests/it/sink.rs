@@ -364,14 +364,16 @@ fn hostile_input_never_crashes_the_sink() {
     assert_eq!(code, Some(0));
 }
 
+/// A port another server holds is bad input, as `dns --listen` treats it (issue 40: the
+/// fix is another address): one line naming --listen, exit 1.
 #[test]
-fn a_busy_port_is_one_line_and_exit_2() {
+fn a_busy_port_is_one_line_and_exit_1() {
     let sink = Sink::start(&[]);
     let target = sink.target();
-    let out = crate::util::run(&["sink", "--listen", &target, "-z", "1s"]);
-    assert_eq!(out.status.code(), Some(2), "{}", describe(&["sink"], &out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot listen on"), "{err}");
+    crate::util::refused_in_one_line(
+        &["sink", "--listen", &target, "-z", "1s"],
+        &format!("mailbench: --listen: cannot listen on {target}"),
+    );
 }
 
 #[test]
