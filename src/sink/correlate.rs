@@ -205,7 +205,7 @@ impl Correlator {
             return Arrival::default();
         }
         let run = runs.entry(t.run).or_default();
-        if run.seen.parts() >= MAX_PARTS && run.seen.get(t.seq).is_none() {
+        if run.seen.parts() >= MAX_PARTS && !run.seen.holds_block_of(t.seq) {
             drop(runs);
             self.untracked_add(rcpts.len() as u64);
             return Arrival::default();

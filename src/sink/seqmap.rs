@@ -194,6 +194,11 @@ impl SeqMap {
         }
     }
 
+    /// True when `seq`'s block is kept already (setting `seq` then adds no block).
+    pub fn holds_block_of(&self, seq: u64) -> bool {
+        self.entry(seq / BLOCK).is_some()
+    }
+
     /// Sets `seq` to `value`.
     pub fn set(&mut self, seq: u64, value: u32) {
         let (b, off) = (seq / BLOCK, (seq % BLOCK) as usize);
@@ -392,6 +397,7 @@ mod tests {
             m.set(s, 1);
         }
         assert_eq!(m.iter().collect::<Vec<_>>(), [(0, 3, 1), (5, 5, 1)]);
+        assert!(m.holds_block_of(BLOCK - 1) && !m.holds_block_of(BLOCK));
         m.set(2, 2);
         assert_eq!(
             m.iter().collect::<Vec<_>>(),
