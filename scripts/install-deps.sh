@@ -35,6 +35,9 @@ if [ "${1:-}" = "--for-tests" ]; then
   command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
   /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
+  # dkimpy (with PyNaCl for Ed25519): a DKIM verifier no one here wrote, for what the
+  # lab's OpenDKIM signs.
+  /usr/bin/python3 -c 'import dkim, nacl' >/dev/null 2>&1 || need+=(python3-dkim python3-nacl)
   # BIND's dig: a DNS client no one here wrote, for the test DNS server.
   command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
   # OpenLDAP's client tools, to look into the lab's directory by hand when a test fails.

@@ -96,6 +96,7 @@ mod grafana;
 mod imap;
 mod install;
 mod iotrace;
+mod lab_dkim;
 mod lab_health;
 mod layout;
 mod leftovers;
