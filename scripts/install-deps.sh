@@ -1,12 +1,29 @@
 #!/usr/bin/env bash
 # Installs what mailbench's tests and benchmarks need, from Debian packages, without
 # prompts. Idempotent: does nothing when everything is present. Never configures or starts
-# the system's own Postfix or Dovecot (the labs run private instances). --for-tests adds
+# the system's own Postfix or Dovecot (the labs run private instances). With no option:
+# every lab's packages (Postfix, Dovecot, OpenDKIM, slapd, Cyrus unpacked); --postfix only
+# Postfix, all `relay --lab postfix` needs (the quickstart's first run); --for-tests adds
 # what only the tests use; --mtas (and --for-tests) the other lab MTAs (install-mtas.sh).
 set -euo pipefail
 
 need=()
 command -v smtp-sink >/dev/null 2>&1 || [ -x /usr/sbin/smtp-sink ] || need+=(postfix)
+if [ "${1:-}" = "--postfix" ]; then
+  if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+      echo "install-deps: need root to install postfix (try: sudo $0 --postfix)" >&2
+      exit 1
+    fi
+    echo "install-deps: installing postfix (the other labs' packages: scripts/install-deps.sh, when a command asks for them)" >&2
+    # Leave /etc/postfix/main.cf absent and the system instance stopped (see LAB-NOTES).
+    echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends postfix >/dev/null
+  fi
+  exit 0
+fi
 [ -x /usr/sbin/postal ] || need+=(postal)
 command -v swaks >/dev/null 2>&1 || need+=(swaks)
 # swaks's TLS (--tls) needs Net::SSLeay, only a recommendation of the swaks package.

@@ -81,7 +81,7 @@ pub const KIND: super::Mta = super::Mta {
 pub fn check() -> Result<(), String> {
     if !Path::new(POSTFIX).exists() {
         return Err(
-            "Postfix is not installed; run scripts/install-deps.sh (or apt-get install postfix)"
+            "Postfix is not installed; run scripts/install-deps.sh --postfix (or apt-get install postfix)"
                 .into(),
         );
     }

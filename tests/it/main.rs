@@ -108,6 +108,7 @@ mod preflight;
 mod profile;
 mod qmail;
 mod queue_states;
+mod quickstart;
 mod recipe_seed001;
 mod recipe_seed004;
 mod recipes;
