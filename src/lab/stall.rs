@@ -127,12 +127,38 @@ fn unix_path(inode: u64) -> Option<String> {
 }
 
 /// The inode of a connected Unix socket's peer, from `ss -x` (iproute2; /proc does not
-/// show peers). `None` when ss is missing or says nothing of it.
+/// show peers), given 5 s. `None` when ss is missing or says nothing of it.
 fn unix_peer(inode: u64) -> Option<u64> {
-    let mut cmd = std::process::Command::new("ss");
-    cmd.args(["-x", "-a", "-n"]);
-    let out = super::command::run(&mut cmd, std::time::Duration::from_secs(5), "ss").ok()?;
-    peer_in(&String::from_utf8_lossy(&out.stdout), inode)
+    use std::time::{Duration, Instant};
+    // Into a file, not a pipe: a long table must not hold ss up until its deadline.
+    let out = std::env::temp_dir().join(format!(
+        "mailbench-ss-{}-{}",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    let file = std::fs::File::create(&out).ok()?;
+    let mut child = std::process::Command::new("ss")
+        .args(["-x", "-a", "-n"])
+        .stdin(std::process::Stdio::null())
+        .stdout(file)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let done = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.success(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break false;
+            }
+        }
+    };
+    let table = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_file(&out);
+    done.then(|| peer_in(&table, inode)).flatten()
 }
 
 /// The peer inode of socket `inode` in `ss -x -a -n`'s table (`Netid State Recv-Q Send-Q
