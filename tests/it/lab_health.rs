@@ -309,3 +309,82 @@ fn a_lab_command_past_its_deadline_is_ended_naming_the_send_it_is_blocked_in() {
         "expected {want_start}N{want_end}; got {err}"
     );
 }
+
+/// Issue 40: a `relay --lab postfix` run whose MTA stops answering mid-run (its master
+/// and smtpd stopped with SIGSTOP) ends within the watchdog's quiet time and banner wait
+/// with one line naming a stopped process — not one timeout per connection — exit 2.
+#[test]
+fn a_relay_run_whose_lab_stops_answering_ends_with_the_one_line() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let mut child = mailbench()
+        .args([
+            "relay", "--lab", "postfix", "--rate", "20/s", "-z", "60s", "-c", "4", "--size", "1k",
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start relay");
+    let prefix = format!("mailbench-lab-{}-0-", child.id());
+    let mut master = None;
+    let found = wait_until(Duration::from_secs(30), || {
+        master = std::fs::read_dir(std::env::temp_dir())
+            .ok()
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .find_map(|e| {
+                std::fs::read_to_string(e.path().join("queue/pid/master.pid"))
+                    .ok()?
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+            });
+        master.is_some()
+    });
+    assert!(found, "the run's lab started");
+    let master = master.unwrap_or_default();
+    std::thread::sleep(Duration::from_secs(3));
+    let mut held = Vec::new();
+    for pid in mailbench::stats::sut::descendants(&[master]).iter().rev() {
+        let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if name.trim() == "smtpd" || *pid == master {
+            let _ = Command::new("kill")
+                .args(["-STOP", &pid.to_string()])
+                .status();
+            held.push(*pid);
+        }
+    }
+    let t0 = Instant::now();
+    let ended = wait_until(Duration::from_secs(60), || {
+        child.try_wait().ok().flatten().is_some()
+    });
+    let took = t0.elapsed();
+    if !ended {
+        let _ = child.kill();
+    }
+    let code = child.wait().ok().and_then(|s| s.code());
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+        .expect("read stderr");
+    assert_eq!(code, Some(2), "exit 2 after {took:?}; said:\n{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("no banner"))
+        .unwrap_or_else(|| panic!("the stall's line: {err}"));
+    assert!(
+        line.starts_with("mailbench: lab postfix: no banner on 127.0.0.1:")
+            && held
+                .iter()
+                .any(|p| line.contains(&format!("(pid {p}) stopped (SIGSTOP or a debugger)"))),
+        "names one of {held:?}: {line}"
+    );
+    assert!(took < Duration::from_secs(45), "ended after {took:?}");
+    assert!(
+        wait_until(Duration::from_secs(5), || held.iter().all(|p| !alive(*p))),
+        "every stopped process ended"
+    );
+}
