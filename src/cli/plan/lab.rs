@@ -110,6 +110,11 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
         dkim: match &shape.mta_dkim_key {
             Some(key) => {
                 crate::lab::opendkim::check()?;
+                // A key OpenDKIM cannot sign with is refused before anything starts.
+                let pem = std::fs::read(key).map_err(|e| {
+                    format!("--mta-dkim-key {}: cannot read it: {e}", key.display())
+                })?;
+                crate::lab::opendkim::key_kind(&pem, &key.display().to_string())?;
                 Some(crate::lab::DkimSigning {
                     key: key.clone(),
                     domain: shape.mta_dkim_domain.clone(),
