@@ -81,7 +81,7 @@ def main():
     t0 = time.time()
     send = subprocess.Popen(
         [MB, "send", f"127.0.0.1:{port}", "-n", str(messages * count), "-c", str(conns),
-         "--size", "100", "--run-id", "5e4e", "-q"]
+         "--size", "400", "--run-id", "5e4e", "-q"]
         + (["--shard", share] if count > 1 else []),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rows, next_mark = [], step

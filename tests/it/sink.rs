@@ -609,7 +609,7 @@ fn issue_40_a_sink_seeing_half_a_run_stays_flat_and_counts_exactly() {
     let total = n.to_string();
     let half = |shard: &str, n: &str| {
         [
-            "send", &target, "-n", n, "-c", "4", "--size", "100", "--shard", shard, "--run-id",
+            "send", &target, "-n", n, "-c", "4", "--size", "400", "--shard", shard, "--run-id",
             run_id, "-q",
         ]
         .map(String::from)
@@ -618,21 +618,27 @@ fn issue_40_a_sink_seeing_half_a_run_stays_flat_and_counts_exactly() {
         mailbench()
             .args(half("0/2", &total))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.0.join("send.err")).expect("send's stderr"))
             .spawn()
             .expect("start send"),
     );
     let mut at_100k = None;
+    // A send that refused its arguments ends at once: waiting for it would be 300 s of
+    // nothing, so its exit ends the wait too (and its error is in the message).
+    let mut ended = None;
+    let counted = wait_until(Duration::from_secs(300), || {
+        let got = accepted_so_far(mport).unwrap_or(0);
+        if at_100k.is_none() && got >= 100_000 {
+            at_100k = Some((got, rss_kib(sink.pid())));
+        }
+        ended = send.0.try_wait().ok().flatten().filter(|s| !s.success());
+        got >= n / 2 || ended.is_some()
+    });
     assert!(
-        wait_until(Duration::from_secs(300), || {
-            let got = accepted_so_far(mport).unwrap_or(0);
-            if at_100k.is_none() && got >= 100_000 {
-                at_100k = Some((got, rss_kib(sink.pid())));
-            }
-            got >= n / 2
-        }),
-        "the sink never counted {} messages",
-        n / 2
+        counted && ended.is_none(),
+        "the sink never counted {} messages; send ended {ended:?}, saying: {}",
+        n / 2,
+        std::fs::read_to_string(dir.0.join("send.err")).unwrap_or_default()
     );
     let rss_500k = rss_kib(sink.pid());
     let sent = send.0.wait().expect("send ends");
