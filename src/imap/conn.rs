@@ -12,6 +12,7 @@ use super::proto::{
 };
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
+use crate::transport::greeting::{self, Protocol};
 use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
 use crate::transport::patience::Patience;
@@ -68,6 +69,14 @@ pub enum ConnError {
         /// What the server said.
         text: String,
     },
+    /// The server greeted in another mail protocol (a POP3 or SMTP port).
+    #[error("{}", Protocol::Imap.mismatch(target, *speaks))]
+    OtherProtocol {
+        /// The address that answered.
+        target: String,
+        /// What it speaks.
+        speaks: Protocol,
+    },
     /// The server does not speak IMAP4rev1 (nor IMAP4rev2).
     #[error("not an IMAP4rev1 server (it offers: {offers})")]
     NotImap4 {
@@ -96,7 +105,9 @@ impl ConnError {
         match self {
             ConnError::Link(e) => e.class(),
             ConnError::Refused { .. } => ErrorClass::Rejected,
-            ConnError::NotImap4 { .. } | ConnError::Protocol { .. } => ErrorClass::Protocol,
+            ConnError::NotImap4 { .. }
+            | ConnError::OtherProtocol { .. }
+            | ConnError::Protocol { .. } => ErrorClass::Protocol,
         }
     }
 
@@ -106,6 +117,7 @@ impl ConnError {
             ConnError::Link(e) => e.phase(),
             ConnError::Refused { phase, .. } | ConnError::Protocol { phase, .. } => *phase,
             ConnError::NotImap4 { .. } => Phase::Capability,
+            ConnError::OtherProtocol { .. } => Phase::Banner,
         }
     }
 }
@@ -207,6 +219,17 @@ impl ImapConn {
             && let Some(cfg) = &tls
         {
             Box::pin(c.upgrade(cfg.clone(), target.server_name())).await?;
+        }
+        let greeted = greeting::other_protocol(
+            &mut c.stream,
+            &mut c.rbuf,
+            &mut c.patience,
+            Phase::Banner,
+            Protocol::Imap,
+        );
+        if let Some(speaks) = greeted.await? {
+            let target = target.to_string();
+            return Err(ConnError::OtherProtocol { target, speaks });
         }
         c.greeting(connected).await?;
         if starttls && !c.tls_active {

@@ -11,6 +11,7 @@ use tokio::io::AsyncWriteExt;
 use super::proto::{Command, Phase, Pop3Client, Pop3Error, Response, apop_digest, capabilities};
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
+use crate::transport::greeting;
 use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
 use crate::transport::patience::Patience;
@@ -67,6 +68,14 @@ pub enum ConnError {
     /// The server broke the protocol.
     #[error(transparent)]
     Protocol(#[from] Pop3Error),
+    /// The server greeted in another mail protocol (an IMAP or SMTP port).
+    #[error("{}", greeting::Protocol::Pop3.mismatch(target, *speaks))]
+    OtherProtocol {
+        /// The address that answered.
+        target: String,
+        /// What it speaks.
+        speaks: greeting::Protocol,
+    },
 }
 
 /// Where the link charges connecting and the TLS handshake.
@@ -81,7 +90,7 @@ impl ConnError {
         match self {
             ConnError::Link(e) => e.class(),
             ConnError::Refused { .. } => ErrorClass::Rejected,
-            ConnError::Protocol(_) => ErrorClass::Protocol,
+            ConnError::Protocol(_) | ConnError::OtherProtocol { .. } => ErrorClass::Protocol,
         }
     }
 
@@ -93,6 +102,7 @@ impl ConnError {
             ConnError::Protocol(Pop3Error::Reply { phase, .. }) => *phase,
             // Data after the last response awaited: the session's end.
             ConnError::Protocol(Pop3Error::Unexpected) => Phase::Quit,
+            ConnError::OtherProtocol { .. } => Phase::Banner,
         }
     }
 }
@@ -149,6 +159,17 @@ impl Pop3Conn {
             && let Some(cfg) = &tls
         {
             Box::pin(c.upgrade(cfg.clone(), target.server_name())).await?;
+        }
+        let greeted = greeting::other_protocol(
+            &mut c.stream,
+            &mut c.rbuf,
+            &mut c.patience,
+            Phase::Banner,
+            greeting::Protocol::Pop3,
+        );
+        if let Some(speaks) = greeted.await? {
+            let target = target.to_string();
+            return Err(ConnError::OtherProtocol { target, speaks });
         }
         let greeting = c.required(Phase::Banner).await?.text;
         c.capa().await?;

@@ -343,6 +343,7 @@ impl Failure for ConnError {
             ConnError::NotImap4 { .. } => Some(format!(
                 "the server is {self}; give the address of an IMAP server"
             )),
+            ConnError::OtherProtocol { .. } => Some(self.to_string()),
             _ => None,
         }
     }
