@@ -412,8 +412,12 @@ pub struct RelaySummary {
 pub struct Pop3Summary {
     /// Open loop: sessions the schedule wanted started; closed loop: `sessions`.
     pub intended: u64,
-    /// Sessions started.
+    /// Sessions started: attempts, a session that could not connect or log in included
+    /// (it is one of `errors`).
     pub sessions: u64,
+    /// Logins the server accepted (what its log counts).
+    #[serde(default)]
+    pub logins: u64,
     /// Due and never started.
     pub unstarted: u64,
     /// Sessions that did everything they set out to, without a `-ERR`.
@@ -456,6 +460,7 @@ impl Pop3Summary {
         Pop3Summary {
             intended,
             sessions: c.sent,
+            logins: c.mailbox.logins,
             unstarted: intended - c.sent,
             completed: c.accepted,
             refused: c.rejected,
@@ -481,27 +486,41 @@ impl Pop3Summary {
 pub struct ImapSummary {
     /// Open loop: commands the schedule wanted started; closed loop: `commands`.
     pub intended: u64,
-    /// Commands started (after login and SELECT).
+    /// Commands sent (after the login and SELECT of their session).
     pub commands: u64,
-    /// Due and never started.
+    /// Due and never sent: not started, or lost with a session that failed to open.
     pub unstarted: u64,
     /// Commands completed with OK.
     pub completed: u64,
     /// Commands answered NO or BAD.
     pub refused: u64,
-    /// Commands lost to a connection failure, a refused login or a timeout.
+    /// Commands lost to a connection failure, a refused login or a timeout (those lost
+    /// with a session that failed to open included).
     pub errors: u64,
     /// Commands cut off by the end of the run or a stop.
     pub aborted: u64,
-    /// Sessions opened (logins).
+    /// Sessions opened: logins the server accepted (what its log counts).
     pub sessions: u64,
-    /// Messages or sections of one downloaded (`fetch_body`, `fetch_part`).
+    /// TCP connections made (a session lost in its set-up, or refused at login, included).
+    #[serde(default)]
+    pub connections: u64,
+    /// Whole messages downloaded (`BODY[]`, `RFC822`).
     pub fetched: u64,
+    /// Sections of messages downloaded that are not the whole message (a header, the
+    /// text, a part: `fetch_part`).
+    #[serde(default)]
+    pub fetched_parts: u64,
     /// Messages appended.
     pub appended: u64,
-    /// Messages expunged.
+    /// Messages copied into the mailbox (COPY).
+    #[serde(default)]
+    pub copied: u64,
+    /// Messages expunged by EXPUNGE.
     pub expunged: u64,
-    /// Octets of message content downloaded.
+    /// Messages moved out of the mailbox (MOVE).
+    #[serde(default)]
+    pub moved: u64,
+    /// Octets of message content downloaded (whole messages and sections).
     pub bytes: u64,
     /// State violations, all kinds (by kind in the counters).
     pub violations: u64,
@@ -527,18 +546,23 @@ impl ImapSummary {
         let tot = total.hist(Metric::Total);
         let span = active_s.max(1e-9);
         let intended = intended.max(c.sent);
+        let commands = c.sent.saturating_sub(c.mailbox.setup_failures);
         ImapSummary {
             intended,
-            commands: c.sent,
-            unstarted: intended - c.sent,
+            commands,
+            unstarted: intended - commands,
             completed: c.accepted,
             refused: c.rejected,
             errors: c.errors,
             aborted: c.aborted,
-            sessions: c.connections,
+            sessions: c.mailbox.logins,
+            connections: c.connections,
             fetched: c.mailbox.retrieved,
+            fetched_parts: c.mailbox.parts,
             appended: c.mailbox.appended,
+            copied: c.mailbox.copied,
             expunged: c.mailbox.deleted,
+            moved: c.mailbox.moved,
             bytes: c.bytes,
             violations: c.mailbox.violations.total(),
             commands_per_sec: (c.accepted + c.rejected) as f64 / span,

@@ -468,10 +468,21 @@ fn refused_logins_are_counted_with_their_delay() {
         );
         // And nothing of the store was observed (a --target run): no figures, not zeros.
         assert!(r["extra"]["sut"].is_null(), "{:#}", r["extra"]["sut"]);
+        // Issue 40: a refused login keeps its steps' times (they were dropped): one auth
+        // step per login tried, 4 accepted (`logins`) and 2 refused.
         assert_eq!(
             count(&r, "auth"),
-            4,
-            "--login {login}: one auth step per login"
+            6,
+            "--login {login}: one auth step per login tried"
+        );
+        assert_eq!(
+            (
+                r["summary"]["sessions"].as_u64(),
+                r["summary"]["logins"].as_u64()
+            ),
+            (Some(6), Some(4)),
+            "--login {login}: sessions tried, logins accepted in {:#}",
+            r["summary"]
         );
         let total = &r["latency"]["total"];
         let (p50, max) = (
@@ -496,6 +507,11 @@ fn refused_logins_are_counted_with_their_delay() {
         failed(4),
         "Dovecot logged {} refused POP3 logins, mailbench counted 4",
         store.logged(&["pop3-login", "auth failed"])
+    );
+    assert_eq!(
+        store.logged(&["pop3-login: Info: Login: "]),
+        8,
+        "Dovecot's accepted POP3 logins, mailbench counted 4 a run"
     );
     // The text report says the same: 0 failed to connect, 2 refused at login; no store cost.
     let args = [

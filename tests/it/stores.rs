@@ -347,6 +347,13 @@ fn the_stores_network_bytes_are_the_proxys() {
         0,
     );
     check(&r, &counts, "imap");
+    // Issue 40, item 2: bytes_out is every octet written, each session's LOGOUT included.
+    assert_eq!(
+        r["counters"]["bytes_out"].as_u64(),
+        Some(counts.settled().0),
+        "imap counters.bytes_out vs the proxy: {:#}",
+        r["counters"]
+    );
 
     let counts = Arc::new(proxy::Counts::default());
     let (imap, pop3, lmtp) = (
