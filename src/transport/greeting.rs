@@ -88,7 +88,7 @@ impl Protocol {
     }
 }
 
-/// Reads until `rbuf` holds the server's whole first line (or [`FIRST_LINE_MAX`] octets of
+/// Reads until `rbuf` holds the server's whole first line (or `FIRST_LINE_MAX` octets of
 /// it), leaving it unread; then returns the other protocol it belongs to, when it is not
 /// `expected`'s. The wait is `patience`'s, charged to `phase`.
 pub async fn other_protocol<P: LinkPhase>(
