@@ -355,6 +355,34 @@ fn the_stores_network_bytes_are_the_proxys() {
         r["counters"]
     );
 
+    // POP3 the same: each session's QUIT is in its batch, so in bytes_out.
+    let counts = Arc::new(proxy::Counts::default());
+    let pop3 = via(&counts, e.pop3);
+    let r = run_json(
+        "pop3",
+        &[
+            "--target",
+            &pop3,
+            "--users-file",
+            &file,
+            "-n",
+            "12",
+            "-c",
+            "2",
+        ],
+        &dir.0.join("pop3.json"),
+        0,
+    );
+    assert_eq!(
+        (
+            r["counters"]["bytes_out"].as_u64(),
+            r["counters"]["logins"].as_u64()
+        ),
+        (Some(counts.settled().0), Some(12)),
+        "pop3 counters.bytes_out vs the proxy, and logins: {:#}",
+        r["counters"]
+    );
+
     let counts = Arc::new(proxy::Counts::default());
     let (imap, pop3, lmtp) = (
         via(&counts, e.imap),
