@@ -12,6 +12,7 @@ use super::proto::{
 };
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
+use crate::transport::greeting::{self, Protocol};
 use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
 use crate::transport::patience::Patience;
@@ -68,6 +69,14 @@ pub enum ConnError {
         /// What the server said.
         text: String,
     },
+    /// The server greeted in another mail protocol (a POP3 or SMTP port).
+    #[error("{}", Protocol::Imap.mismatch(target, *speaks))]
+    OtherProtocol {
+        /// The address that answered.
+        target: String,
+        /// What it speaks.
+        speaks: Protocol,
+    },
     /// The server does not speak IMAP4rev1 (nor IMAP4rev2).
     #[error("not an IMAP4rev1 server (it offers: {offers})")]
     NotImap4 {
@@ -96,7 +105,9 @@ impl ConnError {
         match self {
             ConnError::Link(e) => e.class(),
             ConnError::Refused { .. } => ErrorClass::Rejected,
-            ConnError::NotImap4 { .. } | ConnError::Protocol { .. } => ErrorClass::Protocol,
+            ConnError::NotImap4 { .. }
+            | ConnError::OtherProtocol { .. }
+            | ConnError::Protocol { .. } => ErrorClass::Protocol,
         }
     }
 
@@ -106,8 +117,21 @@ impl ConnError {
             ConnError::Link(e) => e.phase(),
             ConnError::Refused { phase, .. } | ConnError::Protocol { phase, .. } => *phase,
             ConnError::NotImap4 { .. } => Phase::Capability,
+            ConnError::OtherProtocol { .. } => Phase::Banner,
         }
     }
+}
+
+/// What a connection's set-up had measured when it failed: the steps it timed, the login
+/// the server had accepted (a later step failing), and the octets it wrote.
+#[derive(Debug, Default)]
+pub struct SetUp {
+    /// The steps finished, with their times.
+    pub timings: Vec<(Phase, Duration)>,
+    /// 1 when the server had accepted the login.
+    pub logins: u64,
+    /// Octets written.
+    pub bytes_out: u64,
 }
 
 /// A completed command and the untagged data that came with it.
@@ -144,6 +168,8 @@ pub struct ImapConn {
     pub timings: Vec<(Phase, Duration)>,
     /// Octets written to the network since the caller last took them.
     pub bytes_out: u64,
+    /// Logins the server accepted since the caller last took them (the set-up's one).
+    pub logins: u64,
     /// The server's capabilities (after login, when it said them again).
     pub caps: Words,
     tls_active: bool,
@@ -179,6 +205,18 @@ impl ImapConn {
         starttls: bool,
         login: &Login,
     ) -> Result<ImapConn, ConnError> {
+        Self::open_timed(target, opts, starttls, login, &mut SetUp::default()).await
+    }
+
+    /// [`ImapConn::open`], leaving in `failed` what a set-up that fails had measured: the
+    /// steps it finished, and whether the server had accepted the login.
+    pub async fn open_timed(
+        target: &Target,
+        opts: &ConnectOptions,
+        starttls: bool,
+        login: &Login,
+        failed: &mut SetUp,
+    ) -> Result<ImapConn, ConnError> {
         let started = Instant::now();
         let stream = link::open(target, opts).await?;
         let connected = Instant::now();
@@ -191,6 +229,7 @@ impl ImapConn {
             timings: Vec::with_capacity(8),
             spare: Vec::new(),
             bytes_out: 0,
+            logins: 0,
             caps: Words::default(),
             tls_active: false,
             ended: false,
@@ -202,24 +241,54 @@ impl ImapConn {
         };
         c.timings.push((Phase::Connect, connected - started));
         c.patience.restart(connected);
+        match c.set_up(target, opts, starttls, login, connected).await {
+            Ok(()) => Ok(c),
+            Err(e) => {
+                failed.timings.append(&mut c.timings);
+                failed.logins += c.logins;
+                failed.bytes_out += c.bytes_out;
+                Err(e)
+            }
+        }
+    }
+
+    /// The set-up after the connection: TLS, greeting, STARTTLS, login.
+    async fn set_up(
+        &mut self,
+        target: &Target,
+        opts: &ConnectOptions,
+        starttls: bool,
+        login: &Login,
+        connected: Instant,
+    ) -> Result<(), ConnError> {
         let tls = opts.tls.clone();
         if opts.implicit_tls
             && let Some(cfg) = &tls
         {
-            Box::pin(c.upgrade(cfg.clone(), target.server_name())).await?;
+            Box::pin(self.upgrade(cfg.clone(), target.server_name())).await?;
         }
-        c.greeting(connected).await?;
-        if starttls && !c.tls_active {
+        let greeted = greeting::other_protocol(
+            &mut self.stream,
+            &mut self.rbuf,
+            &mut self.patience,
+            Phase::Banner,
+            Protocol::Imap,
+        );
+        if let Some(speaks) = greeted.await? {
+            let target = target.to_string();
+            return Err(ConnError::OtherProtocol { target, speaks });
+        }
+        self.greeting(connected).await?;
+        if starttls && !self.tls_active {
             let Some(cfg) = tls else {
                 let why = io::Error::other("STARTTLS without a TLS configuration");
                 return Err(LinkError::Tls(why).into());
             };
-            c.required(&Command::Starttls).await?;
-            Box::pin(c.upgrade(cfg, target.server_name())).await?;
-            c.capabilities().await?;
+            self.required(&Command::Starttls).await?;
+            Box::pin(self.upgrade(cfg, target.server_name())).await?;
+            self.capabilities().await?;
         }
-        c.login(login).await?;
-        Ok(c)
+        self.login(login).await
     }
 
     /// True when TLS is active.
@@ -430,16 +499,24 @@ impl ImapConn {
     }
 
     /// Says LOGOUT and returns how long it took, or `None` when it failed or was said.
-    pub async fn logout(mut self) -> Option<Duration> {
+    pub async fn logout(self) -> Option<Duration> {
+        self.logout_counted().await.0
+    }
+
+    /// [`ImapConn::logout`], with the octets written since the caller last took them
+    /// (the LOGOUT's among them).
+    pub async fn logout_counted(mut self) -> (Option<Duration>, u64) {
         if self.ended {
-            return None;
+            return (None, self.bytes_out);
         }
         self.timings.clear();
-        let r = self.run(&Command::Logout).await.ok()?;
-        (r.done.cond == Cond::Ok)
-            .then(|| self.timings.iter().find(|(p, _)| *p == Phase::Logout))
-            .flatten()
-            .map(|(_, d)| *d)
+        let r = self.run(&Command::Logout).await;
+        let took = r
+            .ok()
+            .filter(|r| r.done.cond == Cond::Ok)
+            .and_then(|_| self.timings.iter().find(|(p, _)| *p == Phase::Logout))
+            .map(|(_, d)| *d);
+        (took, self.bytes_out)
     }
 
     async fn greeting(&mut self, connected: Instant) -> Result<(), ConnError> {
@@ -500,6 +577,7 @@ impl ImapConn {
             }
         };
         let r = self.required(&cmd).await?;
+        self.logins += 1;
         match r.done.code {
             Some(Code::Capability(caps)) => self.caps = caps,
             _ => self.capabilities().await?,

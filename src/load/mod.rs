@@ -83,6 +83,9 @@ pub trait Failure: std::fmt::Display {
     fn login_refused(&self) -> bool {
         false
     }
+    /// Records what a connection's set-up measured before it failed (the steps it timed,
+    /// a login it made): a failed session keeps its finished steps' latencies.
+    fn record_setup(&self, _rec: &mut Recorder) {}
 }
 
 /// What comes after a unit on the same connection, when the protocol can send it in the
@@ -153,6 +156,14 @@ pub trait Driver: Send + Sync + 'static {
     ) -> bool;
     /// Closes the connection politely; the step it timed (SMTP's QUIT), if it did.
     fn close(&self, conn: Self::Conn) -> impl Future<Output = Option<(Metric, Duration)>> + Send;
+    /// [`Driver::close`], with the octets the goodbye wrote, for a driver that counts them
+    /// (IMAP's LOGOUT belongs in `bytes_out`).
+    fn close_counted(
+        &self,
+        conn: Self::Conn,
+    ) -> impl Future<Output = (Option<(Metric, Duration)>, u64)> + Send {
+        async move { (self.close(conn).await, 0) }
+    }
 }
 
 /// What a finished load measured, for the protocol's summary.

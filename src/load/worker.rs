@@ -100,7 +100,9 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                                 eng.stop.cancel();
                             }
                             {
-                                let c = &mut eng.shards.get(id).counters;
+                                let mut rec = eng.shards.get(id);
+                                e.record_setup(&mut rec);
+                                let c = &mut rec.counters;
                                 if e.reached() {
                                     // A connection, lost in its set-up (its error says
                                     // where) or refused at login.
@@ -279,7 +281,10 @@ fn count_failure<D: Driver>(eng: &Shared<D>) {
 }
 
 async fn close<D: Driver>(conn: D::Conn, eng: &Shared<D>, id: usize) {
-    if let Some((step, d)) = eng.driver.close(conn).await {
-        eng.shards.get(id).record(step, d);
+    let (timed, bytes_out) = eng.driver.close_counted(conn).await;
+    let mut rec = eng.shards.get(id);
+    rec.counters.bytes_out += bytes_out;
+    if let Some((step, d)) = timed {
+        rec.record(step, d);
     }
 }

@@ -166,6 +166,7 @@ async fn user(
     };
     let mut conn = ImapConn::open(imap, &plan.connect, false, &login).await?;
     rec.counters.connections += 1;
+    rec.counters.mailbox.logins += std::mem::take(&mut conn.logins);
     for f in 2..=plan.folders {
         // An existing folder is fine (a store filled before).
         conn.run(&Command::Create(format!("f{f}"))).await?;

@@ -434,7 +434,11 @@ impl Watcher {
         seen: &mut Seen,
         stop: &Shutdown,
     ) -> Result<(), crate::imap::conn::ConnError> {
-        seen.record(|r| r.counters.connections += 1);
+        let logins = std::mem::take(&mut conn.logins);
+        seen.record(|r| {
+            r.counters.connections += 1;
+            r.counters.mailbox.logins += logins;
+        });
         conn.exists_log = Some(Vec::new());
         // EXISTS that came with a FETCH's answer (mail that arrived meanwhile) is not
         // announced again in the next IDLE: fetch again first. The first round fetches

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::plan::{Pop3Login, Pop3Plan, share_of};
 use crate::error::ErrorClass;
 use crate::load::{Driver, Failure, Next};
-use crate::pop3::conn::{ConnError, Login, Pop3Conn};
+use crate::pop3::conn::{ConnError, Login, Pop3Conn, SetUp};
 use crate::pop3::proto::{Command, Phase, stat_count};
 use crate::pop3::steps::metric;
 use crate::stats::{Metric, Recorder};
@@ -39,6 +39,66 @@ impl Pop3Driver {
     }
 }
 
+/// A failure that ended a session, with what its set-up measured when that is where it
+/// failed (its finished steps' times still count).
+#[derive(Debug)]
+pub struct Failed {
+    /// What went wrong.
+    pub error: ConnError,
+    /// The set-up's measures, when the session failed to open.
+    pub set_up: Option<SetUp>,
+}
+
+impl From<ConnError> for Failed {
+    fn from(error: ConnError) -> Failed {
+        Failed {
+            error,
+            set_up: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl Failure for Failed {
+    fn class(&self) -> ErrorClass {
+        self.error.class()
+    }
+
+    fn step(&self) -> Metric {
+        self.error.step()
+    }
+
+    fn code(&self) -> u16 {
+        0
+    }
+
+    fn reached(&self) -> bool {
+        self.error.reached()
+    }
+
+    fn unreachable(&self) -> Option<String> {
+        self.error.unreachable()
+    }
+
+    fn login_refused(&self) -> bool {
+        self.error.login_refused()
+    }
+
+    fn record_setup(&self, rec: &mut Recorder) {
+        let Some(s) = &self.set_up else { return };
+        for (phase, d) in &s.timings {
+            rec.record(metric(*phase), *d);
+        }
+        rec.counters.mailbox.setup_failures += 1;
+        rec.counters.bytes_out += s.bytes_out;
+    }
+}
+
 impl Failure for ConnError {
     fn class(&self) -> ErrorClass {
         ConnError::class(self)
@@ -62,6 +122,8 @@ impl Failure for ConnError {
     fn unreachable(&self) -> Option<String> {
         match self {
             ConnError::Link(e) => e.unreachable("POP3 server"),
+            // The server, not one session: nothing will ever work against it.
+            ConnError::OtherProtocol { .. } => Some(self.to_string()),
             _ => None,
         }
     }
@@ -79,17 +141,18 @@ impl Failure for ConnError {
 
 impl Driver for Pop3Driver {
     type Conn = Pop3Conn;
-    type Failure = ConnError;
+    type Failure = Failed;
     type Outcome = Session;
     const STEPS: crate::stats::Steps = crate::pop3::steps::STEPS;
 
-    async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Pop3Conn, ConnError> {
+    async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Pop3Conn, Failed> {
         let p = &self.plan;
         let Some(start) = p.sessions.start(n, rng) else {
             return Err(ConnError::Refused {
                 phase: Phase::Connect,
                 text: "no POP3 server to connect to".into(),
-            });
+            }
+            .into());
         };
         let (user, pass) = (start.user.address.clone(), start.user.password.clone());
         let login = match p.login {
@@ -97,7 +160,18 @@ impl Driver for Pop3Driver {
             Pop3Login::Plain => Login::Plain { user, pass },
             Pop3Login::Apop => Login::Apop { user, pass },
         };
-        let mut conn = Pop3Conn::open(start.target, &start.opts, start.starttls, &login).await?;
+        let mut set_up = SetUp::default();
+        let opened = Pop3Conn::open_timed(
+            start.target,
+            &start.opts,
+            start.starttls,
+            &login,
+            &mut set_up,
+        );
+        let mut conn = opened.await.map_err(|error| Failed {
+            error,
+            set_up: Some(set_up),
+        })?;
         conn.pipelining &= p.pipelining;
         Ok(conn)
     }
@@ -115,7 +189,7 @@ impl Driver for Pop3Driver {
         _conn: &mut Pop3Conn,
         _seq: u64,
         _rng: &mut fastrand::Rng,
-    ) -> Result<(), ConnError> {
+    ) -> Result<(), Failed> {
         Ok(())
     }
 
@@ -127,7 +201,7 @@ impl Driver for Pop3Driver {
         conn: &mut Pop3Conn,
         _next: &mut (dyn FnMut() -> Next + Send),
         _rng: &mut fastrand::Rng,
-    ) -> Result<Session, ConnError> {
+    ) -> Result<Session, Failed> {
         let mut s = Session::default();
         let stat = conn.batch(&[Command::Stat]).await?;
         let count = match stat.into_iter().next() {
@@ -181,6 +255,7 @@ impl Driver for Pop3Driver {
             rec.record(metric(phase), d);
         }
         rec.counters.bytes_out += std::mem::take(&mut conn.bytes_out);
+        rec.counters.mailbox.logins += std::mem::take(&mut conn.logins);
         let Some(s) = outcome else {
             return false;
         };

@@ -11,6 +11,7 @@ use tokio::io::AsyncWriteExt;
 use super::proto::{Command, Phase, Pop3Client, Pop3Error, Response, apop_digest, capabilities};
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
+use crate::transport::greeting;
 use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
 use crate::transport::patience::Patience;
@@ -67,6 +68,14 @@ pub enum ConnError {
     /// The server broke the protocol.
     #[error(transparent)]
     Protocol(#[from] Pop3Error),
+    /// The server greeted in another mail protocol (an IMAP or SMTP port).
+    #[error("{}", greeting::Protocol::Pop3.mismatch(target, *speaks))]
+    OtherProtocol {
+        /// The address that answered.
+        target: String,
+        /// What it speaks.
+        speaks: greeting::Protocol,
+    },
 }
 
 /// Where the link charges connecting and the TLS handshake.
@@ -81,7 +90,7 @@ impl ConnError {
         match self {
             ConnError::Link(e) => e.class(),
             ConnError::Refused { .. } => ErrorClass::Rejected,
-            ConnError::Protocol(_) => ErrorClass::Protocol,
+            ConnError::Protocol(_) | ConnError::OtherProtocol { .. } => ErrorClass::Protocol,
         }
     }
 
@@ -93,8 +102,19 @@ impl ConnError {
             ConnError::Protocol(Pop3Error::Reply { phase, .. }) => *phase,
             // Data after the last response awaited: the session's end.
             ConnError::Protocol(Pop3Error::Unexpected) => Phase::Quit,
+            ConnError::OtherProtocol { .. } => Phase::Banner,
         }
     }
+}
+
+/// What a connection's set-up had measured when it failed: the steps it timed and the
+/// octets it wrote.
+#[derive(Debug, Default)]
+pub struct SetUp {
+    /// The steps finished, with their times.
+    pub timings: Vec<(Phase, Duration)>,
+    /// Octets written.
+    pub bytes_out: u64,
 }
 
 /// One POP3 connection with its session.
@@ -112,6 +132,8 @@ pub struct Pop3Conn {
     pub pipelining: bool,
     /// Octets written to the network since the caller last took them.
     pub bytes_out: u64,
+    /// Logins the server accepted since the caller last took them (the set-up's one).
+    pub logins: u64,
     tls_active: bool,
     /// QUIT went out in a batch: the session is over.
     ended: bool,
@@ -127,6 +149,18 @@ impl Pop3Conn {
         starttls: bool,
         login: &Login,
     ) -> Result<Pop3Conn, ConnError> {
+        Self::open_timed(target, opts, starttls, login, &mut SetUp::default()).await
+    }
+
+    /// [`Pop3Conn::open`], leaving in `failed` what a set-up that fails had measured: the
+    /// steps it finished, and the octets it wrote.
+    pub async fn open_timed(
+        target: &Target,
+        opts: &ConnectOptions,
+        starttls: bool,
+        login: &Login,
+        failed: &mut SetUp,
+    ) -> Result<Pop3Conn, ConnError> {
         let started = Instant::now();
         let stream = link::open(target, opts).await?;
         let connected = Instant::now();
@@ -139,32 +173,63 @@ impl Pop3Conn {
             timings: Vec::with_capacity(16),
             pipelining: false,
             bytes_out: 0,
+            logins: 0,
             tls_active: false,
             ended: false,
         };
         c.timings.push((Phase::Connect, connected - started));
         c.patience.restart(connected);
+        match c.set_up(target, opts, starttls, login).await {
+            Ok(()) => Ok(c),
+            Err(e) => {
+                failed.timings.append(&mut c.timings);
+                failed.bytes_out += c.bytes_out;
+                Err(e)
+            }
+        }
+    }
+
+    /// The set-up after the connection: TLS, greeting, CAPA, STLS, login.
+    async fn set_up(
+        &mut self,
+        target: &Target,
+        opts: &ConnectOptions,
+        starttls: bool,
+        login: &Login,
+    ) -> Result<(), ConnError> {
         let tls = opts.tls.clone();
         if opts.implicit_tls
             && let Some(cfg) = &tls
         {
-            Box::pin(c.upgrade(cfg.clone(), target.server_name())).await?;
+            Box::pin(self.upgrade(cfg.clone(), target.server_name())).await?;
         }
-        let greeting = c.required(Phase::Banner).await?.text;
-        c.capa().await?;
-        if starttls && !c.tls_active {
+        let greeted = greeting::other_protocol(
+            &mut self.stream,
+            &mut self.rbuf,
+            &mut self.patience,
+            Phase::Banner,
+            greeting::Protocol::Pop3,
+        );
+        if let Some(speaks) = greeted.await? {
+            let target = target.to_string();
+            return Err(ConnError::OtherProtocol { target, speaks });
+        }
+        let greeting = self.required(Phase::Banner).await?.text;
+        self.capa().await?;
+        if starttls && !self.tls_active {
             let Some(cfg) = tls else {
                 let why = io::Error::other("STLS without a TLS configuration");
                 return Err(LinkError::Tls(why).into());
             };
-            c.client.send(&Command::Stls);
-            c.flush(Phase::Stls).await?;
-            c.required(Phase::Stls).await?;
-            Box::pin(c.upgrade(cfg, target.server_name())).await?;
-            c.capa().await?;
+            self.client.send(&Command::Stls);
+            self.flush(Phase::Stls).await?;
+            self.required(Phase::Stls).await?;
+            Box::pin(self.upgrade(cfg, target.server_name())).await?;
+            self.capa().await?;
         }
-        c.login(login, &greeting).await?;
-        Ok(c)
+        self.login(login, &greeting).await?;
+        self.logins += 1;
+        Ok(())
     }
 
     /// True when TLS is active.

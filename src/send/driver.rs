@@ -72,6 +72,8 @@ impl Failure for ConnError {
     fn unreachable(&self) -> Option<String> {
         match self {
             ConnError::Link(e) => e.unreachable("target"),
+            // The server, not one session: nothing will ever work against it.
+            ConnError::OtherProtocol { .. } => Some(self.to_string()),
             _ => None,
         }
     }

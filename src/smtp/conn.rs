@@ -16,6 +16,7 @@ use super::proto::{
 };
 use crate::error::ErrorClass;
 use crate::transport::connect::ConnectOptions;
+use crate::transport::greeting::{self, Protocol};
 use crate::transport::inbox::Inbox;
 use crate::transport::link::{self, LinkError};
 use crate::transport::patience::Patience;
@@ -46,6 +47,16 @@ pub enum ConnError {
     /// The session was already closed (e.g. after a 421).
     #[error("session closed by the server")]
     Closed,
+    /// The server greeted in another mail protocol (a POP3 or IMAP port).
+    #[error("{}", expected.mismatch(target, *speaks))]
+    OtherProtocol {
+        /// The address that answered.
+        target: String,
+        /// What was asked for: SMTP or LMTP.
+        expected: Protocol,
+        /// What it speaks.
+        speaks: Protocol,
+    },
 }
 
 /// Where the link charges connecting and the TLS handshake.
@@ -63,9 +74,9 @@ impl ConnError {
             ConnError::Session(SessionError::Rejected { reply, .. }) => {
                 ErrorClass::of_code(reply.code)
             }
-            ConnError::Session(SessionError::Protocol { .. }) | ConnError::Reply { .. } => {
-                ErrorClass::Protocol
-            }
+            ConnError::Session(SessionError::Protocol { .. })
+            | ConnError::Reply { .. }
+            | ConnError::OtherProtocol { .. } => ErrorClass::Protocol,
         }
     }
 
@@ -77,6 +88,7 @@ impl ConnError {
             ConnError::Session(SessionError::Rejected { phase, .. })
             | ConnError::Session(SessionError::Protocol { phase, .. }) => *phase,
             ConnError::Closed => Phase::Mail,
+            ConnError::OtherProtocol { .. } => Phase::Banner,
         }
     }
 
@@ -145,6 +157,7 @@ impl ClientConn {
             .tls
             .clone()
             .map(|c| (c, target.server_name().to_string()));
+        let lmtp = cfg.lmtp;
         let mut conn = ClientConn {
             stream,
             rbuf: Inbox::with_capacity(READ_CHUNK),
@@ -163,6 +176,26 @@ impl ClientConn {
         conn.patience.restart(connected);
         if opts.implicit_tls && conn.tls.is_some() {
             Box::pin(conn.upgrade_tls()).await?;
+        }
+        let expected = match lmtp {
+            true => Protocol::Lmtp,
+            false => Protocol::Smtp,
+        };
+        let c = &mut conn;
+        let greeted = greeting::other_protocol(
+            &mut c.stream,
+            &mut c.rbuf,
+            &mut c.patience,
+            Phase::Banner,
+            expected,
+        );
+        if let Some(speaks) = greeted.await? {
+            let target = target.to_string();
+            return Err(ConnError::OtherProtocol {
+                target,
+                expected,
+                speaks,
+            });
         }
         match conn.drive(&mut nothing_follows).await? {
             None => Ok(conn),

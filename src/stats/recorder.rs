@@ -69,15 +69,32 @@ pub struct RcptCounters {
 /// state violations).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct MailboxCounters {
-    /// Messages downloaded (POP3 RETR or TOP, IMAP whole bodies).
+    /// Messages downloaded (POP3 RETR or TOP, IMAP whole messages).
     #[serde(default)]
     pub retrieved: u64,
-    /// Messages deleted (POP3: committed at QUIT; IMAP: expunged).
+    /// Messages deleted (POP3: committed at QUIT; IMAP: expunged by EXPUNGE).
     #[serde(default)]
     pub deleted: u64,
     /// Messages appended (IMAP APPEND).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub appended: u64,
+    /// IMAP: messages copied (COPY: each one more in the mailbox copied into).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copied: u64,
+    /// IMAP: messages moved out of the selected mailbox (MOVE).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub moved: u64,
+    /// IMAP: sections of messages downloaded that are not the whole message (a header,
+    /// the text, a body part).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub parts: u64,
+    /// Logins the server accepted (POP3 and IMAP: what its log counts as logins).
+    #[serde(default)]
+    pub logins: u64,
+    /// Sessions that failed to open (connect, greeting, login, IMAP's SELECT): each took
+    /// the unit it was opened for with it, before that unit's command was sent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub setup_failures: u64,
     /// IMAP state violations, by kind.
     #[serde(default, skip_serializing_if = "ViolationCounts::is_empty")]
     pub violations: ViolationCounts,
@@ -144,6 +161,11 @@ impl Counters {
         self.mailbox.retrieved += o.mailbox.retrieved;
         self.mailbox.deleted += o.mailbox.deleted;
         self.mailbox.appended += o.mailbox.appended;
+        self.mailbox.copied += o.mailbox.copied;
+        self.mailbox.moved += o.mailbox.moved;
+        self.mailbox.parts += o.mailbox.parts;
+        self.mailbox.logins += o.mailbox.logins;
+        self.mailbox.setup_failures += o.mailbox.setup_failures;
         self.mailbox.violations.merge(&o.mailbox.violations);
         self.mailbox.login_failures += o.mailbox.login_failures;
         self.bytes += o.bytes;

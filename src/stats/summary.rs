@@ -440,8 +440,12 @@ pub struct RelaySummary {
 pub struct Pop3Summary {
     /// Open loop: sessions the schedule wanted started; closed loop: `sessions`.
     pub intended: u64,
-    /// Sessions started.
+    /// Sessions started: attempts, a session that could not connect or log in included
+    /// (it is one of `errors`).
     pub sessions: u64,
+    /// Logins the server accepted (what its log counts).
+    #[serde(default)]
+    pub logins: u64,
     /// Due and never started.
     pub unstarted: u64,
     /// Sessions that did everything they set out to, without a `-ERR`.
@@ -484,6 +488,7 @@ impl Pop3Summary {
         Pop3Summary {
             intended,
             sessions: c.sent,
+            logins: c.mailbox.logins,
             unstarted: intended - c.sent,
             completed: c.accepted,
             refused: c.rejected,
@@ -509,27 +514,41 @@ impl Pop3Summary {
 pub struct ImapSummary {
     /// Open loop: commands the schedule wanted started; closed loop: `commands`.
     pub intended: u64,
-    /// Commands started (after login and SELECT).
+    /// Commands sent (after the login and SELECT of their session).
     pub commands: u64,
-    /// Due and never started.
+    /// Due and never sent: not started, or lost with a session that failed to open.
     pub unstarted: u64,
     /// Commands completed with OK.
     pub completed: u64,
     /// Commands answered NO or BAD.
     pub refused: u64,
-    /// Commands lost to a connection failure, a refused login or a timeout.
+    /// Commands lost to a connection failure, a refused login or a timeout (those lost
+    /// with a session that failed to open included).
     pub errors: u64,
     /// Commands cut off by the end of the run or a stop.
     pub aborted: u64,
-    /// Sessions opened (logins).
+    /// Sessions opened: logins the server accepted (what its log counts).
     pub sessions: u64,
-    /// Messages or sections of one downloaded (`fetch_body`, `fetch_part`).
+    /// TCP connections made (a session lost in its set-up, or refused at login, included).
+    #[serde(default)]
+    pub connections: u64,
+    /// Whole messages downloaded (`BODY[]`, `RFC822`).
     pub fetched: u64,
+    /// Sections of messages downloaded that are not the whole message (a header, the
+    /// text, a part: `fetch_part`).
+    #[serde(default)]
+    pub fetched_parts: u64,
     /// Messages appended.
     pub appended: u64,
-    /// Messages expunged.
+    /// Messages copied into the mailbox (COPY).
+    #[serde(default)]
+    pub copied: u64,
+    /// Messages expunged by EXPUNGE.
     pub expunged: u64,
-    /// Octets of message content downloaded.
+    /// Messages moved out of the mailbox (MOVE).
+    #[serde(default)]
+    pub moved: u64,
+    /// Octets of message content downloaded (whole messages and sections).
     pub bytes: u64,
     /// State violations, all kinds (by kind in the counters).
     pub violations: u64,
@@ -555,18 +574,23 @@ impl ImapSummary {
         let tot = total.hist(Metric::Total);
         let span = active_s.max(1e-9);
         let intended = intended.max(c.sent);
+        let commands = c.sent.saturating_sub(c.mailbox.setup_failures);
         ImapSummary {
             intended,
-            commands: c.sent,
-            unstarted: intended - c.sent,
+            commands,
+            unstarted: intended - commands,
             completed: c.accepted,
             refused: c.rejected,
             errors: c.errors,
             aborted: c.aborted,
-            sessions: c.connections,
+            sessions: c.mailbox.logins,
+            connections: c.connections,
             fetched: c.mailbox.retrieved,
+            fetched_parts: c.mailbox.parts,
             appended: c.mailbox.appended,
+            copied: c.mailbox.copied,
             expunged: c.mailbox.deleted,
+            moved: c.mailbox.moved,
             bytes: c.bytes,
             violations: c.mailbox.violations.total(),
             commands_per_sec: (c.accepted + c.rejected) as f64 / span,
@@ -579,16 +603,18 @@ impl ImapSummary {
     }
 }
 
-/// `mailbox profile`'s summary: actions of virtual users, and the capacity found.
+/// `mailbox profile`'s summary: actions of virtual users, and the capacity found. A
+/// step's summary (in `extra.capacity.steps`) is the same, over the actions that fell due
+/// in the step; the run's is over every step's, each action counted once.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileSummary {
     /// Virtual users at the end (the last step's).
     pub users: u64,
-    /// The largest user count that met every capacity rule (`None`: none did, or no rule
-    /// was searched for).
+    /// The largest user count whose step held (`None`: none did). For a ramp that never
+    /// broke, a lower bound (`extra.capacity.capacity_at_least`).
     pub capacity_users: Option<u64>,
-    /// Actions counted: those that finished (completed, refused or failed) and those due
-    /// and not done at the end (`overdue`), each once.
+    /// Actions the users asked for (due before the run's end), each counted once:
+    /// `completed + refused + errors + overdue`.
     pub actions: u64,
     /// The same, as thresholds' `%` base.
     pub sent: u64,
@@ -598,16 +624,27 @@ pub struct ProfileSummary {
     pub refused: u64,
     /// Actions lost to a connection failure or a timeout.
     pub errors: u64,
-    /// Actions that started more than 5 ms after they were due (the user's previous one
+    /// Actions that began more than 5 ms after they were due (the user's previous one
     /// still ran).
     pub late: u64,
-    /// Actions due and not done at the end (of a step, or of the run's last step): in the
-    /// `action` latency at the time they had waited.
+    /// Actions never done: due before the run's end and, when it ended, still waiting or
+    /// (after a 5 s grace) still running; in the `action` latency at the time they had
+    /// waited when the run ended.
     #[serde(default)]
     pub overdue: u64,
+    /// Actions the store had not begun when their step ended: waiting behind a login (or
+    /// greeting) that had not completed, or behind the user's previous action.
+    #[serde(default)]
+    pub unstarted: u64,
+    /// Users the store left waiting for half the step or more (at its end, an action of
+    /// theirs due by its midpoint was not begun: a login not answered, or their previous
+    /// action still running): users it did not carry. Over a run, the last step's.
+    #[serde(default)]
+    pub stuck_users: u64,
     /// Actions that finished, per minute.
     pub actions_per_min: f64,
-    /// Mean response time of all actions, from their intended start, ms.
+    /// Mean response time of all actions, from their intended start to their end (for
+    /// one never done, to the run's end), ms.
     pub mean_ms: f64,
     /// Its 95th percentile, ms.
     pub p95_ms: f64,
@@ -622,31 +659,26 @@ pub struct ProfileSummary {
 }
 
 impl ProfileSummary {
-    /// From what a step or run recorded (`all`: the metric of every action, whose
-    /// histogram holds the `overdue` actions too), with its users, capacity, length and
-    /// the store's CPU.
-    pub fn derive(
-        total: &Recorder,
-        all: Metric,
-        users: u64,
-        capacity_users: Option<u64>,
-        duration_s: f64,
-        sut_cpu: Option<f64>,
-        overdue: u64,
-    ) -> Self {
+    /// The figures of what a step or run recorded (`all`: the metric of every action,
+    /// whose histogram holds those never done too, counted `aborted`) over `duration_s`;
+    /// the caller fills in what the recorder does not hold (users, capacity, the store's
+    /// CPU, the actions not begun and the users left waiting).
+    pub fn derive(total: &Recorder, all: Metric, duration_s: f64) -> Self {
         let c = &total.counters;
         let all = total.hist(all);
         ProfileSummary {
-            users,
-            capacity_users,
-            actions: c.sent + overdue,
-            sent: c.sent + overdue,
+            users: 0,
+            capacity_users: None,
+            actions: c.sent,
+            sent: c.sent,
             completed: c.accepted,
             refused: c.rejected,
             errors: c.errors,
             late: c.late_starts,
-            overdue,
-            actions_per_min: c.sent as f64 / duration_s.max(1e-9) * 60.0,
+            overdue: c.aborted,
+            unstarted: 0,
+            stuck_users: 0,
+            actions_per_min: c.sent.saturating_sub(c.aborted) as f64 / duration_s.max(1e-9) * 60.0,
             mean_ms: if all.is_empty() {
                 0.0
             } else {
@@ -654,7 +686,7 @@ impl ProfileSummary {
             },
             p95_ms: ms(all, 0.95),
             p99_ms: ms(all, 0.99),
-            sut_cpu,
+            sut_cpu: None,
             duration_s,
         }
     }

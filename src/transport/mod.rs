@@ -1,12 +1,14 @@
 //! The protocol-neutral transport every protocol shares: the byte stream (`stream`), where
 //! to connect (`target`) and how (`connect`), a client link's timed I/O and its failures
 //! (`link`), how long a connection waits for its server (`patience`, on the process's
-//! alarm clock), what a client read and has not decoded yet (`inbox`),
+//! alarm clock), what a client read and has not decoded yet (`inbox`), which mail
+//! protocol a server's greeting speaks (`greeting`),
 //! where to listen and accepting (`listen`), and TLS set-up and upgrades for both sides
 //! (`tls`).
 
 pub mod connect;
 pub mod count;
+pub mod greeting;
 pub mod inbox;
 pub mod link;
 pub mod listen;

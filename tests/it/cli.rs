@@ -115,6 +115,22 @@ fn help_shows_the_user_placeholder() {
     );
 }
 
+/// Issue 40: `mailbox imap --help` promised the default mix's weights ("imaptest-like,
+/// see below") and showed none; it shows them, as the run uses them.
+#[test]
+fn issue_40_the_imap_help_shows_the_default_mix() {
+    let out = run(&["mailbox", "imap", "--help"]);
+    let text = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mix = "fetch=25,fetch_body=20,store=15,delete=5,expunge=5,append=4,copy=1,search=5,list=5,status=5,select=5,noop=5";
+    assert!(
+        text.contains(&format!("[default: {mix}]")),
+        "expected the default mix {mix} in:\n{text}"
+    );
+}
+
 /// Issue 31: `send --trace-io` drew clap's tip "a similar argument exists: '--grace'" (a
 /// drain timeout); a flag of relay given to send or sink says where it belongs, in one line.
 #[test]

@@ -468,10 +468,21 @@ fn refused_logins_are_counted_with_their_delay() {
         );
         // And nothing of the store was observed (a --target run): no figures, not zeros.
         assert!(r["extra"]["sut"].is_null(), "{:#}", r["extra"]["sut"]);
+        // Issue 40: a refused login keeps its steps' times (they were dropped): one auth
+        // step per login tried, 4 accepted (`logins`) and 2 refused.
         assert_eq!(
             count(&r, "auth"),
-            4,
-            "--login {login}: one auth step per login"
+            6,
+            "--login {login}: one auth step per login tried"
+        );
+        assert_eq!(
+            (
+                r["summary"]["sessions"].as_u64(),
+                r["summary"]["logins"].as_u64()
+            ),
+            (Some(6), Some(4)),
+            "--login {login}: sessions tried, logins accepted in {:#}",
+            r["summary"]
         );
         let total = &r["latency"]["total"];
         let (p50, max) = (
@@ -496,6 +507,11 @@ fn refused_logins_are_counted_with_their_delay() {
         failed(4),
         "Dovecot logged {} refused POP3 logins, mailbench counted 4",
         store.logged(&["pop3-login", "auth failed"])
+    );
+    assert_eq!(
+        store.logged(&["pop3-login: Info: Login: "]),
+        8,
+        "Dovecot's accepted POP3 logins, mailbench counted 4 a run"
     );
     // The text report says the same: 0 failed to connect, 2 refused at login; no store cost.
     let args = [
@@ -1179,4 +1195,115 @@ fn a_pop3_reply_later_than_the_timeout_fails_as_a_timeout_and_one_within_it_does
         took < Duration::from_millis(1200),
         "three 150 ms timeouts took {took:?} (three 400 ms replies would take 1.2 s)"
     );
+}
+
+/// Issue 40, item 3: a client pointed at a port of another mail protocol says so in one
+/// line, exit 1, and prints no summary (IMAP at the POP3 port printed a full summary of
+/// "banner: IMAP continuation request without a literal", exit 2; POP3 at the IMAP port
+/// "malformed POP3 status line"; `relay` at the IMAP port "malformed reply" twice; a
+/// profile at a POP3 port exited 0). And a profile whose every login is refused (every
+/// password wrong) is one line, exit 1, naming the server and the fix (it exited 0: its
+/// deliveries were accepted).
+#[test]
+fn issue_40_the_wrong_protocols_port_is_one_line_and_exit_1() {
+    let Some(store) = Store::start(&["--users", "3", "--fill", "1", "--fill-size", "1k"]) else {
+        return;
+    };
+    let users = &store.users_file;
+    let (imap, pop3, lmtp) = (&store.imap, &store.pop3, &store.lmtp);
+    let dir = TempDir::new("wrong-port");
+    let wrong = dir.0.join("wrong.txt");
+    let text: String = store
+        .users()
+        .iter()
+        .map(|(u, p)| format!("{u} {p}-wrong\n"))
+        .collect();
+    std::fs::write(&wrong, text).expect("write the users file");
+    let wrong = wrong.to_string_lossy().to_string();
+    let profile = |i: &str, p: &str, l: &str, u: &str| -> Vec<String> {
+        [
+            "mailbox",
+            "profile",
+            "--imap",
+            i,
+            "--pop3",
+            p,
+            "--lmtp",
+            l,
+            "--users-file",
+            u,
+            "--scenario",
+            "imaptest",
+            "--time-scale",
+            "30",
+            "-z",
+            "3s",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            [
+                "mailbox",
+                "imap",
+                "--target",
+                pop3,
+                "--users-file",
+                users,
+                "-n",
+                "5",
+            ]
+            .map(String::from)
+            .to_vec(),
+            format!("{pop3} answered like a POP3 server, not IMAP"),
+        ),
+        (
+            [
+                "mailbox",
+                "pop3",
+                "--target",
+                imap,
+                "--users-file",
+                users,
+                "-n",
+                "5",
+            ]
+            .map(String::from)
+            .to_vec(),
+            format!("{imap} answered like an IMAP server, not POP3"),
+        ),
+        (
+            ["relay", "--target", imap, "-n", "5"]
+                .map(String::from)
+                .to_vec(),
+            format!("{imap} answered like an IMAP server, not SMTP"),
+        ),
+        (
+            ["send", pop3, "-n", "5"].map(String::from).to_vec(),
+            format!("{pop3} answered like a POP3 server, not SMTP"),
+        ),
+        (
+            profile(pop3, pop3, lmtp, users),
+            format!("{pop3} answered like a POP3 server, not IMAP"),
+        ),
+        (
+            profile(imap, pop3, imap, users),
+            format!("{imap} answered like an IMAP server, not LMTP"),
+        ),
+        (
+            profile(imap, pop3, lmtp, &wrong),
+            format!("IMAP server {imap} refused every login of the run"),
+        ),
+    ];
+    for (args, needle) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&args);
+        assert!(
+            out.stdout.is_empty(),
+            "no summary: {}",
+            describe(&args, &out)
+        );
+        crate::util::refused_in_one_line(&args, &needle);
+    }
 }

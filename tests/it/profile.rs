@@ -8,8 +8,8 @@ use std::time::Duration;
 use crate::mailbox::{Store, count, python, run_json};
 use crate::sink::Sink;
 use crate::util::{
-    Proc, TempDir, Terminated, mailbench, refused_in_one_line, require, results, sigterm,
-    wait_until,
+    Proc, TempDir, Terminated, mailbench, refused_in_one_line, require, results, run_expect,
+    sigterm, wait_until,
 };
 
 fn profile(args: &[&str], json: &std::path::Path) -> serde_json::Value {
@@ -666,4 +666,261 @@ fn issue_25_profile_results_have_a_series_that_report_renders() {
         page.dom.contains("<th>users</th><th>ran (s)</th>"),
         "the capacity ramp leads with its users"
     );
+}
+
+/// The position in Dovecot's log (`lines`) of the first line holding every one of
+/// `needles`, if any.
+fn first_line(lines: &[String], needles: &[&str]) -> Option<usize> {
+    lines
+        .iter()
+        .position(|l| needles.iter().all(|n| l.contains(n)))
+}
+
+/// Issue 40, item 1: a Dovecot whose imap service may run 8 processes, under caching
+/// users (each holds one for the run) added 4 a step. Dovecot's own log says where the
+/// limit bit: 8 users logged in, then `process_limit (8) reached`, and users 9 to 12 logged
+/// in only after users left at the run's end. The capacity is 8, not above the limit (it
+/// said 12 or 16: users waiting at login were charged at most one step's wait), and the
+/// step of 12 users broke because the store left those 4 users waiting, with its actions
+/// not begun and never done shown in its row, the text and the report. Every action
+/// counts once: the steps' actions add up to the summary's, and `counters.sent` is
+/// `summary.sent` (the overdue of a step were counted again in the next). A ramp that
+/// never broke is "at least" its last step, in the text and in the report's headline.
+#[test]
+fn issue_40_a_process_limit_below_the_ramp_caps_the_capacity() {
+    let Some(store) = Store::start(&[
+        "--users",
+        "16",
+        "--fill",
+        "3",
+        "--fill-size",
+        "2k",
+        "--doveconf",
+        "service/imap/process_limit=8",
+    ]) else {
+        return;
+    };
+    let dir = TempDir::new("profile-limit");
+    let json = dir.0.join("r.json");
+    let j = json.to_string_lossy().to_string();
+    let ramp = |max: &'static str| {
+        [
+            &["mailbox", "profile", "--json", &j][..],
+            &store.servers(),
+            &[
+                "--scenario",
+                "imaptest",
+                "--time-scale",
+                "30",
+                "--ramp-users",
+                "4:4/2s",
+                "--max-users",
+                max,
+            ],
+        ]
+        .concat()
+    };
+    let out = run_expect(&ramp("16"), 0);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let r = results(&json);
+    let s = &r["summary"];
+    let cap = &r["extra"]["capacity"];
+    let steps = cap["steps"].as_array().expect("steps");
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(u64::MAX);
+    // Dovecot's log: which users it let in before it ran out of processes, and when the
+    // others came in.
+    let lines: Vec<String> = {
+        let dir = std::path::Path::new(&store.config)
+            .parent()
+            .expect("lab dir");
+        let log = std::fs::read_to_string(dir.join("log/dovecot.log")).unwrap_or_default();
+        log.lines().map(str::to_string).collect()
+    };
+    let limit = first_line(&lines, &["process_limit (8) reached"])
+        .unwrap_or_else(|| panic!("Dovecot never reached its limit:\n{}", lines.join("\n")));
+    let login = |u: u32| first_line(&lines, &["Login: ", &format!("user=<user{u}@")]);
+    let before: Vec<u32> = (1..=16)
+        .filter(|u| login(*u).is_some_and(|at| at < limit))
+        .collect();
+    assert_eq!(
+        before,
+        (1..=8).collect::<Vec<_>>(),
+        "Dovecot let in users 1 to 8 first"
+    );
+    let first_out = first_line(&lines, &["Logged out"]).expect("users left at the end");
+    for u in 9..=12 {
+        assert!(
+            login(u).is_some_and(|at| at > first_out),
+            "user{u} logged in only once users left at the end:\n{}",
+            lines.join("\n")
+        );
+    }
+    // mailbench: the capacity is the limit's, the step of 12 broke for its waiting users.
+    assert_eq!(s["capacity_users"], 8, "{cap:#}");
+    assert_eq!(cap["broke_at_users"], 12, "{cap:#}");
+    assert_eq!(cap["capacity_at_least"], false, "{cap:#}");
+    let broke = steps.last().expect("a step");
+    assert_eq!(broke["users"], 12, "the ramp ends where it broke: {cap:#}");
+    assert_eq!(broke["broken"], true, "{broke:#}");
+    assert_eq!(
+        n(&broke["stuck_users"]),
+        4,
+        "users 9 to 12 waited at login: {broke:#}"
+    );
+    let (overdue, unstarted) = (
+        n(&broke["summary"]["overdue"]),
+        n(&broke["summary"]["unstarted"]),
+    );
+    assert!(
+        overdue >= 4 && unstarted >= 4,
+        "each waiting user's actions were not begun, and most never done: {broke:#}"
+    );
+    for st in &steps[..2] {
+        assert_eq!(st["broken"], false, "4 and 8 users fit 8 processes: {st:#}");
+        assert_eq!(n(&st["stuck_users"]), 0, "{st:#}");
+    }
+    // Each action once: the steps' actions are the summary's, the counters say the same.
+    let by_steps: u64 = steps.iter().map(|st| n(&st["summary"]["actions"])).sum();
+    assert_eq!(by_steps, n(&s["actions"]), "steps vs summary: {cap:#}");
+    assert_eq!(r["counters"]["sent"], s["sent"], "counters vs summary");
+    assert_eq!(r["counters"]["aborted"], s["overdue"], "never done: {s:#}");
+    let done = n(&s["completed"]) + n(&s["refused"]) + n(&s["errors"]);
+    assert_eq!(done + n(&s["overdue"]), n(&s["actions"]), "{s:#}");
+    assert_eq!(count(&r, "action"), n(&s["actions"]), "the action row");
+    // The text says the same.
+    assert!(
+        text.contains("capacity   8 users: the largest step that held")
+            && text.contains("it broke at 12 users"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("12"))
+        .unwrap_or_else(|| panic!("no row of 12 users:\n{text}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells[6..9],
+        [overdue.to_string(), unstarted.to_string(), "4".to_string()],
+        "overdue, not begun, waiting users: {row}"
+    );
+    assert!(
+        row.contains("BROKE 4 users not served for half the step"),
+        "{row}"
+    );
+    // And the report's capacity table.
+    let html = dir.0.join("r.html");
+    run_expect(&["report", &j, "-o", &html.to_string_lossy()], 0);
+    let page = std::fs::read_to_string(&html).expect("the page");
+    assert!(
+        page.contains(
+            "<th>never done</th><th>not begun at its end</th><th>users left waiting</th>"
+        ) && page.contains("BROKE 4 users not served"),
+        "the report's capacity table"
+    );
+    assert!(
+        page.contains("data-figure=\"capacity_users\" data-value=\"8\""),
+        "the headline's capacity"
+    );
+
+    // Within the limit the ramp never breaks: its capacity is a lower bound, said so.
+    let out = run_expect(&ramp("8"), 0);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let r = results(&json);
+    let cap = &r["extra"]["capacity"];
+    assert_eq!(r["summary"]["capacity_users"], 8, "{cap:#}");
+    assert_eq!(cap["capacity_at_least"], true, "{cap:#}");
+    assert!(text.contains("capacity   at least 8 users"), "{text}");
+    run_expect(&["report", &j, "-o", &html.to_string_lossy()], 0);
+    let page = std::fs::read_to_string(&html).expect("the page");
+    assert!(
+        page.contains(
+            "data-figure=\"capacity_users\" data-value=\"&quot;at least 8&quot;\"><b class=\"value\">at least 8</b>"
+        ),
+        "the headline says at least"
+    );
+}
+
+/// A metric's value in a `/metrics` text (the 0.0.4 format: `name{labels} value`).
+fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+}
+
+/// `/metrics` from port `port`, as curl asks for it.
+fn metrics(port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+}
+
+/// Issue 40, item 2: a profile's connections are counted (they were 0 in the results
+/// and on `/metrics`, which a profile never updated): the results file's
+/// `counters.connections` is what Dovecot's log says connected (one IMAP login per
+/// caching user, one LMTP connection per delivery), `/metrics` counts them while the
+/// run goes, and ends equal to the results file.
+#[test]
+fn issue_40_a_profiles_connections_are_counted_and_served_live() {
+    let Some(store) = Store::start(&["--users", "4", "--fill", "3", "--fill-size", "1k"]) else {
+        return;
+    };
+    let before = (
+        store.logged(&["imap-login: Info: Login: "]),
+        store.logged(&["lmtp(", "Connect from"]),
+    );
+    let dir = TempDir::new("profile-metrics");
+    let json = dir.0.join("r.json");
+    let j = json.to_string_lossy().to_string();
+    let port = crate::util::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let args = [
+        &["mailbox", "profile", "-q", "--json", &j][..],
+        &store.servers(),
+        &["--scenario", "imaptest", "--time-scale", "30", "-z", "4s"],
+        &["--prometheus", &addr, "--prometheus-hold", "20s"],
+    ]
+    .concat();
+    let mut child = Terminated(
+        mailbench()
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mailbench"),
+    );
+    let mut live = 0.0;
+    let seen = wait_until(Duration::from_secs(3), || {
+        live = metrics(port)
+            .and_then(|t| metric_value(&t, "mailbench_connections_total "))
+            .unwrap_or(0.0);
+        live > 0.0
+    });
+    assert!(seen, "connections on /metrics during the run: {live}");
+    let stderr = child.0.stderr.take().expect("stderr");
+    let held = std::io::BufRead::lines(std::io::BufReader::new(stderr))
+        .map_while(Result::ok)
+        .any(|l| l.contains("serving the final /metrics"));
+    assert!(held, "the run ended and holds /metrics");
+    let end = metrics(port).expect("/metrics after the run");
+    let r = results(&json);
+    let c = &r["counters"];
+    assert_eq!(
+        metric_value(&end, "mailbench_connections_total "),
+        c["connections"].as_f64(),
+        "/metrics at the end vs the results file: {end}"
+    );
+    let connected = || {
+        store.logged(&["imap-login: Info: Login: "]) - before.0
+            + store.logged(&["lmtp(", "Connect from"])
+            - before.1
+    };
+    let n = c["connections"].as_u64().unwrap_or(0) as usize;
+    wait_until(Duration::from_secs(3), || connected() >= n);
+    assert_eq!(n, connected(), "connections vs Dovecot's log: {c:#}");
+    assert!(n > 4, "4 logins and the deliveries: {c:#}");
+    assert!(c["bytes"].as_u64() > Some(0) && c["bytes_out"].as_u64() > Some(0));
+    sigterm(&child.0);
 }

@@ -98,7 +98,11 @@ A scenario file:
 Actions: open_inbox, close_inbox, read, delete, flag, move, search, receive (LMTP into the
 user's mailbox), send (LMTP to others and APPEND to Sent), check (a POP3 session).
 Summary keys: users, capacity_users, actions, completed, refused, errors, late,
-actions_per_min, mean_ms, p95_ms, p99_ms, sut_cpu (% of a core).";
+overdue (never done), unstarted (not begun at their step's end), stuck_users (left
+waiting half a step), actions_per_min, mean_ms, p95_ms, p99_ms, sut_cpu (% of a core).
+Each action counts in the step it fell due in, at its time as its user saw it (its wait
+for a login included). A step holds when no action failed, no user waited half the step
+for an action the store had not begun, and no --capacity-rule broke.";
 
 const POPULATE_EXAMPLES: &str = "\
 Examples:

@@ -2,6 +2,8 @@
 
 use clap::{Args, ValueEnum};
 
+use crate::mailbox::plan::DEFAULT_MIX;
+
 use super::client::TlsArgs;
 use super::load::ShapeArgs;
 use super::output::OutputArgs;
@@ -85,10 +87,10 @@ pub struct ImapArgs {
     /// How many commands, how fast, and commands per session (--per-conn).
     #[command(flatten)]
     pub shape: ShapeArgs,
-    /// The commands and their relative weights, name=weight,... [default: imaptest-like,
-    /// see below].
-    #[arg(long, value_name = "MIX")]
-    pub mix: Option<String>,
+    /// The commands and their relative weights, name=weight,... (the default is
+    /// imaptest-like; the commands are below).
+    #[arg(long, value_name = "MIX", default_value = DEFAULT_MIX)]
+    pub mix: String,
     /// The mailbox each session selects.
     #[arg(long, default_value = "INBOX", value_name = "NAME")]
     pub mailbox: String,

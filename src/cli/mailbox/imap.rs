@@ -4,7 +4,7 @@ use crate::cli::args::{ImapArgs, ImapLoginArg};
 use crate::cli::plan::load::Defaults;
 use crate::cli::plan::{client, load, output, store};
 use crate::mailbox::bench::Workload;
-use crate::mailbox::plan::{DEFAULT_MIX, ImapLogin, ImapPlan, Mix};
+use crate::mailbox::plan::{ImapLogin, ImapPlan, Mix};
 use crate::units;
 
 /// `mailbox imap`'s defaults: 10,000 commands over 10 sessions (imaptest's clients=10).
@@ -30,7 +30,7 @@ fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
     }
     let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.run.tls, (143, 993))?;
     let timeouts = client::Timeouts::plan(&a.run.client)?;
-    let mix_spec = a.mix.as_deref().unwrap_or(DEFAULT_MIX);
+    let mix_spec = a.mix.as_str();
     let mix = Mix::parse(mix_spec)?;
     let fetch_range =
         match units::count(&a.fetch_range).map_err(|e| format!("--fetch-range: {e}"))? {

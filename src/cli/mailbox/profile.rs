@@ -224,7 +224,9 @@ pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
             ),
         ));
     }
-    super::run(profile_plan(&a), |r| {
+    let nothing_judged = std::cell::Cell::new(false);
+    let code = super::run(profile_plan(&a), |r| {
+        nothing_judged.set(judged_nothing(r));
         let headline = format!(
             "mailbench mailbox profile: scenario {} against {} in {:.2} s",
             r.config["scenario"].as_str().unwrap_or("?"),
@@ -236,5 +238,28 @@ pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
         );
         crate::report::text::render_profile(r, crate::mailbox::profile::STEPS, &headline)
     })
-    .await
+    .await?;
+    // A search that judged no step found nothing: not a result a script may take for one.
+    if code == crate::cli::exit::EXIT_OK && nothing_judged.get() {
+        crate::run::live::say(
+            "mailbench: no step of the profile was judged (no action fell due in any); the capacity line above says what to change",
+        );
+        return Ok(crate::cli::exit::EXIT_FAILED);
+    }
+    Ok(code)
+}
+
+/// True when the run ran steps and judged none (no action fell due in any), so that
+/// it found no capacity and no breaking point.
+fn judged_nothing(r: &crate::stats::Results) -> bool {
+    let Some(c) = r.extra.get("capacity") else {
+        return false;
+    };
+    !r.interrupted
+        && c["capacity_users"].is_null()
+        && c["broke_at_users"].is_null()
+        && c["cut_short_at_users"].is_null()
+        && c["unjudged_users"]
+            .as_array()
+            .is_some_and(|u| !u.is_empty())
 }

@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::plan::{ImapLogin, ImapPlan};
 use crate::error::ErrorClass;
-use crate::imap::conn::{ConnError, ImapConn, Login, Reply};
+use crate::imap::conn::{ConnError, ImapConn, Login, Reply, SetUp};
 use crate::imap::proto::{Code, Command, Cond, DELETED, Data, FetchItems, FlagOp, Phase, Section};
 use crate::imap::state::{Model, Recalls, Shared, Violation};
 use crate::imap::steps::metric;
@@ -67,12 +67,18 @@ pub struct Outcome {
     pub violations: Vec<Violation>,
     /// Whole messages downloaded.
     pub fetched: u64,
-    /// Octets of message content downloaded.
+    /// Sections of messages downloaded that are not the whole message.
+    pub parts: u64,
+    /// Octets of message content downloaded (whole messages and sections).
     pub octets: u64,
     /// Messages appended.
     pub appended: u64,
-    /// Messages expunged (EXPUNGE responses).
+    /// Messages copied (COPY into the mailbox).
+    pub copied: u64,
+    /// Messages expunged by EXPUNGE (its EXPUNGE responses).
     pub expunged: u64,
+    /// Messages moved out of the mailbox by MOVE (its EXPUNGE responses).
+    pub moved: u64,
     /// Pipelined: the command's own time, from its write to its tagged completion (the
     /// engine's clock would start it where the unit before it on the wire completed).
     pub took: Option<std::time::Duration>,
@@ -204,6 +210,68 @@ impl ImapDriver {
         }
     }
 
+    /// Opens a session: connection, set-up, login and SELECT. What a failed one had
+    /// measured is left in `set_up`.
+    async fn open_session(
+        &self,
+        n: u64,
+        rng: &mut fastrand::Rng,
+        set_up: &mut SetUp,
+    ) -> Result<Session, ConnError> {
+        let p = &self.plan;
+        // In turn, a user has one session at a time while users last (see `claim`); drawn
+        // at random, as drawn.
+        let turn = p.sessions.user_for(n, rng);
+        let lease = match p.sessions.random_users {
+            true => self.live.lease(turn),
+            false => self.live.claim(turn),
+        };
+        let Some(start) = p.sessions.start_as(lease.user(), rng) else {
+            return Err(ConnError::Refused {
+                phase: Phase::Connect,
+                text: "no IMAP server to connect to".into(),
+            });
+        };
+        let (user, pass) = (start.user.address.clone(), start.user.password.clone());
+        let login = match p.login {
+            ImapLogin::Login => Login::Login { user, pass },
+            ImapLogin::Plain => Login::Plain { user, pass },
+        };
+        let i = start.index;
+        let conn =
+            ImapConn::open_timed(start.target, &start.opts, start.starttls, &login, set_up).await?;
+        let mut s = Session {
+            conn,
+            model: Model::new(i as u32, 0),
+            user: i,
+            next: Phase::Noop,
+            units: std::collections::VecDeque::new(),
+            lease,
+        };
+        let select = Command::Select {
+            mailbox: p.mailbox.clone(),
+            read_only: false,
+        };
+        let r = match s.conn.required(&select).await {
+            Ok(r) => r,
+            Err(e) => {
+                // Logged in, then lost: what the session had measured still counts.
+                set_up.timings.append(&mut s.conn.timings);
+                set_up.logins += std::mem::take(&mut s.conn.logins);
+                set_up.bytes_out += std::mem::take(&mut s.conn.bytes_out);
+                return Err(e);
+            }
+        };
+        if self.shared.is_some() {
+            s.model.resume(self.recalls.take(i));
+        }
+        let mut ignored = Vec::new();
+        for d in &r.data {
+            s.model.apply(d, None, &mut ignored);
+        }
+        Ok(s)
+    }
+
     /// Applies a reply's data to the model and checks what the command itself promises.
     fn check(&self, s: &mut Session, cmd: &Command, r: &Reply, o: &mut Outcome) {
         let shared = self.shared.as_ref().filter(|_| !expunge_issued(r));
@@ -214,13 +282,19 @@ impl ImapDriver {
         let mut searched = Vec::new();
         // Only an EXPUNGE or MOVE counts what it expunged: the EXPUNGE responses another
         // command gets report another session's (of the same user), counted there.
-        let expunges = matches!(cmd, Command::Expunge | Command::Move { .. });
+        let (expunges, moves) = match cmd {
+            Command::Expunge => (true, false),
+            Command::Move { .. } => (false, true),
+            _ => (false, false),
+        };
         for d in &r.data {
             match d {
                 Data::Expunge(_) if expunges => o.expunged += 1,
+                Data::Expunge(_) if moves => o.moved += 1,
                 Data::Fetch(f) => {
                     if let Some(b) = &f.body {
-                        o.fetched += 1;
+                        o.fetched += u64::from(b.whole);
+                        o.parts += u64::from(!b.whole);
                         o.octets += b.len;
                     }
                 }
@@ -302,10 +376,10 @@ impl ImapDriver {
                 _ => r,
             }
         };
-        if let Command::Append { .. } = cmd
-            && r.done.cond == Cond::Ok
-        {
-            o.appended = 1;
+        match cmd {
+            Command::Append { .. } if r.done.cond == Cond::Ok => o.appended = 1,
+            Command::Copy { .. } if r.done.cond == Cond::Ok => o.copied = 1,
+            _ => {}
         }
         self.check(s, cmd, &r, &mut o);
         if r.done.cond != Cond::Ok {
@@ -313,6 +387,68 @@ impl ImapDriver {
         }
         s.conn.recycle(r.data);
         Ok(o)
+    }
+}
+
+/// A failure that ended a session, with what its set-up measured when that is where it
+/// failed (its finished steps' times and a login the server accepted are still counted).
+#[derive(Debug)]
+pub struct Failed {
+    /// What went wrong.
+    pub error: ConnError,
+    /// The set-up's measures, when the session failed to open.
+    pub set_up: Option<SetUp>,
+}
+
+impl From<ConnError> for Failed {
+    fn from(error: ConnError) -> Failed {
+        Failed {
+            error,
+            set_up: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl Failure for Failed {
+    fn class(&self) -> ErrorClass {
+        self.error.class()
+    }
+
+    fn step(&self) -> Metric {
+        self.error.step()
+    }
+
+    fn code(&self) -> u16 {
+        0
+    }
+
+    fn reached(&self) -> bool {
+        self.error.reached()
+    }
+
+    fn unreachable(&self) -> Option<String> {
+        self.error.unreachable()
+    }
+
+    fn login_refused(&self) -> bool {
+        self.error.login_refused()
+    }
+
+    fn record_setup(&self, rec: &mut Recorder) {
+        let Some(s) = &self.set_up else { return };
+        for (phase, d) in &s.timings {
+            rec.record(metric(*phase), *d);
+        }
+        let c = &mut rec.counters;
+        c.mailbox.logins += s.logins;
+        c.mailbox.setup_failures += 1;
+        c.bytes_out += s.bytes_out;
     }
 }
 
@@ -343,6 +479,7 @@ impl Failure for ConnError {
             ConnError::NotImap4 { .. } => Some(format!(
                 "the server is {self}; give the address of an IMAP server"
             )),
+            ConnError::OtherProtocol { .. } => Some(self.to_string()),
             _ => None,
         }
     }
@@ -360,53 +497,18 @@ impl Failure for ConnError {
 
 impl Driver for ImapDriver {
     type Conn = Session;
-    type Failure = ConnError;
+    type Failure = Failed;
     type Outcome = Outcome;
     const STEPS: crate::stats::Steps = crate::imap::steps::STEPS;
 
-    async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Session, ConnError> {
-        let p = &self.plan;
-        // In turn, a user has one session at a time while users last (see `claim`); drawn
-        // at random, as drawn.
-        let turn = p.sessions.user_for(n, rng);
-        let lease = match p.sessions.random_users {
-            true => self.live.lease(turn),
-            false => self.live.claim(turn),
-        };
-        let Some(start) = p.sessions.start_as(lease.user(), rng) else {
-            return Err(ConnError::Refused {
-                phase: Phase::Connect,
-                text: "no IMAP server to connect to".into(),
-            });
-        };
-        let (user, pass) = (start.user.address.clone(), start.user.password.clone());
-        let login = match p.login {
-            ImapLogin::Login => Login::Login { user, pass },
-            ImapLogin::Plain => Login::Plain { user, pass },
-        };
-        let i = start.index;
-        let conn = ImapConn::open(start.target, &start.opts, start.starttls, &login).await?;
-        let mut s = Session {
-            conn,
-            model: Model::new(i as u32, 0),
-            user: i,
-            next: Phase::Noop,
-            units: std::collections::VecDeque::new(),
-            lease,
-        };
-        let select = Command::Select {
-            mailbox: p.mailbox.clone(),
-            read_only: false,
-        };
-        let r = s.conn.required(&select).await?;
-        if self.shared.is_some() {
-            s.model.resume(self.recalls.take(i));
-        }
-        let mut ignored = Vec::new();
-        for d in &r.data {
-            s.model.apply(d, None, &mut ignored);
-        }
-        Ok(s)
+    async fn open(&self, n: u64, rng: &mut fastrand::Rng) -> Result<Session, Failed> {
+        let mut set_up = SetUp::default();
+        self.open_session(n, rng, &mut set_up)
+            .await
+            .map_err(|error| Failed {
+                error,
+                set_up: Some(set_up),
+            })
     }
 
     fn tls(s: &Session) -> bool {
@@ -417,7 +519,7 @@ impl Driver for ImapDriver {
         true
     }
 
-    fn begin(&self, s: &mut Session, _seq: u64, rng: &mut fastrand::Rng) -> Result<(), ConnError> {
+    fn begin(&self, s: &mut Session, _seq: u64, rng: &mut fastrand::Rng) -> Result<(), Failed> {
         s.next = self.plan.mix.draw(rng);
         if self.plan.pipeline > 1 {
             s.units.push_back(pipelined::Unit::new(s.next));
@@ -430,13 +532,13 @@ impl Driver for ImapDriver {
         s: &mut Session,
         next: &mut (dyn FnMut() -> Next + Send),
         rng: &mut fastrand::Rng,
-    ) -> Result<Outcome, ConnError> {
+    ) -> Result<Outcome, Failed> {
         if self.plan.pipeline > 1 {
-            return self.pipelined(s, next, rng).await;
+            return Ok(self.pipelined(s, next, rng).await?);
         }
         let seq = rng.u64(..);
         let cmd = self.command(s, s.next, seq, rng);
-        self.one(s, &cmd).await
+        Ok(self.one(s, &cmd).await?)
     }
 
     fn took(&self, o: &Outcome) -> Option<std::time::Duration> {
@@ -448,13 +550,17 @@ impl Driver for ImapDriver {
             rec.record(metric(phase), d);
         }
         rec.counters.bytes_out += std::mem::take(&mut s.conn.bytes_out);
+        rec.counters.mailbox.logins += std::mem::take(&mut s.conn.logins);
         let Some(o) = o else {
             return false;
         };
         let m = &mut rec.counters.mailbox;
         m.retrieved += o.fetched;
+        m.parts += o.parts;
         m.deleted += o.expunged;
+        m.moved += o.moved;
         m.appended += o.appended;
+        m.copied += o.copied;
         rec.counters.bytes += o.octets;
         let step = metric(o.phase.unwrap_or(Phase::Noop));
         for v in &o.violations {
@@ -474,9 +580,15 @@ impl Driver for ImapDriver {
         }
     }
 
-    async fn close(&self, mut s: Session) -> Option<(Metric, Duration)> {
+    async fn close(&self, s: Session) -> Option<(Metric, Duration)> {
+        self.close_counted(s).await.0
+    }
+
+    /// LOGOUT, with its octets (they were missing from `bytes_out`).
+    async fn close_counted(&self, mut s: Session) -> (Option<(Metric, Duration)>, u64) {
         self.recalls.give(s.user, s.model.take_recall());
-        s.conn.logout().await.map(|d| (metric(Phase::Logout), d))
+        let (took, bytes_out) = s.conn.logout_counted().await;
+        (took.map(|d| (metric(Phase::Logout), d)), bytes_out)
     }
 }
 

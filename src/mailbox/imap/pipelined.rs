@@ -164,13 +164,19 @@ impl ImapDriver {
         let shared = self.shared.as_ref().filter(|_| trusted);
         for d in &r.data {
             if let (Data::Expunge(_), Some(e)) = (d, expunger) {
-                s.units[e].outcome.expunged += 1;
+                let moved = matches!(s.units[e].in_flight(), Some(Command::Move { .. }));
+                let o = &mut s.units[e].outcome;
+                match moved {
+                    true => o.moved += 1,
+                    false => o.expunged += 1,
+                }
             }
             let o = &mut s.units[at].outcome;
             if let Data::Fetch(f) = d
                 && let Some(b) = &f.body
             {
-                o.fetched += 1;
+                o.fetched += u64::from(b.whole);
+                o.parts += u64::from(!b.whole);
                 o.octets += b.len;
             }
             if !check {
@@ -223,10 +229,10 @@ impl ImapDriver {
             u.outcome.refused = Some(r.said());
         }
         let Some((_, cmd)) = &u.sent else { return };
-        if let Command::Append { .. } = cmd
-            && ok
-        {
-            u.outcome.appended = 1;
+        match cmd {
+            Command::Append { .. } if ok => u.outcome.appended = 1,
+            Command::Copy { .. } if ok => u.outcome.copied = 1,
+            _ => {}
         }
         if !ok || !check {
             return;

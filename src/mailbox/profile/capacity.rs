@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::{Population, STEPS};
 use crate::report::threshold::Threshold;
 use crate::stats::hist::ms;
+use crate::stats::kind::profile::verdict_text;
 use crate::stats::results::{Results, ThresholdResult};
 use crate::stats::summary::{ProfileSummary, Summary};
 use crate::stats::{Metric, Recorder, SutPoint};
@@ -53,7 +54,7 @@ impl StepPlan {
 /// One action type's figures in a step.
 #[derive(Debug, Clone, Serialize)]
 pub struct ActionRow {
-    /// Actions completed in the step.
+    /// The step's actions of this type (`action`: all of them, those not done included).
     pub count: u64,
     /// Mean response time from the intended start, ms.
     pub mean_ms: f64,
@@ -61,6 +62,16 @@ pub struct ActionRow {
     pub p95_ms: f64,
     /// 99th percentile, ms.
     pub p99_ms: f64,
+}
+
+/// How long a step's users waited for the store to begin their actions, as the step
+/// ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Waits {
+    /// The step's actions not begun.
+    pub unstarted: u64,
+    /// Users with an action due by the step's midpoint not begun.
+    pub stuck_users: u64,
 }
 
 /// What one step measured and how it was judged.
@@ -72,7 +83,8 @@ pub struct Step {
     pub seconds: f64,
     /// Its planned length, s.
     pub planned_s: f64,
-    /// The step's summary (what rules read).
+    /// The step's summary (what rules read): the actions that fell due in it, wherever
+    /// they finished.
     pub summary: ProfileSummary,
     /// Per action type (and `action`: all, with the overdue ones).
     pub actions: BTreeMap<String, ActionRow>,
@@ -84,36 +96,43 @@ pub struct Step {
     /// Actions that failed in this step (an error or a refusal): a step where any failed
     /// has not held, whatever the rules say.
     pub failed: u64,
+    /// Users the store left waiting half the step or more (`summary.stuck_users`): a step
+    /// with any has not held, whatever the rules say.
+    pub stuck_users: u64,
     /// It ended before its planned length (Ctrl-C, or a server found unreachable): not
     /// judged, so not held.
     pub cut_short: bool,
-    /// A rule broke, or actions failed, in this step.
+    /// A rule broke, actions failed, or users were left waiting in this step.
     pub broken: bool,
+    /// The judgment in words (`ok`, `BROKE …` and why, or why it was not judged).
+    pub verdict: String,
+    /// Judged with actions not done yet (at the time they had waited so far): a judgment
+    /// that can still turn to broken, never back (a live line's; results hold final ones).
+    #[serde(skip)]
+    pub provisional: bool,
 }
 
 impl Step {
-    /// Judges a step that ran `seconds` of `plan` from what it recorded (with the
-    /// `overdue` actions still due at its end in the `action` row, at the time they had
-    /// waited).
+    /// Judges a step that ran `seconds` of `plan` from what its actions recorded: those
+    /// not done are in the `action` row at the time they had waited and counted as
+    /// `aborted` (its `overdue`); `waits` says how many had not begun when it ended, and
+    /// how many users had waited half of it or more.
     pub fn judge(
         plan: &StepPlan,
         seconds: f64,
         rec: &Recorder,
         store: Option<SutPoint>,
         rules: &[Threshold],
-        overdue: u64,
+        waits: Waits,
         cut_short: bool,
     ) -> Step {
-        let cpu = store.as_ref().map(|s| s.cpu_user_pct + s.cpu_sys_pct);
-        let summary = ProfileSummary::derive(
-            rec,
-            super::metric(None),
-            plan.users,
-            None,
-            seconds,
-            cpu,
-            overdue,
-        );
+        let summary = ProfileSummary {
+            users: plan.users,
+            sut_cpu: store.as_ref().map(|s| s.cpu_user_pct + s.cpu_sys_pct),
+            unstarted: waits.unstarted,
+            stuck_users: waits.stuck_users,
+            ..ProfileSummary::derive(rec, super::metric(None), seconds)
+        };
         let (latency, _) = Results::tables(rec, STEPS);
         let rules: Vec<ThresholdResult> = rules
             .iter()
@@ -135,18 +154,30 @@ impl Step {
             })
             .collect();
         let failed = summary.errors + summary.refused;
-        Step {
+        let stuck_users = summary.stuck_users;
+        let mut step = Step {
             users: plan.users,
             seconds,
             planned_s: plan.length.as_secs_f64(),
-            broken: !cut_short && (failed > 0 || rules.iter().any(|r| r.ok)),
+            broken: !cut_short && (failed > 0 || stuck_users > 0 || rules.iter().any(|r| r.ok)),
             failed,
+            stuck_users,
             cut_short,
             summary,
             actions,
             store,
             rules,
-        }
+            provisional: false,
+            verdict: String::new(),
+        };
+        step.verdict = step.judgment();
+        step
+    }
+
+    /// The same judgment, marked provisional when `waiting` (actions of it not done yet).
+    pub fn provisional(mut self, waiting: bool) -> Step {
+        self.provisional = waiting;
+        self
     }
 
     /// The step ran its length, actions were due in it, none failed and no rule broke (a
@@ -156,39 +187,34 @@ impl Step {
     }
 
     /// Why the step did not hold, or "ok".
-    pub fn verdict(&self) -> String {
-        if self.cut_short {
-            return format!(
-                "CUT SHORT after {:.1} s of {:.0} s: not judged",
-                self.seconds, self.planned_s
-            );
-        }
-        let mut why: Vec<String> = self
-            .rules
-            .iter()
-            .filter(|r| r.ok)
-            .map(|r| format!("{} (at {:.1})", r.expr, r.value))
-            .collect();
-        if self.failed > 0 {
-            why.push(format!(
-                "{} of {} actions failed",
-                self.failed, self.summary.actions
-            ));
-        }
-        if why.is_empty() && self.summary.actions == 0 {
-            "NO ACTION was due: not judged".into()
-        } else if why.is_empty() {
-            "ok".into()
-        } else {
-            format!("BROKE {}", why.join(", "))
-        }
+    fn judgment(&self) -> String {
+        verdict_text(
+            self.cut_short,
+            self.seconds,
+            self.planned_s,
+            self.rules
+                .iter()
+                .filter(|r| r.ok)
+                .map(|r| format!("{} (at {:.1})", r.expr, r.value))
+                .collect(),
+            self.failed,
+            self.stuck_users,
+            self.summary.actions,
+        )
     }
 
-    /// The step's progress line.
+    /// The step's progress line, as it ends.
     pub fn line(&self) -> String {
         let s = &self.summary;
+        let mut verdict = self.verdict.clone();
+        if self.provisional && !self.broken && !self.cut_short {
+            verdict = format!(
+                "{verdict} so far ({} of its actions not done yet: judged again as they finish)",
+                s.overdue
+            );
+        }
         format!(
-            "mailbench profile: {} users: {:.0} actions/min, mean {:.1} ms, p95 {:.1} ms, errors {}, refused {}, late {}, overdue {}, store CPU {}: {}",
+            "mailbench profile: {} users: {:.0} actions/min, mean {:.1} ms, p95 {:.1} ms, errors {}, refused {}, late {}, not done {} (not begun {}), store CPU {}: {}",
             self.users,
             s.actions_per_min,
             s.mean_ms,
@@ -197,9 +223,23 @@ impl Step {
             s.refused,
             s.late,
             s.overdue,
+            s.unstarted,
             s.sut_cpu
                 .map_or("not observed".into(), |c| format!("{c:.0} %")),
-            self.verdict()
+            verdict
+        )
+    }
+
+    /// The line of an earlier step found broken at a later step's end: its actions that
+    /// were not done have waited longer since, or failed.
+    pub fn judged_again_line(&self) -> String {
+        format!(
+            "mailbench profile: {} users, judged again with {} of its actions still not done (mean {:.1} ms, p95 {:.1} ms so far): {}",
+            self.users,
+            self.summary.overdue,
+            self.summary.mean_ms,
+            self.summary.p95_ms,
+            self.verdict
         )
     }
 }
@@ -213,11 +253,14 @@ pub struct Verdict {
     pub broke_at: Option<u64>,
     /// The users of a step cut short (the last one run), not judged.
     pub cut_short_at: Option<u64>,
+    /// Steps that ran and had no action due: not judged.
+    pub unjudged: Vec<u64>,
 }
 
 /// The capacity: the last step before the first broken one that held (ran its length,
-/// no action failed, no rule broke). A fixed population has no search: its users are the
-/// capacity only if its one step held.
+/// no action failed, no rule broke); a step in which no action fell due is passed over.
+/// A fixed population has no search: its users are the capacity only if its one step
+/// held.
 pub fn verdict(steps: &[Step], p: &Population) -> Verdict {
     let broke_at = steps.iter().find(|s| s.broken).map(|s| s.users);
     let cut_short_at = steps.iter().find(|s| s.cut_short).map(|s| s.users);
@@ -231,21 +274,40 @@ pub fn verdict(steps: &[Step], p: &Population) -> Verdict {
         Population::Fixed { .. } => users.filter(|_| broke_at.is_none()),
         Population::Ramp { .. } => users,
     };
+    let unjudged = steps
+        .iter()
+        .filter(|s| !s.broken && !s.cut_short && s.summary.actions == 0)
+        .map(|s| s.users)
+        .collect();
     Verdict {
         users,
         broke_at,
         cut_short_at,
+        unjudged,
     }
 }
 
 impl Verdict {
+    /// True when the capacity is a lower bound: a ramp whose steps all held (it never
+    /// broke), so the store may carry more than its last step's users.
+    pub fn at_least(&self, p: &Population) -> bool {
+        matches!(p, Population::Ramp { .. }) && self.users.is_some() && self.broke_at.is_none()
+    }
+
     /// The results file's `extra.capacity`.
-    pub fn to_json(&self, steps: &[Step], rules: &[Threshold]) -> serde_json::Value {
+    pub fn to_json(
+        &self,
+        steps: &[Step],
+        rules: &[Threshold],
+        p: &Population,
+    ) -> serde_json::Value {
         serde_json::json!({
             "rules": rules.iter().map(|r| r.expr()).collect::<Vec<_>>(),
             "capacity_users": self.users,
+            "capacity_at_least": self.at_least(p),
             "broke_at_users": self.broke_at,
             "cut_short_at_users": self.cut_short_at,
+            "unjudged_users": self.unjudged,
             "steps": steps,
         })
     }
@@ -268,8 +330,11 @@ mod tests {
             store: None,
             rules: Vec::new(),
             failed: 0,
+            stuck_users: 0,
             cut_short: false,
             broken,
+            provisional: false,
+            verdict: String::new(),
         }
     }
 
@@ -277,9 +342,17 @@ mod tests {
     /// profile whose users had nothing to do said "2 users held").
     #[test]
     fn a_step_without_actions_holds_nothing() {
-        let s = Step::judge(&one_second(2), 1.0, &Recorder::new(), None, &[], 0, false);
+        let s = Step::judge(
+            &one_second(2),
+            1.0,
+            &Recorder::new(),
+            None,
+            &[],
+            Waits::default(),
+            false,
+        );
         assert!(!s.broken && !s.held(), "{s:?}");
-        assert_eq!(s.verdict(), "NO ACTION was due: not judged");
+        assert_eq!(s.verdict, "NO ACTION was due: not judged");
         let fixed = Population::Fixed {
             users: 2,
             run_for: Duration::from_secs(1),
@@ -309,6 +382,7 @@ mod tests {
                 users: Some(20),
                 broke_at: Some(30),
                 cut_short_at: None,
+                unjudged: Vec::new(),
             }
         );
         let none = [step(10, true)];
@@ -355,7 +429,7 @@ mod tests {
             &rec,
             None,
             &[rule("mean(action)>1s")],
-            0,
+            Waits::default(),
             false,
         );
         assert!(
@@ -369,7 +443,7 @@ mod tests {
             &rec,
             None,
             &[rule("mean(action)>2s")],
-            0,
+            Waits::default(),
             false,
         );
         assert!(!s.broken, "{:?}", s.rules);
@@ -384,7 +458,7 @@ mod tests {
             &rec,
             Some(busy),
             &[rule("sut_cpu>25%")],
-            0,
+            Waits::default(),
             false,
         );
         assert!(
@@ -415,13 +489,13 @@ mod tests {
             &rec,
             None,
             std::slice::from_ref(&rule),
-            0,
+            Waits::default(),
             false,
         );
         assert!(!s.rules[0].ok, "3 ms is within the latency rule");
         assert!(s.broken && !s.held(), "3 of 4 actions failed: {s:?}");
         assert_eq!(s.failed, 3);
-        assert_eq!(s.verdict(), "BROKE 3 of 4 actions failed");
+        assert_eq!(s.verdict, "BROKE 3 of 4 actions failed");
         let fixed = Population::Fixed {
             users: 20,
             run_for: Duration::from_secs(1),
@@ -436,9 +510,9 @@ mod tests {
             users: 30,
             length: Duration::from_secs(10),
         };
-        let cut = Step::judge(&plan, 4.2, &rec, None, &[rule], 0, true);
+        let cut = Step::judge(&plan, 4.2, &rec, None, &[rule], Waits::default(), true);
         assert!(!cut.broken && !cut.held(), "{cut:?}");
-        assert_eq!(cut.verdict(), "CUT SHORT after 4.2 s of 10 s: not judged");
+        assert_eq!(cut.verdict, "CUT SHORT after 4.2 s of 10 s: not judged");
         let ramp = Population::Ramp {
             start: 10,
             step: 10,
@@ -452,6 +526,7 @@ mod tests {
                 users: Some(20),
                 broke_at: None,
                 cut_short_at: Some(30),
+                unjudged: Vec::new(),
             }
         );
         let fixed = Population::Fixed {

@@ -1,17 +1,19 @@
 //! `mailbox profile`: virtual users of a scenario (`scenario`), each on its own open-loop
 //! schedule (`user`), at a fixed count or in steps (`--ramp-users`, the Domino study's
-//! "add load generators") until a capacity rule breaks; the capacity is the largest user
-//! count whose step met every rule, shown with the table of steps it stands on
-//! (`capacity`). Its time series (users running, actions per interval, the store's
-//! resources) is its own (`series`).
+//! "add load generators") until a step breaks; the capacity is the largest user count
+//! whose step held, shown with the table of steps it stands on (`capacity`). Every action
+//! counts once, in the step it fell due in, at its time as its user saw it (`ledger`). Its
+//! time series (users running, actions per interval, the store's resources) is its own
+//! (`series`).
 
 pub mod capacity;
+pub mod ledger;
 pub mod scenario;
 pub mod series;
 pub mod user;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -23,10 +25,12 @@ use crate::shutdown::Shutdown;
 use crate::stats::cpu::CpuTimes;
 use crate::stats::results::{Results, RunParts, SelfReport};
 use crate::stats::summary::{ProfileSummary, Summary, Vocabulary};
-use crate::stats::{IntervalPoint, Metric, Recorder, Shards, Steps, SutPoint};
+use crate::stats::{IntervalPoint, Metric, Recorder, Steps, SutPoint};
 use crate::transport::connect::ConnectOptions;
+use crate::transport::count::NetTally;
 use crate::transport::target::Target;
-use capacity::{Step, StepPlan};
+use capacity::{Step, StepPlan, Waits};
+use ledger::{Ledger, Pending};
 use scenario::{Action, Scenario};
 
 /// A profile run's latency rows: logins, each action, and every action together (kept
@@ -113,9 +117,6 @@ pub struct ProfilePlan {
     pub seed: Option<u64>,
 }
 
-/// A user's due times, drawn ahead, oldest first.
-type Schedule = Arc<std::sync::Mutex<std::collections::VecDeque<Instant>>>;
-
 /// The servers a profile's actions connect to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Server {
@@ -140,6 +141,8 @@ impl Server {
 struct Reach {
     opened: AtomicBool,
     unreachable: OnceLock<String>,
+    /// The first login it refused, in its words.
+    refused: OnceLock<String>,
 }
 
 /// What every virtual user shares.
@@ -152,7 +155,6 @@ pub struct Ctx {
     lmtp: Option<Target>,
     smtp: Option<Target>,
     connect: ConnectOptions,
-    shards: Shards,
     shards_n: usize,
     stop: CancellationToken,
     run_id: u64,
@@ -160,64 +162,36 @@ pub struct Ctx {
     seed: u64,
     late_after: Duration,
     seq: AtomicU64,
-    /// Time zero of the due times in `pending`.
-    start: Instant,
-    /// Per user, its schedule drawn ahead: the action it is doing and those due after it,
-    /// so that a stuck user's backlog shows in the step it is stuck in, not only when (if
-    /// ever) it ends.
-    pending: std::sync::Mutex<Vec<Schedule>>,
-    /// Held (shared) while an action is recorded and taken off its schedule, and
-    /// (exclusive) while an interval is closed: an action is then either finished in the
-    /// interval or due and not done at its end, never both nor neither.
-    gate: RwLock<()>,
+    /// Every user's schedule, and what finished, by interval and by step.
+    ledger: Ledger,
+    /// The bytes every connection of the run moved (below TLS).
+    tally: NetTally,
+    /// Connections made (a session lost in its set-up included), and connection attempts
+    /// that failed before one was made.
+    connections: AtomicU64,
+    connect_failures: AtomicU64,
     /// Per [`Server`].
     reach: [Reach; 4],
 }
 
 impl Ctx {
-    /// A new user's schedule.
-    fn slot(&self) -> Schedule {
-        let slot = Schedule::default();
-        if let Ok(mut all) = self.pending.lock() {
-            all.push(slot.clone());
-        }
-        slot
-    }
-
-    /// Records a finished action (`record` writes it into shard `shard`) and takes it off
-    /// `schedule`, as one step against the close of an interval.
-    fn finish(&self, shard: usize, schedule: &Schedule, record: impl FnOnce(&mut Recorder)) {
-        let _gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
-        record(&mut self.shards.get(shard));
-        if let Ok(mut q) = schedule.lock() {
-            q.pop_front();
-        }
-    }
-
-    /// Closes an interval: moves what finished into `into` and returns the time and the
-    /// actions due and not done then (running, or waiting behind one that runs), each as
-    /// its user's index and due time.
-    fn close(&self, into: &mut Recorder) -> (Instant, Vec<Due>) {
-        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
-        self.shards.drain_into(into);
-        let now = Instant::now();
-        let mut due = Vec::new();
-        let Ok(all) = self.pending.lock() else {
-            return (now, due);
-        };
-        for (i, user) in all.iter().enumerate() {
-            let Ok(q) = user.lock() else { continue };
-            due.extend(q.iter().take_while(|d| **d < now).map(|d| (i, *d)));
-        }
-        (now, due)
-    }
-
     /// Notes whether a connection to `server` opened (`r`).
     fn reached<T, E: crate::load::Failure>(&self, server: Server, r: Result<T, E>) -> Result<T, E> {
         let reach = &self.reach[server as usize];
         match &r {
-            Ok(_) => reach.opened.store(true, Ordering::Relaxed),
+            Ok(_) => {
+                reach.opened.store(true, Ordering::Relaxed);
+                self.connections.fetch_add(1, Ordering::Relaxed);
+            }
             Err(e) => {
+                match e.reached() {
+                    true => &self.connections,
+                    false => &self.connect_failures,
+                }
+                .fetch_add(1, Ordering::Relaxed);
+                if e.login_refused() {
+                    let _ = reach.refused.set(e.to_string());
+                }
                 if let Some(line) = e.unreachable() {
                     let line = match line.strip_prefix("target ") {
                         Some(rest) => format!("{} {rest}", server.name()),
@@ -238,40 +212,138 @@ impl Ctx {
             .filter(|r| !r.opened.load(Ordering::Relaxed))
             .find_map(|r| r.unreachable.get().cloned())
     }
-}
 
-/// An action due and not done: its user's index and its due time.
-type Due = (usize, Instant);
+    /// Adds to `rec` the connections made and the bytes moved since `last` (the previous
+    /// reading, updated): what crossed the wire, which no action's record holds.
+    fn wire(&self, last: &mut Wire, rec: &mut Recorder) {
+        let (read, written) = self.tally.totals();
+        let now = Wire {
+            read,
+            written,
+            connections: self.connections.load(Ordering::Relaxed),
+            failures: self.connect_failures.load(Ordering::Relaxed),
+        };
+        let c = &mut rec.counters;
+        c.bytes += now.read.saturating_sub(last.read);
+        c.bytes_out += now.written.saturating_sub(last.written);
+        c.connections += now.connections.saturating_sub(last.connections);
+        c.connect_failures += now.failures.saturating_sub(last.failures);
+        *last = now;
+    }
 
-/// Records the actions `due` and not done at `at` into `rec`, at the time they had waited
-/// then (a lower bound of their response time).
-fn record_overdue(rec: &mut Recorder, due: &[Due], at: Instant) {
-    for (_, d) in due {
-        rec.record(metric(None), at.duration_since(*d));
+    /// The line that says a server refused every login of the run (the users' passwords
+    /// are not the store's: nothing it measured is a capacity), if one did.
+    fn refused_all(&self) -> Option<String> {
+        let targets = [&self.imap, &self.pop3, &self.lmtp, &self.smtp];
+        let servers = [Server::Imap, Server::Pop3, Server::Lmtp, Server::Smtp];
+        self.reach
+            .iter()
+            .zip(targets.iter().zip(servers))
+            .filter(|(r, _)| !r.opened.load(Ordering::Relaxed))
+            .find_map(|(r, (t, s))| {
+                let said = r.refused.get()?;
+                let at = t.as_ref().map_or(String::new(), |t| format!(" {t}"));
+                Some(format!(
+                    "{}{at} refused every login of the run ({said}): give --users-file with the store's users and passwords",
+                    s.name()
+                ))
+            })
     }
 }
 
-/// The last step as it ended, judged again once the actions in flight at its end have
-/// finished (they are its own).
-struct LastStep {
+/// What the run's connections had moved at a reading.
+#[derive(Debug, Clone, Copy, Default)]
+struct Wire {
+    read: u64,
+    written: u64,
+    connections: u64,
+    failures: u64,
+}
+
+/// Charges the actions `pending` (due and not done at `at`) to `rec`: each counts as an
+/// action not done (`aborted`, the summary's `overdue`) at the time it had waited then, a
+/// lower bound of its response time.
+fn charge<'a>(rec: &mut Recorder, pending: impl IntoIterator<Item = &'a Pending>, at: Instant) {
+    for p in pending {
+        rec.counters.sent += 1;
+        rec.counters.aborted += 1;
+        rec.record(metric(None), at.saturating_duration_since(p.due));
+    }
+}
+
+/// A step as it ran, apart from its actions (which the ledger keeps).
+struct StepRun {
     plan: StepPlan,
     seconds: f64,
-    /// What finished in it.
-    rec: Recorder,
     store: Option<SutPoint>,
     cut_short: bool,
-    /// Its last interval: the point rebuilt with what finished after it.
-    interval: Recorder,
-    point: IntervalPoint,
-    /// When it ended, and what was due and not done then.
-    end: (Instant, Vec<Due>),
+    /// Its actions not begun by the store when it ended, and the users left waiting.
+    waits: Waits,
+}
+
+impl StepRun {
+    /// Judges the step on what finished of its actions (`rec`) and those due and not done
+    /// at `at` (`pending`, charged at their wait so far).
+    fn judge(
+        &self,
+        mut rec: Recorder,
+        pending: &[Pending],
+        at: Instant,
+        rules: &[Threshold],
+    ) -> Step {
+        charge(&mut rec, pending, at);
+        Step::judge(
+            &self.plan,
+            self.seconds,
+            &rec,
+            self.store.clone(),
+            rules,
+            self.waits,
+            self.cut_short,
+        )
+    }
+}
+
+/// `pending` sorted into the steps they fell due in (`starts`: when each opened).
+fn by_step(pending: &[Pending], starts: &[Instant], until: Instant) -> Vec<Vec<Pending>> {
+    let mut out = vec![Vec::new(); starts.len()];
+    for p in pending.iter().filter(|p| p.due < until) {
+        if let Some(v) = out.get_mut(Ledger::step_of(starts, p.due)) {
+            v.push(*p);
+        }
+    }
+    out
+}
+
+/// How the users of step `index` (opened at `t0`, its pending actions sorted `by_step`)
+/// waited when it ended: its actions not begun, and the users with an action due by the
+/// step's `mid`point (of this step or an earlier one) not begun — waiting for half the
+/// step or more, which no store that carries its users makes anyone do.
+fn waits(all: &[Pending], by_step: &[Vec<Pending>], index: usize, mid: Instant) -> Waits {
+    let unstarted = by_step
+        .get(index)
+        .map_or(0, |p| p.iter().filter(|p| !p.started).count());
+    let stuck: std::collections::BTreeSet<usize> = all
+        .iter()
+        .filter(|p| !p.started && p.due <= mid)
+        .map(|p| p.user)
+        .collect();
+    Waits {
+        unstarted: unstarted as u64,
+        stuck_users: stuck.len() as u64,
+    }
 }
 
 /// Runs the users; `sut` lists the store's processes (for the series' and each step's
-/// CPU, disk and memory). An action counts once: finished in a step, or due and not done
-/// at the last step's end. At the end no action starts any more, and those in flight
-/// finish (within a grace) as the last step's; what was due and waiting then, or is
-/// still running after the grace, counts at the time it had waited at the end.
+/// CPU, disk and memory). An action counts once, in the step it fell due in, at its
+/// response time as its user saw it: from when it was due to when it finished, its wait
+/// included however many steps later that was. Each step is judged when it ends, with its
+/// actions not done yet at the time they have waited so far (a lower bound), and every
+/// step still waiting on actions is judged again then: the ramp ends at the first found
+/// broken. At the end no action starts any more; those in flight finish (within a grace)
+/// and count in their steps; what was due and waiting then, or still runs after the
+/// grace, counts at the time it had waited at the end; and every step is judged on its
+/// final figures, which the capacity stands on.
 pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Results, String> {
     if plan.users.is_empty() {
         return Err("no mailbox users to log in as".into());
@@ -289,6 +361,10 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     let run_id = crate::run::new_run_id();
     let shards_n = crate::stats::collector::shards_for(usize::MAX);
     let users_stop = CancellationToken::new();
+    // Every connection's bytes are counted (with the store's sampler, when it watches).
+    let tally = plan.connect.count.clone().unwrap_or_default();
+    let mut connect = plan.connect.clone();
+    connect.count = Some(tally.clone());
     let ctx = Arc::new(Ctx {
         scenario: plan.scenario.clone(),
         time_scale: plan.time_scale,
@@ -297,114 +373,156 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         pop3: server("pop3", needs.pop3, &plan.pop3)?,
         lmtp: server("lmtp", needs.lmtp, &plan.lmtp)?,
         smtp: plan.smtp.clone(),
-        connect: plan.connect.clone(),
-        shards: Shards::new(shards_n),
+        connect,
         shards_n,
         stop: users_stop.clone(),
         run_id,
         seed: plan.seed.unwrap_or(run_id),
         late_after: Duration::from_millis(5),
         seq: AtomicU64::new(0),
-        start: Instant::now(),
-        pending: std::sync::Mutex::new(Vec::new()),
-        gate: RwLock::new(()),
+        ledger: Ledger::new(shards_n),
+        tally,
+        connections: AtomicU64::new(0),
+        connect_failures: AtomicU64::new(0),
         reach: Default::default(),
     });
-    let start = ctx.start;
+    let start = Instant::now();
     let started_us = crate::stats::clock::unix_us();
     let cpu0 = CpuTimes::of_self();
     let mut tasks = tokio::task::JoinSet::new();
     let mut spawned = 0u64;
-    let mut steps: Vec<Step> = Vec::new();
-    let mut total = Recorder::new();
+    let mut runs: Vec<StepRun> = Vec::new();
+    // Each step's latest judgment (while actions of it are not done, a lower bound).
+    let mut judged: Vec<Step> = Vec::new();
+    // The steps with actions not done at the last step's end.
+    let mut open: Vec<usize> = Vec::new();
     let mut series = Vec::new();
     let net = plan.connect.count.as_ref().map(super::net::reader);
     let mut store = series::StoreReader::start(sut, net).await;
     let (mut tick_at, mut tick_cpu) = (start, cpu0);
     let mut unreachable = None;
-    let mut last: Option<LastStep> = None;
+    let mut last_interval: Option<(Recorder, IntervalPoint)> = None;
+    let mut last_lines = Vec::new();
+    // The wire at the last reading, and everything finished so far (for /metrics).
+    let mut wire = Wire::default();
+    let mut running = Recorder::new();
     let run_end = plan.run_limit.map(|d| start + d);
     let mut plans = StepPlan::all(&plan.population).into_iter().peekable();
     while let Some(sp) = plans.next() {
+        // A step opens where the last one ended: every due time falls in one.
+        let t0 = tick_at;
+        let index = runs.len();
+        ctx.ledger.open_step(t0);
         while spawned < sp.users {
             tasks.spawn(user::run(ctx.clone(), spawned, Instant::now()));
             spawned += 1;
         }
         let before = store.sample().await;
-        let t0 = Instant::now();
         let step_end = run_end.map_or(t0 + sp.length, |e| e.min(t0 + sp.length));
-        let mut rec = Recorder::new();
-        let (iv, point, end) = loop {
+        let (iv, point, reading) = loop {
             let next = (tick_at + plan.interval).min(step_end);
             tokio::select! {
                 _ = tokio::time::sleep_until(next.into()) => {}
                 _ = shutdown.stop.cancelled() => {}
             }
+            let ending =
+                next >= step_end || shutdown.stop.is_cancelled() || ctx.unreachable().is_some();
+            // At the step's end, what finished of it and of the steps still open.
+            let copy: Vec<usize> = match ending {
+                true => open.iter().copied().chain([index]).collect(),
+                false => Vec::new(),
+            };
             let mut iv = Recorder::new();
-            let (now, due) = ctx.close(&mut iv);
+            let reading = ctx.ledger.read(&mut iv, &copy);
+            ctx.wire(&mut wire, &mut iv);
             let cpu = CpuTimes::of_self();
             let point = series::Interval {
-                t_s: now.duration_since(start).as_secs_f64(),
-                dt_s: now.duration_since(tick_at).as_secs_f64(),
+                t_s: reading.at.duration_since(start).as_secs_f64(),
+                dt_s: reading.at.duration_since(tick_at).as_secs_f64(),
                 users: sp.users,
                 rec: &iv,
-                overdue: due.len() as u64,
+                overdue: reading.pending.len() as u64,
                 cpu: cpu.since(&tick_cpu),
                 store: store.interval().await,
             }
             .point();
-            rec.merge(&iv);
-            (tick_at, tick_cpu) = (now, cpu);
+            running.merge(&iv);
+            crate::run::exporter::publish_interval(
+                run_id,
+                crate::stats::kind::profile::PROFILE.held_noun,
+                &running,
+                STEPS,
+                &point,
+                Vec::new(),
+            );
+            (tick_at, tick_cpu) = (reading.at, cpu);
             unreachable = ctx.unreachable();
-            if now >= step_end || shutdown.stop.is_cancelled() || unreachable.is_some() {
-                break (iv, point, (now, due));
+            if ending || unreachable.is_some() {
+                break (iv, point, reading);
             }
             series.push(point);
         };
-        let seconds = t0.elapsed().as_secs_f64();
+        let seconds = reading.at.duration_since(t0).as_secs_f64();
         let point_store = match (before, store.sample().await) {
             (Some(b), Some(a)) => Some(a.rates_since(&b, seconds)),
             _ => None,
         };
-        let cut_short = cut_short(seconds, sp.length);
-        // Judged with the actions still due, at the time they have waited so far.
-        let mut judged = rec.clone();
-        record_overdue(&mut judged, &end.1, end.0);
-        let step = Step::judge(
-            &sp,
+        let starts = ctx.ledger.starts();
+        let pending = by_step(&reading.pending, &starts, reading.at);
+        runs.push(StepRun {
+            plan: sp,
             seconds,
-            &judged,
-            point_store.clone(),
-            &plan.rules,
-            end.1.len() as u64,
-            cut_short,
-        );
-        let ends = !step.held() || unreachable.is_some() || plans.peek().is_none();
-        let ends = ends || run_end.is_some_and(|e| Instant::now() >= e);
+            store: point_store,
+            cut_short: cut_short(seconds, sp.length),
+            waits: waits(
+                &reading.pending,
+                &pending,
+                index,
+                t0 + (reading.at - t0) / 2,
+            ),
+        });
+        let mut lines = Vec::new();
+        for (i, rec) in reading.steps {
+            let (Some(r), Some(p)) = (runs.get(i), pending.get(i)) else {
+                continue;
+            };
+            let step = r
+                .judge(rec, p, reading.at, &plan.rules)
+                .provisional(!p.is_empty());
+            if i == index {
+                lines.push(step.line());
+                judged.push(step);
+            } else if let Some(was) = judged.get_mut(i) {
+                if step.broken && !was.broken {
+                    lines.push(step.judged_again_line());
+                }
+                *was = step;
+            }
+        }
+        open = (0..runs.len())
+            .filter(|i| pending.get(*i).is_some_and(|p| !p.is_empty()))
+            .collect();
+        let ends = judged.iter().any(|s| s.broken || s.cut_short)
+            || unreachable.is_some()
+            || plans.peek().is_none()
+            || run_end.is_some_and(|e| Instant::now() >= e);
         if ends {
-            last = Some(LastStep {
-                plan: sp,
-                seconds,
-                rec,
-                store: point_store,
-                cut_short,
-                interval: iv,
-                point,
-                end,
-            });
+            // Said once the run is known to have measured anything: a server that never
+            // answered, or refused every login, ends it with its one line instead.
+            last_interval = Some((iv, point));
+            last_lines = lines;
             break;
         }
         if !plan.quiet {
-            crate::run::live::say(&step.line());
+            lines.iter().for_each(|l| crate::run::live::say(l));
         }
-        total.merge(&rec);
         series.push(point);
-        steps.push(step);
     }
     let duration_s = tick_at.duration_since(start).as_secs_f64();
+    let end_at = tick_at;
     users_stop.cancel();
-    // No action starts any more; those in flight finish, and count, as the last step's.
-    // One stuck past the grace is cut off and counts as due and not done.
+    // No action starts any more; those in flight finish, and count, in their steps. One
+    // stuck past the grace is cut off and counts as due and not done.
     let grace = tokio::time::sleep(Duration::from_secs(5));
     tokio::pin!(grace);
     loop {
@@ -413,43 +531,45 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
             _ = &mut grace => { tasks.abort_all(); break }
         }
     }
-    if let Some(line) = unreachable {
+    if let Some(line) = unreachable.or_else(|| ctx.refused_all()) {
         return Err(line);
     }
-    let mut overdue_n = 0;
-    if let Some(mut l) = last {
-        let mut after = Recorder::new();
-        let (_, still) = ctx.close(&mut after);
-        let still: std::collections::HashSet<Due> = still.into_iter().collect();
-        let (end_at, due) = l.end;
-        let due: Vec<Due> = due.into_iter().filter(|d| still.contains(d)).collect();
-        overdue_n = due.len() as u64;
-        l.rec.merge(&after);
-        total.merge(&l.rec);
-        record_overdue(&mut total, &due, end_at);
-        let mut judged = l.rec;
-        record_overdue(&mut judged, &due, end_at);
-        let step = Step::judge(
-            &l.plan,
-            l.seconds,
-            &judged,
-            l.store,
-            &plan.rules,
-            overdue_n,
-            l.cut_short,
-        );
-        if !plan.quiet {
-            crate::run::live::say(&step.line());
-        }
-        steps.push(step);
-        l.interval.merge(&after);
-        let p = l.point;
+    if !plan.quiet {
+        last_lines.iter().for_each(|l| crate::run::live::say(l));
+    }
+    // Every step on its final figures.
+    let mut after = Recorder::new();
+    let all: Vec<usize> = (0..runs.len()).collect();
+    let fin = ctx.ledger.read(&mut after, &all);
+    ctx.wire(&mut wire, &mut after);
+    let pending = by_step(&fin.pending, &ctx.ledger.starts(), end_at);
+    let mut total = Recorder::new();
+    let mut steps: Vec<Step> = Vec::new();
+    for (i, mut rec) in fin.steps {
+        let (Some(r), Some(p)) = (runs.get(i), pending.get(i)) else {
+            continue;
+        };
+        // Waiting until the run gave up on them: after the grace, or once every user left.
+        charge(&mut rec, p, fin.at);
+        total.merge(&rec);
+        steps.push(r.judge(rec, &[], fin.at, &plan.rules));
+    }
+    // What crossed the wire is the run's, not any action's.
+    let c = &mut total.counters;
+    c.bytes = wire.read;
+    c.bytes_out = wire.written;
+    c.connections = wire.connections;
+    c.connect_failures = wire.failures;
+    let overdue_n = pending.iter().map(Vec::len).sum::<usize>() as u64;
+    if let Some((mut last_iv, p)) = last_interval {
+        // The last interval, with what finished in the grace and what never did.
+        last_iv.merge(&after);
         let profile = p.relay.profile.clone().unwrap_or_default();
         let mut rebuilt = series::Interval {
             t_s: p.t_s,
             dt_s: p.dt_s,
             users: profile.users,
-            rec: &l.interval,
+            rec: &last_iv,
             overdue: overdue_n,
             cpu: CpuTimes::default(),
             store: p.relay.sut.clone(),
@@ -461,15 +581,14 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     let cpu = CpuTimes::of_self().since(&cpu0);
     let verdict = capacity::verdict(&steps, &plan.population);
     let last_cpu = steps.last().and_then(|s| s.summary.sut_cpu);
-    let summary = ProfileSummary::derive(
-        &total,
-        metric(None),
-        spawned,
-        verdict.users,
-        duration_s,
-        last_cpu,
-        overdue_n,
-    );
+    let summary = ProfileSummary {
+        users: spawned,
+        capacity_users: verdict.users,
+        sut_cpu: last_cpu,
+        unstarted: runs.iter().map(|r| r.waits.unstarted).sum(),
+        stuck_users: runs.last().map_or(0, |r| r.waits.stuck_users),
+        ..ProfileSummary::derive(&total, metric(None), duration_s)
+    };
     let mut r = Results::assemble(RunParts {
         command: crate::stats::kind::profile::PROFILE.name,
         run_id,
@@ -488,8 +607,10 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         series,
     });
     r.interrupted = shutdown.interrupted();
-    r.extra
-        .insert("capacity".into(), verdict.to_json(&steps, &plan.rules));
+    r.extra.insert(
+        "capacity".into(),
+        verdict.to_json(&steps, &plan.rules, &plan.population),
+    );
     Ok(r)
 }
 
@@ -505,6 +626,46 @@ fn cut_short(seconds: f64, length: Duration) -> bool {
 #[cfg(test)]
 mod cut_tests {
     use super::*;
+
+    /// Issue 40: at a step's end, the users with an action due by its midpoint that the
+    /// store had not begun are users it did not carry (a login waiting for a process);
+    /// an action just due, or one running, is not a user left waiting.
+    #[test]
+    fn users_left_waiting_half_a_step_are_counted_once() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let p = |user, due, started| Pending {
+            user,
+            due: at(due),
+            started,
+        };
+        let starts = [at(0), at(2000)];
+        let pending = [
+            p(0, 100, false),  // waiting at login since the step's start
+            p(0, 900, false),  // its next one, behind it: still one user
+            p(1, 1900, false), // just due: not waiting half the step
+            p(2, 300, true),   // running (begun): slow, not unserved
+            p(3, 2100, false), // the next step's
+        ];
+        let sorted = by_step(&pending, &starts, at(4000));
+        assert_eq!(sorted[0].len(), 4);
+        assert_eq!(sorted[1].len(), 1);
+        let w = waits(&pending, &sorted, 0, at(1000));
+        assert_eq!(
+            w,
+            Waits {
+                unstarted: 3,
+                stuck_users: 1
+            }
+        );
+        // Charged at the time they had waited: counted, not done, in the action row.
+        let mut rec = Recorder::new();
+        charge(&mut rec, &sorted[0], at(2000));
+        assert_eq!((rec.counters.sent, rec.counters.aborted), (4, 4));
+        let h = rec.hist(metric(None));
+        assert!(h.equivalent(h.max(), 1_900_000), "the oldest waited 1.9 s");
+        assert!(h.equivalent(h.min(), 100_000), "the newest 0.1 s");
+    }
 
     #[test]
     fn a_step_ended_by_the_run_on_its_own_schedule_ran_its_length() {

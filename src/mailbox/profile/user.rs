@@ -60,19 +60,21 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
     let shard = (n % ctx.shards_n as u64) as usize;
     // The schedule, drawn ahead: what is due and not done is visible to the step that
     // ends while it waits (a stuck user's backlog shows, not only its current action).
-    let schedule = ctx.slot();
+    let schedule = ctx.ledger.join();
     let mut drawn = start;
     let mut draw_ahead = |rng: &mut fastrand::Rng| {
         if let Ok(mut q) = schedule.lock() {
             while q.len() < SCHEDULE_AHEAD {
                 drawn += gap(rng);
-                q.push_back(drawn);
+                q.push(drawn);
             }
-            q.front().copied()
+            q.front()
         } else {
             None
         }
     };
+    // The store begins an action once the connection it needs is set up.
+    let begun = || ctx.ledger.started(&schedule);
     let mut session: Option<Session> = None;
     while let Some(due) = draw_ahead(&mut rng) {
         let wait = async {
@@ -119,6 +121,7 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
             &mut session,
             &mut logins,
             &mut within,
+            &begun,
         )
         .await;
         // A profile times actions, not commands: the session's own per-command times
@@ -127,28 +130,31 @@ pub async fn run(ctx: Arc<Ctx>, n: u64, start: Instant) {
             s.conn.timings.clear();
         }
         let now = Instant::now();
-        ctx.finish(shard, &schedule, |rec| {
+        // Recorded twice: in the interval it finished in, and in the step it fell due in.
+        ctx.ledger.finish(shard, &schedule, due, |rec| {
             let took = now.duration_since(due);
             rec.record(metric(Some(action)), took);
             rec.record(metric(None), took);
             rec.record(Metric::Lag, began.duration_since(due));
-            for d in logins {
-                rec.record(super::LOGIN, d);
+            for d in &logins {
+                rec.record(super::LOGIN, *d);
             }
             let c = &mut rec.counters;
             c.sent += 1;
             if began.duration_since(due) > ctx.late_after {
                 c.late_starts += 1;
             }
-            match outcome {
+            match &outcome {
                 Outcome::Ok => rec.counters.accepted += 1,
                 Outcome::Refused(said) => {
                     rec.counters.rejected += 1;
-                    rec.error(ErrorClass::Rejected, metric(Some(action)), 0, || said);
+                    rec.error(ErrorClass::Rejected, metric(Some(action)), 0, || {
+                        said.clone()
+                    });
                 }
                 Outcome::Failed(class, said) => {
                     rec.counters.errors += 1;
-                    rec.error(class, metric(Some(action)), 0, || said);
+                    rec.error(*class, metric(Some(action)), 0, || said.clone());
                 }
             }
         });
@@ -172,6 +178,10 @@ async fn wait_in_idle(
     Ok(())
 }
 
+/// Says that the store has begun the action in progress (the connection it needs is set
+/// up): until then it counts as not begun.
+type Begun<'a> = &'a (dyn Fn() + Send + Sync);
+
 /// Does one action; login times (of the sessions it opened) go to `logins`.
 #[allow(clippy::too_many_arguments)]
 async fn act(
@@ -183,16 +193,19 @@ async fn act(
     session: &mut Option<Session>,
     logins: &mut Vec<Duration>,
     rng: &mut fastrand::Rng,
+    begun: Begun<'_>,
 ) -> Outcome {
     match action {
         Action::Receive => {
             let to = vec![user.address.clone()];
-            return deliver(ctx, n, to, t.receive_size).await;
+            let message = ctx.message(n, t.receive_size);
+            return deliver_message(ctx, to, message, Via::Lmtp, begun).await;
         }
-        Action::Check => return check(ctx, user).await,
+        Action::Check => return check(ctx, user, begun).await,
         Action::Send if t.client == Client::Pop3 => {
             let to = others(ctx, n, t.send_recipients, rng);
-            return deliver_message(ctx, to, ctx.message(n, t.send_size), Via::Submit).await;
+            let message = ctx.message(n, t.send_size);
+            return deliver_message(ctx, to, message, Via::Submit, begun).await;
         }
         _ => {}
     }
@@ -209,10 +222,11 @@ async fn act(
             }
         }
     }
+    begun();
     let Some(s) = session.as_mut() else {
         return Outcome::Failed(ErrorClass::Protocol, "no session".into());
     };
-    let result = imap_action(ctx, t, n, action, s, rng).await;
+    let result = imap_action(ctx, t, n, action, s, rng, begun).await;
     if t.client == Client::LoginPerAction
         && let Some(s) = session.take()
     {
@@ -312,6 +326,7 @@ async fn imap_action(
     action: Action,
     s: &mut Session,
     rng: &mut fastrand::Rng,
+    begun: Begun<'_>,
 ) -> Result<Outcome, ImapError> {
     // Out of IDLE first (DONE), taking what it pushed: the action sees the mailbox as it is.
     let pushed = s.conn.idle_end().await?;
@@ -386,7 +401,7 @@ async fn imap_action(
             let to = others(ctx, n, t.send_recipients, rng);
             let message = ctx.message(n, t.send_size);
             if let o @ (Outcome::Refused(_) | Outcome::Failed(..)) =
-                deliver_message(ctx, to, message.clone(), Via::Submit).await
+                deliver_message(ctx, to, message.clone(), Via::Submit, begun).await
             {
                 return Ok(o);
             }
@@ -446,10 +461,6 @@ fn others(ctx: &Ctx, n: u64, k: u32, rng: &mut fastrand::Rng) -> Vec<String> {
     out
 }
 
-async fn deliver(ctx: &Ctx, n: u64, to: Vec<String>, size: usize) -> Outcome {
-    deliver_message(ctx, to, ctx.message(n, size), Via::Lmtp).await
-}
-
 /// How a message gets to the store.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Via {
@@ -460,7 +471,13 @@ enum Via {
 }
 
 /// One LMTP or SMTP transaction: the message for `to`.
-async fn deliver_message(ctx: &Ctx, to: Vec<String>, message: Bytes, via: Via) -> Outcome {
+async fn deliver_message(
+    ctx: &Ctx,
+    to: Vec<String>,
+    message: Bytes,
+    via: Via,
+    begun: Begun<'_>,
+) -> Outcome {
     let (target, lmtp) = match (via, &ctx.smtp) {
         (Via::Submit, Some(mta)) => (mta, false),
         // run() refuses a scenario that delivers with no LMTP server.
@@ -480,6 +497,7 @@ async fn deliver_message(ctx: &Ctx, to: Vec<String>, message: Bytes, via: Via) -
     let result = async {
         let server = if lmtp { Server::Lmtp } else { Server::Smtp };
         let mut c = ctx.reached(server, ClientConn::open(target, &ctx.connect, cfg).await)?;
+        begun();
         let txn = Transaction {
             mail_from: "profile@mailbench.test".into(),
             rcpts: to,
@@ -502,7 +520,7 @@ async fn deliver_message(ctx: &Ctx, to: Vec<String>, message: Bytes, via: Via) -
 }
 
 /// A POP3 session that downloads and deletes everything.
-async fn check(ctx: &Ctx, user: &StoreUser) -> Outcome {
+async fn check(ctx: &Ctx, user: &StoreUser, begun: Begun<'_>) -> Outcome {
     let login = Pop3Login::UserPass {
         user: user.address.clone(),
         pass: user.password.clone(),
@@ -514,6 +532,7 @@ async fn check(ctx: &Ctx, user: &StoreUser) -> Outcome {
     let result = async {
         let opened = Pop3Conn::open(pop3, &ctx.connect, false, &login).await;
         let mut c = ctx.reached(Server::Pop3, opened)?;
+        begun();
         let stat = c.batch(&[Pop3Command::Stat]).await?;
         let count = stat.first().and_then(stat_count).unwrap_or(0);
         let mut cmds: Vec<Pop3Command> = (1..=count).map(Pop3Command::Retr).collect();

@@ -38,6 +38,8 @@ const SUMMARY: &[(&str, Better)] = &[
     ("drain_s", Better::Lower),
     ("max_backlog", Better::Less),
     ("unstarted", Better::Less),
+    ("overdue", Better::Less),
+    ("stuck_users", Better::Less),
     ("failed", Better::Less),
     ("errors", Better::Less),
     ("rejected", Better::Less),

@@ -78,6 +78,8 @@ pub struct Comparison {
     pub differing: Vec<String>,
     /// The row that `--fail-if-slower` judges.
     pub primary: Option<String>,
+    /// What a row's numbers alone do not say (a capacity that is only a lower bound).
+    pub notes: Vec<String>,
 }
 
 /// Configuration keys that describe the system under test or the outputs, not the
@@ -143,6 +145,35 @@ fn differing(sides: &[Side]) -> Vec<String> {
     }
     keys.sort();
     keys
+}
+
+/// The side's notes: a profile ramp that never broke measured no capacity, only that the
+/// store held its largest step (its `capacity_users` is "at least").
+fn notes(side: &Side) -> Vec<String> {
+    let at_least = |d: &Value| {
+        let c = &d["extra"]["capacity"];
+        c["capacity_at_least"]
+            .as_bool()
+            .filter(|b| *b)
+            .and(c["capacity_users"].as_u64())
+    };
+    let docs = side
+        .docs
+        .iter()
+        .flat_map(|d| match d["extra"]["rounds"].as_array() {
+            Some(rounds) if !rounds.is_empty() => rounds.iter().collect(),
+            _ => vec![d],
+        });
+    docs.filter_map(at_least)
+        .min()
+        .map(|n| {
+            format!(
+                "{}: capacity_users is at least {n}: its ramp never broke (every step held)",
+                side.label
+            )
+        })
+        .into_iter()
+        .collect()
 }
 
 /// The values a side gives: one per round where a file holds rounds, else one per file.
@@ -232,6 +263,7 @@ pub fn compare(sides: &[Side], force: bool) -> Result<Comparison, String> {
         rows,
         differing,
         primary,
+        notes: sides.iter().flat_map(notes).collect(),
     })
 }
 
@@ -352,6 +384,37 @@ mod tests {
         assert_eq!(c.primary.as_deref(), Some("mpm"));
         assert_eq!(c.slower_than(10.0), vec!["c".to_string()]);
         assert!(c.slower_than(25.0).is_empty());
+    }
+
+    /// Issue 40: a ramp that never broke showed "20" beside a capacity that broke, as if
+    /// both were measured; the comparison says which is only a lower bound.
+    #[test]
+    fn issue_40_a_ramp_that_never_broke_is_at_least_in_the_comparison() {
+        let profile = |users: u64, at_least: bool| {
+            serde_json::json!({
+                "command": "mailbox profile",
+                "config": {},
+                "summary": {"capacity_users": users},
+                "extra": {"capacity": {"capacity_users": users, "capacity_at_least": at_least}},
+            })
+        };
+        let c = compare(
+            &[
+                side("limited", vec![profile(8, false)]),
+                side("free", vec![profile(20, true)]),
+            ],
+            false,
+        )
+        .expect("comparable");
+        assert_eq!(
+            c.notes,
+            vec!["free: capacity_users is at least 20: its ramp never broke (every step held)"]
+        );
+        let text = render::render(&c, render::Format::Text);
+        assert!(
+            text.contains("free: capacity_users is at least 20"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -78,6 +78,7 @@ fn preamble(c: &Comparison) -> Vec<String> {
         "baseline {}; change = candidate median against the baseline median; verdict: Mann-Whitney U at p < 0.05 over rounds (at least 4 per side)",
         c.sides[0]
     )];
+    lines.extend(c.notes.iter().cloned());
     if !c.differing.is_empty() {
         lines.push(format!(
             "WARNING: compared with --force although the workloads differ in {}",

@@ -214,12 +214,15 @@ pub fn details(runs: &[(String, &Results)]) -> String {
             ("users", "users"),
             ("seconds", "ran (s)"),
             ("summary.actions_per_min", "actions/min"),
+            ("summary.mean_ms", "mean (ms)"),
             ("summary.p95_ms", "p95 (ms)"),
             ("summary.p99_ms", "p99 (ms)"),
             ("failed", "failed"),
+            ("summary.overdue", "never done"),
+            ("summary.unstarted", "not begun at its end"),
+            ("stuck_users", "users left waiting"),
             ("summary.sut_cpu", "store CPU (%)"),
-            ("broken", "broke"),
-            ("cut_short", "cut short"),
+            ("verdict", "verdict"),
         ],
         |r| r.extra.get("capacity").map(|c| &c["steps"]),
     ));
@@ -495,6 +498,7 @@ fn capacity_verdict(runs: &[(String, &Results)], labels: &[&str]) -> String {
             let c = r.extra.get("capacity")?;
             Some(serde_json::json!({
                 "capacity_users": c["capacity_users"],
+                "capacity_at_least": c["capacity_at_least"],
                 "broke_at_users": c["broke_at_users"],
                 "cut_short_at_users": c["cut_short_at_users"],
                 "rules": c["rules"].as_array().map(|a| {

@@ -36,10 +36,13 @@ fn imap_lines(out: &mut String, r: &Results, s: &crate::stats::summary::ImapSumm
     };
     let _ = writeln!(
         out,
-        "  messages   fetched {}  appended {}  expunged {}  {:.2} MB {direction}",
+        "  messages   fetched {} whole (and {} sections)  appended {}  copied {}  expunged {}  moved out {}  {:.2} MB {direction}",
         s.fetched,
+        s.fetched_parts,
         s.appended,
+        s.copied,
         s.expunged,
+        s.moved,
         s.bytes as f64 / 1e6
     );
     let kinds: Vec<String> = r
@@ -76,7 +79,7 @@ fn imap_lines(out: &mut String, r: &Results, s: &crate::stats::summary::ImapSumm
     let c = &r.counters;
     let _ = writeln!(
         out,
-        "  sessions   {} (TLS {}), failed to connect {}, refused at login {}",
-        c.connections, c.tls_connections, c.connect_failures, c.mailbox.login_failures
+        "  sessions   {} logged in; connections {} (TLS {}), failed to connect {}, refused at login {}",
+        s.sessions, c.connections, c.tls_connections, c.connect_failures, c.mailbox.login_failures
     );
 }

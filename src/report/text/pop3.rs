@@ -50,7 +50,11 @@ fn pop3_lines(out: &mut String, r: &Results, s: &crate::stats::summary::Pop3Summ
     let c = &r.counters;
     let _ = writeln!(
         out,
-        "  connections {} (TLS {}), failed to connect {}, refused at login {}",
-        c.connections, c.tls_connections, c.connect_failures, c.mailbox.login_failures
+        "  connections {} (TLS {}), failed to connect {}, refused at login {}, logged in {}",
+        c.connections,
+        c.tls_connections,
+        c.connect_failures,
+        c.mailbox.login_failures,
+        c.mailbox.logins
     );
 }

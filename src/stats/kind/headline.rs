@@ -265,6 +265,16 @@ pub const IMAP: Headline = Headline {
     server: "Store",
 };
 
+/// A profile's capacity in users; "at least N" when its ramp never broke (the text
+/// summary's words: the store may carry more than its last step).
+fn capacity(doc: &Value) -> Option<Value> {
+    let users = at(doc, "/extra/capacity/capacity_users")?;
+    match doc.pointer("/extra/capacity/capacity_at_least") {
+        Some(Value::Bool(true)) => Some(Value::from(format!("at least {users}"))),
+        _ => Some(users),
+    }
+}
+
 /// A mailbox profile: how many users the store carried, and the step that broke it.
 pub const PROFILE: Headline = Headline {
     figures: &[
@@ -272,7 +282,7 @@ pub const PROFILE: Headline = Headline {
             id: "capacity_users",
             label: "capacity",
             unit: "users",
-            value: |d| at(d, "/extra/capacity/capacity_users"),
+            value: capacity,
         },
         Figure {
             id: "broke_at_users",

@@ -34,6 +34,7 @@ pub const POP3: Kind = Kind {
         keys: &[&[
             "intended",
             "sessions",
+            "logins",
             "unstarted",
             "completed",
             "refused",

@@ -39,6 +39,8 @@ pub const PROFILE: Kind = Kind {
             "errors",
             "late",
             "overdue",
+            "unstarted",
+            "stuck_users",
             "sent",
             "actions_per_min",
             "mean_ms",
@@ -53,3 +55,36 @@ pub const PROFILE: Kind = Kind {
     headline: &headline::PROFILE,
     serves: false,
 };
+
+/// A step's verdict in words, from what the results keep of it: cut short (not judged),
+/// no action due (not judged), broke (the rules that broke, the failed actions, the users
+/// left waiting), or ok.
+pub fn verdict_text(
+    cut_short: bool,
+    seconds: f64,
+    planned_s: f64,
+    mut why: Vec<String>,
+    failed: u64,
+    stuck_users: u64,
+    actions: u64,
+) -> String {
+    if cut_short {
+        return format!("CUT SHORT after {seconds:.1} s of {planned_s:.0} s: not judged");
+    }
+    if failed > 0 {
+        why.push(format!("{failed} of {actions} actions failed"));
+    }
+    if stuck_users > 0 {
+        why.push(format!(
+            "{stuck_users} user{} not served for half the step (an action not begun: a login not answered, or the one before it still running)",
+            if stuck_users == 1 { "" } else { "s" }
+        ));
+    }
+    if why.is_empty() && actions == 0 {
+        "NO ACTION was due: not judged".into()
+    } else if why.is_empty() {
+        "ok".into()
+    } else {
+        format!("BROKE {}", why.join(", "))
+    }
+}

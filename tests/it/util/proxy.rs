@@ -15,9 +15,15 @@ pub struct Counts {
     into_server: AtomicU64,
     out_of_server: AtomicU64,
     open: AtomicU64,
+    connections: AtomicU64,
 }
 
 impl Counts {
+    /// Connections the proxies forwarded.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+
     /// (client to server, server to client) bytes, once every connection has closed.
     pub fn settled(&self) -> (u64, u64) {
         let closed = super::wait_until(Duration::from_secs(10), || {
@@ -42,6 +48,7 @@ pub fn start(upstream: SocketAddr, counts: Arc<Counts>) -> SocketAddr {
                 continue;
             };
             counts.open.fetch_add(2, Ordering::SeqCst);
+            counts.connections.fetch_add(1, Ordering::SeqCst);
             let (c2, s2) = (
                 client.try_clone().expect("clone"),
                 server.try_clone().expect("clone"),
