@@ -133,7 +133,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             }
             Some(RelayDns {
                 zones,
-                faults: super::plan::dns::faults(&a.dns_rule)?,
+                faults: super::plan::dns::faults("--dns-rule", &a.dns_rule)?,
                 sinks: a.dns_sinks,
             })
         }
@@ -291,7 +291,8 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     .await?;
     super::finish::keep_preflight(&mut results, preflight);
     super::finish::note_short_run(&mut results, plan.send.warmup);
-    deliver(results, &outputs, |r| {
+    let lost = lost_everywhere(&results);
+    let code = deliver(results, &outputs, |r| {
         let headline = format!(
             "mailbench relay: {} messages through {} to the sink at {}",
             r.counters.sent,
@@ -299,7 +300,57 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
             r.config["relay"]["sink"].as_str().unwrap_or("?")
         );
         crate::report::text::render_relay(r, STEPS, &headline)
+    })?;
+    Ok(match lost {
+        Some(why) if code != EXIT_FAILED => {
+            crate::run::live::say(&format!(
+                "mailbench relay: {why}: the run failed (exit {EXIT_FAILED})"
+            ));
+            EXIT_FAILED
+        }
+        _ => code,
     })
+}
+
+/// Why a relay run failed by losing mail, if it did: a message the MTA accepted and
+/// neither delivered nor bounced within the drain is a failed run (issue 42's rule),
+/// a run that lost all of them most plainly; in a sweep, any level's. A capacity search
+/// loses mail in the steps that fail by design: its answer is the rate, not the loss.
+fn lost_everywhere(r: &crate::stats::Results) -> Option<String> {
+    use crate::stats::summary::Summary;
+    if r.extra.contains_key("find_max") {
+        return None;
+    }
+    let Summary::Relay(s) = &r.summary else {
+        return None;
+    };
+    let swept = r
+        .extra
+        .get("sweep")
+        .and_then(|v| v.as_array())
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|row| row["lost"].as_u64())
+                .sum::<u64>()
+        })
+        .unwrap_or(s.lost);
+    if s.lost > 0 && s.lost == s.expected_recipients {
+        Some(format!(
+            "all {} recipients the MTA accepted were lost (none delivered, none bounced)",
+            s.expected_recipients
+        ))
+    } else if s.lost > 0 {
+        Some(format!(
+            "{} of {} recipients the MTA accepted were lost",
+            s.lost, s.expected_recipients
+        ))
+    } else if swept > 0 {
+        Some(format!(
+            "{swept} recipients were lost over the sweep's levels"
+        ))
+    } else {
+        None
+    }
 }
 
 /// The knobs that set up a lab MTA mean nothing against `--target` (an MTA not started

@@ -176,6 +176,7 @@ pub async fn run(
             .map(|l| crate::stats::host::Device::holding(&l.queue_dir())),
         flush: false,
         trace_io: false,
+        mta: mta.as_ref().map(|_| crate::lab::Mta::Postfix),
     };
     let mut results = crate::relay::run::run(r, mta.clone(), shutdown)
         .await
@@ -484,6 +485,7 @@ impl Watcher {
                 let c = Confirmed {
                     trace,
                     bounced: 0,
+                    delayed: 0,
                     keys: &keys,
                     null_sender: false,
                 };

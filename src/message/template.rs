@@ -190,6 +190,18 @@ impl Content {
         Ok(Content::Files(templates))
     }
 
+    /// The smallest whole message this content can be cut to, given the longest
+    /// per-message prefix: a generated message's header section and that prefix; `None`
+    /// for content that is not cut to size (real messages, a message with an attachment).
+    pub fn smallest(&self, prefix_len: usize) -> Option<usize> {
+        match self {
+            Content::Generated {
+                header_len, fixed, ..
+            } if !fixed => Some(header_len + prefix_len),
+            _ => None,
+        }
+    }
+
     /// True when per-message prefixes should add a Message-ID.
     pub fn wants_message_id(&self) -> bool {
         matches!(self, Content::Generated { .. })

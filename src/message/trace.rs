@@ -74,21 +74,55 @@ impl Trace {
     }
 }
 
-/// Where a bounce says which message it is about: the trace header among the returned
-/// headers (a DSN's `text/rfc822-headers` or `message/rfc822` part), and how many
-/// recipients it reports as failed (its `Final-Recipient` fields, at least one).
-pub fn bounced(message: &[u8]) -> Option<(Trace, u64)> {
+/// What a delivery status notification (RFC 3464) reports of the message it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Notice {
+    /// The returned message's trace header.
+    pub trace: Trace,
+    /// Recipients it reports failed (`Action: failed`): the MTA gave up on them, a bounce.
+    pub failed: u64,
+    /// Recipients it reports only late (`Action: delayed`): the MTA still tries them; a
+    /// warning to the sender, not a bounce.
+    pub delayed: u64,
+}
+
+/// Where a notice to the null sender says which message it is about: the trace header
+/// among the returned headers (a DSN's `text/rfc822-headers` or `message/rfc822` part),
+/// and what it reports of each recipient (its `Action` fields). A notice without any
+/// `Action` field is not an RFC 3464 DSN (qmail's bounces are plain text): it is the old
+/// form of a bounce, one failed recipient at least. Other actions (`delivered`,
+/// `relayed`, `expanded`: success notices) are neither failures nor delays.
+pub fn notice(message: &[u8]) -> Option<Notice> {
     let name = HEADER_NAME.as_bytes();
     let mut trace = None;
-    let mut recipients = 0;
+    let (mut recipients, mut actions, mut failed, mut delayed) = (0u64, 0u64, 0u64, 0u64);
     for line in message.split(|b| *b == b'\n') {
         if trace.is_none() && starts_with_field(line, name) {
             trace = Trace::parse_value(line[name.len() + 1..].trim_ascii());
         } else if starts_with_field(line, b"Final-Recipient") {
             recipients += 1;
+        } else if starts_with_field(line, b"Action") {
+            actions += 1;
+            let value = line[b"Action".len() + 1..].trim_ascii();
+            let word = value
+                .split(|b| !b.is_ascii_alphabetic())
+                .next()
+                .unwrap_or_default();
+            if word.eq_ignore_ascii_case(b"failed") {
+                failed += 1;
+            } else if word.eq_ignore_ascii_case(b"delayed") {
+                delayed += 1;
+            }
         }
     }
-    trace.map(|t| (t, recipients.max(1)))
+    if actions == 0 {
+        failed = recipients.max(1);
+    }
+    trace.map(|trace| Notice {
+        trace,
+        failed,
+        delayed,
+    })
 }
 
 /// True when `line` is the header field `name` (case-insensitive, followed by ':').
@@ -124,10 +158,29 @@ mod tests {
 
     #[test]
     fn a_bounce_names_the_message_it_returns_and_its_failed_recipients() {
-        let dsn = b"From: MAILER-DAEMON\r\nSubject: Undelivered\r\n\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nFinal-Recipient: rfc822; a@x\r\nAction: failed\r\n\r\nFinal-Recipient: rfc822; b@x\r\n\r\n--b\r\nContent-Type: text/rfc822-headers\r\n\r\nX-Mailbench-Trace: run=0000000000000007; seq=41; t=5\r\nSubject: x\r\n--b--\r\n";
-        let (t, n) = bounced(dsn).expect("the returned headers carry the trace");
-        assert_eq!((t.run, t.seq, n), (7, 41, 2));
+        let dsn = b"From: MAILER-DAEMON\r\nSubject: Undelivered\r\n\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nFinal-Recipient: rfc822; a@x\r\nAction: failed\r\n\r\nFinal-Recipient: rfc822; b@x\r\nAction: failed\r\n\r\n--b\r\nContent-Type: text/rfc822-headers\r\n\r\nX-Mailbench-Trace: run=0000000000000007; seq=41; t=5\r\nSubject: x\r\n--b--\r\n";
+        let n = notice(dsn).expect("the returned headers carry the trace");
+        assert_eq!(
+            (n.trace.run, n.trace.seq, n.failed, n.delayed),
+            (7, 41, 2, 0)
+        );
         assert_eq!(Trace::find(dsn), None, "not the bounce's own header");
-        assert_eq!(bounced(b"Subject: no trace\r\n\r\nbody\r\n"), None);
+        assert_eq!(notice(b"Subject: no trace\r\n\r\nbody\r\n"), None);
+    }
+
+    #[test]
+    fn issue_40_a_delay_notice_is_no_bounce_and_a_plain_text_bounce_still_is() {
+        // OpenSMTPD's warning: the recipient is only late (it was counted as a bounce).
+        let delayed = b"From: MAILER-DAEMON@lab\r\nSubject: Delivery status notification: delayed\r\n\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; lab\r\n\r\nFinal-Recipient: rfc822; rcpt@example.com\r\nAction: delayed\r\nStatus: 4.0.0\r\n\r\n--b\r\nContent-Type: message/rfc822\r\n\r\nX-Mailbench-Trace: run=0000000000000007; seq=3; t=5\r\n--b--\r\n";
+        let n = notice(delayed).expect("it names the message");
+        assert_eq!((n.failed, n.delayed), (0, 1), "{n:?}");
+        // One recipient failed, one late, one delivered (a mixed report): one bounce.
+        let mixed = b"Final-Recipient: rfc822; a@x\r\nAction: failed (bad mailbox)\r\n\r\nFinal-Recipient: rfc822; b@x\r\nAction: Delayed\r\n\r\nFinal-Recipient: rfc822; c@x\r\nAction: delivered\r\n\r\nX-Mailbench-Trace: run=0000000000000007; seq=4; t=5\r\n";
+        let n = notice(mixed).expect("it names the message");
+        assert_eq!((n.failed, n.delayed), (1, 1), "{n:?}");
+        // qmail's bounce is plain text, no DSN fields: a bounce of one recipient.
+        let qmail = b"From: MAILER-DAEMON@lab\r\n\r\nHi. This is the qmail-send program.\r\n--- Below this line is a copy of the message.\r\n\r\nX-Mailbench-Trace: run=0000000000000007; seq=5; t=5\r\n";
+        let n = notice(qmail).expect("it names the message");
+        assert_eq!((n.failed, n.delayed), (1, 0), "{n:?}");
     }
 }

@@ -161,7 +161,7 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
                 resolver: e.resolver,
                 port: sink_addr.port(),
             });
-            let lab = start_lab(mta, opts).await?;
+            let lab = start_lab(mta, opts, &shutdown).await?;
             for n in lab.notices() {
                 say(&format!("mailbench relay: notice: {n}"));
             }
@@ -188,7 +188,26 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             "rules": d.faults.rules,
         });
     }
+    let mta = lab.as_ref().map(|(m, _)| *m);
     let lab = lab.map(|(_, l)| l);
+    // An MTA that stops answering ends the run, said in one line naming what is stuck.
+    let watchdog = lab.as_ref().map(|l| {
+        let s = shutdown.clone();
+        let name = relay["lab"].as_str().unwrap_or("mta").to_string();
+        crate::lab::watch::Watchdog::start(
+            crate::lab::watch::Watched::mta(&name, l.clone()),
+            move |_| {
+                s.stop.cancel();
+                s.abort.cancel();
+            },
+        )
+    });
+    let stalled = || {
+        watchdog
+            .as_ref()
+            .and_then(|w| w.stalled())
+            .map(RelayError::Failed)
+    };
     let queue_device = match (&lab, &plan.queue_device) {
         (Some(l), _) => Some(Device::holding(&l.queue_dir())),
         (None, Some(d)) => Some(Ok(d.clone())),
@@ -208,6 +227,7 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         pids: sut_pids,
         device: queue_device,
         lab: lab.clone(),
+        mta,
         dns: embedded.clone(),
     };
     let mut steps = match plan.find_max {
@@ -228,7 +248,11 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
                     plan.drain_timeout,
                     &shutdown,
                 )
-                .await?;
+                .await
+                .map_err(|e| stalled().unwrap_or(e))?;
+            if let Some(e) = stalled() {
+                return Err(e);
+            }
             Some(crate::send::warmup_record(&w))
         }
         None => None,
@@ -263,21 +287,40 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             Steps::FindMax(_, rules) => plan.drain_timeout.min(rules.step * 3),
             Steps::Sweep(_) => plan.drain_timeout,
         };
-        let r = runner.run(&plan, p, drain_timeout, &shutdown).await?;
+        let r = runner
+            .run(&plan, p, drain_timeout, &shutdown)
+            .await
+            .map_err(|e| stalled().unwrap_or(e))?;
+        if let Some(e) = stalled() {
+            return Err(e);
+        }
         let mut row = evidence(&r);
-        if let Steps::FindMax(f, rules) = &mut steps {
-            let rate = r.config["pacing"]["rate"].as_f64().unwrap_or(0.0);
-            let verdict = judge(&r, rate, rules);
-            f.record(verdict.is_ok());
-            row["rate_per_sec"] = rate.into();
-            row["sustained"] = verdict.is_ok().into();
-            row["why"] = verdict.err().unwrap_or_else(|| "kept up".into()).into();
+        match &mut steps {
+            Steps::FindMax(f, rules) => {
+                let rate = r.config["pacing"]["rate"].as_f64().unwrap_or(0.0);
+                let verdict = judge(&r, rate, rules);
+                f.record(verdict.is_ok());
+                row["rate_per_sec"] = rate.into();
+                row["sustained"] = verdict.is_ok().into();
+                row["why"] = verdict.err().unwrap_or_else(|| "kept up".into()).into();
+            }
+            Steps::Sweep(_) => row["why"] = level_verdict(&r).into(),
+        }
+        if shutdown.stop.is_cancelled() {
+            rows.push(row);
+            results = Some(r);
+            break;
+        }
+        // The next step starts on an empty MTA: what this one left queued would compete
+        // with it and make it look slower than it is.
+        if announce
+            && let Some(l) = &lab
+            && let Some(left) = emptied(l.clone(), plan.drain_timeout, &shutdown).await
+        {
+            row["queued_at_next_step"] = left.into();
         }
         rows.push(row);
         results = Some(r);
-        if shutdown.stop.is_cancelled() {
-            break;
-        }
     }
     let mut results = results.ok_or_else(|| RelayError::Failed("no relay run completed".into()))?;
     if let Some(w) = warmed {
@@ -330,6 +373,8 @@ struct Runner {
     pids: Pids,
     device: Option<Result<Device, String>>,
     lab: Option<Arc<dyn MtaLab>>,
+    /// Which MTA the lab is (its log is read for each run's deliveries and bounces).
+    mta: Option<Mta>,
     dns: Option<Arc<Embedded>>,
 }
 
@@ -362,7 +407,7 @@ impl Runner {
             listeners,
             drain_timeout,
             watched,
-            self.lab.clone(),
+            self.lab.clone().zip(self.mta),
             shutdown,
         )
         .await?;
@@ -383,9 +428,10 @@ async fn run_once(
     listeners: Vec<Listener>,
     drain_timeout: Duration,
     (pids, device): (Pids, Option<Result<Device, String>>),
-    lab: Option<Arc<dyn MtaLab>>,
+    lab: Option<(Arc<dyn MtaLab>, Mta)>,
     shutdown: &Shutdown,
 ) -> Result<Results, RelayError> {
+    let (lab, mta) = lab.unzip();
     let run_id = crate::run::new_run_id();
     let accepts = Arc::new(TimeLog::default());
     send.load.run_id = Some(run_id);
@@ -416,6 +462,7 @@ async fn run_once(
         queue_device: device,
         flush: plan.flush,
         trace_io: plan.trace_io,
+        mta,
     };
     run(r, lab, shutdown.clone()).await
 }
@@ -446,7 +493,8 @@ fn at_rate(base: &SendPlan, rate: f64, step: Duration) -> SendPlan {
     p
 }
 
-/// A run's row in a sweep or a search: the figures that compare between levels.
+/// A run's row in a sweep or a search: the figures that compare between levels (null
+/// where nothing arrived to give them).
 fn evidence(r: &Results) -> serde_json::Value {
     let Summary::Relay(s) = &r.summary else {
         return serde_json::Value::Null;
@@ -454,23 +502,73 @@ fn evidence(r: &Results) -> serde_json::Value {
     serde_json::json!({
         "concurrency": r.config["concurrency"],
         "inject_mpm": s.inject_mpm,
+        "inject_per_sec": s.injection.msgs_per_sec,
         "drain_mpm": s.drain_mpm,
+        "delivery_per_sec": s.delivery_per_sec,
         "e2e_p50_ms": s.e2e_p50_ms,
         "e2e_p99_ms": s.e2e_p99_ms,
         "max_backlog": s.max_backlog,
         "delivered": s.delivered,
+        "bounced": s.bounced,
         "lost": s.lost,
+        "drained": s.drained,
         "errors": s.injection.errors,
     })
 }
 
-/// Starts the lab off the runtime (it waits for the MTA); a setting the MTA refuses is
-/// the user's input, anything else a failure.
-async fn start_lab(mta: Mta, opts: LabOptions) -> Result<Arc<dyn MtaLab>, RelayError> {
-    match tokio::task::spawn_blocking(move || mta.start(&opts)).await {
-        Ok(Ok(lab)) => Ok(Arc::from(lab)),
-        Ok(Err(e @ LabError::Setting(_))) => Err(RelayError::Usage(e.to_string())),
-        Ok(Err(e)) => Err(RelayError::Failed(e.to_string())),
+/// What a sweep's level shows: whether its figures describe a run the MTA finished (every
+/// message delivered or bounced within the drain), or why not.
+fn level_verdict(r: &Results) -> String {
+    let Summary::Relay(s) = &r.summary else {
+        return String::new();
+    };
+    let failed = s.injection.errors + s.injection.rejected;
+    if s.drain_aborted {
+        format!("drain aborted: {} undelivered", s.undelivered)
+    } else if s.lost > 0 {
+        format!("{} lost", s.lost)
+    } else if !s.drained {
+        "not drained within --drain-timeout".into()
+    } else if failed > 0 {
+        format!("{failed} failed injections")
+    } else {
+        "all delivered".into()
+    }
+}
+
+/// After a step, waits (up to `timeout`) until the lab's MTA holds nothing more, so the
+/// next step starts from an empty queue; what it still held when the wait ended, if any.
+async fn emptied(lab: Arc<dyn MtaLab>, timeout: Duration, shutdown: &Shutdown) -> Option<u64> {
+    let queued = |l: Arc<dyn MtaLab>| async move {
+        tokio::task::spawn_blocking(move || l.queued() as u64)
+            .await
+            .unwrap_or(0)
+    };
+    let mut left = queued(lab.clone()).await;
+    if left == 0 {
+        return None;
+    }
+    say(&format!(
+        "mailbench relay: the MTA still holds {left} messages; waiting for its queue to empty before the next step"
+    ));
+    let deadline = tokio::time::Instant::now() + timeout;
+    while left > 0 && tokio::time::Instant::now() < deadline && !shutdown.stop.is_cancelled() {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        left = queued(lab.clone()).await;
+    }
+    (left > 0).then_some(left)
+}
+
+/// Starts the lab off the runtime (it waits for the MTA; a signal cuts it short); a
+/// setting the MTA refuses is the user's input, anything else a failure.
+async fn start_lab(
+    mta: Mta,
+    opts: LabOptions,
+    shutdown: &Shutdown,
+) -> Result<Arc<dyn MtaLab>, RelayError> {
+    match crate::lab::interrupt::start_mta(mta, opts, &shutdown.stop).await {
+        Ok(lab) => Ok(Arc::from(lab)),
+        Err(e @ LabError::Setting(_)) => Err(RelayError::Usage(e.to_string())),
         Err(e) => Err(RelayError::Failed(e.to_string())),
     }
 }

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::drain::DrainEnd;
 use super::grid::Grid;
+use super::maillog::LogSays;
 use crate::run::sampler::Observed;
 use crate::sink::delivery::Delivery;
 use crate::stats::Results;
@@ -50,8 +52,13 @@ pub(super) struct CombineInputs {
     /// The MTA, as the sampler saw it.
     pub(super) observed: Observed,
     pub(super) expected: u64,
-    pub(super) drained: bool,
+    /// How the drain ended.
+    pub(super) drain_end: DrainEnd,
+    /// `status=sent` lines the lab's log gained during the run (any message's), where
+    /// `log` does not read it message by message.
     pub(super) maillog_sent: Option<u64>,
+    /// What the lab MTA's log says of this run's messages, where it is read so.
+    pub(super) log: Option<LogSays>,
     pub(super) queued_left: Option<u64>,
     /// The whole process over the whole run (injection and drain; generator and sink).
     pub(super) tool_cpu: CpuTimes,
@@ -115,7 +122,9 @@ fn per_recipient(x: &CombineInputs, copies: &[(u64, u64, u64)]) -> Option<HistJs
     (!h.is_empty()).then(|| HistJson::from_hist(&h))
 }
 
-fn arrived(x: &CombineInputs, arrivals: &TimeLog) -> Arrived {
+/// What arrived of the accepted messages; the rest, less those known bounced, in
+/// `lost_seqs`.
+fn arrived(x: &CombineInputs, arrivals: &TimeLog, bounced: &HashMap<u64, u64>) -> Arrived {
     let times: HashMap<u64, u64> = arrivals.entries().into_iter().collect();
     let mut msgs = Vec::with_capacity(x.accepts.len());
     let mut lost = Vec::new();
@@ -126,6 +135,7 @@ fn arrived(x: &CombineInputs, arrivals: &TimeLog) -> Arrived {
                 from_us: from_us(x, *seq, *acc),
                 arrival_us: *t,
             }),
+            None if bounced.contains_key(seq) => {}
             None => lost.push(*seq),
         }
     }
@@ -182,30 +192,34 @@ pub(super) fn combine(
         .map_or(0, |r| r.duplicates);
     // Recipients of accepted messages that the MTA bounced (the sink refused them for
     // good): not delivered, but not lost either.
-    let bounced: u64 = delivery
-        .bounced
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .filter(|(seq, _)| x.accepts.contains_key(seq))
-        .map(|(_, n)| n)
-        .sum();
-    let lost = x.expected.saturating_sub(acc.recipients + bounced);
-    let arrived = arrived(x, &delivery.arrivals);
+    let bounced = Bounced::of(x, delivery);
+    let left = x
+        .expected
+        .saturating_sub(acc.recipients + bounced.recipients);
+    let aborted = x.drain_end == DrainEnd::Aborted;
+    let (lost, undelivered) = if aborted { (0, left) } else { (left, 0) };
+    let mut arrived = arrived(x, &delivery.arrivals, &bounced.by_seq);
+    if left == 0 {
+        // Every one that did not arrive was bounced, some by a count the log gives
+        // without naming their messages.
+        arrived.lost_seqs.clear();
+    }
     // A fan-out: the drain and the backlog follow the recipients, each copy in its turn.
     let (copies, by_recipient) = copies(&x.accepts, delivery);
     let accepted = send.counters.accepted;
     let inject_s = send.duration_s.max(1e-9);
-    // The drain: first injection → last arrival (of any copy in a fan-out).
-    let last_us = if by_recipient {
-        copies.iter().map(|(_, t, _)| *t).max()
+    // The drain: first injection → last arrival (of any copy in a fan-out); none when
+    // nothing arrived.
+    let arrival_times: Vec<(u64, u64)> = if by_recipient {
+        copies.iter().map(|(_, t, k)| (*t, *k)).collect()
     } else {
-        arrived.msgs.iter().map(|m| m.arrival_us).max()
-    }
-    .unwrap_or(x.origin_us);
+        arrived.msgs.iter().map(|m| (m.arrival_us, 1)).collect()
+    };
+    let last_arrival_us = arrival_times.iter().map(|(t, _)| *t).max();
+    let last_us = last_arrival_us.unwrap_or(x.origin_us);
     // A flush's drain starts at the release: nothing could be delivered before.
     let drain_from_us = x.released.as_ref().map_or(x.origin_us, |r| r.at_us);
-    let drain_s = (last_us.saturating_sub(drain_from_us) as f64 / 1e6).max(1e-9);
+    let drain_s = last_arrival_us.map(|t| (t.saturating_sub(drain_from_us) as f64 / 1e6).max(1e-6));
     let drained_units = if by_recipient {
         acc.recipients
     } else {
@@ -303,19 +317,23 @@ pub(super) fn combine(
         expected_recipients: x.expected,
         delivered: acc.recipients,
         delivered_messages: acc.messages,
-        bounced,
+        bounced: bounced.recipients,
         lost,
+        undelivered,
+        drain_aborted: aborted,
         duplicates,
         aborted_delivered: acc.unexpected,
         bounces: load(&delivery.bounces),
+        delay_notices: load(&delivery.delay_notices),
         untraced: load(&delivery.untraced),
-        drained: x.drained,
+        drained: x.drain_end == DrainEnd::Drained,
         inject_mpm: accepted as f64 / inject_s * 60.0,
-        drain_mpm: drained_units as f64 / drain_s * 60.0,
+        drain_mpm: drain_s.map(|d| drained_units as f64 / d * 60.0),
         drain_s,
+        delivery_per_sec: super::pace::delivery_rate(arrival_times),
         drain_per_recipient: by_recipient,
-        e2e_p50_ms: e2e.as_ref().map_or(0.0, |h| h.p50_us as f64 / 1000.0),
-        e2e_p99_ms: e2e.as_ref().map_or(0.0, |h| h.p99_us as f64 / 1000.0),
+        e2e_p50_ms: e2e.as_ref().map(|h| h.p50_us as f64 / 1000.0),
+        e2e_p99_ms: e2e.as_ref().map(|h| h.p99_us as f64 / 1000.0),
         delivered_before_accept,
         before_accept_max_ms,
         max_backlog,
@@ -323,7 +341,8 @@ pub(super) fn combine(
             .iter()
             .filter_map(|p| p.relay.queue)
             .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q)))),
-        maillog_sent: x.maillog_sent,
+        maillog_sent: x.log.as_ref().map(|l| l.sent).or(x.maillog_sent),
+        maillog_bounced: x.log.as_ref().map(LogSays::bounced_total),
         queued_left: x.queued_left,
         receiver_rejected,
         max_sustainable_per_sec: None,
@@ -354,12 +373,22 @@ pub(super) fn combine(
             }),
         );
     }
-    if !x.drained {
-        let held = x
-            .queued_left
-            .map_or(String::new(), |q| format!(" ({q} messages still queued)"));
+    let held = x
+        .queued_left
+        .map_or(String::new(), |q| format!(" ({q} messages still queued)"));
+    match x.drain_end {
+        DrainEnd::Drained => {}
+        DrainEnd::TimedOut => send.self_report.warnings.push(format!(
+            "the drain timeout passed before the MTA had delivered everything{held}: what had not arrived is counted lost; raise --drain-timeout if the MTA was only slow"
+        )),
+        DrainEnd::Aborted => send.self_report.warnings.push(format!(
+            "a second signal cut the drain short{held}: {undelivered} recipients were not delivered yet, not lost; the delivery figures cover what arrived until then"
+        )),
+    }
+    if bounced.unnamed > 0 && !arrived.lost_seqs.is_empty() {
         send.self_report.warnings.push(format!(
-            "the drain ended before the MTA had delivered everything{held}: delivery figures are incomplete; raise --drain-timeout"
+            "{} of the sequence numbers listed as never arrived were bounced: the MTA's log counts bounces without naming their messages",
+            bounced.unnamed
         ));
     }
     match e2e {
@@ -381,8 +410,12 @@ pub(super) fn combine(
     send.series = series;
     send.extra.insert("sut".into(), sut_report);
     send.forget_unobserved_sut();
-    send.extra
-        .insert("lost_seqs".into(), arrived.lost_seqs.into());
+    let seqs_key = if aborted {
+        "undelivered_seqs"
+    } else {
+        "lost_seqs"
+    };
+    send.extra.insert(seqs_key.into(), arrived.lost_seqs.into());
     send.extra.insert(
         "sink".into(),
         serde_json::to_value(&sink.summary).unwrap_or_default(),
@@ -391,4 +424,45 @@ pub(super) fn combine(
         send.extra.insert("dkim_verify".into(), v.clone());
     }
     send
+}
+
+/// The recipients the MTA bounced: per sequence number as the sink's bounces and the
+/// MTA's log name them (the larger count of the two for each message), and those the
+/// log counts without naming them.
+struct Bounced {
+    by_seq: HashMap<u64, u64>,
+    /// Bounced recipients no notice or log line names the message of.
+    unnamed: u64,
+    /// Every bounced recipient.
+    recipients: u64,
+}
+
+impl Bounced {
+    fn of(x: &CombineInputs, delivery: &Delivery) -> Bounced {
+        let mut by_seq: HashMap<u64, u64> = delivery
+            .bounced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(seq, _)| x.accepts.contains_key(seq))
+            .map(|(seq, n)| (*seq, *n))
+            .collect();
+        if let Some(log) = &x.log {
+            for (seq, n) in log
+                .bounced
+                .iter()
+                .filter(|(s, _)| x.accepts.contains_key(s))
+            {
+                let e = by_seq.entry(*seq).or_insert(0);
+                *e = (*e).max(*n);
+            }
+        }
+        let named: u64 = by_seq.values().sum();
+        let recipients = named.max(x.log.as_ref().map_or(0, LogSays::bounced_total));
+        Bounced {
+            by_seq,
+            unnamed: recipients - named,
+            recipients,
+        }
+    }
 }

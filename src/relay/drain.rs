@@ -34,6 +34,17 @@ impl QueueProbe<'_> {
     }
 }
 
+/// How a drain ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DrainEnd {
+    /// Everything expected arrived (or will not come) and the MTA holds nothing more.
+    Drained,
+    /// The drain timeout passed first: what has not arrived is lost.
+    TimedOut,
+    /// A second signal cut the wait short: what has not arrived is not known lost.
+    Aborted,
+}
+
 /// How long the drain may last, and how long arrivals may pause.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Limits {
@@ -46,7 +57,7 @@ pub(super) struct Limits {
 
 /// Waits until every expected recipient arrived and the MTA holds nothing more, the
 /// MTA's queue is empty with nothing arriving for `settle` (the rest was refused or
-/// bounced, it will not come), the timeout passes, or a second signal. True when drained. Only atomics are
+/// bounced, it will not come), the timeout passes, or a second signal; says which. Only atomics are
 /// polled while mail flows; the queue is looked at when arrivals pause or are complete,
 /// because reading it costs CPU the MTA needs.
 pub(super) async fn drain(
@@ -57,7 +68,7 @@ pub(super) async fn drain(
     progress: Progress,
     start: Instant,
     shutdown: &Shutdown,
-) -> bool {
+) -> DrainEnd {
     let Limits { timeout, settle } = limits;
     let interval = progress.interval;
     let deadline = Instant::now() + timeout;
@@ -75,15 +86,18 @@ pub(super) async fn drain(
         if (got >= expected || idle_ms >= settle.as_millis() as u64) && now >= next_probe {
             next_probe = now + Duration::from_millis(250);
             match queue.held().await {
-                Some(0) if empty_before => break true,
+                Some(0) if empty_before => break DrainEnd::Drained,
                 Some(0) => empty_before = true,
                 Some(_) => empty_before = false,
-                None if got >= expected => break true,
+                None if got >= expected => break DrainEnd::Drained,
                 None => {}
             }
         }
-        if now >= deadline || shutdown.abort.is_cancelled() {
-            break false;
+        if shutdown.abort.is_cancelled() {
+            break DrainEnd::Aborted;
+        }
+        if now >= deadline {
+            break DrainEnd::TimedOut;
         }
         if now >= next_line {
             next_line = now + interval;

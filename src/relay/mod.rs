@@ -8,7 +8,8 @@
 //!
 //! `bench` is the whole benchmark (start-up order, sweeps and the capacity search, clean-up);
 //! `run` one run of it; `dns` the embedded DNS server and the sink's addresses when the MTA
-//! resolves its destinations; `drain` the wait for deliveries; `qstates` a lab MTA's queues per interval; `combine` the results, on the
+//! resolves its destinations; `drain` the wait for deliveries; `maillog` what the lab MTA's
+//! log says of a run's deliveries and bounces; `pace` the pace of delivery a search judges; `qstates` a lab MTA's queues per interval; `combine` the results, on the
 //! one time grid `grid` gives injection and delivery; `verdict` whether a search step was
 //! sustained.
 
@@ -18,6 +19,8 @@ mod dns;
 mod drain;
 mod grid;
 mod lookups;
+mod maillog;
+mod pace;
 mod qstates;
 pub mod run;
 pub mod verdict;

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use super::RelayError;
 use super::combine::{CombineInputs, Released, combine};
 use super::drain::{Limits, QueueProbe, drain};
-use crate::lab::MtaLab;
+use super::maillog::{self, Mark};
+use crate::lab::{Mta, MtaLab};
 use crate::run::exporter::Gauge;
 use crate::run::iotrace::{IoCounts, IoTrace};
 use crate::run::live::LiveExtra;
@@ -55,6 +56,9 @@ pub struct RelayRun {
     /// Count what the system under test's processes ask of the kernel per delivered
     /// message (`--trace-io`), from injection to the end of the drain.
     pub trace_io: bool,
+    /// Which MTA the lab is, so that its log is read for this run's deliveries and
+    /// bounces (where this module can read that MTA's log).
+    pub mta: Option<Mta>,
 }
 
 /// A receiver's own run: given the run's delivery record (to confirm each arrival in),
@@ -99,6 +103,10 @@ pub async fn run(
     let cpu0 = CpuTimes::of_self();
     // A lab may carry earlier runs (a sweep): count only this run's log lines.
     let logged_before = lab.map_or(0, |l| l.delivered_logged());
+    let log_mark = lab
+        .filter(|l| l.logs_deliveries())
+        .zip(r.mta)
+        .map(|(l, mta)| (mta, Mark::now(l.logs())));
     let lookups_before = lab.and_then(|l| l.lookups());
     let delivery = r.delivery.clone();
     let sink_stop = Shutdown::default();
@@ -182,7 +190,7 @@ pub async fn run(
         lab,
         cmd: r.queue_cmd.as_deref(),
     };
-    let drained = drain(
+    let drain_end = drain(
         &delivery,
         expected,
         &queue,
@@ -216,7 +224,11 @@ pub async fn run(
             end_us,
             observed,
             expected,
-            drained,
+            drain_end,
+            log: match log_mark {
+                Some((mta, mark)) => read_log(mta, &mark, &delivery).await,
+                None => None,
+            },
             maillog_sent: lab
                 .filter(|l| l.logs_deliveries())
                 .map(|l| l.delivered_logged().saturating_sub(logged_before) as u64),
@@ -226,6 +238,9 @@ pub async fn run(
             released,
         },
     );
+    // A second signal during the drain cut the run short, even when the injection had
+    // ended before the first.
+    results.interrupted |= drain_end == super::drain::DrainEnd::Aborted;
     super::lookups::record(&mut results, lookups_before, lab.and_then(|l| l.lookups()));
     if let Some(l) = lab {
         super::lookups::delivered_source(&mut results, l.logs_deliveries());
@@ -238,6 +253,22 @@ pub async fn run(
         per_message(&mut results, &io);
     }
     Ok(results)
+}
+
+/// What the lab's log says of this run's messages. The MTA writes a delivery to its log
+/// a moment after the receiver confirmed it (Postfix through its log daemon), so a log
+/// that shows fewer deliveries than the receiver counted is read again, for up to 2 s.
+async fn read_log(mta: Mta, mark: &Mark, delivery: &Delivery) -> Option<maillog::LogSays> {
+    let run = delivery.run?;
+    let confirmed = delivery.recipients.load(Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let says = maillog::read(mta, mark, run)?;
+        if says.sent >= confirmed || Instant::now() >= deadline {
+            return Some(says);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// `--trace-io`'s counts, whole in `extra.iotrace` and per delivered message in the

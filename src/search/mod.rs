@@ -2,7 +2,8 @@
 //! step's verdict choose the next. `sweep` tries a fixed list of levels (concurrency
 //! sweeps); `find_max` doubles a rate while the system keeps up, then bisects between the
 //! last level it sustained and the first it did not. What "kept up" means is the caller's:
-//! the relay judges loss, failures, latency and backlog, and the mailbox workloads' ramp
+//! the relay judges the rate injected and the rate delivered against the rate offered,
+//! loss, failures, latency and backlog (`relay::verdict`), and the mailbox workloads' ramp
 //! to one second of response time will judge theirs. Nothing here runs or measures.
 
 pub mod find_max;

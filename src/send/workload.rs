@@ -58,20 +58,14 @@ impl Workload {
             })
             .collect();
         let sent_us = crate::stats::clock::unix_us();
-        let mut prefix = BytesMut::with_capacity(160);
-        Trace {
-            run: self.run_id,
-            seq,
-            sent_us,
-        }
-        .write(&mut prefix);
-        if self.content.wants_message_id() {
-            let _ = write!(
-                prefix,
-                "Message-ID: <{:016x}.{seq}@mailbench.test>\r\n",
-                self.run_id
-            );
-        }
+        let mut prefix = prefix(
+            Trace {
+                run: self.run_id,
+                seq,
+                sent_us,
+            },
+            self.content.wants_message_id(),
+        );
         let body = self.content.pick(seq, prefix.len(), rng);
         if let Some(signer) = &self.dkim
             && let Some(h) = sign(signer, &[&prefix, &body.raw, &body.suffix])
@@ -92,6 +86,38 @@ impl Workload {
             eight_bit: body.eight_bit,
         }
     }
+}
+
+/// A message's own header lines, above the shared template: its trace header and, for a
+/// generated message, its Message-ID (`<RUN.SEQ@mailbench.test>`, which MTAs log and
+/// the relay reads back from their logs).
+fn prefix(trace: Trace, message_id: bool) -> BytesMut {
+    let mut prefix = BytesMut::with_capacity(160);
+    trace.write(&mut prefix);
+    if message_id {
+        let _ = write!(
+            prefix,
+            "Message-ID: <{:016x}.{}@mailbench.test>\r\n",
+            trace.run, trace.seq
+        );
+    }
+    prefix
+}
+
+/// The longest own header lines a generated message can have (the largest sequence
+/// number, a send time in the 16 digits of µs since 1970 that last until 2286): a
+/// message asked for a size below its header section and these cannot be made that
+/// small.
+pub fn longest_prefix() -> usize {
+    prefix(
+        Trace {
+            run: u64::MAX,
+            seq: u64::MAX,
+            sent_us: 9_999_999_999_999_999,
+        },
+        true,
+    )
+    .len()
 }
 
 /// Signs on this connection's thread. A slow (RSA) signature on a multi-threaded runtime

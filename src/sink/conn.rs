@@ -70,6 +70,8 @@ struct Accepted {
     trace: Option<Trace>,
     /// For a bounce: the recipients it reports failed.
     bounced: u64,
+    /// For a notice to the null sender: the recipients it reports only late.
+    delayed: u64,
     /// Its recipients' correlation keys in `ConnHandler::keys`.
     keys: Range<usize>,
     recipients: u64,
@@ -141,15 +143,17 @@ impl ConnHandler {
         self.keys.extend(m.env.rcpts.iter().map(|r| c.key(r)));
         let null_sender = m.env.from == "<>";
         // A bounce is about the message whose headers it returns.
-        let (trace, bounced) = if null_sender {
-            crate::message::trace::bounced(m.data).map_or((None, 0), |(t, n)| (Some(t), n))
+        let (trace, bounced, delayed) = if null_sender {
+            crate::message::trace::notice(m.data)
+                .map_or((None, 0, 0), |n| (Some(n.trace), n.failed, n.delayed))
         } else {
-            (Trace::find(m.data), 0)
+            (Trace::find(m.data), 0, 0)
         };
         self.accepted.push(Accepted {
             held: !d.delay.is_zero(),
             trace,
             bounced,
+            delayed,
             keys: first..self.keys.len(),
             recipients: m.env.rcpts.len() as u64,
             bytes: m.data.len() as u64,
@@ -201,6 +205,7 @@ impl ConnHandler {
                 &Confirmed {
                     trace: a.trace,
                     bounced: a.bounced,
+                    delayed: a.delayed,
                     keys: &self.keys[a.keys],
                     null_sender: a.null_sender,
                 },

@@ -36,6 +36,9 @@ pub struct Delivery {
     pub bounces: AtomicU64,
     /// Recipients reported failed by bounces of `run`'s messages, per sequence number.
     pub bounced: Mutex<HashMap<u64, u64>>,
+    /// Delay notices of `run`'s messages: notices to the null sender that report
+    /// recipients late (`Action: delayed`) and none failed — warnings, not bounces.
+    pub delay_notices: AtomicU64,
     /// Messages with no readable trace header, or (with `run` set) another run's.
     pub untraced: AtomicU64,
     /// Milliseconds after the sink's start of the latest confirmed delivery of any kind.
@@ -49,6 +52,8 @@ pub struct Confirmed<'a> {
     pub trace: Option<Trace>,
     /// For a bounce, how many recipients it reports failed.
     pub bounced: u64,
+    /// For a notice to the null sender, how many recipients it reports only late.
+    pub delayed: u64,
     /// Correlation keys of the recipients it was accepted for.
     pub keys: &'a [u64],
     /// The envelope sender was null.
@@ -72,9 +77,13 @@ impl Delivery {
             if let (Some(run), Some(t)) = (self.run, c.trace)
                 && run == t.run
             {
-                let mut b = self.bounced.lock().unwrap_or_else(|p| p.into_inner());
-                if b.len() < TimeLog::CAP {
-                    *b.entry(t.seq).or_insert(0) += c.bounced;
+                if c.bounced > 0 {
+                    let mut b = self.bounced.lock().unwrap_or_else(|p| p.into_inner());
+                    if b.len() < TimeLog::CAP {
+                        *b.entry(t.seq).or_insert(0) += c.bounced;
+                    }
+                } else if c.delayed > 0 {
+                    self.delay_notices.fetch_add(1, Ordering::Relaxed);
                 }
             }
             return;
@@ -128,6 +137,7 @@ mod tests {
         let mine = Confirmed {
             trace: trace(7, 1),
             bounced: 0,
+            delayed: 0,
             keys: &keys,
             null_sender: false,
         };
@@ -137,6 +147,7 @@ mod tests {
             &Confirmed {
                 trace: trace(7, 2),
                 bounced: 1,
+                delayed: 0,
                 keys: &keys[..1],
                 null_sender: true,
             },
@@ -147,6 +158,7 @@ mod tests {
             &Confirmed {
                 trace: None,
                 bounced: 0,
+                delayed: 0,
                 keys: &keys[..1],
                 null_sender: false,
             },
@@ -157,16 +169,30 @@ mod tests {
             &Confirmed {
                 trace: trace(8, 1),
                 bounced: 0,
+                delayed: 0,
                 keys: &keys[..1],
                 null_sender: false,
             },
             500,
             5,
         );
+        // A delay notice of message 3: a notice, not a bounce.
+        d.confirm(
+            &Confirmed {
+                trace: trace(7, 3),
+                bounced: 0,
+                delayed: 1,
+                keys: &keys[..1],
+                null_sender: true,
+            },
+            600,
+            6,
+        );
         let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
         assert_eq!((n(&d.messages), n(&d.recipients)), (1, 2));
-        assert_eq!((n(&d.bounces), n(&d.untraced)), (1, 2));
-        assert_eq!((n(&d.last_ms), n(&d.last_any_ms)), (1, 5));
+        assert_eq!((n(&d.bounces), n(&d.untraced)), (2, 2));
+        assert_eq!(n(&d.delay_notices), 1);
+        assert_eq!((n(&d.last_ms), n(&d.last_any_ms)), (1, 6));
         assert_eq!(d.arrivals.get(1), Some(100), "the first arrival is kept");
         assert_eq!(d.arrivals.get(2), None, "a bounce is not an arrival");
         let bounced = d.bounced.lock().expect("lock");
@@ -175,5 +201,6 @@ mod tests {
             Some(&1),
             "but it says which message bounced"
         );
+        assert_eq!(bounced.get(&3), None, "a delay notice is no bounce");
     }
 }

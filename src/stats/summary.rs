@@ -275,16 +275,32 @@ pub struct RelaySummary {
     pub delivered: u64,
     /// Distinct messages that arrived.
     pub delivered_messages: u64,
-    /// Recipients the MTA bounced (the sink refused them for good).
+    /// Recipients the MTA bounced (the receiver refused them for good): known from the
+    /// bounces that reached the sink and, where the lab's log is read (Postfix,
+    /// OpenSMTPD), from the MTA's log — a bounce whose notice the receiver refused too is
+    /// still a bounce.
     pub bounced: u64,
-    /// `expected − delivered − bounced`.
+    /// `expected − delivered − bounced` once the drain ran its course (all arrived, or
+    /// the drain timeout passed); 0 when a second signal cut the drain short (those are
+    /// `undelivered`, not lost).
     pub lost: u64,
+    /// When a second signal cut the drain short: the recipients neither delivered nor
+    /// bounced by then — still with the MTA (see `queued_left`) or on their way, not lost.
+    #[serde(default)]
+    pub undelivered: u64,
+    /// A second signal cut the drain short.
+    #[serde(default)]
+    pub drain_aborted: bool,
     /// The same message to the same recipient again.
     pub duplicates: u64,
     /// Messages cut off at the end that arrived anyway.
     pub aborted_delivered: u64,
-    /// Null-sender messages that arrived.
+    /// Null-sender messages that arrived (bounces, delay notices and other notifications).
     pub bounces: u64,
+    /// Delay notices of this run's messages that arrived: notices reporting recipients
+    /// only late (`Action: delayed`), none failed — the MTA still tries them; not bounces.
+    #[serde(default)]
+    pub delay_notices: u64,
     /// Mail without this run's trace header.
     pub untraced: u64,
     /// Everything expected arrived and the MTA's queue was empty in time.
@@ -292,19 +308,25 @@ pub struct RelaySummary {
     /// Accepted messages per minute over the injection.
     pub inject_mpm: f64,
     /// Delivered messages per minute, first injection to last arrival (recipients per
-    /// minute when `drain_per_recipient`).
-    pub drain_mpm: f64,
-    /// First injection to last arrival (of any copy when `drain_per_recipient`), seconds.
-    pub drain_s: f64,
+    /// minute when `drain_per_recipient`); null when nothing arrived.
+    pub drain_mpm: Option<f64>,
+    /// First injection to last arrival (of any copy when `drain_per_recipient`), seconds;
+    /// null when nothing arrived.
+    pub drain_s: Option<f64>,
+    /// The pace the MTA delivered at, whatever its latency: delivered messages per second
+    /// (recipients when `drain_per_recipient`) between the arrivals of the first and the
+    /// last 5 % (all arrivals under 20 of them); null under 2 arrivals.
+    #[serde(default)]
+    pub delivery_per_sec: Option<f64>,
     /// Messages arrived in several copies (a fan-out): the drain, its rate, the series'
     /// `delivered` and the backlog count recipients, not messages.
     #[serde(default)]
     pub drain_per_recipient: bool,
     /// End of the message's data (the client's last write of it) to the sink's confirmed
-    /// reply, median, ms.
-    pub e2e_p50_ms: f64,
+    /// reply, median, ms; null when nothing arrived.
+    pub e2e_p50_ms: Option<f64>,
     /// The same, 99th percentile.
-    pub e2e_p99_ms: f64,
+    pub e2e_p99_ms: Option<f64>,
     /// Messages that reached the receiver before the client read the MTA's 250 (an MTA
     /// that delivers before it replies).
     #[serde(default)]
@@ -321,8 +343,14 @@ pub struct RelaySummary {
     /// (Postfix incoming, active, deferred, hold; qmail queue and todo).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_queue_states: Option<Vec<super::queues::QueueState>>,
-    /// `status=sent` lines of a lab MTA's log.
+    /// Deliveries a lab MTA's log shows (its last hop's `status=sent` lines, one per
+    /// recipient): of this run's messages only for Postfix and OpenSMTPD, whose logs are
+    /// read message by message; every such line of the run for the others.
     pub maillog_sent: Option<u64>,
+    /// Recipients of this run's messages a lab MTA's log says it bounced (Postfix,
+    /// OpenSMTPD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maillog_bounced: Option<u64>,
     /// Messages a lab MTA still held at the end.
     pub queued_left: Option<u64>,
     /// Negative replies the embedded sink gave the MTA (its `--sink-rule` faults among

@@ -82,6 +82,9 @@
 //!   sink and through Postfix), two reply texts of one code, disk IOPS of a disk queue
 //! - `relay_path`: `send` → a private Postfix → `sink` (Postfix's smtpd and SMTP client as
 //!   real peers)
+//! - `relay_saturation`: issue 40 — `--find-max` against a paced sink within 10 % of the
+//!   drain Postfix's log shows, bounces and loss as Postfix's and OpenSMTPD's logs count
+//!   them (refused notices, delay notices), a run that delivers nothing, an aborted drain
 //! - `sink`: `mailbench sink` against swaks, smtp-source and `mailbench send` (counts,
 //!   byte-exact storage, STARTTLS/AUTH/BDAT, fault rules, greylisting, hostile input)
 //! - `truth`: issue 9's regression tests: a known delay, count or share in, the exact
@@ -100,6 +103,8 @@ mod grafana;
 mod imap;
 mod install;
 mod iotrace;
+mod lab_dkim;
+mod lab_health;
 mod layout;
 mod leftovers;
 mod live;
@@ -110,12 +115,14 @@ mod preflight;
 mod profile;
 mod qmail;
 mod queue_states;
+mod quickstart;
 mod recipe_seed001;
 mod recipe_seed004;
 mod recipes;
 mod relay;
 mod relay_path;
 mod relay_round2;
+mod relay_saturation;
 mod report;
 mod scale;
 mod send;

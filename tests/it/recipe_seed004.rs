@@ -1,5 +1,6 @@
 //! Issue 29 — `docs/recipes/seed-004.md` run as written at a small scale: its `sh` block
-//! with mailbench on the PATH, then its outputs against its own results files — postal's
+//! with mailbench on the PATH, on the page's own default queue (a disk queue; issue 40:
+//! the test had run tmpfs only), then its outputs against its own results files — postal's
 //! CSV header and the accepted messages it adds up to, the comparison table's I/O rows
 //! against each MTA's medians in `compare.json`, the queue lines, the lookup lines and
 //! the counted 451s of a directory down, and the logging table.
@@ -64,12 +65,8 @@ fn the_seed_004_recipe_runs_and_its_table_carries_the_results_files_figures() {
         .args(["-ec", &recipe()])
         .current_dir(&dir.0)
         .env("PATH", path)
-        .envs([
-            ("N", "200"),
-            ("DURATION", "10s"),
-            ("ROUNDS", "4"),
-            ("QUEUE", "tmpfs"),
-        ])
+        .envs([("N", "200"), ("DURATION", "10s"), ("ROUNDS", "4")])
+        .env_remove("QUEUE")
         .output()
         .expect("run sh");
     let said = format!(
@@ -82,6 +79,20 @@ fn the_seed_004_recipe_runs_and_its_table_carries_the_results_files_figures() {
     let file = |name: &str| {
         std::fs::read_to_string(dir.0.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     };
+    // The page's default queue is the one that ran: a disk queue, each run's results say.
+    for name in [
+        "postfix.json",
+        "qmail.json",
+        "lookup-hash.json",
+        "ldap-down.json",
+        "qmail-log-off.json",
+    ] {
+        let r = results(&dir.0.join(name));
+        assert_eq!(
+            r["config"]["relay"]["queue"], "disk",
+            "{name} ran on another queue than the page's default"
+        );
+    }
     // 1. postal's CSV: its header, and the minutes add up to the messages accepted.
     for mta in ["postfix", "qmail"] {
         let csv = file(&format!("{mta}.csv"));

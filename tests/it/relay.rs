@@ -468,6 +468,19 @@ fn issue_9_11_find_max_stays_below_a_known_delivery_capacity() {
         (50.0..100.0).contains(&best),
         "the maximum must stay under the 100/s capacity: {best}/s\n{steps:#?}"
     );
+    // Issue 40: and within 10 % of what Postfix's log shows it draining at its busiest
+    // (any two whole seconds of its clock), not merely under the capacity.
+    let (per_s, _) = maillog(&dir.0.join("r.maillog.0"), "status=sent");
+    let drained = per_s
+        .keys()
+        .map(|s| per_s[s] + per_s.get(&(s + 1)).copied().unwrap_or(0))
+        .max()
+        .unwrap_or(0) as f64
+        / 2.0;
+    assert!(
+        (best - drained).abs() <= 0.1 * drained,
+        "expected the maximum within 10 % of the {drained}/s Postfix's log shows, got {best}/s\n{steps:#?}"
+    );
 }
 
 #[test]

@@ -514,3 +514,52 @@ fn issue_9_22_dsns_carry_date_and_message_id() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn issue_40_a_size_below_the_smallest_message_is_refused_naming_the_smallest_which_is_exact() {
+    // `--size 0` was taken silently and sent 341-byte messages.
+    let args = ["send", "127.0.0.1:9", "-n", "1", "--size", "0"];
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    let least: u64 = err
+        .split_once("the smallest message mailbench can make is ")
+        .and_then(|(_, r)| r.split_once(" bytes"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("the line names the smallest size: {err}"));
+    let below = (least - 1).to_string();
+    let out = run(&["send", "127.0.0.1:9", "-n", "1", "--size", &below]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{least} - 1 bytes cannot be made either"
+    );
+    // The smallest is honoured exactly, for every sequence number; a range below it
+    // starts there.
+    let dir = TempDir::new("truth-least");
+    let json = dir.0.join("sink.json");
+    let md = dir.0.join("md");
+    let store = format!("maildir:{}", md.display());
+    let sink = Sink::start(&["--store", &store, "--json", &json.to_string_lossy()]);
+    let target = sink.target();
+    let exact = least.to_string();
+    send(&target, &["-n", "120", "-c", "4", "--size", &exact], 0);
+    let r = send(&target, &["-n", "40", "-c", "4", "--size", "0-1k"], 0);
+    assert_eq!(
+        r["config"]["size"],
+        serde_json::json!({"min": least, "max": 1024}),
+        "the range as sent"
+    );
+    sink_results(sink, &json);
+    let mut lens: Vec<u64> = std::fs::read_dir(md.join("new"))
+        .expect("maildir")
+        .map(|e| e.expect("entry").metadata().expect("stat").len())
+        .collect();
+    lens.sort_unstable();
+    assert_eq!(lens.len(), 160);
+    assert!(
+        lens[..120].iter().all(|l| *l == least) && lens[120..].iter().all(|l| *l >= least),
+        "expected 120 messages of exactly {least} bytes and 40 of at least that, got {lens:?}"
+    );
+}

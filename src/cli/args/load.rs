@@ -130,7 +130,8 @@ pub struct MessageArgs {
     #[arg(long, default_value = "1", value_name = "N")]
     pub rcpts: String,
     /// Message size (headers included): 25k, or a range 0-10k (default: 1k for send, 25k
-    /// for relay).
+    /// for relay). A message is at least its headers and trace header (about 380 bytes):
+    /// a smaller size is refused, and a range below it starts there.
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// Send this message file (headers and body) instead of generated messages.

@@ -25,10 +25,11 @@ Examples:
       your own MTA, pointed at this host's port 2525 as its relayhost
 
 Summary keys: sent, accepted, delivered, bounced, lost, duplicates, errors, inject_mpm,
-drain_mpm, e2e_p50_ms, e2e_p99_ms, max_backlog, drained ('lost==0' and 'drained==1' make
-good thresholds). Lab runs need root and Postfix (scripts/install-deps.sh); Exim,
-OpenSMTPD and Sendmail are unpacked, and qmail built, beside it by
-scripts/install-deps.sh --mtas.";
+drain_mpm, delivery_per_sec, e2e_p50_ms, e2e_p99_ms, max_backlog, drained ('drained==1'
+makes a good threshold). A run that lost mail (accepted, neither delivered nor bounced
+within --drain-timeout) exits 2; --find-max excepted, whose failing steps lose by design.
+Lab runs need root and Postfix (scripts/install-deps.sh); Exim, OpenSMTPD and Sendmail
+are unpacked, and qmail built, beside it by scripts/install-deps.sh --mtas.";
 
 /// Flags of `mailbench relay`.
 #[derive(Debug, Args)]

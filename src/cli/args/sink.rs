@@ -19,7 +19,8 @@ Examples:
 Faults asked for by the recipient address: tempfail@… (450), permfail@… (550),
 451-anything@… (that code), disconnect@…, shutdown@… (421), greylist@….
 Rules: COMMAND:ACTION[:PERCENT%] with COMMAND connect|ehlo|auth|mail|rcpt|data|data_end|quit
-and ACTION a 4xx/5xx code, delay=DUR[-DUR], disconnect or shutdown.";
+and ACTION a 4xx/5xx code, delay=DUR[-DUR], disconnect, shutdown, or pace=RATE (at most
+RATE of that command's replies a second, all connections together; each waits its turn).";
 
 /// Flags of `mailbench sink`.
 #[derive(Debug, Args)]

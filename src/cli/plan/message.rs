@@ -122,6 +122,15 @@ fn build(e: Envelope) -> Result<(MessagePlan, serde_json::Value), String> {
     if max > 512 << 20 || attach > 512 << 20 {
         return Err(format!("{flag} and --attach are limited to 512 MiB"));
     }
+    let generate = |min: usize| {
+        Content::generate(&GenSpec {
+            size: SizeRange { min, max },
+            attach,
+            from: sample(&e.from),
+            to: sample(&e.to),
+        })
+    };
+    let mut min = min;
     let content = match e.body {
         Some(p) => {
             if attach > 0 {
@@ -129,12 +138,16 @@ fn build(e: Envelope) -> Result<(MessagePlan, serde_json::Value), String> {
             }
             Content::from_path(p)?
         }
-        None => Content::generate(&GenSpec {
-            size: SizeRange { min, max },
-            attach,
-            from: sample(&e.from),
-            to: sample(&e.to),
-        })?,
+        None => {
+            let content = generate(min)?;
+            match content.smallest(crate::send::workload::longest_prefix()) {
+                Some(least) if min < least => {
+                    min = at_least(flag, size, least, min == max || max < least)?;
+                    generate(min)?
+                }
+                _ => content,
+            }
+        }
     };
     let json = serde_json::json!({
         "rcpts": e.rcpts,
@@ -152,6 +165,20 @@ fn build(e: Envelope) -> Result<(MessagePlan, serde_json::Value), String> {
         dkim: None,
     };
     Ok((plan, json))
+}
+
+/// A size below the smallest message that can be made (its header section and trace
+/// header): a fixed size is refused, naming the smallest (a user asking for 0 bytes wants
+/// to know what the least is, not to get it silently); a range (`0-10k`, as Postal's
+/// sizes are written) starts at the smallest instead, as the size flag's help says.
+fn at_least(flag: &str, size: &str, least: usize, fixed: bool) -> Result<usize, String> {
+    if fixed {
+        Err(format!(
+            "{flag} {size}: the smallest message mailbench can make is {least} bytes (its header section and trace header); give {flag} {least} or more"
+        ))
+    } else {
+        Ok(least)
+    }
 }
 
 /// An address for the generated From/To header.

@@ -108,16 +108,18 @@ fn title(runs: &[(String, &Results)]) -> String {
 /// their own length, since the drain goes on after the last message is sent.
 fn subtitle(label: &str, r: &Results) -> String {
     let took = match &r.summary {
-        Summary::Relay(s) => format!(
-            "injected for {:.1} s, last delivery {:.2} s after the {}",
-            r.duration_s,
-            s.drain_s,
-            if s.release_at_s.is_some() {
-                "release"
-            } else {
-                "first injection"
-            }
-        ),
+        Summary::Relay(s) => match s.drain_s {
+            Some(d) => format!(
+                "injected for {:.1} s, last delivery {d:.2} s after the {}",
+                r.duration_s,
+                if s.release_at_s.is_some() {
+                    "release"
+                } else {
+                    "first injection"
+                }
+            ),
+            None => format!("injected for {:.1} s, no message arrived", r.duration_s),
+        },
         _ => format!("for {:.1} s", r.duration_s),
     };
     format!(

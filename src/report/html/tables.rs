@@ -181,10 +181,12 @@ pub fn details(runs: &[(String, &Results)]) -> String {
             ("concurrency", "sessions"),
             ("inject_mpm", "injected (msg/min)"),
             ("drain_mpm", "drained (msg/min)"),
+            ("delivery_per_sec", "delivered (msg/s)"),
             ("e2e_p50_ms", "end to end p50 (ms)"),
             ("e2e_p99_ms", "end to end p99 (ms)"),
             ("max_backlog", "max backlog"),
             ("lost", "lost"),
+            ("why", "verdict"),
         ],
         |r| r.extra.get("sweep"),
     ));
@@ -194,6 +196,8 @@ pub fn details(runs: &[(String, &Results)]) -> String {
         "Find-max steps",
         &[
             ("rate_per_sec", "rate (msg/s)"),
+            ("inject_per_sec", "injected (msg/s)"),
+            ("delivery_per_sec", "delivered (msg/s)"),
             ("drain_mpm", "drained (msg/min)"),
             ("e2e_p99_ms", "end to end p99 (ms)"),
             ("max_backlog", "max backlog"),

@@ -22,28 +22,45 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         "  injected   sent {}  accepted {}  rejected {}  errors {}   {:.0} msg/min accepted",
         i.sent, i.accepted, i.rejected, i.errors, s.inject_mpm
     );
+    let unit = if s.drain_per_recipient {
+        "recipients"
+    } else {
+        "messages"
+    };
+    let from = if s.release_at_s.is_some() {
+        "release"
+    } else {
+        "first injection"
+    };
+    let drain = match (s.drain_mpm, s.drain_s) {
+        (Some(mpm), Some(d)) => format!(
+            "drain {mpm:.0} {unit}/min (last arrival {d:.2} s after the {from}){}",
+            s.delivery_per_sec
+                .map_or(String::new(), |r| format!(", delivering at {r:.1}/s"))
+        ),
+        _ => "no message arrived".to_string(),
+    };
     let _ = writeln!(
         out,
-        "  delivered  {} of {} recipients ({} messages)  bounced {}  lost {}  duplicates {}{}   drain {:.0} {}/min (last arrival {:.2} s after the {})",
+        "  delivered  {} of {} recipients ({} messages)  bounced {}  {}  duplicates {}{}   {drain}",
         s.delivered,
         s.expected_recipients,
         s.delivered_messages,
         s.bounced,
-        s.lost,
-        s.duplicates,
-        if s.drained { "" } else { "  NOT DRAINED" },
-        s.drain_mpm,
-        if s.drain_per_recipient {
-            "recipients"
+        if s.drain_aborted {
+            format!(
+                "undelivered {} (the drain was aborted: not lost)",
+                s.undelivered
+            )
         } else {
-            "messages"
+            format!("lost {}", s.lost)
         },
-        s.drain_s,
-        if s.release_at_s.is_some() {
-            "release"
-        } else {
-            "first injection"
-        }
+        s.duplicates,
+        match (s.drained, s.drain_aborted) {
+            (true, _) => "",
+            (false, true) => "  DRAIN ABORTED",
+            (false, false) => "  NOT DRAINED",
+        },
     );
     if let (Some(held), Some(at)) = (s.flush_held, s.release_at_s) {
         let _ = writeln!(
@@ -53,9 +70,12 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "  end to end p50 {:.3} ms  p99 {:.3} ms (from the end of each message's data)   max backlog {}{}",
-        s.e2e_p50_ms,
-        s.e2e_p99_ms,
+        "  end to end {}   max backlog {}{}",
+        match (s.e2e_p50_ms, s.e2e_p99_ms) {
+            (Some(p50), Some(p99)) =>
+                format!("p50 {p50:.3} ms  p99 {p99:.3} ms (from the end of each message's data)"),
+            _ => "none: no message arrived".to_string(),
+        },
         s.max_backlog,
         if s.drain_per_recipient {
             " recipients (messages arrived in several copies: drain and backlog count recipients)"
@@ -80,8 +100,8 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "  other mail bounces (null sender) {}  untraced {}  cut off by the end but delivered {}",
-        s.bounces, s.untraced, s.aborted_delivered
+        "  other mail bounces (null sender) {}  delay notices {}  untraced {}  cut off by the end but delivered {}",
+        s.bounces, s.delay_notices, s.untraced, s.aborted_delivered
     );
     if let Some(n) = s.receiver_rejected {
         let faults = r.extra["sink"]["faults"]
@@ -107,8 +127,10 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     if s.maillog_sent.is_some() {
         let _ = writeln!(
             out,
-            "  MTA log    delivered {}  still queued {}",
+            "  MTA log    delivered {}{}  still queued {}",
             opt(s.maillog_sent),
+            s.maillog_bounced
+                .map_or(String::new(), |b| format!("  bounced {b}")),
             opt(s.queued_left)
         );
     }
@@ -132,48 +154,63 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "  {:>10} {:>10} {:>10} {:>11} {:>6}  verdict",
-            "rate/s", "drain MPM", "e2e p99", "max backlog", "lost"
+            "  {:>10} {:>10} {:>11} {:>10} {:>11} {:>6}  verdict",
+            "rate/s", "injected/s", "delivered/s", "e2e p99", "max backlog", "lost"
         );
         for row in rows {
             let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
             let _ = writeln!(
                 out,
-                "  {:>10.1} {:>10.0} {:>10.1} {:>11} {:>6}  {}",
+                "  {:>10.1} {:>10} {:>11} {:>10} {:>11} {:>6}  {}",
                 f("rate_per_sec"),
-                f("drain_mpm"),
-                f("e2e_p99_ms"),
+                cell(&row["inject_per_sec"], 1),
+                cell(&row["delivery_per_sec"], 1),
+                cell(&row["e2e_p99_ms"], 1),
                 f("max_backlog") as i64,
                 f("lost") as u64,
                 row["why"].as_str().unwrap_or("")
             );
         }
-        let _ = writeln!(
-            out,
-            "  maximum sustainable rate: {:.1} msg/s ({:.0} msg/min)",
-            s.max_sustainable_per_sec.unwrap_or(0.0),
-            s.max_sustainable_mpm.unwrap_or(0.0)
-        );
+        let _ = match s.max_sustainable_per_sec {
+            Some(best) if best > 0.0 => writeln!(
+                out,
+                "  maximum sustainable rate: {best:.1} msg/s ({:.0} msg/min): injected and delivered at the rate offered, the backlog not growing",
+                best * 60.0
+            ),
+            _ => writeln!(
+                out,
+                "  maximum sustainable rate: none — no step was injected and delivered at its rate, down to 1/s"
+            ),
+        };
     }
     if let Some(rows) = r.extra.get("sweep").and_then(|v| v.as_array()) {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "  {:>8} {:>11} {:>10} {:>10} {:>10} {:>11} {:>6}",
-            "sessions", "inject MPM", "drain MPM", "e2e p50", "e2e p99", "max backlog", "lost"
+            "  {:>8} {:>11} {:>10} {:>11} {:>10} {:>10} {:>11} {:>6}  verdict",
+            "sessions",
+            "inject MPM",
+            "drain MPM",
+            "delivered/s",
+            "e2e p50",
+            "e2e p99",
+            "max backlog",
+            "lost"
         );
         for row in rows {
             let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
             let _ = writeln!(
                 out,
-                "  {:>8} {:>11.0} {:>10.0} {:>10.1} {:>10.1} {:>11} {:>6}",
+                "  {:>8} {:>11.0} {:>10} {:>11} {:>10} {:>10} {:>11} {:>6}  {}",
                 f("concurrency") as u64,
                 f("inject_mpm"),
-                f("drain_mpm"),
-                f("e2e_p50_ms"),
-                f("e2e_p99_ms"),
+                cell(&row["drain_mpm"], 0),
+                cell(&row["delivery_per_sec"], 1),
+                cell(&row["e2e_p50_ms"], 1),
+                cell(&row["e2e_p99_ms"], 1),
                 f("max_backlog") as i64,
-                f("lost") as u64
+                f("lost") as u64,
+                row["why"].as_str().unwrap_or("")
             );
         }
         let _ = writeln!(out, "  (the detail below is the last level's)");
@@ -218,4 +255,10 @@ fn io_per_message(out: &mut String, r: &Results) {
             String::new()
         }
     );
+}
+
+/// A step row's figure with `decimals`, or `-` where there is none (nothing arrived).
+fn cell(v: &serde_json::Value, decimals: usize) -> String {
+    v.as_f64()
+        .map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
 }

@@ -1,9 +1,11 @@
 //! Fault injection: what a difficult receiver does to a relay. Rules per command (delay,
-//! 4xx/5xx with a probability, disconnect, 421) are parsed in `rule`; `state` holds what all
+//! 4xx/5xx with a probability, disconnect, 421, a pace) are parsed in `rule`, a pace's turns
+//! kept in `pace`; `state` holds what all
 //! connections share (counts, greylist memory, per-client limits) and decides each reply;
 //! `recipient` adds the faults a recipient asks for (BHM user-list flags, or the address
 //! itself). Every injected fault is counted by kind.
 
+mod pace;
 mod recipient;
 mod rule;
 mod state;
@@ -37,11 +39,13 @@ pub enum FaultKind {
     Recipient,
     /// A connection or rate limit was hit.
     Limit,
+    /// A reply held for its turn by a pace (`pace=RATE`).
+    Paced,
 }
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::Reply4xx,
         FaultKind::Reply5xx,
         FaultKind::Delay,
@@ -50,6 +54,7 @@ impl FaultKind {
         FaultKind::Greylist,
         FaultKind::Recipient,
         FaultKind::Limit,
+        FaultKind::Paced,
     ];
     /// Stable name.
     pub fn name(self) -> &'static str {
@@ -62,6 +67,7 @@ impl FaultKind {
             FaultKind::Greylist => "greylist",
             FaultKind::Recipient => "recipient",
             FaultKind::Limit => "limit",
+            FaultKind::Paced => "paced",
         }
     }
 }

@@ -1,4 +1,7 @@
 //! Fault rules, `COMMAND:ACTION[:PERCENT%]`, as `--rule` and the rules file give them.
+//! Besides replies, delays and disconnects, `pace=RATE` makes the sink a receiver of a
+//! known capacity: that command's replies go out at most RATE a second, all connections
+//! together, each waiting its turn.
 
 use std::time::Duration;
 
@@ -29,15 +32,18 @@ pub enum Action {
     Disconnect,
     /// 421 and close.
     Shutdown,
+    /// At most this many of the command's replies per second, all connections together:
+    /// each reply waits for its turn (none is refused).
+    Pace(f64),
 }
 
 /// Parses `COMMAND:ACTION[:PROBABILITY%]`, e.g. `rcpt:451:30%`, `data_end:delay=200ms`,
-/// `mail:delay=10ms-1s`, `quit:disconnect`, `ehlo:shutdown:5%`; `flag` (`--rule`,
-/// `--sink-rule`) is what an error names.
+/// `mail:delay=10ms-1s`, `quit:disconnect`, `ehlo:shutdown:5%`, `data_end:pace=300/s`;
+/// `flag` (`--rule`, `--sink-rule`) is what an error names.
 pub fn parse_rule(flag: &str, spec: &str) -> Result<Rule, String> {
     let bad = |why: &str| {
         format!(
-            "bad {flag} {spec:?}: {why}; write COMMAND:ACTION[:PERCENT%], e.g. rcpt:451:30% or data_end:delay=200ms"
+            "bad {flag} {spec:?}: {why}; write COMMAND:ACTION[:PERCENT%], e.g. rcpt:451:30%, data_end:delay=200ms or data_end:pace=300/s"
         )
     };
     let mut parts = spec.split(':');
@@ -61,6 +67,8 @@ pub fn parse_rule(flag: &str, spec: &str) -> Result<Rule, String> {
     let action = if let Some(d) = act.strip_prefix("delay=") {
         let (lo, hi) = crate::units::duration_range(d).map_err(|e| bad(&e))?;
         Action::Delay(lo, hi)
+    } else if let Some(r) = act.strip_prefix("pace=") {
+        Action::Pace(crate::units::rate(r).map_err(|e| bad(&e))?)
     } else if act == "disconnect" {
         Action::Disconnect
     } else if act == "shutdown" || act == "421" {
@@ -70,7 +78,7 @@ pub fn parse_rule(flag: &str, spec: &str) -> Result<Rule, String> {
             Ok(c) if (400..600).contains(&c) => Action::Reply(c),
             _ => {
                 return Err(bad(
-                    "action must be a 4xx/5xx code, delay=DUR, disconnect or shutdown",
+                    "action must be a 4xx/5xx code, delay=DUR, pace=RATE, disconnect or shutdown",
                 ));
             }
         }
@@ -81,6 +89,11 @@ pub fn parse_rule(flag: &str, spec: &str) -> Result<Rule, String> {
     };
     if parts.next().is_some() {
         return Err(bad("too many ':' fields"));
+    }
+    if matches!(action, Action::Pace(_)) && probability < 1.0 {
+        return Err(bad(
+            "a pace holds every reply to its turn; it takes no percentage",
+        ));
     }
     Ok(Rule {
         command,
@@ -111,12 +124,27 @@ mod tests {
                 .action,
             Action::Disconnect
         );
+        assert_eq!(
+            parse_rule("--rule", "data_end:pace=300/s")
+                .expect("valid")
+                .action,
+            Action::Pace(300.0)
+        );
+        assert_eq!(
+            parse_rule("--rule", "data_end:pace=1200/min")
+                .expect("valid")
+                .action,
+            Action::Pace(20.0)
+        );
         for bad in [
             "nope:451",
             "rcpt",
             "rcpt:200",
             "rcpt:451:150%",
             "rcpt:delay=x",
+            "data_end:pace=0/s",
+            "data_end:pace=fast",
+            "data_end:pace=300/s:50%",
         ] {
             let e = parse_rule("--sink-rule", bad).expect_err(bad);
             assert!(

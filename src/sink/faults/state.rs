@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use super::pace::Pace;
 use super::{Action, FaultKind, FaultPlan};
 use crate::smtp::proto::server::{Command, Decision, Verdict, reply};
 
@@ -17,6 +18,8 @@ pub struct FaultState {
     counts: [AtomicU64; FaultKind::ALL.len()],
     greylist: Mutex<HashMap<(IpAddr, String, String), Instant>>,
     per_ip: Mutex<HashMap<IpAddr, IpState>>,
+    /// The turns of each `pace=` rule, by the rule's place in the plan.
+    paces: Vec<Option<Pace>>,
 }
 
 #[derive(Default)]
@@ -32,7 +35,16 @@ const GREYLIST_CAP: usize = 1_000_000;
 impl FaultState {
     /// Shared state for a plan.
     pub fn new(plan: FaultPlan) -> Self {
+        let paces = plan
+            .rules
+            .iter()
+            .map(|r| match r.action {
+                Action::Pace(per_s) => Some(Pace::new(per_s)),
+                _ => None,
+            })
+            .collect();
         FaultState {
+            paces,
             plan,
             counts: Default::default(),
             greylist: Mutex::new(HashMap::new()),
@@ -152,11 +164,19 @@ impl FaultState {
         {
             return with_delay(r, d.delay);
         }
-        for rule in &plan.rules {
+        for (i, rule) in plan.rules.iter().enumerate() {
             if rule.command != cmd || (rule.probability < 1.0 && rng.f64() >= rule.probability) {
                 continue;
             }
             match &rule.action {
+                Action::Pace(_) => {
+                    let wait = self.paces[i].as_ref().map_or(Duration::ZERO, Pace::turn);
+                    if !wait.is_zero() {
+                        self.count(FaultKind::Paced);
+                    }
+                    d.delay = d.delay.saturating_add(wait);
+                    continue; // a pace does not change the reply
+                }
                 Action::Delay(lo, hi) => {
                     self.count(FaultKind::Delay);
                     let extra = if lo == hi {

@@ -242,10 +242,12 @@ pub fn assert_threshold_keys(
     }
 }
 
-/// The relay summary's keys that only some modes have: `--find-max`, `--flush`, a fan-out
+/// The relay summary's keys that only some modes have: a lab whose log is read message by
+/// message (Postfix, OpenSMTPD), `--find-max`, `--flush`, a fan-out
 /// (several copies per message), deliveries before the MTA's 250, `--dns-domains`,
 /// `--trace-io`, `--mta-lookup`.
 const RELAY_MODE_KEYS: &[&str] = &[
+    "maillog_bounced",
     "max_sustainable_per_sec",
     "max_sustainable_mpm",
     "flush_held",
