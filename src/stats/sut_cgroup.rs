@@ -201,9 +201,26 @@ mod tests {
 
     #[test]
     fn a_child_process_is_counted_as_it_runs_and_goes_back_when_the_watch_ends() {
-        let Some(cg) = Cgroup::new() else {
-            // Where none can be made (no cgroup2, a cgroup enabling controllers) the tree
-            // is read from /proc: nothing to check here.
+        // Made exactly where it changes nothing: the unified hierarchy is mounted and this
+        // process's cgroup enables no controller for its children (tests run as root).
+        let quiet = (|| {
+            let root = unified_mount(&std::fs::read_to_string("/proc/self/mountinfo").ok()?)?;
+            let home = unified_path(&std::fs::read_to_string("/proc/self/cgroup").ok()?)?;
+            let ctl = std::fs::read_to_string(
+                root.join(home.trim_start_matches('/'))
+                    .join("cgroup.subtree_control"),
+            )
+            .ok()?;
+            Some(ctl.trim().is_empty())
+        })()
+        .unwrap_or(false);
+        let cg = Cgroup::new();
+        assert_eq!(
+            cg.is_some(),
+            quiet,
+            "a watch cgroup where the unified hierarchy lets one be made unchanged, none elsewhere"
+        );
+        let Some(cg) = cg else {
             return;
         };
         let mut child = std::process::Command::new("sh")
