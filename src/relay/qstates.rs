@@ -65,7 +65,7 @@ async fn read_loop(
     let mut out: Vec<Reading> = Vec::new();
     // On the alarm thread, as the sampler's: no tokio timer beside the load's waits.
     let mut ticker = Ticker::new(start + interval, interval);
-    let mut last_read: Option<Instant> = None;
+    let mut last_tick: Option<Instant> = None;
     loop {
         // Once more when stopped: the run's last point ends then, between two ticks.
         let (asked, last) = tokio::select! {
@@ -73,9 +73,13 @@ async fn read_loop(
             _ = now.notified() => (true, false),
             _ = stop.cancelled() => (true, true),
         };
-        // Ticks missed while a scan was slow come at once: one reading is enough.
-        if !asked && last_read.is_some_and(|t| is_sliver(t.elapsed().as_secs_f64(), interval)) {
-            continue;
+        // Ticks missed while a scan was slow come at once: one reading is enough. A
+        // reading asked for between two ticks never lets the next tick go.
+        if !asked {
+            if last_tick.is_some_and(|t| is_sliver(t.elapsed().as_secs_f64(), interval)) {
+                continue;
+            }
+            last_tick = Some(Instant::now());
         }
         let l = lab.clone();
         let began = crate::stats::clock::unix_us();
@@ -83,7 +87,6 @@ async fn read_loop(
             .await
             .unwrap_or_default();
         let ended = crate::stats::clock::unix_us();
-        last_read = Some(Instant::now());
         out.push((began + ended.saturating_sub(began) / 2, states));
         if last {
             return out;

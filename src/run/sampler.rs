@@ -515,7 +515,8 @@ impl Observed {
 /// Reads the tree (and the queue command) once per interval from `start` (where the tree
 /// read `first`), and when asked (`now`), until `stop`, keeping the last interval's CPU in
 /// `latest`. A tick that comes less than [`MIN_SHARE`] of an interval after the last
-/// reading (ticks missed while a reading was slow come at once) is let go.
+/// tick read (ticks missed while a reading was slow come at once) is let go; a reading
+/// asked for never lets a tick go.
 async fn sample_loop(
     (pids, net, cg): (Pids, Option<NetRead>, Option<Arc<Cgroup>>),
     queue_cmd: Option<String>,
@@ -531,16 +532,21 @@ async fn sample_loop(
     let min_gap = interval.as_secs_f64() * MIN_SHARE;
     // When the proportional set size was last read, and what reading it took.
     let (mut pss_at, mut pss_cost) = (first.t_s, 0.0);
+    // When the last tick was read: a reading asked for between two ticks (the injection's
+    // end) never stands in for the next tick's, which ends the next point.
+    let mut last_tick = first.t_s;
     loop {
         let asked = tokio::select! {
             _ = ticker.tick() => false,
             _ = now.notified() => true,
             _ = stop.cancelled() => return out,
         };
-        let prev = out.last().unwrap_or(&first);
         let at = start.elapsed().as_secs_f64();
-        if !asked && at - prev.t_s < min_gap {
-            continue;
+        if !asked {
+            if at - last_tick < min_gap {
+                continue;
+            }
+            last_tick = at;
         }
         let pss = pss_cost <= PSS_BUDGET * (at - pss_at);
         let (p, n, dev, c) = (pids.clone(), net.clone(), device.clone(), cg.clone());

@@ -184,6 +184,10 @@ pub fn sample_at(pids: &[u32], pss: bool, cg: Option<&Cgroup>) -> (Sample, Insta
         cg.adopt(pids);
     }
     let members = cg.map(Cgroup::members).unwrap_or_default();
+    // The cgroup's count is read first, nearest the instant the reading was due (a
+    // reading at an interval's end): when every process is in it, that instant is the
+    // reading's.
+    let counted = cg.and_then(Cgroup::cpu_s).map(|c| (c, Instant::now()));
     let mut last = read_pass(pids, &members, cg);
     for _ in 0..2 {
         let again = read_pass(pids, &members, cg);
@@ -195,14 +199,11 @@ pub fn sample_at(pids: &[u32], pss: bool, cg: Option<&Cgroup>) -> (Sample, Insta
     }
     let mut at = last.at;
     let mut s = last.sample;
-    // The cgroup's count is read once, at an instant of its own: when every process is
-    // in it, that instant is the reading's.
-    if let Some((all, sys)) = cg.and_then(Cgroup::cpu_s) {
-        let now = Instant::now();
+    if let Some(((all, sys), when)) = counted {
         s.user_s += all - sys;
         s.sys_s += sys;
         if s.cgroup_procs >= s.procs {
-            at = now;
+            at = when;
         }
     }
     let live = &last.reaped.0;
