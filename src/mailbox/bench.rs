@@ -176,15 +176,13 @@ pub async fn workload(
     let interval = work.progress().interval;
     let sampler = Sampler::start(pids.clone(), net, None, None, interval, start);
     let result = work.run(shutdown, pids).await;
-    // The store's averages are over what the sampler's first and last readings span.
-    let observed_s = start.elapsed().as_secs_f64();
     let observed = sampler.finish().await;
     let mut r = result.map_err(MailboxError::Usage)?;
     if !own_series {
-        observed.fill(&mut r.series);
+        observed.fill(&mut r.series, r.started_at_us);
     }
     if observing {
-        let report = observed.report(&r.series, observed_s);
+        let report = observed.report(&r.series);
         r.extra.insert("sut".into(), report);
     }
     r.forget_unobserved_sut();

@@ -63,8 +63,6 @@ pub(super) struct CombineInputs {
     /// The whole process over the whole run (injection and drain; generator and sink).
     pub(super) tool_cpu: CpuTimes,
     pub(super) tool_secs: f64,
-    /// When injection started, seconds after the relay's start (the sampler's clock).
-    pub(super) send_offset_s: f64,
     /// A flush's release: then the drain counts from it, not from the first injection.
     pub(super) released: Option<Released>,
 }
@@ -284,6 +282,7 @@ pub(super) fn combine(
         let mut p = send.series.get(i).cloned().unwrap_or_default();
         if i < grid.len() {
             (p.t_s, p.dt_s) = grid.span_s(i);
+            p.msgs_per_sec = p.counters.accepted as f64 / p.dt_s.max(1e-9);
         }
         in_n += *handed as i64;
         del_n += *delivered as i64;
@@ -294,15 +293,12 @@ pub(super) fn combine(
         series.push(p);
     }
     // The sampler's readings count from the relay's start, a moment before injection.
-    x.observed.fill(&mut series);
+    x.observed.fill(&mut series, zero_us);
     let e2e = (!e2e.is_empty()).then(|| HistJson::from_hist(&e2e));
     let e2e_rcpt = by_recipient.then(|| per_recipient(x, &copies)).flatten();
     let (delivered_before_accept, before_accept_max_ms) = before_accept(&arrived.msgs);
-    // The MTA's averages cover what was measured of it: from the first reading (the
-    // relay's start, a moment before injection) to the last arrival, or to the end of
-    // injection when nothing arrived after it.
-    let wall = (drain_s.unwrap_or(0.0) + x.send_offset_s).max(inject_s);
-    let sut_report = x.observed.report(&series, wall);
+    // The MTA's averages are over the time it was watched (`watched_s`).
+    let sut_report = x.observed.report(&series);
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     // The injection's rate is taken over its whole duration here (the generator's own
     // summary takes it over its active span): the relay compares it with the drain.

@@ -33,9 +33,22 @@ impl Grid {
         }
         let end = end_us.saturating_sub(zero_us);
         let mut last = ends.last().copied().unwrap_or(0);
+        // No span a sliver of an interval (`stats::series`): a grid line just after the
+        // injection's end is passed over, and the watch's last sliver joins the point
+        // before it.
+        let sliver =
+            |a: u64, b: u64| crate::stats::series::is_sliver((b - a) as f64 / 1e6, interval);
         while last < end || ends.is_empty() {
-            last = ((last / step + 1) * step).min(end.max(1));
+            let mut next = ((last / step + 1) * step).min(end.max(1));
+            if next < end && sliver(last, next) {
+                next = ((next / step + 1) * step).min(end);
+            }
+            last = next;
             ends.push(last);
+        }
+        let n = ends.len();
+        if n > 1 && sliver(ends[n - 2], ends[n - 1]) {
+            ends.remove(n - 2);
         }
         Grid { zero_us, ends }
     }
@@ -110,6 +123,28 @@ mod tests {
             5,
             "late ones go to the last point"
         );
+    }
+
+    #[test]
+    fn issue_40_no_span_of_the_grid_is_a_sliver_of_an_interval() {
+        // Injection ended 2.751 s in, the watch 4.003 s in: the grid line at 3.0 s would
+        // have made a point of 0.249 s, the watch's end one of 3 ms.
+        let injected = [point(1.0, 1.0), point(2.0, 1.0), point(2.751, 0.751)];
+        let zero = 1_000_000_000;
+        let g = Grid::new(&injected, Duration::from_secs(1), zero, zero + 4_003_000);
+        let spans: Vec<(f64, f64)> = (0..g.len()).map(|i| g.span_s(i)).collect();
+        let want = [(1.0, 1.0), (2.0, 1.0), (2.751, 0.751), (4.003, 1.252)];
+        assert_eq!(spans.len(), want.len(), "{spans:?}");
+        for ((t, dt), (wt, wdt)) in spans.iter().zip(want) {
+            assert!(
+                (t - wt).abs() < 1e-9 && (dt - wdt).abs() < 1e-9,
+                "expected {want:?}, got {spans:?}"
+            );
+        }
+        // Injection's last point itself takes a sliver that ends the watch.
+        let g = Grid::new(&injected, Duration::from_secs(1), zero, zero + 2_800_000);
+        assert_eq!(g.len(), 3);
+        assert_eq!(g.span_s(2), (2.8, 0.8));
     }
 
     #[test]

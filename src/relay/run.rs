@@ -165,7 +165,6 @@ pub async fn run(
     })));
     let data_ends = r.send.data_end_log.clone();
     let origin_us = crate::stats::clock::unix_us();
-    let send_start = Instant::now();
     let send = match crate::send::run(r.send, shutdown.clone()).await {
         Ok(s) => s,
         Err(e) => {
@@ -178,6 +177,9 @@ pub async fn run(
             return Err(RelayError::Usage(e));
         }
     };
+    // The pace changes here: the MTA's resources and queues read at the injection's end.
+    sampler.read_now();
+    queue_watch.iter().for_each(super::qstates::Watch::read_now);
     let expected = send.counters.rcpts.delivered;
     let released = match (r.flush, lab_arc.clone()) {
         (true, Some(l)) => Some(release(l, send.counters.accepted, progress.quiet).await?),
@@ -233,7 +235,6 @@ pub async fn run(
             queued_left: lab.map(|l| l.queued() as u64),
             tool_cpu: CpuTimes::of_self().since(&cpu0),
             tool_secs: start.elapsed().as_secs_f64(),
-            send_offset_s: send_start.duration_since(start).as_secs_f64(),
             released,
         },
     );

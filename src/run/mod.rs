@@ -49,6 +49,8 @@ pub struct Runner {
     /// The ends of intervals, on the alarm thread: a tokio timer would make the runtime
     /// sleep with a kernel timer armed at every wait for the network.
     ticker: Ticker,
+    /// When the last interval closed (time zero before the first).
+    last_close: Instant,
 }
 
 /// What a finished run measured, for its results.
@@ -80,17 +82,28 @@ impl Runner {
             collector: Collector::new(start),
             live: Live::new(progress.quiet),
             ticker: Ticker::new(start + interval, interval),
+            last_close: start,
         }
     }
 
-    /// Waits for the end of the current interval.
+    /// Waits for the end of the current interval. A tick that comes less than
+    /// [`crate::stats::series::MIN_SHARE`] of an interval after the last one closed (the
+    /// ticks missed while the process was busy, or every tick of a `--start-at` in the
+    /// past, come at once) is let go: that interval goes on to the next tick.
     pub async fn tick(&mut self) {
-        self.ticker.tick().await;
+        loop {
+            self.ticker.tick().await;
+            let since = self.last_close.elapsed().as_secs_f64();
+            if !crate::stats::series::is_sliver(since, self.interval) {
+                return;
+            }
+        }
     }
 
     /// Closes an interval: drains the shards into the series; returns the new point and
     /// the totals so far, for the live line.
     pub fn close_interval(&mut self, shards: &Shards) -> (IntervalPoint, &Recorder) {
+        self.last_close = Instant::now();
         let p = self.collector.tick(shards).clone();
         (p, &self.collector.total)
     }
@@ -100,9 +113,10 @@ impl Runner {
         &self.live
     }
 
-    /// The last tick: drains what is left and clears the live line.
+    /// The last tick: drains what is left (into the last point, when it is too short to
+    /// be one) and clears the live line.
     pub fn finish(mut self, shards: &Shards) -> Finished {
-        self.collector.tick(shards);
+        self.collector.finish(shards, self.interval);
         self.live.finish();
         Finished {
             total: std::mem::take(&mut self.collector.total),

@@ -1,7 +1,15 @@
 //! Watching the system under test while a run goes: its process tree's CPU, disk, memory
 //! and process count read from /proc once per interval (and the first number a queue
 //! command prints, the queue device's operations and busy time, and the load average),
-//! turned into per-interval rates for the series and a whole-run report. The relay watches its MTA with it, the mailbox workloads their store.
+//! put on the run's series by time and summed into a whole-run report. The relay watches
+//! its MTA with it, the mailbox workloads their store.
+//!
+//! The readings are cumulative counters at known instants (the first when the watch
+//! starts, the last when it ends). A series point gets what the counters grew by over its
+//! own span, read off the line between the readings around its ends, over that span: its
+//! rates are never a reading's work over some other stretch of time, the points' shares
+//! add up to the totals, and no point's rate is above the busiest stretch between two
+//! readings. Averages are over the time the watch lasted, the same span the totals cover.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::alarm::Ticker;
 use crate::stats::host::{self, Device, DiskCounters};
+use crate::stats::series::MIN_SHARE;
 use crate::stats::sut::{self, NetBytes, Sample};
+use crate::stats::sut_cgroup::Cgroup;
 use crate::stats::{IntervalPoint, SutPoint};
 
 /// The processes to watch, found anew at every reading (servers start and end workers).
@@ -22,23 +32,41 @@ pub type Pids = Arc<dyn Fn() -> Vec<u32> + Send + Sync>;
 /// (a counter the clients keep: loopback has no per-process byte count).
 pub type NetRead = Arc<dyn Fn() -> NetBytes + Send + Sync>;
 
+/// The share of the watch's time the proportional set size may cost: reading it walks
+/// every process's page tables (some 100 µs each, 30 ms for a Postfix of 110 processes),
+/// so with many processes it is read at fewer readings than the rest.
+const PSS_BUDGET: f64 = 0.02;
+
 /// The tree's totals now, with the clients' byte count when there is one.
 pub fn read_store(pids: &Pids, net: Option<&NetRead>) -> Sample {
-    Sample {
+    read_tree(pids, net, false, None).0
+}
+
+/// The tree's totals now, with the proportional set size when `pss` and the CPU of what
+/// is in `cg` from it, and the instant they were read.
+fn read_tree(
+    pids: &Pids,
+    net: Option<&NetRead>,
+    pss: bool,
+    cg: Option<&Cgroup>,
+) -> (Sample, Instant) {
+    let (sample, at) = sut::sample_at(&pids(), pss, cg);
+    let sample = Sample {
         net: net.map(|f| f()),
-        ..sut::sample(&pids())
-    }
+        ..sample
+    };
+    (sample, at)
 }
 
 /// One reading: the tree's totals, the queue command's value, the device's counters and
 /// the load average.
+#[derive(Debug, Clone, Default)]
 struct Reading {
     sut: Sample,
     queue: Option<f64>,
     disk: Option<DiskCounters>,
     load1: Option<f64>,
-    /// Seconds from the start when the totals were read: rates divide by the time between
-    /// readings, which drifts from the series' intervals when a reading is late.
+    /// Seconds from the sampler's clock zero when the totals were read.
     t_s: f64,
 }
 
@@ -47,10 +75,16 @@ pub struct Sampler {
     pids: Pids,
     net: Option<NetRead>,
     device: Option<Device>,
-    first: Sample,
-    first_disk: Option<DiskCounters>,
-    first_t: f64,
+    interval: Duration,
+    start: Instant,
+    /// The wall clock at `start`, µs since the Unix epoch: where a series' time zero is.
+    origin_us: u64,
+    /// Where the CPU of what mailbench started is counted, when it can be.
+    cg: Option<Arc<Cgroup>>,
+    first: Reading,
     stop: CancellationToken,
+    /// Asks for a reading now, besides the interval's.
+    now: Arc<tokio::sync::Notify>,
     task: JoinHandle<Vec<Reading>>,
     latest: LatestCpu,
 }
@@ -76,15 +110,94 @@ impl LatestCpu {
     }
 }
 
-/// What a sampler saw.
+/// What a sampler saw: every reading from the first to the last, and the counters grown
+/// since the first at each.
 pub struct Observed {
     device: Option<Device>,
-    first: Sample,
-    first_disk: Option<DiskCounters>,
-    first_t: f64,
+    /// Whether the CPU of what mailbench started was the kernel's count in a cgroup.
+    in_cgroup: bool,
+    origin_us: u64,
+    interval_s: f64,
     readings: Vec<Reading>,
-    last: Sample,
-    last_disk: Option<DiskCounters>,
+    grown: Vec<Grown>,
+}
+
+/// The counters grown since the first reading, at one reading. A count that went down (a
+/// process that left the tree took its count with it) is not taken back: what was seen
+/// used stays used, and what the others use afterwards counts from there.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Grown {
+    cpu_s: f64,
+    sys_s: f64,
+    read_bytes: f64,
+    write_bytes: f64,
+    read_calls: f64,
+    write_calls: f64,
+    faults: f64,
+    net_in: f64,
+    net_out: f64,
+    dev_reads: f64,
+    dev_writes: f64,
+    dev_busy_ms: f64,
+}
+
+impl Grown {
+    /// `self` plus what grew from reading `a` to reading `b`.
+    fn after(&self, a: &Reading, b: &Reading) -> Grown {
+        let up = |now: f64, then: f64| (now - then).max(0.0);
+        let upc = |now: u64, then: u64| now.saturating_sub(then) as f64;
+        let cpu = up(b.sut.cpu_s(), a.sut.cpu_s());
+        let (net_in, net_out) = match (a.sut.net, b.sut.net) {
+            (Some(x), Some(y)) => (
+                upc(y.into_store, x.into_store),
+                upc(y.out_of_store, x.out_of_store),
+            ),
+            _ => (0.0, 0.0),
+        };
+        let (r, w, busy) = match (a.disk, b.disk) {
+            (Some(x), Some(y)) => (
+                upc(y.reads, x.reads),
+                upc(y.writes, x.writes),
+                upc(y.busy_ms, x.busy_ms),
+            ),
+            _ => (0.0, 0.0, 0.0),
+        };
+        Grown {
+            cpu_s: self.cpu_s + cpu,
+            // The kernel's user/system split of a process moves by a tick as it rounds:
+            // system is at most all the CPU that grew, user the rest.
+            sys_s: self.sys_s + (b.sut.sys_s - a.sut.sys_s).clamp(0.0, cpu),
+            read_bytes: self.read_bytes + upc(b.sut.read_bytes, a.sut.read_bytes),
+            write_bytes: self.write_bytes + upc(b.sut.write_bytes, a.sut.write_bytes),
+            read_calls: self.read_calls + upc(b.sut.read_calls, a.sut.read_calls),
+            write_calls: self.write_calls + upc(b.sut.write_calls, a.sut.write_calls),
+            faults: self.faults + upc(b.sut.major_faults, a.sut.major_faults),
+            net_in: self.net_in + net_in,
+            net_out: self.net_out + net_out,
+            dev_reads: self.dev_reads + r,
+            dev_writes: self.dev_writes + w,
+            dev_busy_ms: self.dev_busy_ms + busy,
+        }
+    }
+
+    /// The point `w` of the way from `self` to `b` (0 ≤ w ≤ 1).
+    fn towards(&self, b: &Grown, w: f64) -> Grown {
+        let m = |x: f64, y: f64| x + (y - x) * w;
+        Grown {
+            cpu_s: m(self.cpu_s, b.cpu_s),
+            sys_s: m(self.sys_s, b.sys_s),
+            read_bytes: m(self.read_bytes, b.read_bytes),
+            write_bytes: m(self.write_bytes, b.write_bytes),
+            read_calls: m(self.read_calls, b.read_calls),
+            write_calls: m(self.write_calls, b.write_calls),
+            faults: m(self.faults, b.faults),
+            net_in: m(self.net_in, b.net_in),
+            net_out: m(self.net_out, b.net_out),
+            dev_reads: m(self.dev_reads, b.dev_reads),
+            dev_writes: m(self.dev_writes, b.dev_writes),
+            dev_busy_ms: m(self.dev_busy_ms, b.dev_busy_ms),
+        }
+    }
 }
 
 impl Sampler {
@@ -98,31 +211,56 @@ impl Sampler {
         interval: Duration,
         start: Instant,
     ) -> Sampler {
-        let first = read_store(&pids, net.as_ref());
-        let first_disk = device.as_ref().and_then(Device::read);
-        let first_t = start.elapsed().as_secs_f64();
-        let stop = CancellationToken::new();
+        // A cgroup only for a tree there is (nothing watched: nothing made).
+        let cg = (!pids().is_empty())
+            .then(Cgroup::new)
+            .flatten()
+            .map(Arc::new);
+        let (sut, at) = read_tree(&pids, net.as_ref(), true, cg.as_deref());
+        let first = Reading {
+            sut,
+            disk: device.as_ref().and_then(Device::read),
+            load1: host::load1(),
+            queue: None,
+            t_s: since(start, at),
+        };
+        let origin_us =
+            crate::stats::clock::unix_us().saturating_sub(start.elapsed().as_micros() as u64);
+        let (stop, now) = (
+            CancellationToken::new(),
+            Arc::new(tokio::sync::Notify::new()),
+        );
         let latest = LatestCpu::default();
         let task = tokio::spawn(sample_loop(
-            (pids.clone(), net.clone()),
+            (pids.clone(), net.clone(), cg.clone()),
             queue_cmd,
             device.clone(),
             interval,
-            (start, first, first_t),
-            stop.clone(),
+            (start, first.clone()),
+            (stop.clone(), now.clone()),
             latest.clone(),
         ));
         Sampler {
             pids,
             net,
             device,
+            interval,
+            start,
+            origin_us,
+            cg,
             first,
-            first_disk,
-            first_t,
             stop,
+            now,
             task,
             latest,
         }
+    }
+
+    /// Takes a reading now, besides the interval's: where the run changes pace between
+    /// two ticks (the injection's end), so that the points on either side of it are
+    /// each read over their own span rather than the line across the two.
+    pub fn read_now(&self) {
+        self.now.notify_one();
     }
 
     /// The system's CPU over its last interval, as it is read.
@@ -132,136 +270,242 @@ impl Sampler {
 
     /// Reads the tree a last time and stops.
     pub async fn finish(self) -> Observed {
-        let last = read_store(&self.pids, self.net.as_ref());
-        let last_disk = self.device.as_ref().and_then(Device::read);
+        let (pids, net, device) = (self.pids.clone(), self.net.clone(), self.device.clone());
+        let (start, cg) = (self.start, self.cg.clone());
+        let last = tokio::task::spawn_blocking(move || {
+            let (sut, at) = read_tree(&pids, net.as_ref(), true, cg.as_deref());
+            Reading {
+                sut,
+                disk: device.as_ref().and_then(Device::read),
+                load1: host::load1(),
+                queue: None,
+                t_s: since(start, at),
+            }
+        })
+        .await
+        .unwrap_or_else(|_| Reading {
+            t_s: start.elapsed().as_secs_f64(),
+            ..Reading::default()
+        });
         self.stop.cancel();
-        let readings = self.task.await.unwrap_or_default();
-        Observed {
-            device: self.device,
-            first: self.first,
-            first_disk: self.first_disk,
-            first_t: self.first_t,
-            readings,
-            last,
-            last_disk,
+        let ticks = self.task.await.unwrap_or_default();
+        // The processes go back to mailbench's cgroup, and the watch's is removed.
+        let in_cgroup = self.cg.is_some();
+        if let Some(cg) = self.cg {
+            let _ = tokio::task::spawn_blocking(move || drop(cg)).await;
         }
+        let interval_s = self.interval.as_secs_f64();
+        let mut readings = vec![self.first];
+        readings.extend(ticks);
+        readings.push(last);
+        let mut o = Observed::new(self.device, self.origin_us, interval_s, readings);
+        o.in_cgroup = in_cgroup;
+        o
     }
 }
 
 impl Observed {
-    /// Interval readings taken.
-    pub fn len(&self) -> usize {
-        self.readings.len()
-    }
-
-    /// True when no interval reading was taken.
-    pub fn is_empty(&self) -> bool {
-        self.readings.is_empty()
-    }
-
-    /// Puts the system's rates (and the queue value) into the series, interval by
-    /// interval: point `i` gets what was used between reading `i - 1` and reading `i`.
-    pub fn fill(&self, series: &mut [IntervalPoint]) {
-        for (i, p) in series.iter_mut().enumerate() {
-            let Some(rd) = self.readings.get(i) else {
-                break;
-            };
-            let (prev, prev_disk, prev_t) = if i == 0 {
-                (&self.first, self.first_disk, self.first_t)
-            } else {
-                let r = &self.readings[i - 1];
-                (&r.sut, r.disk, r.t_s)
-            };
-            let dt = rd.t_s - prev_t;
-            let mut point = rd.sut.rates_since(prev, dt);
-            if let (Some(now), Some(then)) = (rd.disk, prev_disk) {
-                let d = now.rates_since(&then, dt);
-                point.device_read_iops = Some(d.read_iops);
-                point.device_write_iops = Some(d.write_iops);
-                point.device_util_pct = Some(d.util_pct);
+    fn new(
+        device: Option<Device>,
+        origin_us: u64,
+        interval_s: f64,
+        readings: Vec<Reading>,
+    ) -> Observed {
+        let mut grown = Vec::with_capacity(readings.len());
+        let mut g = Grown::default();
+        for (i, r) in readings.iter().enumerate() {
+            if i > 0 {
+                g = g.after(&readings[i - 1], r);
             }
-            point.load1 = rd.load1;
-            p.relay.sut = Some(point);
-            p.relay.queue = rd.queue;
+            grown.push(g);
+        }
+        Observed {
+            device,
+            in_cgroup: false,
+            origin_us,
+            interval_s,
+            readings,
+            grown,
         }
     }
 
-    /// The whole run's report (`extra.sut` in the results): totals and averages over
-    /// `wall` seconds, and the peaks of the intervals in `series`.
-    pub fn report(&self, series: &[IntervalPoint], wall: f64) -> serde_json::Value {
-        let (a, b) = (&self.first, &self.last);
-        let wall = wall.max(1e-9);
-        let peak = |f: fn(&SutPoint) -> f64| {
-            series
-                .iter()
-                .filter_map(|p| p.relay.sut.as_ref())
-                .map(f)
-                .fold(0.0, f64::max)
-        };
-        let rss = self
-            .readings
+    /// Where the CPU figures come from: `cgroup` (the kernel's count of the processes
+    /// mailbench started, in a cgroup of its own), `proc` (`/proc`'s, per process), or
+    /// `cgroup+proc` (some processes each way).
+    fn cpu_from(&self) -> &'static str {
+        let r = || self.readings.iter().filter(|r| r.sut.procs > 0);
+        let some = r().any(|r| r.sut.cgroup_procs > 0);
+        let all = r().all(|r| r.sut.cgroup_procs >= r.sut.procs);
+        match (self.in_cgroup && some, all) {
+            (false, _) => "proc",
+            (true, true) => "cgroup",
+            (true, false) => "cgroup+proc",
+        }
+    }
+
+    /// The first and last readings' times: the span watched.
+    fn span(&self) -> (f64, f64) {
+        let t = |r: Option<&Reading>| r.map_or(0.0, |r| r.t_s);
+        (t(self.readings.first()), t(self.readings.last()))
+    }
+
+    /// The counters grown by time `t` (on the sampler's clock), on the line between the
+    /// readings around it.
+    fn grown_at(&self, t: f64) -> Grown {
+        let i = self.readings.partition_point(|r| r.t_s < t);
+        if i == 0 {
+            return self.grown.first().copied().unwrap_or_default();
+        }
+        if i >= self.readings.len() {
+            return self.grown.last().copied().unwrap_or_default();
+        }
+        let (a, b) = (&self.readings[i - 1], &self.readings[i]);
+        let w = ((t - a.t_s) / (b.t_s - a.t_s).max(1e-9)).clamp(0.0, 1.0);
+        self.grown[i - 1].towards(&self.grown[i], w)
+    }
+
+    /// The reading that ends the span `(from, to]` (sampler's clock): the last one taken
+    /// in it, or a little after it (a reading's time is when its read ended), so that
+    /// consecutive spans never share one.
+    fn ending(&self, from: f64, to: f64) -> Option<&Reading> {
+        let slack = self.interval_s * MIN_SHARE;
+        self.readings
             .iter()
-            .map(|r| r.sut.rss_kib)
-            .fold(b.rss_kib.max(a.rss_kib), u64::max);
-        let procs = self
-            .readings
-            .iter()
-            .map(|r| r.sut.procs)
-            .fold(b.procs.max(a.procs), u64::max);
-        let cpu_s = (b.user_s + b.sys_s) - (a.user_s + a.sys_s);
-        let shared = self
-            .readings
-            .iter()
-            .map(|r| r.sut.shared_kib)
-            .fold(b.shared_kib.max(a.shared_kib), u64::max);
+            .rev()
+            .find(|r| r.t_s > from + slack && r.t_s <= to + slack)
+    }
+
+    /// Puts the system's rates into the series, whose time zero is `zero_us` (wall clock,
+    /// µs since the Unix epoch): each point gets what the counters grew by over its span
+    /// (the part of it that was watched) over that span, and the memory, processes, load
+    /// and queue value of the reading that ended it. A point outside the watch gets none.
+    pub fn fill(&self, series: &mut [IntervalPoint], zero_us: u64) {
+        let (first, last) = self.span();
+        let offset = (zero_us as f64 - self.origin_us as f64) / 1e6;
+        let disk = self.readings.iter().all(|r| r.disk.is_some());
+        for p in series.iter_mut() {
+            let (from, to) = (p.t_s - p.dt_s + offset, p.t_s + offset);
+            let (a, b) = (from.max(first), to.min(last));
+            if b - a <= 1e-6 {
+                p.relay.sut = None;
+                p.relay.queue = None;
+                continue;
+            }
+            let (ga, gb) = (self.grown_at(a), self.grown_at(b));
+            let dt = b - a;
+            let per_s = |x: f64, y: f64| (y - x) / dt;
+            let end = self.ending(from, to);
+            // Memory and processes are levels, not counts: the reading that ended the
+            // point, or the one nearest its end when none did.
+            let level = end.or_else(|| {
+                self.readings
+                    .iter()
+                    .min_by(|x, y| (x.t_s - to).abs().total_cmp(&(y.t_s - to).abs()))
+            });
+            let cpu = per_s(ga.cpu_s, gb.cpu_s);
+            let sys = per_s(ga.sys_s, gb.sys_s);
+            let net = level.is_some_and(|r| r.sut.net.is_some());
+            let mut point = SutPoint {
+                cpu_user_pct: (cpu - sys) * 100.0,
+                cpu_sys_pct: sys * 100.0,
+                read_kib_s: per_s(ga.read_bytes, gb.read_bytes) / 1024.0,
+                write_kib_s: per_s(ga.write_bytes, gb.write_bytes) / 1024.0,
+                rss_kib: level.map_or(0, |r| r.sut.rss_kib),
+                pss_kib: end.and_then(|r| r.sut.pss_kib),
+                procs: level.map_or(0, |r| r.sut.procs),
+                load1: level.and_then(|r| r.load1),
+                read_calls_s: Some(per_s(ga.read_calls, gb.read_calls)),
+                write_calls_s: Some(per_s(ga.write_calls, gb.write_calls)),
+                major_faults_s: Some(per_s(ga.faults, gb.faults)),
+                shared_kib: level.map(|r| r.sut.shared_kib),
+                net_in_bytes_s: net.then(|| per_s(ga.net_in, gb.net_in)),
+                net_out_bytes_s: net.then(|| per_s(ga.net_out, gb.net_out)),
+                ..SutPoint::default()
+            };
+            if disk {
+                point.device_read_iops = Some(per_s(ga.dev_reads, gb.dev_reads));
+                point.device_write_iops = Some(per_s(ga.dev_writes, gb.dev_writes));
+                point.device_util_pct =
+                    Some((per_s(ga.dev_busy_ms, gb.dev_busy_ms) / 10.0).min(100.0));
+            }
+            p.relay.sut = Some(point);
+            p.relay.queue = end.and_then(|r| r.queue);
+        }
+    }
+
+    /// The whole run's report (`extra.sut` in the results): totals from the first reading
+    /// to the last, averages over that span (`watched_s`), and the peaks of the intervals
+    /// in `series`.
+    pub fn report(&self, series: &[IntervalPoint]) -> serde_json::Value {
+        let (first, last) = self.span();
+        let watched = (last - first).max(1e-9);
+        let g = self.grown.last().copied().unwrap_or_default();
+        let points = || series.iter().filter_map(|p| p.relay.sut.as_ref());
+        let peak = |f: fn(&SutPoint) -> f64| points().map(f).fold(0.0, f64::max);
+        let peak_of = |f: fn(&SutPoint) -> Option<f64>| points().filter_map(f).reduce(f64::max);
+        let most = |f: fn(&Reading) -> u64| self.readings.iter().map(f).max().unwrap_or(0);
         // Memory per process: all readings' resident KiB over all their processes.
-        let (kib, n) = self
+        let (kib, n) = self.readings.iter().fold((0u64, 0u64), |(k, n), r| {
+            (k + r.sut.rss_kib, n + r.sut.procs)
+        });
+        let with_pss: Vec<&Reading> = self
             .readings
             .iter()
-            .map(|r| &r.sut)
-            .chain([b])
-            .fold((0u64, 0u64), |(k, n), s| (k + s.rss_kib, n + s.procs));
-        let per_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / wall;
+            .filter(|r| r.sut.pss_kib.is_some())
+            .collect();
+        let per_s = |v: f64| v / watched;
         let mut report = serde_json::json!({
+            "watched_s": watched,
+            "cpu_from": self.cpu_from(),
+            "cpu_user_s": g.cpu_s - g.sys_s,
+            "cpu_sys_s": g.sys_s,
+            "cpu_avg_pct": per_s(g.cpu_s) * 100.0,
             "cpu_peak_pct": peak(|s| s.cpu_user_pct + s.cpu_sys_pct),
+            "disk_read_kib": g.read_bytes / 1024.0,
+            "disk_write_kib": g.write_bytes / 1024.0,
+            "disk_read_kib_per_s": per_s(g.read_bytes) / 1024.0,
+            "disk_write_kib_per_s": per_s(g.write_bytes) / 1024.0,
             "disk_read_peak_kib_per_s": peak(|s| s.read_kib_s),
             "disk_write_peak_kib_per_s": peak(|s| s.write_kib_s),
-            "cpu_user_s": b.user_s - a.user_s,
-            "cpu_sys_s": b.sys_s - a.sys_s,
-            "cpu_avg_pct": cpu_s / wall * 100.0,
-            "disk_read_kib_per_s": b.read_bytes.saturating_sub(a.read_bytes) as f64 / 1024.0 / wall,
-            "disk_write_kib_per_s": b.write_bytes.saturating_sub(a.write_bytes) as f64 / 1024.0 / wall,
-            "peak_rss_kib": rss,
-            "peak_procs": procs,
-            "peak_shared_kib": shared,
+            "peak_rss_kib": most(|r| r.sut.rss_kib),
+            "peak_procs": most(|r| r.sut.procs),
+            "peak_shared_kib": most(|r| r.sut.shared_kib),
             "rss_per_proc_kib": if n > 0 { kib as f64 / n as f64 } else { 0.0 },
-            "disk_read_calls_per_s": per_s(b.read_calls, a.read_calls),
-            "disk_write_calls_per_s": per_s(b.write_calls, a.write_calls),
-            "major_faults_per_s": per_s(b.major_faults, a.major_faults),
+            "disk_read_calls_per_s": per_s(g.read_calls),
+            "disk_write_calls_per_s": per_s(g.write_calls),
+            "major_faults_per_s": per_s(g.faults),
         });
-        let peak_of = |f: fn(&SutPoint) -> Option<f64>| {
-            series
+        if !with_pss.is_empty() {
+            let pss = |r: &&Reading| r.sut.pss_kib.unwrap_or(0);
+            let (kib, n) = with_pss
                 .iter()
-                .filter_map(|p| p.relay.sut.as_ref().and_then(f))
-                .reduce(f64::max)
-        };
-        if let (Some(a), Some(b)) = (a.net, b.net) {
-            let into = b.into_store.saturating_sub(a.into_store);
-            let out = b.out_of_store.saturating_sub(a.out_of_store);
-            report["net_in_bytes"] = into.into();
-            report["net_out_bytes"] = out.into();
-            report["net_in_bytes_per_s"] = (into as f64 / wall).into();
-            report["net_out_bytes_per_s"] = (out as f64 / wall).into();
+                .fold((0u64, 0u64), |(k, n), r| (k + pss(r), n + r.sut.procs));
+            report["peak_pss_kib"] = with_pss.iter().map(pss).max().unwrap_or(0).into();
+            report["pss_per_proc_kib"] = if n > 0 { kib as f64 / n as f64 } else { 0.0 }.into();
         }
-        if let Some(load) = peak_of(|s| s.load1) {
+        let ends = (self.readings.first(), self.readings.last());
+        if let (Some(a), Some(b)) = ends
+            && a.sut.net.is_some()
+            && b.sut.net.is_some()
+        {
+            report["net_in_bytes"] = (g.net_in as u64).into();
+            report["net_out_bytes"] = (g.net_out as u64).into();
+            report["net_in_bytes_per_s"] = per_s(g.net_in).into();
+            report["net_out_bytes_per_s"] = per_s(g.net_out).into();
+        }
+        if let Some(load) = self
+            .readings
+            .iter()
+            .filter_map(|r| r.load1)
+            .reduce(f64::max)
+        {
             report["load1_peak"] = load.into();
         }
-        if let (Some(dev), Some(a), Some(b)) = (&self.device, self.first_disk, self.last_disk) {
-            let d = b.rates_since(&a, wall);
+        if let (Some(dev), true) = (&self.device, self.readings.iter().all(|r| r.disk.is_some())) {
             report["queue_device"] = dev.name.clone().into();
-            report["device_read_iops"] = d.read_iops.into();
-            report["device_write_iops"] = d.write_iops.into();
-            report["device_util_pct"] = d.util_pct.into();
+            report["device_read_iops"] = per_s(g.dev_reads).into();
+            report["device_write_iops"] = per_s(g.dev_writes).into();
+            report["device_util_pct"] = (per_s(g.dev_busy_ms) / 10.0).min(100.0).into();
             report["device_util_peak_pct"] = peak_of(|s| s.device_util_pct).unwrap_or(0.0).into();
         }
         report
@@ -269,52 +513,79 @@ impl Observed {
 }
 
 /// Reads the tree (and the queue command) once per interval from `start` (where the tree
-/// read `first` at `first_t`), until `stop`, keeping the last interval's CPU in `latest`.
+/// read `first`), and when asked (`now`), until `stop`, keeping the last interval's CPU in
+/// `latest`. A tick that comes less than [`MIN_SHARE`] of an interval after the last
+/// tick read (ticks missed while a reading was slow come at once) is let go; a reading
+/// asked for never lets a tick go.
 async fn sample_loop(
-    (pids, net): (Pids, Option<NetRead>),
+    (pids, net, cg): (Pids, Option<NetRead>, Option<Arc<Cgroup>>),
     queue_cmd: Option<String>,
     device: Option<Device>,
     interval: Duration,
-    (start, first, first_t): (Instant, Sample, f64),
-    stop: CancellationToken,
+    (start, first): (Instant, Reading),
+    (stop, now): (CancellationToken, Arc<tokio::sync::Notify>),
     latest: LatestCpu,
 ) -> Vec<Reading> {
-    let mut out = Vec::new();
+    let mut out: Vec<Reading> = Vec::new();
     // On the alarm thread: no tokio timer beside the load's waits (see `crate::alarm`).
     let mut ticker = Ticker::new(start + interval, interval);
+    let min_gap = interval.as_secs_f64() * MIN_SHARE;
+    // When the proportional set size was last read, and what reading it took.
+    let (mut pss_at, mut pss_cost) = (first.t_s, 0.0);
+    // When the last tick was read: a reading asked for between two ticks (the injection's
+    // end) never stands in for the next tick's, which ends the next point.
+    let mut last_tick = first.t_s;
     loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
+        let asked = tokio::select! {
+            _ = ticker.tick() => false,
+            _ = now.notified() => true,
             _ = stop.cancelled() => return out,
+        };
+        let at = start.elapsed().as_secs_f64();
+        if !asked {
+            if at - last_tick < min_gap {
+                continue;
+            }
+            last_tick = at;
         }
-        let (p, n, dev) = (pids.clone(), net.clone(), device.clone());
-        let (sut, disk, load1) = tokio::task::spawn_blocking(move || {
+        let pss = pss_cost <= PSS_BUDGET * (at - pss_at);
+        let (p, n, dev, c) = (pids.clone(), net.clone(), device.clone(), cg.clone());
+        let Ok(((sut, at), disk, load1)) = tokio::task::spawn_blocking(move || {
             (
-                read_store(&p, n.as_ref()),
+                read_tree(&p, n.as_ref(), pss, c.as_deref()),
                 dev.as_ref().and_then(Device::read),
                 host::load1(),
             )
         })
         .await
-        .unwrap_or_default();
-        let t_s = start.elapsed().as_secs_f64();
+        else {
+            continue;
+        };
+        let t_s = since(start, at);
+        if pss {
+            (pss_at, pss_cost) = (t_s, sut.pss_cost_s);
+        }
         let queue = match &queue_cmd {
             Some(cmd) => queue_value(cmd).await,
             None => None,
         };
-        let (prev, prev_t) = out
-            .last()
-            .map_or((&first, first_t), |r: &Reading| (&r.sut, r.t_s));
-        let rates = sut.rates_since(prev, t_s - prev_t);
-        latest.set(rates.cpu_user_pct + rates.cpu_sys_pct);
-        out.push(Reading {
+        let reading = Reading {
             sut,
             queue,
             disk,
             load1,
             t_s,
-        });
+        };
+        let prev = out.last().unwrap_or(&first);
+        let grew = Grown::default().after(prev, &reading);
+        latest.set(grew.cpu_s / (t_s - prev.t_s).max(1e-9) * 100.0);
+        out.push(reading);
     }
+}
+
+/// Seconds from `start` to `at` (0 for an instant before it).
+fn since(start: Instant, at: Instant) -> f64 {
+    at.saturating_duration_since(start).as_secs_f64()
 }
 
 /// The first number a queue command prints.
@@ -336,62 +607,4 @@ fn first_number(text: &str) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{NetBytes, Observed, Reading, Sample, first_number};
-
-    #[test]
-    fn seed_001s_resource_figures_come_from_the_first_and_last_readings() {
-        let at = |rss_kib, procs, shared_kib, calls: u64, faults| Sample {
-            rss_kib,
-            procs,
-            shared_kib,
-            read_calls: calls,
-            write_calls: calls / 2,
-            major_faults: faults,
-            net: Some(NetBytes {
-                into_store: calls / 10,
-                out_of_store: calls,
-            }),
-            ..Sample::default()
-        };
-        let o = Observed {
-            device: None,
-            first: at(100, 1, 10, 1_000, 5),
-            first_disk: None,
-            first_t: 0.0,
-            readings: vec![Reading {
-                sut: at(900, 3, 70, 2_000, 6),
-                queue: None,
-                disk: None,
-                load1: None,
-                t_s: 1.0,
-            }],
-            last: at(300, 1, 40, 5_000, 25),
-            last_disk: None,
-        };
-        let r = o.report(&[], 2.0);
-        assert_eq!(r["disk_read_calls_per_s"], 2_000.0, "4,000 calls in 2 s");
-        assert_eq!(r["disk_write_calls_per_s"], 1_000.0);
-        assert_eq!(r["major_faults_per_s"], 10.0, "20 faults in 2 s");
-        assert_eq!(r["peak_shared_kib"], 70);
-        assert_eq!(r["net_in_bytes"], 400, "the clients wrote 500 - 100 bytes");
-        assert_eq!(r["net_out_bytes"], 4_000);
-        assert_eq!(r["net_in_bytes_per_s"], 200.0);
-        assert_eq!(r["net_out_bytes_per_s"], 2_000.0);
-        assert_eq!(r["peak_rss_kib"], 900);
-        assert_eq!(
-            r["rss_per_proc_kib"], 300.0,
-            "(900 + 300) KiB over 3 + 1 processes"
-        );
-    }
-
-    #[test]
-    fn the_first_number_of_a_command_output_is_taken() {
-        assert_eq!(
-            first_number("-- 1234 Kbytes in 56 Requests.\n"),
-            Some(1234.0)
-        );
-        assert_eq!(first_number("42\n"), Some(42.0));
-        assert_eq!(first_number("Mail queue is empty"), None);
-    }
-}
+mod tests;

@@ -150,8 +150,12 @@ pub struct SutPoint {
     pub read_kib_s: f64,
     /// Disk writes, KiB/s.
     pub write_kib_s: f64,
-    /// Resident memory summed over its processes, KiB.
+    /// Resident memory summed over its processes, KiB (pages they share counted in each).
     pub rss_kib: u64,
+    /// Proportional set size summed over its processes, KiB: each page shared by N
+    /// processes counted 1/N in each, so shared pages count once (absent when not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pss_kib: Option<u64>,
     /// Processes in the tree: a server that forks per connection shows its load here.
     pub procs: u64,
     /// The queue device's reads completed per second (when a device is watched).
@@ -212,6 +216,9 @@ pub struct Collector {
     last_tick: Instant,
     last_cpu: CpuTimes,
     interval: Recorder,
+    /// The last closed interval's recordings, and the CPU used in it: what the run's last
+    /// stretch joins when it is too short to be a point of its own.
+    closed: (Recorder, f64),
     /// Everything recorded so far.
     pub total: Recorder,
     /// One point per tick.
@@ -226,6 +233,7 @@ impl Collector {
             last_tick: start,
             last_cpu: CpuTimes::of_self(),
             interval: Recorder::new(),
+            closed: (Recorder::new(), 0.0),
             total: Recorder::new(),
             series: Vec::new(),
         }
@@ -238,30 +246,69 @@ impl Collector {
         let cpu = CpuTimes::of_self();
         let dt = now.duration_since(self.last_tick).as_secs_f64().max(1e-9);
         let used = cpu.since(&self.last_cpu).total().as_secs_f64();
-        let iv = &self.interval;
-        let point = IntervalPoint {
-            t_s: now.duration_since(self.start).as_secs_f64(),
-            dt_s: dt,
-            counters: iv.counters.clone(),
-            msgs_per_sec: iv.counters.accepted as f64 / dt,
-            p50_ms: ms(iv.hist(Metric::Total), 0.5),
-            p99_ms: ms(iv.hist(Metric::Total), 0.99),
-            lag_p99_ms: ms(iv.hist(Metric::Lag), 0.99),
-            e2e_p99_ms: (!iv.hist(Metric::E2e).is_empty()).then(|| ms(iv.hist(Metric::E2e), 0.99)),
-            cpu_pct: used / dt * 100.0,
-            hists: SERIES_HISTS
-                .iter()
-                .filter(|(_, m)| !iv.hist(*m).is_empty())
-                .map(|(name, m)| (name.to_string(), super::hist::encode(iv.hist(*m))))
-                .collect(),
-            relay: RelayPoint::default(),
-        };
+        let point = point_of(&self.interval, now.duration_since(self.start), dt, used);
         self.total.merge(&self.interval);
+        // The closed interval's recordings are kept until the next one closes.
+        std::mem::swap(&mut self.closed.0, &mut self.interval);
+        self.closed.1 = used;
         self.interval.reset();
         self.last_tick = now;
         self.last_cpu = cpu;
         self.series.push(point);
         self.series.last().expect("just pushed")
+    }
+
+    /// Closes the run's last interval. When it is a sliver of `interval` (see
+    /// [`super::series`]) and a point came before it, it joins that point instead of
+    /// being one: the point then ends with the run and holds both spans' counts.
+    pub fn finish(&mut self, shards: &Shards, interval: std::time::Duration) {
+        let now = Instant::now();
+        let since = now.duration_since(self.last_tick).as_secs_f64();
+        if self.series.is_empty() || !super::series::is_sliver(since, interval) {
+            self.tick(shards);
+            return;
+        }
+        shards.drain_into(&mut self.interval);
+        let cpu = CpuTimes::of_self();
+        let used = cpu.since(&self.last_cpu).total().as_secs_f64();
+        let prev = self.series.pop().expect("a point came before");
+        self.total.merge(&self.interval);
+        self.closed.0.merge(&self.interval);
+        self.closed.1 += used;
+        self.interval.reset();
+        let dt = prev.dt_s + since;
+        let point = point_of(
+            &self.closed.0,
+            now.duration_since(self.start),
+            dt,
+            self.closed.1,
+        );
+        self.last_tick = now;
+        self.last_cpu = cpu;
+        self.series.push(point);
+    }
+}
+
+/// The point of an interval that recorded `iv`, ending `end` after the run's start, `dt`
+/// seconds long, in which the process used `used` seconds of CPU.
+fn point_of(iv: &Recorder, end: std::time::Duration, dt: f64, used: f64) -> IntervalPoint {
+    let dt = dt.max(1e-9);
+    IntervalPoint {
+        t_s: end.as_secs_f64(),
+        dt_s: dt,
+        counters: iv.counters.clone(),
+        msgs_per_sec: iv.counters.accepted as f64 / dt,
+        p50_ms: ms(iv.hist(Metric::Total), 0.5),
+        p99_ms: ms(iv.hist(Metric::Total), 0.99),
+        lag_p99_ms: ms(iv.hist(Metric::Lag), 0.99),
+        e2e_p99_ms: (!iv.hist(Metric::E2e).is_empty()).then(|| ms(iv.hist(Metric::E2e), 0.99)),
+        cpu_pct: used / dt * 100.0,
+        hists: SERIES_HISTS
+            .iter()
+            .filter(|(_, m)| !iv.hist(*m).is_empty())
+            .map(|(name, m)| (name.to_string(), super::hist::encode(iv.hist(*m))))
+            .collect(),
+        relay: RelayPoint::default(),
     }
 }
 

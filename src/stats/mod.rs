@@ -3,8 +3,10 @@
 //! the time series (`collector`), the results file (`results`) and each command's typed
 //! summary in it (`summary`), histograms in JSON (`hist`), wall-clock times (`clock`),
 //! times per sequence number that a relay matches (`timelog`), what a sink saw of a run
-//! (`seen`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`) and
-//! its machine's: the queue device and the load average (`host`); the DNS server's summary
+//! (`seen`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`; the
+//! exact CPU of what mailbench started, in a cgroup of its own: `sut_cgroup`) and
+//! its machine's: the queue device and the load average (`host`); the rule for a series'
+//! short intervals (`series`); the DNS server's summary
 //! (`dns`); an MTA's queues and the messages in each (`queues`); one descriptor per kind of run, registered once (`kind`); the results of a
 //! run split over agents added back into one (`merge`).
 
@@ -21,8 +23,10 @@ pub mod queues;
 pub mod recorder;
 pub mod results;
 pub mod seen;
+pub mod series;
 pub mod summary;
 pub mod sut;
+pub mod sut_cgroup;
 pub mod timelog;
 
 pub use collector::{Collector, IntervalPoint, RelayPoint, Shards, SutPoint};

@@ -1,23 +1,45 @@
 //! The system under test, observed from /proc: CPU, disk I/O, memory and process count of
 //! a process tree, including children that already exited (through the parents' cutime).
+//!
+//! CPU is read where the kernel keeps it exactly: a process's own time from
+//! `/proc/PID/schedstat` (nanoseconds its threads ran), its reaped children's from
+//! `stat`'s cutime and cstime (clock ticks, exact sums rounded down once). `stat`'s own
+//! utime and stime are each rounded down to a tick: summed over a tree of hundreds of
+//! processes that lost up to two ticks each, and found again all at once in their parent's
+//! cutime when they exit together (an SMTP server's processes at the end of an
+//! injection), they read as more CPU in one interval than the machine has. What remains
+//! inexact is a reaped child's share rounded away in its parent's cutime: under a tick
+//! per field and per process, found again when that process itself exits.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 use super::SutPoint;
+use super::sut_cgroup::Cgroup;
 
 /// One reading of a process tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Sample {
-    /// CPU seconds (user) including reaped children.
+    /// CPU seconds (user) including reaped children: the CPU not in `sys_s`.
     pub user_s: f64,
-    /// CPU seconds (system) including reaped children.
+    /// CPU seconds (system) including reaped children, as the kernel splits its ticks.
     pub sys_s: f64,
     /// Bytes read from storage.
     pub read_bytes: u64,
     /// Bytes written to storage.
     pub write_bytes: u64,
-    /// Resident memory in KiB.
+    /// Resident memory in KiB, summed over the processes (pages they share counted in
+    /// each of them: see `pss_kib`).
     pub rss_kib: u64,
+    /// Proportional set size summed, KiB (`/proc/PID/smaps_rollup`'s Pss: each page
+    /// shared by N processes counted 1/N in each), when it was read: the memory the tree
+    /// holds, shared pages counted once.
+    pub pss_kib: Option<u64>,
+    /// Of `procs`, those whose CPU is their cgroup's count (mailbench's, for what it
+    /// started), not /proc's.
+    pub cgroup_procs: u64,
+    /// What reading `pss_kib` took, seconds (a walk of every process's page tables).
+    pub pss_cost_s: f64,
     /// Processes in the tree: a server that forks per connection shows its load here.
     pub procs: u64,
     /// Read calls made (`syscr`): seed 001's disk requests, as the process asks for them
@@ -83,6 +105,11 @@ pub fn descendants(roots: &[u32]) -> Vec<u32> {
 }
 
 impl Sample {
+    /// All the CPU seconds, user and system.
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.sys_s
+    }
+
     /// What the tree used per second between `prev` and this reading, `dt_s` apart (the
     /// time between the readings themselves, not the series' nominal interval: a late
     /// reading holds more than one interval's work).
@@ -90,12 +117,17 @@ impl Sample {
         let dt = dt_s.max(1e-9);
         let kib_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / 1024.0 / dt;
         let count_s = |now: u64, then: u64| now.saturating_sub(then) as f64 / dt;
+        // The user/system split of a process moves by a tick as the kernel rounds it:
+        // the whole is taken as it grew, system at most all of it, user the rest.
+        let cpu = (self.cpu_s() - prev.cpu_s()).max(0.0);
+        let sys = (self.sys_s - prev.sys_s).clamp(0.0, cpu);
         SutPoint {
-            cpu_user_pct: (self.user_s - prev.user_s).max(0.0) / dt * 100.0,
-            cpu_sys_pct: (self.sys_s - prev.sys_s).max(0.0) / dt * 100.0,
+            cpu_user_pct: (cpu - sys) / dt * 100.0,
+            cpu_sys_pct: sys / dt * 100.0,
             read_kib_s: kib_s(self.read_bytes, prev.read_bytes),
             write_kib_s: kib_s(self.write_bytes, prev.write_bytes),
             rss_kib: self.rss_kib,
+            pss_kib: self.pss_kib,
             procs: self.procs,
             read_calls_s: Some(count_s(self.read_calls, prev.read_calls)),
             write_calls_s: Some(count_s(self.write_calls, prev.write_calls)),
@@ -124,72 +156,235 @@ struct Pass {
     /// The processes read and the CPU ticks their reaped children left them: unchanged
     /// between two passes means no child was reaped while they ran.
     reaped: (Vec<u32>, u64),
+    /// The middle of the pass: when its counts were read, as near as one instant can say
+    /// (a pass over a hundred processes takes some 10 ms, in which a busy server uses
+    /// 15 ms of CPU).
+    at: Instant,
 }
 
-/// Reads the tree of `pids` now. A child reaped while the tree is being read moves its CPU
-/// and I/O into its parent's totals, so, depending on which of the two was read first, it
-/// would count twice or not at all (a spike, then a dip). The reading is repeated until
-/// two passes in a row see the same processes and the same reaped totals (a few tries).
+/// Reads the tree of `pids` now (its memory as RSS and shared, without the proportional
+/// set size: see [`sample_at`]).
 pub fn sample(pids: &[u32]) -> Sample {
-    let mut last = read_pass(pids);
-    for _ in 0..4 {
-        let again = read_pass(pids);
-        if again.reaped == last.reaped {
-            return again.sample;
-        }
-        last = again;
-    }
-    last.sample
+    sample_at(pids, false, None).0
 }
 
-fn read_pass(pids: &[u32]) -> Pass {
-    let tick = {
-        #[allow(unsafe_code)]
-        // SAFETY: sysconf has no preconditions.
-        let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        if t > 0 { t as f64 } else { 100.0 }
+/// Reads the tree of `pids` now, with the proportional set size when `pss` (a walk of
+/// each process's page tables: some 100 µs of CPU per process); with the instant its
+/// counts were read. The CPU of the processes in `cg` (mailbench's own cgroup for what it
+/// started, [`Cgroup::adopt`] having moved those of `pids` it may) is the cgroup's count,
+/// exact; the others' is read from `/proc`. A child reaped while the tree is being read moves its CPU and I/O
+/// into its parent's totals, so, depending on which of the two was read first, it would
+/// count twice or not at all (a spike, then a dip). The reading is repeated until two
+/// passes in a row see the same processes and the same reaped totals, twice at most: a
+/// server at saturation reaps a child every millisecond, no pass agrees with the next,
+/// and each pass costs the tool's CPU; such a reap misses a child of a few milliseconds,
+/// found again at the next reading. Memory is read once, after.
+pub fn sample_at(pids: &[u32], pss: bool, cg: Option<&Cgroup>) -> (Sample, Instant) {
+    if let Some(cg) = cg {
+        cg.adopt(pids);
+    }
+    let members = cg.map(Cgroup::members).unwrap_or_default();
+    // The cgroup's count is read first, nearest the instant the reading was due (a
+    // reading at an interval's end): when every process is in it, that instant is the
+    // reading's.
+    let counted = cg.and_then(Cgroup::cpu_s).map(|c| (c, Instant::now()));
+    let mut last = read_pass(pids, &members, cg);
+    for _ in 0..2 {
+        let again = read_pass(pids, &members, cg);
+        let same = again.reaped == last.reaped;
+        last = again;
+        if same {
+            break;
+        }
+    }
+    let mut at = last.at;
+    let mut s = last.sample;
+    if let Some(((all, sys), when)) = counted {
+        s.user_s += all - sys;
+        s.sys_s += sys;
+        if s.cgroup_procs >= s.procs {
+            at = when;
+        }
+    }
+    let live = &last.reaped.0;
+    let page_kib = page_kib();
+    s.shared_kib = live.iter().map(|p| statm_shared_pages(*p)).sum::<u64>() * page_kib;
+    if pss {
+        let began = Instant::now();
+        s.pss_kib = Some(live.iter().filter_map(|p| pss_kib(*p)).sum());
+        s.pss_cost_s = began.elapsed().as_secs_f64();
+    }
+    (s, at)
+}
+
+/// The kernel's clock ticks per second (`stat`'s CPU unit).
+fn ticks_per_s() -> f64 {
+    #[allow(unsafe_code)]
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// The page size, KiB.
+fn page_kib() -> u64 {
+    #[allow(unsafe_code)]
+    // SAFETY: sysconf has no preconditions.
+    let b = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if b > 0 { b as u64 / 1024 } else { 4 }
+}
+
+/// Nanoseconds the threads of `pid` ran (`schedstat`'s first field, summed over its
+/// `threads` when it has several); `None` where the kernel keeps no such count.
+fn ran_ns(pid: u32, threads: u64) -> Option<u64> {
+    let first = |path: String| -> Option<u64> {
+        std::fs::read_to_string(path)
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
     };
-    let page_kib = 4;
+    if threads <= 1 {
+        return first(format!("/proc/{pid}/schedstat"));
+    }
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut ran = None;
+    for t in tasks.flatten() {
+        let tid = t.file_name();
+        if let Some(ns) = first(format!(
+            "/proc/{pid}/task/{}/schedstat",
+            tid.to_string_lossy()
+        )) {
+            *ran.get_or_insert(0) += ns;
+        }
+    }
+    ran
+}
+
+/// One process's CPU seconds: (all, system), its reaped children's included. Its own
+/// time is the larger of what its threads ran (exact, live threads only) and its ticks
+/// (every thread it had, each figure rounded down to a tick). Its children's, cutime and
+/// cstime, are exact sums the kernel rounds down to a tick when it prints them: each is
+/// taken with the half tick it loses on average added back (when it is not 0), so that a
+/// server's processes that reap children (qmail's 20 `qmail-smtpd`, each reaping a
+/// `qmail-queue` per message) do not hold back a fifth of a second until they exit and
+/// their parent's count shows it all at once.
+fn cpu_of(pid: u32, f: &[String], tick: f64) -> (f64, f64) {
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // Fields after ')': 11 utime, 12 stime, 13 cutime, 14 cstime, 17 num_threads.
+    let (utime, stime, cutime, cstime) = (num(11), num(12), num(13), num(14));
+    let ticks = (utime + stime) as f64 / tick;
+    let ran = ran_ns(pid, num(17)).map_or(0.0, |ns| ns as f64 / 1e9);
+    let reaped = |t: u64| match t {
+        0 => 0.0,
+        t => (t as f64 + 0.5) / tick,
+    };
+    let sys = stime as f64 / tick + reaped(cstime);
+    (ran.max(ticks) + reaped(cutime) + reaped(cstime), sys)
+}
+
+/// One pass: `pids`, and the children each has when it is read (found through
+/// `/proc/PID/task/TID/children`), theirs in turn. A server at saturation forks a
+/// process a millisecond; those born since `pids` was listed are already using CPU (20
+/// `qmail-queue` in flight, some 100 ms of CPU between them) and would be missed until
+/// their parent reaps them.
+fn read_pass(pids: &[u32], members: &HashSet<u32>, cg: Option<&Cgroup>) -> Pass {
+    // Those born in the cgroup since its list was read are in it too: their CPU is the
+    // cgroup's, never counted twice.
+    let mut members = members.clone();
+    let began = Instant::now();
+    let tick = ticks_per_s();
+    let page_kib = page_kib();
     let mut s = Sample::default();
+    let mut queue: Vec<u32> = pids.to_vec();
+    let mut listed: HashSet<u32> = pids.iter().copied().collect();
     let mut live = Vec::with_capacity(pids.len());
     let mut child_ticks = 0u64;
-    for &pid in pids {
+    let mut next = 0;
+    while let Some(&pid) = queue.get(next) {
+        next += 1;
         let Some(f) = stat_fields(pid) else { continue };
-        let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        // Fields after ')': 9 majflt, 10 cmajflt, 11 utime, 12 stime, 13 cutime,
-        // 14 cstime, 21 rss (pages).
-        s.major_faults += (num(9) + num(10)) as u64;
-        s.shared_kib += statm_shared_pages(pid) * page_kib;
-        s.user_s += (num(11) + num(13)) / tick;
-        s.sys_s += (num(12) + num(14)) / tick;
-        s.rss_kib += num(21) as u64 * page_kib;
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        // Fields after ')': 9 majflt, 10 cmajflt, 13 cutime, 14 cstime, 17 num_threads,
+        // 21 rss (pages).
+        s.major_faults += num(9) + num(10);
+        // (Nothing is born in an empty cgroup: no need to ask.)
+        if let Some(cg) = cg
+            && !members.is_empty()
+            && !members.contains(&pid)
+            && (members.contains(&(num(1) as u32)) || cg.holds(pid))
+        {
+            members.insert(pid);
+        }
+        if members.contains(&pid) {
+            s.cgroup_procs += 1;
+        } else {
+            let (all, sys) = cpu_of(pid, &f, tick);
+            s.user_s += all - sys;
+            s.sys_s += sys;
+            child_ticks += num(13) + num(14);
+        }
+        s.rss_kib += num(21) * page_kib;
         s.procs += 1;
         live.push(pid);
-        child_ticks += (num(13) + num(14)) as u64;
-        if let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
-            for line in io.lines() {
-                let v = |l: &str| {
-                    l.split_whitespace()
-                        .nth(1)
-                        .and_then(|x| x.parse::<u64>().ok())
-                        .unwrap_or(0)
-                };
-                if line.starts_with("read_bytes:") {
-                    s.read_bytes += v(line);
-                } else if line.starts_with("write_bytes:") {
-                    s.write_bytes += v(line);
-                } else if line.starts_with("syscr:") {
-                    s.read_calls += v(line);
-                } else if line.starts_with("syscw:") {
-                    s.write_calls += v(line);
-                }
+        read_io(pid, &mut s);
+        for child in children(pid, num(17)) {
+            if listed.insert(child) {
+                queue.push(child);
             }
         }
     }
+    live.sort_unstable();
     Pass {
         sample: s,
         reaped: (live, child_ticks),
+        at: began + began.elapsed() / 2,
     }
+}
+
+/// Adds what `/proc/PID/io` counts of `pid` (its reaped children's included) to `s`.
+fn read_io(pid: u32, s: &mut Sample) {
+    let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) else {
+        return;
+    };
+    for line in io.lines() {
+        let v = |l: &str| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|x| x.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        if line.starts_with("read_bytes:") {
+            s.read_bytes += v(line);
+        } else if line.starts_with("write_bytes:") {
+            s.write_bytes += v(line);
+        } else if line.starts_with("syscr:") {
+            s.read_calls += v(line);
+        } else if line.starts_with("syscw:") {
+            s.write_calls += v(line);
+        }
+    }
+}
+
+/// The children of `pid`'s `threads` now (each thread lists those it forked).
+fn children(pid: u32, threads: u64) -> Vec<u32> {
+    let of = |tid: &str| -> Vec<u32> {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|c| c.parse().ok())
+            .collect()
+    };
+    if threads <= 1 {
+        return of(&pid.to_string());
+    }
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|rd| {
+            rd.flatten()
+                .flat_map(|t| of(&t.file_name().to_string_lossy()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The third figure of /proc/PID/statm: resident pages backed by a file or shared memory.
@@ -198,6 +393,18 @@ fn statm_shared_pages(pid: u32) -> u64 {
         .ok()
         .and_then(|s| s.split_whitespace().nth(2)?.parse().ok())
         .unwrap_or(0)
+}
+
+/// A process's proportional set size, KiB (`smaps_rollup`'s `Pss:`); `None` for a
+/// process gone or without memory of its own (a kernel thread).
+pub fn pss_kib(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Pss:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -269,13 +476,22 @@ mod tests {
     }
 
     #[test]
-    fn this_process_is_its_own_tree_and_has_cpu_and_memory() {
+    fn a_process_is_its_own_tree_and_has_cpu_and_memory() {
         let me = std::process::id();
-        let tree = descendants(&[me]);
-        assert!(tree.contains(&me));
-        let s = sample(&[me]);
-        assert_eq!(s.procs, 1);
-        assert!(s.rss_kib > 0);
+        assert!(descendants(&[me]).contains(&me));
+        // A process without children (this one has those of the tests running beside it:
+        // a reading takes in the children each process has when it is read).
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        // Past its loader: a process just started may have no page mapped yet.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let s = sample(&[child.id()]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(s.procs, 1, "{s:?}");
+        assert!(s.rss_kib > 0, "{s:?}");
     }
 
     #[test]

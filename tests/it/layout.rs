@@ -99,6 +99,7 @@ fn modules_import_only_the_layers_below_them() {
         (
             "relay",
             &[
+                "alarm",
                 "dns",
                 "lab",
                 "limits",

@@ -3,6 +3,9 @@
 //! - `arrival`: `mailbox arrival`: every message through Postfix (or LMTP) into Dovecot seen
 //!   once over IMAP IDLE, imaplib's counts, a known IMAP delay in end to end
 //! - `cli`:  bad input, help, exit codes (no server needed)
+//! - `cpu_truth`: issue 40 — the system under test's CPU against a cgroup's count, interval
+//!   by interval: a tree whose children exit mid-interval, a qmail lab at saturation; its
+//!   memory as the proportional set size `smaps_rollup` gives
 //! - `cyrus`: the Cyrus lab store: populate, IMAP and POP3 counts checked with Python's
 //!   imaplib and poplib, and `--lab cyrus` runs that leave nothing behind
 //! - `deploy`: issue 16 — the Kubernetes example against the bundled schemas
@@ -90,6 +93,7 @@
 
 mod arrival;
 mod cli;
+mod cpu_truth;
 mod cyrus;
 mod deploy;
 mod dns;

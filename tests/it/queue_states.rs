@@ -246,11 +246,20 @@ fn a_relay_run_samples_the_queues_into_series_summary_text_and_report() {
         describe(&args, &out)
     );
     assert_eq!(queue("hold"), Some(0.into()));
-    // The run's last interval is a sliver after the final tick, with no reading.
-    let last = r["series"]
-        .as_array()
-        .and_then(|s| s.iter().rev().find(|p| !p["queue_states"].is_null()))
-        .expect("a series point with queue states");
+    // Issue 40: every point has the reading that ended it, none missing mid-run (a
+    // reading at the injection's end let the next tick's go), and the run's end is a
+    // point of its own only when it is no sliver.
+    let series = r["series"].as_array().expect("a series");
+    let missing: Vec<f64> = series
+        .iter()
+        .filter(|p| p["queue_states"].is_null())
+        .filter_map(|p| p["t_s"].as_f64())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "points without queue states at {missing:?} s: {series:?}"
+    );
+    let last = series.last().expect("a series point");
     assert_eq!(
         last["queue_states"],
         serde_json::json!([

@@ -150,6 +150,7 @@ pub fn figures(doc: &Value) -> Vec<Figure> {
     for (key, name) in [
         ("disk_read_kib_per_s", "server disk read KiB/s"),
         ("disk_write_kib_per_s", "server disk write KiB/s"),
+        ("peak_pss_kib", "server peak PSS KiB"),
         ("peak_rss_kib", "server peak RSS KiB"),
         ("peak_procs", "server peak processes"),
         ("peak_shared_kib", "server peak shared KiB"),
@@ -163,8 +164,11 @@ pub fn figures(doc: &Value) -> Vec<Figure> {
     ] {
         push(name.into(), Better::Less, sut[key].as_f64());
     }
+    // A server's rates are over the time it was watched (`watched_s`; files written
+    // before it have their rates over the run).
+    let watched = sut["watched_s"].as_f64().or(doc["duration_s"].as_f64());
     let per_unit = |v: Option<f64>| {
-        v.zip(doc["duration_s"].as_f64())
+        v.zip(watched)
             .zip(messages)
             .map(|((rate, secs), n)| rate * secs / n)
     };
@@ -275,6 +279,19 @@ mod tests {
             Some(2.0)
         );
         assert_eq!(get("mailbench cpu µs/unit"), Some(20.0));
+        // Issue 40: the server's rates are over the time it was watched (10 s, where the
+        // injection took 4): its KiB per message is rate × 10 s / messages.
+        let watched = serde_json::json!({
+            "summary": {"accepted": 1000}, "duration_s": 4.0,
+            "extra": {"sut": {"watched_s": 10.0, "disk_write_kib_per_s": 500.0}},
+        });
+        assert_eq!(
+            figures(&watched)
+                .iter()
+                .find(|x| x.name == "server disk write KiB/unit")
+                .map(|x| x.value),
+            Some(5.0)
+        );
         assert_eq!(f[0].name, "mpm", "headline first");
         let hist = |n: &str| f.iter().find(|x| x.name == n).map(|x| x.from_hist);
         assert_eq!(hist("p99(total) ms"), Some(true));

@@ -100,7 +100,11 @@ pub fn section(runs: &[(String, &Results)]) -> String {
     );
     let mut rows = 0;
     for f in headline::of(runs[0].1).figures {
-        let Some(row) = c.rows.iter().find(|r| r.name == f.id) else {
+        let Some(row) = c
+            .rows
+            .iter()
+            .find(|r| r.name == headline::compare_name(f.id))
+        else {
             continue;
         };
         let Some(w) = winner(&c.sides, row) else {

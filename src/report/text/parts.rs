@@ -25,20 +25,29 @@ pub(super) fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 /// One row of the MTA table: its label and how to read it from a sample.
 type SutRow = (&'static str, fn(&crate::stats::SutPoint) -> Option<f64>);
 
-/// The system under test per interval, as averages and peaks over the run's series.
+/// The system under test per interval, as averages and peaks over the run's series: the
+/// average weighs each interval by its length (a rate's average is the run's count over
+/// the time, as the line above says it), the peak is the busiest interval.
 pub(super) fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint], what: &str) {
-    let points: Vec<&crate::stats::SutPoint> =
-        series.iter().filter_map(|p| p.relay.sut.as_ref()).collect();
+    let points: Vec<(f64, &crate::stats::SutPoint)> = series
+        .iter()
+        .filter_map(|p| Some((p.dt_s, p.relay.sut.as_ref()?)))
+        .collect();
     if points.is_empty() {
         return;
     }
-    let rows: [SutRow; 16] = [
+    let rows: [SutRow; 17] = [
         ("cpu user, % of a core", |p| Some(p.cpu_user_pct)),
         ("cpu system, % of a core", |p| Some(p.cpu_sys_pct)),
         ("disk read, KiB/s", |p| Some(p.read_kib_s)),
         ("disk write, KiB/s", |p| Some(p.write_kib_s)),
-        ("memory (RSS), MiB", |p| Some(p.rss_kib as f64 / 1024.0)),
-        ("memory shared, MiB", |p| {
+        ("memory (PSS), MiB", |p| {
+            p.pss_kib.map(|k| k as f64 / 1024.0)
+        }),
+        ("memory (RSS summed), MiB", |p| {
+            Some(p.rss_kib as f64 / 1024.0)
+        }),
+        ("of it shared, MiB", |p| {
             p.shared_kib.map(|k| k as f64 / 1024.0)
         }),
         ("processes", |p| Some(p.procs as f64)),
@@ -60,15 +69,28 @@ pub(super) fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint]
         "peak"
     );
     for (name, f) in rows {
-        // Rows read only in some runs (the device, the load, the clients' byte count) are
-        // shown when read.
-        let values: Vec<f64> = points.iter().filter_map(|p| f(p)).collect();
+        // Rows read only in some runs (the device, the load, the clients' byte count, the
+        // proportional set size) are shown when read, averaged over the intervals read.
+        let values: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|(dt, p)| Some((*dt, f(p)?)))
+            .collect();
         if values.is_empty() {
             continue;
         }
-        let avg = values.iter().sum::<f64>() / values.len() as f64;
-        let peak = values.iter().copied().fold(0.0, f64::max);
+        // Points without a length (hand-made) weigh alike.
+        let time: f64 = values.iter().map(|(dt, _)| dt).sum();
+        let weight = |dt: f64| if time > 0.0 { dt } else { 1.0 };
+        let avg = values.iter().map(|(dt, v)| weight(*dt) * v).sum::<f64>()
+            / values.iter().map(|(dt, _)| weight(*dt)).sum::<f64>();
+        let peak = values.iter().map(|(_, v)| *v).fold(f64::MIN, f64::max);
         let _ = writeln!(out, "    {name:<26} {avg:>10.1} {peak:>10.1}");
+    }
+    if points.iter().any(|(_, p)| p.pss_kib.is_some()) {
+        let _ = writeln!(
+            out,
+            "    (PSS counts each page shared by N processes 1/N in each: the memory they hold; RSS summed counts shared pages in every process)"
+        );
     }
 }
 
@@ -142,13 +164,18 @@ pub(super) fn sut_cost(out: &mut String, r: &Results, what: &str) {
     let Some(sut) = r.extra.get("sut") else {
         return;
     };
+    // Files written before issue 40 have no `watched_s`: their average says no more.
+    let over = sut["watched_s"]
+        .as_f64()
+        .map_or(String::new(), |s| format!(" over the {s:.1} s watched"));
     let _ = writeln!(
         out,
-        "  {:<10} cpu {:.2} s user + {:.2} s sys ({:.0} % of a core on average)",
+        "  {:<10} cpu {:.2} s user + {:.2} s sys ({:.0} % of a core on average{over}, peak {:.0} %)",
         format!("{what} cost"),
         sut["cpu_user_s"].as_f64().unwrap_or(0.0),
         sut["cpu_sys_s"].as_f64().unwrap_or(0.0),
         sut["cpu_avg_pct"].as_f64().unwrap_or(0.0),
+        sut["cpu_peak_pct"].as_f64().unwrap_or(0.0),
     );
     match (
         sut["queue_device"].as_str(),

@@ -1,5 +1,6 @@
 //! A watched mail store's resources over the whole run, as seed 001's tables list them:
-//! memory (all processes, per process, shared), disk requests, paging and network bytes
+//! memory (the proportional set size, shared pages counted once; RSS summed over all
+//! processes, per process, shared), disk requests, paging and network bytes
 //! (counted at mailbench's clients: loopback keeps no per-process count).
 
 use std::fmt::Write as _;
@@ -13,6 +14,12 @@ pub(super) fn resources(out: &mut String, r: &Results) {
         return;
     };
     let f = |k: &str| sut[k].as_f64();
+    if let (Some(pss), Some(per)) = (f("peak_pss_kib"), f("pss_per_proc_kib")) {
+        let _ = writeln!(
+            out,
+            "  store mem  peak PSS {pss:.0} KiB, {per:.0} KiB per process (each shared page counted once)"
+        );
+    }
     if let (Some(rss), Some(procs), Some(per), Some(shared)) = (
         f("peak_rss_kib"),
         f("peak_procs"),

@@ -271,7 +271,7 @@ fn a_stores_memory_io_paging_and_network_lines() {
         Some(vec!["65536.0", "65536.0"]),
         "{out}"
     );
-    assert_eq!(row("memory shared"), Some(vec!["3.0", "3.0"]), "{out}");
+    assert_eq!(row("of it shared"), Some(vec!["3.0", "3.0"]), "{out}");
     assert_eq!(row("read calls/s"), Some(vec!["12.5", "12.5"]), "{out}");
     assert_eq!(row("write calls/s"), None, "not read: not shown");
 }

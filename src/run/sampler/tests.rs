@@ -1,0 +1,227 @@
+use super::{NetBytes, Observed, Reading, Sample, first_number};
+use crate::stats::IntervalPoint;
+
+/// A reading at `t_s` of a tree that has used `cpu_s` (a fifth of it system time) and
+/// written `kib` KiB.
+fn at(t_s: f64, cpu_s: f64, kib: u64) -> Reading {
+    Reading {
+        sut: Sample {
+            user_s: cpu_s * 0.8,
+            sys_s: cpu_s * 0.2,
+            write_bytes: kib * 1024,
+            rss_kib: 1000,
+            procs: 2,
+            ..Sample::default()
+        },
+        t_s,
+        ..Reading::default()
+    }
+}
+
+fn point(t_s: f64, dt_s: f64) -> IntervalPoint {
+    IntervalPoint {
+        t_s,
+        dt_s,
+        ..IntervalPoint::default()
+    }
+}
+
+fn cpu(p: &IntervalPoint) -> f64 {
+    let s = p.relay.sut.as_ref().expect("a reading");
+    s.cpu_user_pct + s.cpu_sys_pct
+}
+
+#[test]
+fn each_point_gets_what_grew_over_its_own_span_and_the_points_add_up_to_the_totals() {
+    // Issue 40: the run's watch lasted 4.16 s, its series' third point was the injection's
+    // last 0.191 s; reading i went to point i whatever their spans, the last points got
+    // nothing, and the average was taken over 3.65 s.
+    let o = Observed::new(
+        None,
+        0,
+        1.0,
+        vec![
+            at(0.0, 0.0, 0),
+            at(1.0, 1.4, 100),
+            at(2.0, 3.2, 300),
+            at(3.0, 4.0, 400),
+            at(4.0, 4.2, 400),
+            at(4.16, 4.2, 400),
+        ],
+    );
+    let mut series = vec![
+        point(1.0, 1.0),
+        point(2.0, 1.0),
+        point(2.2, 0.2),
+        point(3.0, 0.8),
+        point(4.0, 1.0),
+        point(4.16, 0.16),
+    ];
+    o.fill(&mut series, 0);
+    let got: Vec<f64> = series
+        .iter()
+        .map(|p| (cpu(p) * 1e6).round() / 1e6)
+        .collect();
+    assert_eq!(got, [140.0, 180.0, 80.0, 80.0, 20.0, 0.0], "CPU per point");
+    let sum: f64 = series.iter().map(|p| cpu(p) / 100.0 * p.dt_s).sum();
+    assert!(
+        (sum - 4.2).abs() < 1e-9,
+        "the points add up to 4.2 s: {sum}"
+    );
+    let writes: f64 = series
+        .iter()
+        .map(|p| p.relay.sut.as_ref().map_or(0.0, |s| s.write_kib_s) * p.dt_s)
+        .sum();
+    assert!((writes - 400.0).abs() < 1e-9, "400 KiB written: {writes}");
+    let r = o.report(&series);
+    assert_eq!(r["watched_s"], 4.16);
+    assert!((r["cpu_avg_pct"].as_f64().unwrap_or(0.0) - 4.2 / 4.16 * 100.0).abs() < 1e-9);
+    assert!((r["cpu_user_s"].as_f64().unwrap_or(0.0) - 3.36).abs() < 1e-9);
+    assert!((r["cpu_sys_s"].as_f64().unwrap_or(0.0) - 0.84).abs() < 1e-9);
+    assert!((r["cpu_peak_pct"].as_f64().unwrap_or(0.0) - 180.0).abs() < 1e-9);
+    assert_eq!(r["disk_write_kib"], 400.0);
+    assert!((r["disk_write_kib_per_s"].as_f64().unwrap_or(0.0) - 400.0 / 4.16).abs() < 1e-9);
+}
+
+#[test]
+fn a_series_that_starts_after_the_watch_is_put_on_the_watchs_clock() {
+    // The generator's time zero came 0.5 s after the sampler's.
+    let o = Observed::new(
+        None,
+        1_000_000,
+        1.0,
+        vec![at(0.0, 0.0, 0), at(1.0, 1.0, 0), at(2.0, 1.0, 0)],
+    );
+    let mut series = vec![point(1.0, 1.0), point(1.5, 0.5), point(3.0, 1.5)];
+    o.fill(&mut series, 1_500_000);
+    // Point 1 is (0.5, 1.5] on the sampler's clock: half of a busy second, half idle.
+    assert!((cpu(&series[0]) - 50.0).abs() < 1e-9, "{}", cpu(&series[0]));
+    assert_eq!(cpu(&series[1]), 0.0);
+    assert!(
+        series[2].relay.sut.is_none(),
+        "after the watch's end: no reading, not 0"
+    );
+}
+
+#[test]
+fn a_process_that_leaves_the_tree_takes_nothing_back() {
+    // 2 s used, then a process holding 1.5 s left the tree; the others used 0.5 s more.
+    let o = Observed::new(
+        None,
+        0,
+        1.0,
+        vec![
+            at(0.0, 0.0, 0),
+            at(1.0, 2.0, 0),
+            at(2.0, 0.5, 0),
+            at(3.0, 1.0, 0),
+        ],
+    );
+    let mut series = vec![point(1.0, 1.0), point(2.0, 1.0), point(3.0, 1.0)];
+    o.fill(&mut series, 0);
+    let got: Vec<f64> = series.iter().map(cpu).collect();
+    assert_eq!(got, [200.0, 0.0, 50.0]);
+    let r = o.report(&series);
+    assert!((r["cpu_avg_pct"].as_f64().unwrap_or(0.0) - 2.5 / 3.0 * 100.0).abs() < 1e-9);
+}
+
+#[test]
+fn levels_and_the_queue_value_come_from_the_reading_that_ended_the_point_never_twice() {
+    let with = |t_s: f64, procs: u64, queue: f64| Reading {
+        sut: Sample {
+            procs,
+            ..Sample::default()
+        },
+        queue: Some(queue),
+        t_s,
+        ..Reading::default()
+    };
+    let o = Observed::new(
+        None,
+        0,
+        1.0,
+        vec![
+            with(0.0, 1, 0.0),
+            with(1.01, 5, 10.0),
+            with(2.02, 7, 20.0),
+            with(3.0, 3, 30.0),
+        ],
+    );
+    // Points end at 1.0, 2.0, 2.6 (the injection's last) and 3.0.
+    let mut series = vec![
+        point(1.0, 1.0),
+        point(2.0, 1.0),
+        point(2.6, 0.6),
+        point(3.0, 0.4),
+    ];
+    o.fill(&mut series, 0);
+    let queues: Vec<Option<f64>> = series.iter().map(|p| p.relay.queue).collect();
+    assert_eq!(queues, [Some(10.0), Some(20.0), None, Some(30.0)]);
+    let procs: Vec<u64> = series
+        .iter()
+        .map(|p| p.relay.sut.as_ref().map_or(0, |s| s.procs))
+        .collect();
+    assert_eq!(
+        procs,
+        [5, 7, 3, 3],
+        "the nearest level where none ended a point"
+    );
+}
+
+#[test]
+fn seed_001s_resource_figures_come_from_the_first_and_last_readings() {
+    let at = |t_s, rss_kib, procs, shared_kib, calls: u64, faults| Reading {
+        sut: Sample {
+            rss_kib,
+            procs,
+            shared_kib,
+            pss_kib: Some(rss_kib / 4),
+            read_calls: calls,
+            write_calls: calls / 2,
+            major_faults: faults,
+            net: Some(NetBytes {
+                into_store: calls / 10,
+                out_of_store: calls,
+            }),
+            ..Sample::default()
+        },
+        t_s,
+        ..Reading::default()
+    };
+    let o = Observed::new(
+        None,
+        0,
+        1.0,
+        vec![
+            at(0.0, 100, 1, 10, 1_000, 5),
+            at(1.0, 900, 3, 70, 2_000, 6),
+            at(2.0, 300, 1, 40, 5_000, 25),
+        ],
+    );
+    let r = o.report(&[]);
+    assert_eq!(r["disk_read_calls_per_s"], 2_000.0, "4,000 calls in 2 s");
+    assert_eq!(r["disk_write_calls_per_s"], 1_000.0);
+    assert_eq!(r["major_faults_per_s"], 10.0, "20 faults in 2 s");
+    assert_eq!(r["peak_shared_kib"], 70);
+    assert_eq!(r["net_in_bytes"], 400, "the clients wrote 500 - 100 bytes");
+    assert_eq!(r["net_out_bytes"], 4_000);
+    assert_eq!(r["net_in_bytes_per_s"], 200.0);
+    assert_eq!(r["net_out_bytes_per_s"], 2_000.0);
+    assert_eq!(r["peak_rss_kib"], 900);
+    assert_eq!(r["peak_pss_kib"], 225);
+    assert_eq!(
+        r["rss_per_proc_kib"], 260.0,
+        "(100 + 900 + 300) KiB over 1 + 3 + 1 processes"
+    );
+    assert_eq!(r["pss_per_proc_kib"], 65.0);
+}
+
+#[test]
+fn the_first_number_of_a_command_output_is_taken() {
+    assert_eq!(
+        first_number("-- 1234 Kbytes in 56 Requests.\n"),
+        Some(1234.0)
+    );
+    assert_eq!(first_number("42\n"), Some(42.0));
+    assert_eq!(first_number("Mail queue is empty"), None);
+}
