@@ -13,6 +13,7 @@ pub mod chain;
 pub mod cyrus;
 pub mod dovecot;
 pub mod exim;
+pub mod fs;
 pub mod host;
 pub mod isolate;
 pub mod ldap;
