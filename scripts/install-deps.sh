@@ -1,12 +1,29 @@
 #!/usr/bin/env bash
 # Installs what mailbench's tests and benchmarks need, from Debian packages, without
 # prompts. Idempotent: does nothing when everything is present. Never configures or starts
-# the system's own Postfix or Dovecot (the labs run private instances). --for-tests adds
+# the system's own Postfix or Dovecot (the labs run private instances). With no option:
+# every lab's packages (Postfix, Dovecot, OpenDKIM, slapd, Cyrus unpacked); --postfix only
+# Postfix, all `relay --lab postfix` needs (the quickstart's first run); --for-tests adds
 # what only the tests use; --mtas (and --for-tests) the other lab MTAs (install-mtas.sh).
 set -euo pipefail
 
 need=()
 command -v smtp-sink >/dev/null 2>&1 || [ -x /usr/sbin/smtp-sink ] || need+=(postfix)
+if [ "${1:-}" = "--postfix" ]; then
+  if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+      echo "install-deps: need root to install postfix (try: sudo $0 --postfix)" >&2
+      exit 1
+    fi
+    echo "install-deps: installing postfix (the other labs' packages: scripts/install-deps.sh, when a command asks for them)" >&2
+    # Leave /etc/postfix/main.cf absent and the system instance stopped (see LAB-NOTES).
+    echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends postfix >/dev/null
+  fi
+  exit 0
+fi
 [ -x /usr/sbin/postal ] || need+=(postal)
 command -v swaks >/dev/null 2>&1 || need+=(swaks)
 # swaks's TLS (--tls) needs Net::SSLeay, only a recommendation of the swaks package.
@@ -35,6 +52,9 @@ if [ "${1:-}" = "--for-tests" ]; then
   command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
   /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
   command -v tmux >/dev/null 2>&1 || need+=(tmux)
+  # dkimpy (with PyNaCl for Ed25519): a DKIM verifier no one here wrote, for what the
+  # lab's OpenDKIM signs.
+  /usr/bin/python3 -c 'import dkim, nacl' >/dev/null 2>&1 || need+=(python3-dkim python3-nacl)
   # BIND's dig: a DNS client no one here wrote, for the test DNS server.
   command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
   # OpenLDAP's client tools, to look into the lab's directory by hand when a test fails.

@@ -25,7 +25,7 @@ fn responder() -> &'static Responder {
         zones.build(&mut r.authority).expect("zones");
         r.faults.rules = ["a:servfail:20%", "txt:truncate:50%", "mx@d1*:nxdomain"]
             .iter()
-            .map(|s| parse_rule(s).expect("rule"))
+            .map(|s| parse_rule("--rule", s).expect("rule"))
             .collect();
         r
     })

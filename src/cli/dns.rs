@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::args::DnsArgs;
-use super::exit::{EXIT_FAILED, EXIT_USAGE};
+use super::exit::EXIT_USAGE;
 use super::finish::deliver;
 use super::plan::dns::{faults, synthetic};
 use super::plan::output::{self, OutputPlan};
@@ -47,7 +47,7 @@ pub fn plan(a: &DnsArgs, threads: u16) -> Result<(DnsPlan, OutputPlan), String> 
     if responder.authority.zone_count() == 0 {
         return Err("nothing to serve: give --domains SPEC (e.g. 'd{1..50}.example.test') or --zone-file FILE".into());
     }
-    responder.faults = faults(&a.rule)?;
+    responder.faults = faults("--rule", &a.rule)?;
     let (outputs, progress) = output::plan(&a.out, None, &crate::dns::THRESHOLDS)?;
     let config_json = serde_json::json!({
         "listen": listen.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
@@ -84,9 +84,13 @@ pub fn plan(a: &DnsArgs, threads: u16) -> Result<(DnsPlan, OutputPlan), String> 
 pub async fn dns(plan: DnsPlan, outputs: OutputPlan) -> Result<u8, (u8, String)> {
     // Up to MAX_TCP connections, beside the sockets.
     crate::limits::raise_nofile();
-    let sockets = Sockets::bind(&plan.listen)
-        .await
-        .map_err(|e| (EXIT_FAILED, e))?;
+    // An address that cannot be had is bad input: the fix is another --listen.
+    let sockets = Sockets::bind(&plan.listen).await.map_err(|e| {
+        (
+            EXIT_USAGE,
+            format!("--listen: {e}; is another server on that port? give another address"),
+        )
+    })?;
     let addrs: Vec<String> = sockets
         .local_addrs()
         .iter()

@@ -42,9 +42,10 @@ pub async fn send(plan: SendPlan, outputs: OutputPlan, rounds: u32) -> Result<u8
 /// Runs `sink` and reports.
 pub async fn sink(plan: SinkPlan, outputs: OutputPlan) -> Result<u8, (u8, String)> {
     crate::limits::raise_nofile();
+    // An address that cannot be had is bad input: the fix is another --listen.
     let listeners = crate::transport::listen::bind(&plan.listen)
         .await
-        .map_err(|e| (EXIT_FAILED, e))?;
+        .map_err(|e| (EXIT_USAGE, format!("--listen: {e}")))?;
     let addrs = crate::transport::listen::local_addrs(&listeners).join(", ");
     // Tests and scripts wait for this line (the port may have been 0).
     crate::run::live::say(&format!("mailbench sink: listening on {addrs}"));

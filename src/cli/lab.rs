@@ -6,6 +6,7 @@
 use super::args::{DovecotLabArgs, LabCommand, MtaLabArgs};
 use super::exit::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use super::plan::lab::{options, postfix_only, store_options};
+use crate::lab::watch::{Watchdog, Watched};
 use crate::lab::{LabError, LabServer, Mta};
 use crate::mailbox::bench::StoreSetup;
 use crate::shutdown::Shutdown;
@@ -79,12 +80,17 @@ async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab MTA and removing its directories",
     );
-    let lab = match tokio::task::spawn_blocking(move || mta.start(&opts)).await {
-        Ok(Ok(lab)) => lab,
-        Ok(Err(e @ LabError::Setting(_))) => return Err((EXIT_USAGE, e.to_string())),
-        Ok(Err(e)) => return Err((EXIT_FAILED, e.to_string())),
-        Err(e) => return Err((EXIT_FAILED, e.to_string())),
-    };
+    let lab: std::sync::Arc<dyn crate::lab::MtaLab> =
+        match crate::lab::interrupt::start_mta(mta, opts, &shutdown.stop).await {
+            Ok(lab) => std::sync::Arc::from(lab),
+            // A lab that runs until a signal: the signal came early, and nothing is left.
+            Err(e @ LabError::Interrupted) => {
+                crate::run::live::say(&format!("mailbench lab: {e}"));
+                return Ok(EXIT_OK);
+            }
+            Err(e @ LabError::Setting(_)) => return Err((EXIT_USAGE, e.to_string())),
+            Err(e) => return Err((EXIT_FAILED, e.to_string())),
+        };
     let mut text = describe(lab.as_ref());
     text += &format!(
         "relaying to {relay}{}; inject into {}; Ctrl-C stops and removes everything\n",
@@ -92,9 +98,26 @@ async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
         lab.entry()
     );
     crate::report::print(&text);
-    shutdown.stop.cancelled().await;
+    // Until the signal, or until the MTA stops answering: said in one line, exit 2.
+    let stalled = tokio_util::sync::CancellationToken::new();
+    let watchdog = {
+        let s = stalled.clone();
+        Watchdog::start(Watched::mta(mta.name(), lab.clone()), move |_| s.cancel())
+    };
+    tokio::select! {
+        _ = shutdown.stop.cancelled() => {}
+        _ = stalled.cancelled() => {}
+    }
+    let stall = watchdog.stalled();
+    drop(watchdog);
     drop(lab);
-    Ok(EXIT_OK)
+    match stall {
+        Some(line) => Err((
+            EXIT_FAILED,
+            format!("{line}; the lab is stopped and removed"),
+        )),
+        None => Ok(EXIT_OK),
+    }
 }
 
 /// `lab dovecot|cyrus`: any store of the registry, started, filled and described alike.

@@ -133,7 +133,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             }
             Some(RelayDns {
                 zones,
-                faults: super::plan::dns::faults(&a.dns_rule)?,
+                faults: super::plan::dns::faults("--dns-rule", &a.dns_rule)?,
                 sinks: a.dns_sinks,
             })
         }

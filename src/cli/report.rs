@@ -82,8 +82,19 @@ pub fn merge(a: &MergeArgs) -> Result<u8, (u8, String)> {
         thresholds,
     };
     let agents = merged.extra["agents"].as_array().map_or(0, |a| a.len());
+    let missing: Vec<&str> = merged.extra["merge"]["missing_shards"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str())
+        .collect();
+    let partial = if missing.is_empty() {
+        String::new()
+    } else {
+        format!(" — PARTIAL, forced: shard {} missing", missing.join(", "))
+    };
     let headline = format!(
-        "mailbench merge: {} files, {agents} agents of run {} over {:.2} s",
+        "mailbench merge: {} files, {agents} agents of run {} over {:.2} s{partial}",
         inputs.len(),
         merged.run_id,
         merged.duration_s

@@ -277,7 +277,10 @@ pub(crate) mod tests {
         }
         .build(&mut r.authority)
         .expect("zones");
-        r.faults.rules = rules.iter().map(|s| parse_rule(s).expect("rule")).collect();
+        r.faults.rules = rules
+            .iter()
+            .map(|s| parse_rule("--rule", s).expect("rule"))
+            .collect();
         r
     }
 

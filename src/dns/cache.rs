@@ -251,7 +251,8 @@ mod tests {
     #[test]
     fn rules_with_an_action_or_a_name_glob_are_decided_on_every_query() {
         let mut r = responder(&[]);
-        r.faults.rules = vec![crate::dns::faults::parse_rule("mx:servfail:50%").expect("rule")];
+        r.faults.rules =
+            vec![crate::dns::faults::parse_rule("--rule", "mx:servfail:50%").expect("rule")];
         let mut cache = AnswerCache::default();
         let mut rng = fastrand::Rng::with_seed(5);
         let q = ask(1, "d1.example.test.", RecordType::MX, false, false);

@@ -99,11 +99,12 @@ pub struct Rule {
     pub until: Option<Duration>,
 }
 
-/// Parses one rule; the error shows the form and examples.
-pub fn parse_rule(spec: &str) -> Result<Rule, String> {
+/// Parses one rule given with `flag` (`dns --rule`, `relay --dns-rule`); the error names
+/// the flag and shows the form and examples.
+pub fn parse_rule(flag: &str, spec: &str) -> Result<Rule, String> {
     let bad = |why: &str| {
         format!(
-            "bad --dns-rule {spec:?}: {why}; write TYPE[@NAME-GLOB]:ACTION[:PERCENT%][:until=DURATION], e.g. mx:delay=200ms:10%, a:servfail:5%, any@d1*.example.test:drop"
+            "bad {flag} {spec:?}: {why}; write TYPE[@NAME-GLOB]:ACTION[:PERCENT%][:until=DURATION], e.g. mx:delay=200ms:10%, a:servfail:5%, any@d1*.example.test:drop"
         )
     };
     let mut parts = spec.split(':');
@@ -234,21 +235,23 @@ mod tests {
 
     #[test]
     fn rules_parse_with_types_globs_shares_and_windows() {
-        let r = parse_rule("mx:delay=200ms:10%").expect("rule");
+        let r = parse_rule("--rule", "mx:delay=200ms:10%").expect("rule");
         assert_eq!(r.class, Some(QClass::Mx));
         assert_eq!(
             r.action,
             Action::Delay(Duration::from_millis(200), Duration::from_millis(200))
         );
         assert!((r.probability - 0.1).abs() < 1e-9);
-        let r = parse_rule("ANY@D1*.example.test.:servfail:100%:until=5s").expect("rule");
+        let r = parse_rule("--rule", "ANY@D1*.example.test.:servfail:100%:until=5s").expect("rule");
         assert_eq!(
             (r.class, r.pattern.as_deref()),
             (None, Some("d1*.example.test"))
         );
         assert_eq!(r.until, Some(Duration::from_secs(5)));
         assert_eq!(
-            parse_rule("a:delay=10ms-30ms").expect("range").action,
+            parse_rule("--rule", "a:delay=10ms-30ms")
+                .expect("range")
+                .action,
             Action::Delay(Duration::from_millis(10), Duration::from_millis(30))
         );
         for (spec, why) in [
@@ -259,9 +262,12 @@ mod tests {
             ("mx:drop:150%", "bad --dns-rule"),
             ("mx@:drop", "empty name glob"),
         ] {
-            let e = parse_rule(spec).expect_err(spec);
+            let e = parse_rule("--dns-rule", spec).expect_err(spec);
             assert!(e.contains(why), "{spec}: {e}");
         }
+        // Issue 40: `dns --rule` errors named `--dns-rule` (relay's flag).
+        let e = parse_rule("--rule", "mx").expect_err("no action");
+        assert!(e.starts_with("bad --rule \"mx\": "), "{e}");
     }
 
     #[test]
@@ -285,7 +291,7 @@ mod tests {
                 "a@x*:nxdomain:50%",
             ]
             .iter()
-            .map(|s| parse_rule(s).expect("rule"))
+            .map(|s| parse_rule("--rule", s).expect("rule"))
             .collect(),
         };
         let mut rng = fastrand::Rng::with_seed(7);

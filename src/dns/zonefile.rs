@@ -285,6 +285,15 @@ fn check(records: &[Read], apex: &Name) -> Result<(), (usize, String)> {
         .filter(|r| r.record.record_type() == RecordType::NS && r.record.name != *apex)
         .map(|r| key(&r.record.name))
         .collect();
+    // The names NS records point at: below a cut, only their addresses are served (as
+    // glue in a referral's additional section).
+    let ns_targets: std::collections::HashSet<String> = records
+        .iter()
+        .filter_map(|r| match &r.record.data {
+            hickory_proto::rr::RData::NS(ns) => Some(key(&ns.0)),
+            _ => None,
+        })
+        .collect();
     // The delegation strictly above `k`, if any.
     let cut_above = |k: &str| -> Option<String> {
         let mut up = parent(k);
@@ -305,16 +314,23 @@ fn check(records: &[Read], apex: &Name) -> Result<(), (usize, String)> {
         if !apex.zone_of(&rec.name) {
             return Err((line, format!("{} is outside the zone {apex}", rec.name)));
         }
-        if let Some(cut) = cut_above(&k)
-            && !matches!(t, RecordType::A | RecordType::AAAA)
-        {
-            return Err((
-                line,
-                format!(
-                    "{} {t} is below the delegation at {cut}. and would never be served; remove it",
-                    rec.name
+        if let Some(cut) = cut_above(&k) {
+            let why = match t {
+                RecordType::A | RecordType::AAAA if ns_targets.contains(&k) => None,
+                RecordType::A | RecordType::AAAA => Some(
+                    "; an address there is served only as glue of a name an NS record names, and none names it",
                 ),
-            ));
+                _ => Some(""),
+            };
+            if let Some(why) = why {
+                return Err((
+                    line,
+                    format!(
+                        "{} {t} is below the delegation at {cut}. and would never be served{why}; remove it",
+                        rec.name
+                    ),
+                ));
+            }
         }
         if cuts.contains(&k) && !matches!(t, RecordType::NS | RecordType::DS) {
             return Err((
@@ -478,6 +494,13 @@ mod tests {
         };
         let head = "$ORIGIN lab.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n";
         assert_eq!(load(&format!("{head}@ MX 10 mx\nmx A 127.0.0.1\n")), Ok(()));
+        // Glue: the addresses of the names the NS records name (in any case).
+        assert_eq!(
+            load(&format!(
+                "{head}c NS NS.c\nns.c A 127.0.0.1\nns.c AAAA ::1\n"
+            )),
+            Ok(())
+        );
         for (body, why) in [
             (
                 "www.other.test. A 127.0.0.1\n",
@@ -486,6 +509,15 @@ mod tests {
             (
                 "c NS ns.c\nns.c A 127.0.0.1\nx.c TXT \"y\"\n",
                 "z:6: x.c.lab.test. TXT is below",
+            ),
+            // Issue 40: an address below the cut that no NS names was loaded, never served.
+            (
+                "c NS ns.c\nns.c A 127.0.0.1\nwww.c A 127.0.0.2\n",
+                "z:6: www.c.lab.test. A is below the delegation at c.lab.test. and would never be served; an address there is served only as glue of a name an NS record names, and none names it; remove it",
+            ),
+            (
+                "c NS ns.c\nns.c AAAA ::1\nmail.c AAAA ::2\n",
+                "z:6: mail.c.lab.test. AAAA is below",
             ),
             ("c CNAME x\nc A 127.0.0.1\n", "CNAME and other data"),
             (

@@ -116,11 +116,10 @@ impl Hop {
     }
 
     /// Runs `cmd` (a daemon that puts itself in the background) and fails with what it
-    /// said when it exits non-zero.
+    /// said when it exits non-zero, or does not exit within `command::SETUP`.
     pub fn run_daemon(&self, mut cmd: Command, what: &str) -> Result<(), LabError> {
-        let out = super::leftovers::own_group(&mut cmd)
-            .output()
-            .map_err(|e| io(&format!("run {what}"), e))?;
+        let out = super::command::run(&mut cmd, super::command::SETUP, what)
+            .map_err(|e| LabError::Failed(format!("lab: {e}")))?;
         if out.status.success() {
             return Ok(());
         }
@@ -163,7 +162,12 @@ impl Hop {
                 waited += tick;
                 if waited >= every {
                     waited = Duration::ZERO;
-                    let _ = Command::new(&argv[0]).args(&argv[1..]).output();
+                    // Bounded: a stuck MTA's control command must not hold up its stop.
+                    let _ = super::command::run(
+                        Command::new(&argv[0]).args(&argv[1..]),
+                        every,
+                        &argv[0],
+                    );
                 }
             }
         });
@@ -174,21 +178,21 @@ impl Hop {
     }
 
     /// Stops the daemon and everything it started, unmounts and removes what this
-    /// instance made. Idempotent.
+    /// instance made. Idempotent. The daemon's tree gets SIGTERM and `command::STOP` to
+    /// go; then whatever of the instance still runs is ended by force.
     fn stop(&mut self) {
         self.retrier = None;
         let roots = host::trees(&[self.pid_file()]);
         super::leftovers::signal(&roots, "TERM");
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + super::command::STOP;
         while roots.iter().any(|p| super::leftovers::running(*p)) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
-        super::leftovers::signal(&roots, "KILL");
+        super::leftovers::end(&[&self.dir, &self.queue.path], &roots, Duration::ZERO);
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
-        super::leftovers::stop_processes(&self.dir);
         self.capture = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -268,6 +272,7 @@ impl<F: Flavor> Chain<F> {
         let hops = opts.hops.max(1);
         let mut next = opts.relay;
         for n in (0..hops).rev() {
+            super::interrupt::check()?;
             let mut attempt = 0;
             let hop = loop {
                 attempt += 1;
@@ -305,8 +310,10 @@ impl<F: Flavor> Chain<F> {
             capture: None,
             retrier: None,
         };
-        let started =
-            F::start(&mut hop, opts).and_then(|()| host::wait_for_greeting(hop.entry, &hop.name));
+        let started = F::start(&mut hop, opts).and_then(|()| {
+            let files = [hop.pid_file()];
+            host::wait_for_greeting(hop.entry, &hop.name, F::NAME, &|| host::trees(&files))
+        });
         match started {
             Ok(()) => Ok(hop),
             Err(e) => {

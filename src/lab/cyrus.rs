@@ -191,8 +191,9 @@ impl Lab {
         lab.check_settings(&opts.settings)?;
         lab.add_users()?;
         lab.run_master()?;
-        host::wait_for_greeting(lab.endpoints.imap, &lab.name)?;
-        host::wait_for_greeting(lab.endpoints.pop3, &lab.name)?;
+        let pids = || lab.pids();
+        host::wait_for_greeting(lab.endpoints.imap, &lab.name, "cyrus", &pids)?;
+        host::wait_for_greeting(lab.endpoints.pop3, &lab.name, "cyrus", &pids)?;
         Ok(lab)
     }
 
@@ -585,13 +586,21 @@ impl StoreLab for Lab {
 }
 
 impl Drop for Lab {
+    /// The master gets SIGTERM and `command::STOP` to exit; then whatever of the lab still
+    /// runs is ended by force.
     fn drop(&mut self) {
-        if let Some(pid) = host::read_pid(&self.dir.join("run/master.pid")) {
+        let pid_file = self.dir.join("run/master.pid");
+        let tree = host::trees(std::slice::from_ref(&pid_file));
+        if let Some(pid) = host::read_pid(&pid_file) {
             super::leftovers::signal(&[pid], "TERM");
-            host::wait_exit(pid);
+            host::wait_exit(pid, super::command::STOP);
         }
         // Whatever the master left running (it was cut short, or hung).
-        super::leftovers::stop_processes(&self.dir);
+        super::leftovers::end(
+            &[&self.dir, &self.mail.path],
+            &tree,
+            std::time::Duration::from_secs(2),
+        );
         self.capture = None;
         self.mail.remove();
         let _ = std::fs::remove_dir_all(&self.dir);

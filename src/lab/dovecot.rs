@@ -152,13 +152,16 @@ impl Lab {
         // file instead, read when it fails.
         let errors = lab.dir.join("log/start.err");
         let err_file = std::fs::File::create(&errors).map_err(|e| io("create the start log", e))?;
-        let status = super::leftovers::own_group(&mut Command::new(DOVECOT))
-            .args(["-c", &conf])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(err_file)
-            .status()
-            .map_err(|e| io("run dovecot", e))?;
+        let status = super::command::status(
+            Command::new(DOVECOT)
+                .args(["-c", &conf])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(err_file),
+            super::command::SETUP,
+            "dovecot",
+        )
+        .map_err(|e| LabError::Failed(format!("lab dovecot: {e}")))?;
         if !status.success() {
             let reason = std::fs::read_to_string(&errors).unwrap_or_default();
             return Err(LabError::Failed(format!(
@@ -166,8 +169,9 @@ impl Lab {
                 reason.trim()
             )));
         }
-        host::wait_for_greeting(lab.endpoints.imap, &lab.name)?;
-        host::wait_for_greeting(lab.endpoints.pop3, &lab.name)?;
+        let pids = || lab.pids();
+        host::wait_for_greeting(lab.endpoints.imap, &lab.name, "dovecot", &pids)?;
+        host::wait_for_greeting(lab.endpoints.pop3, &lab.name, "dovecot", &pids)?;
         Ok(lab)
     }
 
@@ -443,16 +447,33 @@ impl Lab {
 }
 
 impl Drop for Lab {
+    /// `doveadm stop` and the master's exit get `command::STOP`; then whatever of the lab
+    /// still runs is ended by force.
     fn drop(&mut self) {
-        let pid = host::read_pid(&self.dir.join("run/master.pid"));
-        let _ = super::leftovers::own_group(&mut Command::new(DOVEADM))
-            .args(["-c", &self.conf(), "stop"])
-            .output();
-        if let Some(pid) = pid {
-            host::wait_exit(pid);
+        let pid_file = self.dir.join("run/master.pid");
+        let tree = host::trees(std::slice::from_ref(&pid_file));
+        let deadline = std::time::Instant::now() + super::command::STOP;
+        let stopped = super::command::run(
+            Command::new(DOVEADM).args(["-c", &self.conf(), "stop"]),
+            super::command::STOP,
+            "`doveadm stop`",
+        );
+        match (stopped, host::read_pid(&pid_file)) {
+            (Err(why), _) => host::say(&format!(
+                "mailbench: lab dovecot: {why}; ending the lab's processes"
+            )),
+            (Ok(_), Some(pid)) => host::wait_exit(
+                pid,
+                deadline.saturating_duration_since(std::time::Instant::now()),
+            ),
+            (Ok(_), None) => {}
         }
         // Whatever `doveadm stop` left running (it was cut short, or the master hung).
-        super::leftovers::stop_processes(&self.dir);
+        super::leftovers::end(
+            &[&self.dir, &self.mail.path],
+            &tree,
+            std::time::Duration::from_secs(2),
+        );
         self.mail.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }

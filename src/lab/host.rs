@@ -145,12 +145,24 @@ pub fn write_tls_files(dir: &Path, hostname: &str) -> Result<PathBuf, LabError> 
     Ok(cert)
 }
 
-/// Waits up to 20 s for the server on `addr` to greet with a line containing `name`
-/// (each instance has a unique name): another server on the port is `PortTaken`.
-pub fn wait_for_greeting(addr: SocketAddr, name: &str) -> Result<(), LabError> {
-    let deadline = Instant::now() + Duration::from_secs(20);
+/// How long a lab server has to greet once started.
+pub const GREETING: Duration = Duration::from_secs(20);
+
+/// Waits up to [`GREETING`] for the server on `addr` to greet with a line containing
+/// `name` (each instance has a unique name): another server on the port is `PortTaken`.
+/// When the lab's own processes (`pids`) hold the port and none greets, the lab `lab` has
+/// stalled: the error names the process that is stuck and where. A signal that cuts the
+/// start short (see `interrupt`) ends the wait.
+pub fn wait_for_greeting(
+    addr: SocketAddr,
+    name: &str,
+    lab: &str,
+    pids: &dyn Fn() -> Vec<u32>,
+) -> Result<(), LabError> {
+    let deadline = Instant::now() + GREETING;
     loop {
-        match greeting(addr) {
+        super::interrupt::check()?;
+        match greeting(addr, Duration::from_secs(2)) {
             Some(g) if g.contains(name) => return Ok(()),
             Some(_) => {
                 return Err(LabError::PortTaken(format!(
@@ -158,8 +170,17 @@ pub fn wait_for_greeting(addr: SocketAddr, name: &str) -> Result<(), LabError> {
                 )));
             }
             None if Instant::now() > deadline => {
+                let pids = pids();
+                if super::stall::serves(&pids, addr.port()) {
+                    return Err(LabError::Failed(format!(
+                        "lab {lab}: no greeting on {addr} in {} s: {}",
+                        GREETING.as_secs(),
+                        super::stall::describe(&pids, Some(addr.port()))
+                    )));
+                }
                 return Err(LabError::PortTaken(format!(
-                    "lab: port taken or the server did not listen on {addr} in 20 s"
+                    "lab: port taken or the server did not listen on {addr} in {} s",
+                    GREETING.as_secs()
                 )));
             }
             None => std::thread::sleep(Duration::from_millis(50)),
@@ -167,15 +188,23 @@ pub fn wait_for_greeting(addr: SocketAddr, name: &str) -> Result<(), LabError> {
     }
 }
 
-/// The first line a server at `addr` sends, if it answers within a second.
-fn greeting(addr: SocketAddr) -> Option<String> {
+/// The first line a server at `addr` sends, if it connects within a second and answers
+/// within `wait`.
+pub fn greeting(addr: SocketAddr, wait: Duration) -> Option<String> {
     use std::io::{BufRead, BufReader, Write};
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.set_read_timeout(Some(wait)).ok()?;
     let mut line = String::new();
     BufReader::new(&s).read_line(&mut line).ok()?;
     let _ = s.write_all(b"QUIT\r\n");
     (!line.is_empty()).then_some(line)
+}
+
+/// Says `line` on standard error: what a lab had to do that no caller asked for (a stop
+/// that did not finish and was ended by force).
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Sets a path's permission bits.
@@ -262,10 +291,10 @@ pub fn read_pid(pid_file: &Path) -> Option<u32> {
         .and_then(|s| s.trim().parse().ok())
 }
 
-/// Waits up to 10 s for `pid` to exit, so that a lab's directories are removed only
+/// Waits up to `limit` for `pid` to exit, so that a lab's directories are removed only
 /// once its master has let go of them.
-pub fn wait_exit(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+pub fn wait_exit(pid: u32, limit: Duration) {
+    let deadline = Instant::now() + limit;
     while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -195,16 +195,41 @@ pub fn processes_of(dir: &Path) -> Vec<u32> {
 /// were. A lab's own stop ends with it, so that no server outlives its directory even
 /// when the server's stop command was cut short.
 pub fn stop_processes(dir: &Path) -> usize {
-    let pids = processes_of(dir);
+    end(&[dir], &[], Duration::from_secs(5))
+}
+
+/// The forced end of a lab: every process of the trees rooted at `roots` (taken before
+/// its stop command ran: a master's children, whatever they became) and every process
+/// that runs from one of `dirs` gets SIGTERM, and SIGCONT so that a stopped one takes it;
+/// those still there after `grace` get SIGKILL, and so do any started meanwhile (a
+/// master respawning one). How many there were.
+pub fn end(dirs: &[&Path], roots: &[u32], grace: Duration) -> usize {
+    let find = || {
+        let mut pids = crate::stats::sut::descendants(roots);
+        for d in dirs {
+            pids.extend(processes_of(d));
+        }
+        let me = std::process::id();
+        pids.retain(|p| *p != me && running(*p));
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    };
+    let pids = find();
     signal(&pids, "TERM");
-    let deadline = Instant::now() + Duration::from_secs(5);
+    signal(&pids, "CONT");
+    let deadline = Instant::now() + grace;
     while pids.iter().any(|p| running(*p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     signal(&pids, "KILL");
     // Children started while the others went (a Postfix master respawning one).
-    let late = processes_of(dir);
+    let late = find();
     signal(&late, "KILL");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().chain(&late).any(|p| running(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     pids.len() + late.iter().filter(|p| !pids.contains(p)).count()
 }
 

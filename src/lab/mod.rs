@@ -6,15 +6,20 @@
 //! registered in [`MTAS`] or [`STORES`]; what they share — free ports, the greeting check,
 //! queue and mail placement, certificates, checks — is in `host`. Around them: `opendkim`
 //! signs for an MTA, `isolate` runs an MTA in its own namespaces, `syslog` gives an MTA
-//! that only logs through syslog a log file, and `leftovers` finds and cleans the labs of
-//! runs that died.
+//! that logs through a datagram socket (syslog, Postfix's postlog) a log file read by
+//! mailbench, and `leftovers` finds and cleans the labs of runs that died. Every command a
+//! lab runs has a deadline (`command`), and a lab that stops answering or stopping is
+//! reported by the process that is stuck (`stall`), found while a run uses it by `watch`;
+//! a signal during a lab's start cuts the start short (`interrupt`).
 
 pub mod chain;
+pub mod command;
 pub mod cyrus;
 pub mod dovecot;
 pub mod exim;
 pub mod fs;
 pub mod host;
+pub mod interrupt;
 pub mod isolate;
 pub mod ldap;
 pub mod leftovers;
@@ -23,7 +28,9 @@ pub mod opensmtpd;
 pub mod postfix;
 pub mod qmail;
 pub mod sendmail;
+pub mod stall;
 pub mod syslog;
+pub mod watch;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -146,12 +153,17 @@ pub enum LabError {
     PortTaken(String),
     /// Anything else (the MTA missing, not root, a file that cannot be written).
     Failed(String),
+    /// A signal came during the start: what was started is stopped and removed.
+    Interrupted,
 }
 
 impl std::fmt::Display for LabError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LabError::Setting(m) | LabError::PortTaken(m) | LabError::Failed(m) => f.write_str(m),
+            LabError::Interrupted => f.write_str(
+                "interrupted while the lab started: what it had started is stopped and removed, and nothing was measured",
+            ),
         }
     }
 }

@@ -1,15 +1,25 @@
 //! A disposable Postfix for a benchmark: its own config, queue and log in a temporary
 //! directory, smtpd on a free loopback port, relaying everything to the next hop (another
 //! lab instance, or the sink). Chroot off, process and concurrency limits raised, quick
-//! retries. Started with `postfix -c DIR start`, stopped and removed on drop; never touches
-//! `/etc/postfix` or the system queue. The settings were checked on Debian 12's Postfix
-//! 3.7; `start_one` says why each is there.
+//! retries. Started with `postfix -c DIR/conf start`, stopped (with a deadline, then by
+//! force) and removed on drop; never touches `/etc/postfix` or the system queue. The
+//! settings were checked on Debian 12's Postfix 3.7; `start_one` says why each is there.
+//!
+//! Its log is written by mailbench, not by Postfix's postlogd: every Postfix process sends
+//! its lines to a datagram socket in the queue's `public/` directory, and postlogd — the
+//! only reader of that socket — sends its own start-up lines (a warning about main.cf,
+//! one per setting) to the same socket before it reads. With more than
+//! `net.unix.max_dgram_qlen` (10 here) lines queued by then, its send blocks forever,
+//! and so does every process's next log line: smtpd never greets, `postfix stop` never
+//! ends. The lab's socket is read by a thread of mailbench (`syslog::Capture`), which
+//! never writes to it, so logging cannot deadlock the MTA.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::command::{self, STOP};
 use super::host::{self, QueueDir, io};
 use super::opendkim;
 use super::{
@@ -20,18 +30,29 @@ use crate::stats::queues::QueueState;
 
 const POSTFIX: &str = "/usr/sbin/postfix";
 
+/// The name of the lab's log service (`postlog_service_name`): its socket, which
+/// mailbench reads, is `public/mailbench-log` in the queue directory. master.cf keeps
+/// Debian's `postlog` service, which `postfix start` insists on when `maillog_file` is
+/// set; no process sends to it, so its postlogd never runs.
+const LOG_SERVICE: &str = "mailbench-log";
+
 /// One running instance.
 #[derive(Debug)]
 struct Instance {
     /// Its myhostname, unique, so that its greeting identifies it.
     name: String,
-    /// Config directory (main.cf, master.cf, maillog, data).
+    /// The instance's directory (data, maillog, tables, the config directory).
     dir: PathBuf,
+    /// Its config directory (main.cf and master.cf only, as `postfix-script check-warn`
+    /// wants a config directory: everything in it root's, with no queue below it).
+    conf: PathBuf,
     queue: QueueDir,
     /// smtpd address.
     smtpd: SocketAddr,
     /// The DKIM-signing milter in front of its queue, when asked.
     milter: Option<opendkim::Milter>,
+    /// The reader of its log socket, writing `maillog` (with `--mta-logging on`).
+    log: Option<super::syslog::Capture>,
 }
 
 /// The running lab; stopped and cleaned up on drop.
@@ -60,7 +81,7 @@ pub const KIND: super::Mta = super::Mta {
 pub fn check() -> Result<(), String> {
     if !Path::new(POSTFIX).exists() {
         return Err(
-            "Postfix is not installed; run scripts/install-deps.sh (or apt-get install postfix)"
+            "Postfix is not installed; run scripts/install-deps.sh --postfix (or apt-get install postfix)"
                 .into(),
         );
     }
@@ -89,6 +110,7 @@ impl Lab {
         for hop in (0..opts.hops.max(1)).rev() {
             // A free port can be taken by someone else before Postfix binds it; the greeting
             // tells whether the smtpd that answers is this instance's. Then retry elsewhere.
+            super::interrupt::check()?;
             let mut attempt = 0;
             let inst = loop {
                 attempt += 1;
@@ -111,21 +133,22 @@ impl Lab {
         opts: &LabOptions,
     ) -> Result<Instance, LabError> {
         let dir = host::instance_dir(hop)?;
-        std::fs::create_dir_all(dir.join("data")).map_err(|e| io("create the lab directory", e))?;
+        let conf = dir.join("conf");
+        for d in [dir.join("data"), conf.clone()] {
+            std::fs::create_dir_all(d).map_err(|e| io("create the lab directory", e))?;
+        }
         let (queue, notice) = QueueDir::make(&dir, "queue", hop, opts.queue == QueueKind::Tmpfs)?;
         self.notices.extend(notice);
         let mut inst = Instance {
             name: format!("lab{hop}-{:08x}.mailbench.test", fastrand::u32(..)),
             queue,
             dir: dir.clone(),
+            conf: conf.clone(),
             smtpd: SocketAddr::from(([127, 0, 0, 1], host::free_port()?)),
             milter: None,
+            log: None,
         };
-        let chown = Command::new("chown")
-            .args(["postfix:postfix", &dir.join("data").display().to_string()])
-            .status()
-            .map_err(|e| io("run chown", e))?;
-        if !chown.success() {
+        if host::chown_to(&dir.join("data"), "postfix:postfix").is_err() {
             inst.stop();
             return Err(LabError::Failed(
                 "lab: cannot give the data directory to user postfix (is Postfix installed?)"
@@ -133,6 +156,7 @@ impl Lab {
             ));
         }
         let d = dir.display();
+        let c = conf.display().to_string();
         let last_hop = hop + 1 == opts.hops.max(1);
         // Why each setting: its own queue, data directory and log in the lab directory
         // (nothing shared with the system's Postfix); mail for every domain relayed from
@@ -193,7 +217,7 @@ maximal_backoff_time = 10s
         );
         if opts.logging != MtaLogging::Off {
             main_cf.push_str(&format!(
-                "maillog_file = {d}/maillog\nmaillog_file_prefixes = {d}\n"
+                "maillog_file = {d}/maillog\nmaillog_file_prefixes = {d}\npostlog_service_name = {LOG_SERVICE}\n"
             ));
         }
         if let (Some(lookup), 0) = (&opts.lookup, hop) {
@@ -237,11 +261,9 @@ maximal_backoff_time = 10s
                 "smtpd_tls_cert_file = {d}/tls.crt\nsmtpd_tls_key_file = {d}/tls.key\nsmtpd_tls_security_level = may\n"
             ));
         }
-        for (k, v) in &opts.settings {
-            main_cf.push_str(&format!("{k} = {v}\n"));
-        }
-        std::fs::write(dir.join("main.cf"), main_cf).map_err(|e| io("write main.cf", e))?;
-        if let Err(e) = index_table(&dir, hop, opts) {
+        let main_cf = with_settings(&main_cf, &opts.settings);
+        std::fs::write(conf.join("main.cf"), main_cf).map_err(|e| io("write main.cf", e))?;
+        if let Err(e) = index_table(&dir, &conf, hop, opts) {
             inst.stop();
             return Err(e);
         }
@@ -249,23 +271,40 @@ maximal_backoff_time = 10s
             .map_err(|e| io("read /etc/postfix/master.cf", e))?;
         let resolver = opts.dns.filter(|_| last_hop).map(|d| d.resolver);
         std::fs::write(
-            dir.join("master.cf"),
+            conf.join("master.cf"),
             master_cf(&master, inst.smtpd, resolver.is_some()),
         )
         .map_err(|e| io("write master.cf", e))?;
         if let Some(ip) = resolver {
             host::chroot_resolver(&inst.queue.path, ip)?;
         }
-        if let Err(e) = check_overrides(&dir, &opts.settings) {
+        if let Err(e) = check_overrides(&conf, &opts.settings) {
             inst.stop();
             return Err(e);
         }
-        let out = super::leftovers::own_group(&mut Command::new(POSTFIX))
-            .args(["-c", &d.to_string(), "start"])
-            .output()
-            .map_err(|e| io("run postfix", e))?;
+        if opts.logging != MtaLogging::Off {
+            match log_socket(&inst) {
+                Ok(capture) => inst.log = Some(capture),
+                Err(e) => {
+                    inst.stop();
+                    return Err(e);
+                }
+            }
+        }
+        let started = command::run(
+            Command::new(POSTFIX).args(["-c", &c, "start"]),
+            command::SETUP,
+            "`postfix start`",
+        );
+        let out = match started {
+            Ok(out) => out,
+            Err(why) => {
+                inst.stop();
+                return Err(LabError::Failed(format!("lab postfix: {why}")));
+            }
+        };
         if !out.status.success() {
-            let reason = start_failure(&dir);
+            let reason = start_failure(&conf);
             inst.stop();
             // A fatal error that names an overridden key is that --postconf value's fault.
             let named = opts
@@ -279,12 +318,52 @@ maximal_backoff_time = 10s
                 None => LabError::Failed(format!("lab: postfix start failed: {reason}")),
             });
         }
-        if let Err(e) = host::wait_for_greeting(inst.smtpd, &inst.name) {
+        let tree = [inst.queue.path.join("pid/master.pid")];
+        if let Err(e) =
+            host::wait_for_greeting(inst.smtpd, &inst.name, "postfix", &|| host::trees(&tree))
+        {
             inst.stop();
             return Err(e);
         }
         Ok(inst)
     }
+}
+
+/// The lab's log socket, `public/mailbench-log` in the queue directory, read by mailbench
+/// into `maillog`: `public` made first as Postfix makes it (owned by postfix, group
+/// postdrop, 0710), so that `postfix start` finds the socket there and every Postfix
+/// process logs to it from its first line on.
+fn log_socket(inst: &Instance) -> Result<super::syslog::Capture, LabError> {
+    let public = inst.queue.path.join("public");
+    std::fs::create_dir_all(&public).map_err(|e| io("create the queue's public directory", e))?;
+    host::chown_to(&public, "postfix:postdrop")?;
+    host::set_mode(&public, 0o710);
+    super::syslog::Capture::start(&public.join(LOG_SERVICE), &inst.dir.join("maillog"))
+}
+
+/// The lab's main.cf with each `key = value` of `settings` in place of the lab's line for
+/// that key (or added): Postfix would take the last of two lines too, but warns about the
+/// first in every process it starts ("overriding earlier entry"), lines that cost time and
+/// filled the log socket at start.
+fn with_settings(main_cf: &str, settings: &[(String, String)]) -> String {
+    let key_of = |line: &str| -> Option<String> {
+        let (k, _) = line.split_once('=')?;
+        let k = k.trim();
+        (!line.starts_with([' ', '\t', '#']) && !k.is_empty() && !k.contains(' '))
+            .then(|| k.to_string())
+    };
+    let mut lines: Vec<String> = main_cf.lines().map(str::to_string).collect();
+    for (k, v) in settings {
+        let line = format!("{k} = {v}");
+        match lines
+            .iter()
+            .position(|l| key_of(l).as_deref() == Some(k.as_str()))
+        {
+            Some(i) => lines[i] = line,
+            None => lines.push(line),
+        }
+    }
+    lines.join("\n") + "\n"
 }
 
 impl Lab {
@@ -326,18 +405,21 @@ fn hash_table(dir: &Path, recipients: &[String]) -> Result<String, LabError> {
     Ok(format!("hash:{}", path.display()))
 }
 
-/// `postmap -c DIR hash:DIR/recipients`, when this is the entry (hop 0) and it has a hash
+/// `postmap -c CONF hash:DIR/recipients`, when this is the entry (hop 0) and it has a hash
 /// table.
-fn index_table(dir: &Path, hop: u8, opts: &LabOptions) -> Result<(), LabError> {
+fn index_table(dir: &Path, conf: &Path, hop: u8, opts: &LabOptions) -> Result<(), LabError> {
     if hop != 0 || !matches!(&opts.lookup, Some(l) if l.backend == LookupBackend::Hash) {
         return Ok(());
     }
-    let out = Command::new("/usr/sbin/postmap")
-        .arg("-c")
-        .arg(dir)
-        .arg(format!("hash:{}", dir.join("recipients").display()))
-        .output()
-        .map_err(|e| io("run postmap", e))?;
+    let out = command::run(
+        Command::new("/usr/sbin/postmap")
+            .arg("-c")
+            .arg(conf)
+            .arg(format!("hash:{}", dir.join("recipients").display())),
+        command::SETUP,
+        "postmap",
+    )
+    .map_err(|e| LabError::Failed(format!("lab postfix: {e}")))?;
     if !out.status.success() {
         return Err(LabError::Failed(format!(
             "lab: postmap could not index the recipients: {}",
@@ -373,7 +455,7 @@ impl LabServer for Lab {
     fn dirs(&self) -> Vec<PathBuf> {
         self.instances
             .iter()
-            .flat_map(|i| [i.dir.clone(), i.queue.path.clone()])
+            .flat_map(|i| [i.dir.clone(), i.conf.clone(), i.queue.path.clone()])
             .chain(self.directory.as_ref().map(|d| d.dir().to_path_buf()))
             .collect()
     }
@@ -390,7 +472,7 @@ impl LabServer for Lab {
                 format!(
                     "postfix {i}: smtpd on {}, config {}",
                     inst.smtpd,
-                    inst.dir.display()
+                    inst.conf.display()
                 )
             })
             .collect()
@@ -425,18 +507,22 @@ impl MtaLab for Lab {
     /// `postsuper -H ALL` moves the held messages to the deferred queue and `postqueue -f`
     /// has the queue manager take them now, not at its next scan.
     fn release(&self) -> Result<usize, String> {
-        let d = self.instances[0].dir.display().to_string();
-        let out = Command::new("/usr/sbin/postsuper")
-            .args(["-c", &d, "-H", "ALL"])
-            .output()
-            .map_err(|e| format!("lab: cannot run postsuper: {e}"))?;
+        let d = self.instances[0].conf.display().to_string();
+        let out = command::run(
+            Command::new("/usr/sbin/postsuper").args(["-c", &d, "-H", "ALL"]),
+            command::SETUP,
+            "`postsuper -H ALL`",
+        )
+        .map_err(|e| format!("lab postfix: {e}"))?;
         let said = String::from_utf8_lossy(&out.stderr);
         if !out.status.success() {
             return Err(format!("lab: postsuper -H ALL failed: {}", said.trim()));
         }
-        let _ = Command::new("/usr/sbin/postqueue")
-            .args(["-c", &d, "-f"])
-            .output();
+        let _ = command::run(
+            Command::new("/usr/sbin/postqueue").args(["-c", &d, "-f"]),
+            command::SETUP,
+            "`postqueue -f`",
+        );
         // "postsuper: Released from hold: 123 messages"
         Ok(said
             .split("Released from hold:")
@@ -522,12 +608,13 @@ fn ready_files(dir: &Path) -> u64 {
 /// Why `postfix start` failed. Postfix prints its fatal errors only to a terminal (or a
 /// syslog this machine may not run), so `postfix check` runs again on a pseudo-terminal
 /// (util-linux `script`, part of every Debian system) to read them.
-fn start_failure(dir: &Path) -> String {
-    let cmd = format!("{POSTFIX} -c '{}' check", dir.display());
-    let out = Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
-        .stdin(std::process::Stdio::null())
-        .output();
+fn start_failure(conf: &Path) -> String {
+    let cmd = format!("{POSTFIX} -c '{}' check", conf.display());
+    let out = command::run(
+        Command::new("script").args(["-qec", &cmd, "/dev/null"]),
+        command::SETUP,
+        "`postfix check`",
+    );
     let text = out
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
@@ -546,14 +633,16 @@ fn start_failure(dir: &Path) -> String {
 /// Postfix only warns about a parameter it does not know ("unused parameter") and runs
 /// on without it, so a misspelt `--postconf` key would quietly benchmark the default.
 /// `postconf -n` reports those warnings; an overridden key among them is refused.
-fn check_overrides(dir: &Path, overrides: &[(String, String)]) -> Result<(), LabError> {
+fn check_overrides(conf: &Path, overrides: &[(String, String)]) -> Result<(), LabError> {
     if overrides.is_empty() {
         return Ok(());
     }
-    let out = Command::new("/usr/sbin/postconf")
-        .args(["-c", &dir.display().to_string(), "-n"])
-        .output()
-        .map_err(|e| LabError::Failed(format!("lab: cannot run postconf: {e}")))?;
+    let out = command::run(
+        Command::new("/usr/sbin/postconf").args(["-c", &conf.display().to_string(), "-n"]),
+        command::SETUP,
+        "postconf",
+    )
+    .map_err(|e| LabError::Failed(format!("lab postfix: {e}")))?;
     let warnings = String::from_utf8_lossy(&out.stderr);
     match overrides
         .iter()
@@ -568,7 +657,8 @@ fn check_overrides(dir: &Path, overrides: &[(String, String)]) -> Result<(), Lab
 
 /// Debian's master.cf with smtpd moved to `smtpd`, chroot off everywhere (except the smtp
 /// client when `chroot_smtp`: it then resolves with the queue directory's etc/resolv.conf),
-/// postlog on.
+/// postlog on (`postfix start` requires the service when `maillog_file` is set; the lab's
+/// processes log to [`LOG_SERVICE`] instead, see the module's doc).
 fn master_cf(master: &str, smtpd: SocketAddr, chroot_smtp: bool) -> String {
     let mut out = String::new();
     for line in master.lines() {
@@ -596,26 +686,39 @@ fn master_cf(master: &str, smtpd: SocketAddr, chroot_smtp: bool) -> String {
 
 impl Instance {
     /// Stops Postfix, unmounts and removes everything this instance made. Idempotent.
+    /// `postfix stop` and the master's exit get [`STOP`]; then whatever of the instance
+    /// still runs is ended by force (its stop said in one line when it did not finish).
     fn stop(&mut self) {
         if !self.dir.exists() {
             return;
         }
-        let d = self.dir.display().to_string();
-        let pid: Option<u32> = std::fs::read_to_string(self.queue.path.join("pid/master.pid"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
-        let _ = super::leftovers::own_group(&mut Command::new(POSTFIX))
-            .args(["-c", &d, "stop"])
-            .output();
-        if let Some(pid) = pid {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
+        let pid_file = self.queue.path.join("pid/master.pid");
+        let mut roots: Vec<PathBuf> = vec![pid_file.clone()];
+        roots.extend(self.milter.as_ref().map(|m| m.pid_file.clone()));
+        let tree = host::trees(&roots);
+        let deadline = Instant::now() + STOP;
+        let stopped = command::run(
+            Command::new(POSTFIX).args(["-c", &self.conf.display().to_string(), "stop"]),
+            STOP,
+            "`postfix stop`",
+        );
+        match (stopped, host::read_pid(&pid_file)) {
+            (Err(why), _) => host::say(&format!(
+                "mailbench: lab postfix: {why}; ending the lab's processes"
+            )),
+            (Ok(_), Some(pid)) => {
+                host::wait_exit(pid, deadline.saturating_duration_since(Instant::now()))
             }
+            (Ok(_), None) => {}
         }
         // Whatever `postfix stop` left running (it was cut short, or the master hung).
-        super::leftovers::stop_processes(&self.dir);
+        super::leftovers::end(
+            &[&self.dir, &self.queue.path],
+            &tree,
+            Duration::from_secs(2),
+        );
         self.milter = None;
+        self.log = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }

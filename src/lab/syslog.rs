@@ -1,7 +1,10 @@
-//! A log file for an MTA that only logs through syslog (Sendmail): a datagram socket the
-//! MTA sees as `/dev/log` (see `isolate`), whose messages a thread appends to the lab's
-//! log file, one line each, without their `<priority>` prefix. The machine's own syslog
-//! is neither needed nor touched.
+//! A log file for an MTA that logs through a datagram socket: syslog (Sendmail, Cyrus:
+//! the socket is what the MTA sees as `/dev/log`, see `isolate`) or Postfix's postlog
+//! (the socket is in its queue's `public/`, see `postfix`). A thread of mailbench appends
+//! each message to the lab's log file, one line each, without a `<priority>` prefix. It
+//! only reads the socket, so the MTA's logging can wait for it but never deadlock on it
+//! (Postfix's own reader, postlogd, writes to the socket it reads). The machine's own
+//! syslog is neither needed nor touched.
 
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;

@@ -161,7 +161,7 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
                 resolver: e.resolver,
                 port: sink_addr.port(),
             });
-            let lab = start_lab(mta, opts).await?;
+            let lab = start_lab(mta, opts, &shutdown).await?;
             for n in lab.notices() {
                 say(&format!("mailbench relay: notice: {n}"));
             }
@@ -190,6 +190,24 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     }
     let mta = lab.as_ref().map(|(m, _)| *m);
     let lab = lab.map(|(_, l)| l);
+    // An MTA that stops answering ends the run, said in one line naming what is stuck.
+    let watchdog = lab.as_ref().map(|l| {
+        let s = shutdown.clone();
+        let name = relay["lab"].as_str().unwrap_or("mta").to_string();
+        crate::lab::watch::Watchdog::start(
+            crate::lab::watch::Watched::mta(&name, l.clone()),
+            move |_| {
+                s.stop.cancel();
+                s.abort.cancel();
+            },
+        )
+    });
+    let stalled = || {
+        watchdog
+            .as_ref()
+            .and_then(|w| w.stalled())
+            .map(RelayError::Failed)
+    };
     let queue_device = match (&lab, &plan.queue_device) {
         (Some(l), _) => Some(Device::holding(&l.queue_dir())),
         (None, Some(d)) => Some(Ok(d.clone())),
@@ -230,7 +248,11 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
                     plan.drain_timeout,
                     &shutdown,
                 )
-                .await?;
+                .await
+                .map_err(|e| stalled().unwrap_or(e))?;
+            if let Some(e) = stalled() {
+                return Err(e);
+            }
             Some(crate::send::warmup_record(&w))
         }
         None => None,
@@ -265,7 +287,13 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             Steps::FindMax(_, rules) => plan.drain_timeout.min(rules.step * 3),
             Steps::Sweep(_) => plan.drain_timeout,
         };
-        let r = runner.run(&plan, p, drain_timeout, &shutdown).await?;
+        let r = runner
+            .run(&plan, p, drain_timeout, &shutdown)
+            .await
+            .map_err(|e| stalled().unwrap_or(e))?;
+        if let Some(e) = stalled() {
+            return Err(e);
+        }
         let mut row = evidence(&r);
         match &mut steps {
             Steps::FindMax(f, rules) => {
@@ -531,13 +559,16 @@ async fn emptied(lab: Arc<dyn MtaLab>, timeout: Duration, shutdown: &Shutdown) -
     (left > 0).then_some(left)
 }
 
-/// Starts the lab off the runtime (it waits for the MTA); a setting the MTA refuses is
-/// the user's input, anything else a failure.
-async fn start_lab(mta: Mta, opts: LabOptions) -> Result<Arc<dyn MtaLab>, RelayError> {
-    match tokio::task::spawn_blocking(move || mta.start(&opts)).await {
-        Ok(Ok(lab)) => Ok(Arc::from(lab)),
-        Ok(Err(e @ LabError::Setting(_))) => Err(RelayError::Usage(e.to_string())),
-        Ok(Err(e)) => Err(RelayError::Failed(e.to_string())),
+/// Starts the lab off the runtime (it waits for the MTA; a signal cuts it short); a
+/// setting the MTA refuses is the user's input, anything else a failure.
+async fn start_lab(
+    mta: Mta,
+    opts: LabOptions,
+    shutdown: &Shutdown,
+) -> Result<Arc<dyn MtaLab>, RelayError> {
+    match crate::lab::interrupt::start_mta(mta, opts, &shutdown.stop).await {
+        Ok(lab) => Ok(Arc::from(lab)),
+        Err(e @ LabError::Setting(_)) => Err(RelayError::Usage(e.to_string())),
         Err(e) => Err(RelayError::Failed(e.to_string())),
     }
 }

@@ -109,7 +109,13 @@ where
         if rounds > 1 {
             say(&format!("mailbench: round {round} of {rounds}"));
         }
-        done.push(run(round).await.map_err(RoundsError::Round)?);
+        match run(round).await {
+            Ok(r) => done.push(r),
+            // A signal cut this round off before it measured anything (its lab still
+            // starting): the rounds before it are what was measured.
+            Err(_) if stop.stopping() && !done.is_empty() => break,
+            Err(e) => return Err(RoundsError::Round(e)),
+        }
         if stop.stopping() {
             break;
         }

@@ -1,7 +1,8 @@
 //! Correlation of arrivals with the generator's trace headers: end-to-end latency, and per
 //! run the sequence numbers seen, duplicates (the same message to the same recipient twice)
 //! and loss (sequence numbers never seen). Memory is bounded however long the sink runs:
-//! what was seen is run-length coded (`SeqMap`: one entry per gap, not per message), and
+//! what was seen is kept in blocks (`SeqMap`: a stretch that arrived whole is one entry, a
+//! block with gaps a bitmap — never an entry per message), and
 //! the recipients of a message are remembered only for the last [`RECENT`] sequence
 //! numbers (a ring of fixed slots, filled as the run goes), to tell a duplicate from
 //! another recipient's copy.
@@ -22,9 +23,11 @@ use crate::stats::seen::RunReport;
 pub const RECENT: usize = 1 << 17;
 /// Slots allocated at a time, as a run's sequence numbers reach them.
 const CHUNK: usize = 4096;
-/// Most ranges of sequence numbers kept per run (a hostile sender's scattered numbers);
-/// beyond it arrivals are counted as untracked instead of growing memory.
-const MAX_RANGES: usize = 4_000_000;
+/// Most blocks of sequence numbers still filling per run (each a bitmap of
+/// [`BLOCK`](super::seqmap::BLOCK) numbers, ~200 bytes: a hostile sender's scattered numbers, or a sink
+/// that sees a sparse share of a very long run); beyond it arrivals of new blocks are
+/// counted as untracked instead of growing memory.
+const MAX_PARTS: usize = 1 << 20;
 /// Most distinct run ids remembered.
 const MAX_RUNS: usize = 64;
 
@@ -71,6 +74,12 @@ impl Recent {
         let i = (seq % RECENT as u64) as usize;
         let (held, keys) = self.0[i / CHUNK].as_mut()?.get_mut(i % CHUNK)?;
         (*held == seq + 1).then_some(keys)
+    }
+
+    /// Heap bytes of the slots allocated so far (recipients beyond one each not counted).
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.0.iter().flatten().count() * CHUNK * std::mem::size_of::<Slot>()
     }
 
     /// Gives `seq`'s slot to it, with `keys`.
@@ -196,7 +205,7 @@ impl Correlator {
             return Arrival::default();
         }
         let run = runs.entry(t.run).or_default();
-        if run.seen.entries() >= MAX_RANGES && run.seen.get(t.seq).is_none() {
+        if run.seen.parts() >= MAX_PARTS && !run.seen.holds_block_of(t.seq) {
             drop(runs);
             self.untracked_add(rcpts.len() as u64);
             return Arrival::default();
@@ -357,13 +366,93 @@ mod tests {
         let runs = c.runs.lock().expect("lock");
         let run = &runs[&9];
         assert_eq!(run.recent.0.len() * CHUNK, RECENT);
-        // One range per gap, and the message with two recipients splits one in three.
-        assert_eq!(run.seen.entries(), gaps.len() + 1 + 2, "{:?}", run.seen);
+        // A block filling per gap, and one for the message with two recipients.
+        assert_eq!(run.seen.parts(), gaps.len() + 1, "{:?}", run.seen);
         drop(runs);
         let acc = c.accounted(9, |seq| seq != n - 2);
         assert_eq!(
             (acc.messages, acc.recipients, acc.unexpected),
             (n - gaps.len() as u64 - 1, n - gaps.len() as u64 - 1, 1)
+        );
+    }
+
+    /// Issue 40: over 5,000,000 sequence numbers arriving as a sink sees them — in order
+    /// but overtaking each other within a window of 64, a few lost, one filled in long
+    /// after — what is kept at 5 M is what was kept at 1 M (the ring of recent recipients
+    /// plus a block per gap), while a duplicate long after, a duplicate out of order, the
+    /// gap filled later and the lost numbers are all counted exactly.
+    #[test]
+    fn issue_40_memory_is_flat_from_1_m_to_5_m_and_the_counts_stay_exact() {
+        let c = Correlator::default();
+        let t = |seq| Trace {
+            run: 40,
+            seq,
+            sent_us: 0,
+        };
+        let a = c.key("a@x");
+        let n = 5_000_000u64;
+        let late = 2_000_017u64;
+        let lost = |s: u64| s % 250_000 == 123;
+        let mut x = 88_172_645_463_325_252u64;
+        let mut rng = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let bytes = |c: &Correlator| {
+            let runs = c.runs.lock().expect("lock");
+            let r = &runs[&40];
+            (r.seen.bytes() + r.recent.bytes(), r.seen.parts())
+        };
+        let mut at_1m = None;
+        let mut dups = 0;
+        let mut window: Vec<u64> = Vec::with_capacity(64);
+        for start in (0..n).step_by(64) {
+            window.clear();
+            window.extend((start..start + 64).filter(|s| !lost(*s) && *s != late));
+            for i in (1..window.len()).rev() {
+                window.swap(i, (rng() % (i as u64 + 1)) as usize);
+            }
+            for &seq in &window {
+                let got = c.arrived(&t(seq), &[a]);
+                assert_eq!((got.new_message, got.duplicates), (true, 0), "seq {seq}");
+            }
+            if start == 1_000_000 / 64 * 64 {
+                // A copy of a message from the window just passed, after its successors.
+                let again = window[0];
+                assert_eq!(c.arrived(&t(again), &[a]).duplicates, 1, "out of order");
+                // And of one long forgotten by the ring of recent recipients.
+                const { assert!(1_000_000 > 4 * RECENT) };
+                assert_eq!(c.arrived(&t(5), &[a]).duplicates, 1, "after 1 M");
+                dups += 2;
+                at_1m = Some(bytes(&c));
+            }
+        }
+        let (kept_1m, parts_1m) = at_1m.expect("passed 1 M");
+        let (kept_5m, parts_5m) = bytes(&c);
+        // The gap filled long after it was left.
+        assert!(c.arrived(&t(late), &[a]).new_message, "the late one");
+        assert_eq!(c.arrived(&t(late), &[a]).duplicates, 1, "and its copy");
+        dups += 1;
+        let gaps: Vec<u64> = (0..n).filter(|s| lost(*s)).collect();
+        let r = &c.report()["0000000000000028"];
+        assert_eq!(
+            (r.distinct, r.duplicates, r.missing_count, r.max_seq),
+            (n - gaps.len() as u64, dups, gaps.len() as u64, n - 1),
+            "distinct, duplicates, missing, max"
+        );
+        assert_eq!(r.missing, gaps, "lost = exactly the gaps");
+        assert_eq!(r.seen.len(), gaps.len() + 1);
+        // Flat: within 10 % (it is within a few kB: a block per gap).
+        assert!(
+            (kept_5m as f64) < 1.1 * kept_1m as f64,
+            "kept {kept_1m} bytes at 1 M and {kept_5m} at 5 M"
+        );
+        // What grew is a block per gap left (and the one filling), not per message.
+        assert!(
+            parts_5m <= parts_1m + (gaps.len() - 4) + 1,
+            "blocks filling: {parts_1m} at 1 M, {parts_5m} at 5 M"
         );
     }
 }

@@ -7,7 +7,7 @@
 //! `plan` (what the command line validated), `faults` (what a difficult receiver does),
 //! `store` (discard, maildir, mbox or files), `bounce` (DSNs for recipients flagged so),
 //! `dkim` (verifying signatures), `correlate` (end to end, duplicates and loss from the
-//! trace headers, with sequence numbers kept as ranges in `seqmap`), and `delivery` (what
+//! trace headers, with the sequence numbers seen kept in blocks by `seqmap`), and `delivery` (what
 //! has arrived, counted the way a relay benchmark needs it).
 
 pub mod bounce;

@@ -400,3 +400,27 @@ fn an_output_file_that_cannot_be_written_is_refused_before_the_run() {
         "create it first (mkdir -p) or write elsewhere",
     );
 }
+
+/// Issue 40: `--server-stats` asks a lab store for its own statistics; with `--target` (a
+/// server mailbench did not start) it was silently ignored. Refused in one line.
+#[test]
+fn issue_40_server_stats_without_a_lab_store_is_refused() {
+    let dir = crate::util::TempDir::new("cli-server-stats");
+    let users = dir.0.join("users.txt");
+    std::fs::write(&users, "u1@example.test secret\n").expect("write");
+    let users = users.to_string_lossy().to_string();
+    for cmd in ["pop3", "imap"] {
+        crate::util::refused_in_one_line(
+            &[
+                "mailbox",
+                cmd,
+                "--target",
+                "127.0.0.1:1",
+                "--users-file",
+                &users,
+                "--server-stats",
+            ],
+            "mailbench: --server-stats: only for a lab store",
+        );
+    }
+}

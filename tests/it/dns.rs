@@ -346,9 +346,44 @@ fn bad_zone_specs_files_and_rules_are_refused_in_one_line() {
         "cannot read it",
     );
     refused_in_one_line(&["dns"], "nothing to serve");
+    // Issue 40: `dns --rule` errors named relay's `--dns-rule`.
     refused_in_one_line(
         &["dns", "--domains", "5", "--rule", "mx:explode"],
-        "bad --dns-rule",
+        "bad --rule \"mx:explode\"",
+    );
+    refused_in_one_line(
+        &[
+            "relay",
+            "--target",
+            "127.0.0.1:1",
+            "--dns-domains",
+            "3",
+            "--dns-rule",
+            "mx:explode",
+        ],
+        "bad --dns-rule \"mx:explode\"",
+    );
+    // Issue 40: an address below a delegation that no NS names was loaded, never served.
+    let hidden = dir.0.join("hidden.zone");
+    std::fs::write(
+        &hidden,
+        "$ORIGIN x.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\nc NS ns.c\nns.c A 127.0.0.1\nwww.c A 127.0.0.2\n",
+    )
+    .expect("write");
+    let hidden = hidden.to_string_lossy().to_string();
+    refused_in_one_line(
+        &["dns", "--zone-file", &hidden],
+        &format!(
+            "--zone-file {hidden}:6: www.c.x.test. A is below the delegation at c.x.test. and would never be served"
+        ),
+    );
+    // Issue 40: an address in use is bad input (exit 1, one line naming --listen), not a
+    // failed run.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let at = taken.local_addr().expect("addr").to_string();
+    refused_in_one_line(
+        &["dns", "--domains", "5", "--listen", &at, "-z", "1s"],
+        &format!("--listen: cannot listen on tcp {at}"),
     );
     refused_in_one_line(
         &["dns", "--domains", "5", "--mx-address", "mail.test"],

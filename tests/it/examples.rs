@@ -1135,3 +1135,68 @@ fn help_texts_say_what_the_commands_do() {
         describe(&args, &out)
     );
 }
+
+/// Issue 40: every comparison page and `compare`'s source linked docs/compare.md, which
+/// did not exist. Every `docs/….md` the sources, the README and the docs name exists, and
+/// docs/compare.md explains every verdict `compare` prints.
+#[test]
+fn issue_40_every_doc_the_sources_name_exists_and_compare_md_has_every_verdict() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut texts: Vec<(PathBuf, String)> = Vec::new();
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+        for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs" || x == "md") {
+                out.push((p.clone(), std::fs::read_to_string(&p).unwrap_or_default()));
+            }
+        }
+    }
+    walk(&root.join("src"), &mut texts);
+    walk(&root.join("docs"), &mut texts);
+    let readme = root.join("README.md");
+    texts.push((
+        readme.clone(),
+        std::fs::read_to_string(&readme).expect("README"),
+    ));
+    let mut named = 0;
+    for (file, text) in &texts {
+        for (i, _) in text.match_indices("docs/") {
+            let tail = &text[i..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || "/_.-".contains(c)))
+                .unwrap_or(tail.len());
+            let Some(path) = tail[..end].strip_suffix('.').or(Some(&tail[..end])) else {
+                continue;
+            };
+            if !path.ends_with(".md") {
+                continue;
+            }
+            named += 1;
+            assert!(
+                root.join(path).exists(),
+                "{} names {path}, which does not exist",
+                file.display()
+            );
+        }
+    }
+    assert!(named > 3, "only {named} docs named");
+    let compare = std::fs::read_to_string(root.join("docs/compare.md")).expect("compare.md");
+    for verdict in [
+        "faster",
+        "slower",
+        "better",
+        "worse",
+        "within noise",
+        "within resolution",
+        "too few rounds",
+        "single runs",
+    ] {
+        assert!(
+            compare.contains(&format!("**{verdict}"))
+                || compare.contains(&format!("/ {verdict}**")),
+            "docs/compare.md does not explain the verdict {verdict:?}"
+        );
+    }
+}

@@ -99,11 +99,16 @@ fn start_lab(args: &[&str]) -> (Child, PathBuf) {
         seen += &line;
         seen.push('\n');
         if let Some(conf) = line.split("config ").nth(1) {
+            // The lab's directory: the one named `mailbench-lab-…` on the config's path
+            // (Dovecot's dovecot.conf is in it, Postfix's conf/ below it).
             let p = PathBuf::from(conf.trim());
-            dir = Some(match p.extension() {
-                Some(_) => p.parent().map(Path::to_path_buf).unwrap_or(p),
-                None => p,
-            });
+            dir = p
+                .ancestors()
+                .find(|a| {
+                    a.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("mailbench-lab-"))
+                })
+                .map(Path::to_path_buf);
         }
         if line.contains("Ctrl-C stops") {
             break;
@@ -224,7 +229,7 @@ fn issue_25_a_killed_lab_is_cleaned_by_doctor_and_relay_and_a_live_lab_is_left_a
 
     // The live lab: untouched by either, still greeting, still stopping cleanly.
     assert!(
-        live_dir.join("main.cf").exists(),
+        live_dir.join("conf/main.cf").exists(),
         "the live lab's directory stays"
     );
     assert_eq!(
@@ -232,7 +237,7 @@ fn issue_25_a_killed_lab_is_cleaned_by_doctor_and_relay_and_a_live_lab_is_left_a
         live_procs,
         "the live lab's processes stay"
     );
-    let port = std::fs::read_to_string(live_dir.join("master.cf"))
+    let port = std::fs::read_to_string(live_dir.join("conf/master.cf"))
         .expect("master.cf")
         .lines()
         .find_map(|l| {
@@ -543,4 +548,86 @@ fn issue_25_a_round_cut_short_is_left_out_of_the_rounds() {
     assert_eq!(r["extra"]["rounds"][0]["interrupted"], false);
     assert_eq!(r["extra"]["dropped_rounds"][0]["round"], 2);
     assert_eq!(r["extra"]["dropped_rounds"][0]["interrupted"], true);
+}
+
+/// The lab directories of mailbench process `pid` in the temporary directory.
+fn lab_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("mailbench-lab-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Issue 40: Ctrl-C during the lab's start (`relay --lab postfix --hops 3`, SIGINT once
+/// its first instance's directory is made) used to let the start finish, run nothing and
+/// write an all-zero results file. Now the start stops where it is: exit 2 with one line
+/// saying so, no results file (the README: a signal before anything was measured leaves
+/// none), and no directory, process or mount of that run's lab left.
+#[test]
+fn a_signal_during_the_labs_start_leaves_no_lab_and_no_results_file() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let dir = TempDir::new("start-cut");
+    let json = dir.0.join("r.json");
+    let j = json.display().to_string();
+    let mut child = mailbench()
+        .args([
+            "relay", "--lab", "postfix", "--hops", "3", "-n", "50", "-c", "2", "--size", "1k",
+            "-q", "--json", &j,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start relay");
+    let pid = child.id();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let starting = wait_until(Duration::from_secs(30), || {
+        seen = lab_dirs_of(pid);
+        seen.iter().any(|d| d.join("owner").exists())
+    });
+    let scrubs: Vec<Scrub> = seen.iter().cloned().map(Scrub).collect();
+    assert!(starting, "the lab's first instance was being set up");
+    kill("INT", &pid.to_string());
+    let ended = wait_until(Duration::from_secs(60), || {
+        child.try_wait().ok().flatten().is_some()
+    });
+    if !ended {
+        let _ = child.kill();
+    }
+    let code = child.wait().ok().and_then(|s| s.code());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("read stderr");
+    assert_eq!(code, Some(2), "exit 2; said:\n{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.contains("stopping; finishing transactions"))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "mailbench: interrupted while the lab started: what it had started is stopped and removed, and nothing was measured"
+        ],
+        "{err}"
+    );
+    assert!(!json.exists(), "no results file: {}", json.display());
+    for d in &seen {
+        assert_gone(d);
+    }
+    assert_eq!(
+        lab_dirs_of(pid),
+        Vec::<PathBuf>::new(),
+        "no lab directory left"
+    );
+    drop(scrubs);
 }

@@ -48,8 +48,9 @@ pub struct MergeArgs {
     /// Write the merged results here.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
-    /// Merge files of different run ids or configurations, or the same shard twice
-    /// (recorded in the output's extra.merge.forced).
+    /// Merge files of different run ids or configurations, the same shard twice, a split
+    /// run with shards missing (the output then says partial: extra.merge.partial) or
+    /// agents with different --start-at (recorded in the output's extra.merge.forced).
     #[arg(long)]
     pub force: bool,
     /// Write the HTML report of the merged run here.

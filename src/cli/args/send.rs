@@ -49,7 +49,8 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "I/N|auto/N")]
     pub shard: Option<String>,
     /// Start the load at this time, so that agents started a little apart begin
-    /// together: RFC 3339 in UTC (2026-11-25T17:00:00Z), or +30s from now.
+    /// together: RFC 3339 in UTC (2026-11-25T17:00:00Z); +30s from now only for a run
+    /// that is not split (each agent's now differs).
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
     /// The run id (up to 16 hex digits) in every trace header and in the results: the

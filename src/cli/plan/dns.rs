@@ -33,12 +33,12 @@ pub fn synthetic(domains: &str, addresses: Vec<IpAddr>, z: &ZoneArgs) -> Result<
     })
 }
 
-/// Parses `--dns-rule`/`--rule` values.
-pub fn faults(rules: &[String]) -> Result<Faults, String> {
+/// Parses the values of `flag` (`relay --dns-rule`, `dns --rule`).
+pub fn faults(flag: &str, rules: &[String]) -> Result<Faults, String> {
     Ok(Faults {
         rules: rules
             .iter()
-            .map(|r| parse_rule(r))
+            .map(|r| parse_rule(flag, r))
             .collect::<Result<_, _>>()?,
     })
 }

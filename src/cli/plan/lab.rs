@@ -110,6 +110,11 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
         dkim: match &shape.mta_dkim_key {
             Some(key) => {
                 crate::lab::opendkim::check()?;
+                // A key OpenDKIM cannot sign with is refused before anything starts.
+                let pem = std::fs::read(key).map_err(|e| {
+                    format!("--mta-dkim-key {}: cannot read it: {e}", key.display())
+                })?;
+                crate::lab::opendkim::key_kind(&pem, &key.display().to_string())?;
                 Some(crate::lab::DkimSigning {
                     key: key.clone(),
                     domain: shape.mta_dkim_domain.clone(),
@@ -234,14 +239,20 @@ fn ldap_faults(list: &[String]) -> Result<Faults, String> {
     Ok(f)
 }
 
-/// Whether any store flag was given (they only mean something with a lab store).
-pub fn store_flags_given(a: &StoreArgs) -> bool {
-    a.users.is_some()
-        || a.user_template.is_some()
-        || a.password_template.is_some()
-        || a.mail_format.is_some()
-        || a.storage.is_some()
-        || !a.store_conf.is_empty()
+/// The store flags given (they only mean something with a lab store).
+pub fn store_flags_given(a: &StoreArgs) -> Vec<&'static str> {
+    [
+        ("--users", a.users.is_some()),
+        ("--user-template", a.user_template.is_some()),
+        ("--password-template", a.password_template.is_some()),
+        ("--mail-format", a.mail_format.is_some()),
+        ("--storage", a.storage.is_some()),
+        ("--store-conf", !a.store_conf.is_empty()),
+        ("--server-stats", a.server_stats),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect()
 }
 
 /// The lab store's options from its flags; its settings are named as `store` names them.
@@ -300,12 +311,15 @@ pub fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<Store
             store,
             options: store_options(store, &a.store, starttls)?,
         })),
-        [] if store_flags_given(&a.store) => Err(format!(
-            "--users, --user-template, --password-template, --mail-format, --storage and \
-             --store-conf shape a lab store: give --lab {}, or drop them and list the \
-             server's users in --users-file",
-            Store::names()
-        )),
+        [] if !store_flags_given(&a.store).is_empty() => {
+            let given = store_flags_given(&a.store);
+            let them = if given.len() == 1 { "it" } else { "them" };
+            Err(format!(
+                "{}: only for a lab store, which mailbench starts and reads (a --target server is not one): give --lab {}, or drop {them} and list the server's users in --users-file",
+                given.join(", "),
+                Store::names()
+            ))
+        }
         [] => Ok(None),
     }
 }

@@ -5,6 +5,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::cli::args::ScaleArgs;
+use crate::load::schedule::Pacing;
 use crate::load::shard::Shard;
 use crate::send::SendPlan;
 use crate::units;
@@ -36,6 +37,22 @@ pub fn apply(
         return Err(format!(
             "--shard {spec}: give every agent the same --run-id (e.g. --run-id $(openssl rand -hex 8)), so that sinks and merge see one run and the agents share one schedule"
         ));
+    }
+    // Agents must count their schedules from one instant: a time from now is each
+    // agent's own now, and without a start each agent's schedule starts when it does.
+    let absolute = "$(date -u -d '+30 seconds' +%Y-%m-%dT%H:%M:%SZ)";
+    match a.start_at.as_deref().map(str::trim) {
+        Some(rel) if !shard.is_whole() && rel.starts_with('+') => {
+            return Err(format!(
+                "--start-at {rel}: counted from each agent's own start, so agents started apart would not begin together; give every agent of --shard {spec} one UTC time, e.g. --start-at {absolute}"
+            ));
+        }
+        None if !shard.is_whole() && matches!(plan.load.pacing, Pacing::Open { .. }) => {
+            return Err(format!(
+                "--shard {spec} with --rate: give every agent the same --start-at (a UTC time, e.g. --start-at {absolute}), so that their schedules count from one instant"
+            ));
+        }
+        _ => {}
     }
     let total = plan.load.concurrency as u64;
     if total < shard.count {

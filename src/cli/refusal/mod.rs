@@ -109,7 +109,15 @@ pub fn line(e: &clap::Error, root: &clap::Command, args: &[OsString]) -> Option<
                 Some(v) => vec![v.to_string()],
                 None => Vec::new(),
             };
-            let each: Vec<String> = missing.iter().map(|m| missing_one(&path, m)).collect();
+            // One already offered as another's alternative ("--lab … or --target …") is
+            // not named again.
+            let mut each: Vec<String> = Vec::new();
+            for m in &missing {
+                let offered = format!(" or {}", flag_of(m));
+                if !each.iter().any(|e| e.contains(&offered)) {
+                    each.push(missing_one(&path, m));
+                }
+            }
             format!("missing {}; {see}", each.join(" and "))
         }
         ErrorKind::ArgumentConflict => {

@@ -138,6 +138,77 @@ fn every_command_refuses_in_one_line() {
     }
 }
 
+/// Issue 40: clap's own errors for a bad enum value or `--pipeline 0` were said to print
+/// 3–4 lines. Every flag of every command that takes a value, given a value no enum
+/// holds, a zero and a negative number: when clap refuses it, the refusal is one line
+/// that names the flag (and, for an enum, lists its values).
+#[test]
+fn issue_40_every_flag_given_a_bad_value_is_one_line_naming_it() {
+    fn walk(c: &clap::Command, above: &[String], out: &mut Vec<(Vec<String>, clap::Arg)>) {
+        for a in c.get_arguments() {
+            if a.get_long().is_some()
+                && a.get_num_args().is_none_or(|n| n.takes_values())
+                && a.get_action().takes_values()
+            {
+                out.push((above.to_vec(), a.clone()));
+            }
+        }
+        for s in c.get_subcommands() {
+            let mut p = above.to_vec();
+            p.push(s.get_name().to_string());
+            walk(s, &p, out);
+        }
+    }
+    let mut root = crate::cli::command();
+    root.build();
+    let mut flags = Vec::new();
+    walk(&root, &[], &mut flags);
+    assert!(flags.len() > 100, "only {} flags found", flags.len());
+    let mut refusals = 0;
+    for (path, arg) in &flags {
+        let long = format!("--{}", arg.get_long().unwrap_or_default());
+        let enum_values: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        for bad in ["no-such-value", "0", "-3"] {
+            let value = format!("{long}={bad}");
+            let args: Vec<&str> = path
+                .iter()
+                .map(String::as_str)
+                .chain([value.as_str()])
+                .collect();
+            let Some(l) = refused(&args) else { continue };
+            refusals += 1;
+            assert_eq!(l.lines().count(), 1, "{args:?}: {l}");
+            assert!(l.starts_with("mailbench"), "{args:?}: {l}");
+            // A value the flag takes leaves the command's own complaint (a missing input).
+            let missing = l.contains(": missing ") || l.contains(" needs ");
+            assert!(
+                missing || l.contains(&format!("{long} {bad}")),
+                "{args:?}: {l}"
+            );
+            if !enum_values.is_empty() && bad == "no-such-value" {
+                assert!(
+                    l.contains(&format!(
+                        "{long} no-such-value: not one of {}",
+                        enum_values.join(", ")
+                    )),
+                    "{args:?}: expected the flag and its values, got {l}"
+                );
+            }
+        }
+    }
+    assert!(
+        refusals > 50,
+        "only {refusals} refusals: the sweep tried nothing"
+    );
+    // Two missing inputs, one the other's alternative: named once.
+    let l = refused(&["relay", "--compare-postconf", "k=1,2"]).expect("refused");
+    assert_eq!(l.matches("--target").count(), 1, "{l}");
+}
+
 #[test]
 fn did_you_mean_only_for_a_near_spelling() {
     assert_eq!(did_you_mean("--rat", "--rate"), "; did you mean --rate?");

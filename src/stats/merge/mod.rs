@@ -45,8 +45,10 @@ fn workload_part(key: &str, value: &Value) -> Option<Value> {
 
 /// Merges `inputs` into one results document; `steps` names the latency rows of their
 /// command (SMTP's phases for `send`, none for `sink`). Refuses (one line) files of
-/// different kinds, and, unless `force`, files of different runs, configurations or the
-/// same shard twice; what `force` overrode is recorded in `extra.merge.forced`.
+/// different kinds, and, unless `force`, files of different runs, configurations, the
+/// same shard twice, a split run with shards missing (forced: `extra.merge.partial`) or
+/// agents whose schedules count from different starts; what `force` overrode is recorded
+/// in `extra.merge.forced`.
 pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, String> {
     let Some(first) = inputs.first() else {
         return Err("merge: give the results files of the agents to merge".into());
@@ -82,8 +84,19 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
         forced.extend(objections);
     }
     let agents: Vec<Value> = inputs.iter().flat_map(agents_of).collect();
-    if let Some(twice) = shard_twice(&agents) {
-        forced.push(twice);
+    let open_loop = first.results.config["pacing"]["mode"] == "open";
+    let missing = match shard_twice(&agents) {
+        Some(twice) => {
+            forced.push(twice);
+            Vec::new()
+        }
+        None => missing_shards(&agents),
+    };
+    if !missing.is_empty() {
+        forced.push(missing_line(&agents, &missing));
+    }
+    if let Some(apart) = schedules_apart(&agents, open_loop) {
+        forced.push(apart);
     }
     if let Some(why) = forced.first()
         && !force
@@ -214,6 +227,8 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
         json!({
             "files": inputs.iter().map(|i| i.name.clone()).collect::<Vec<_>>(),
             "forced": forced,
+            "partial": !missing.is_empty(),
+            "missing_shards": missing,
         }),
     );
     Ok(Results {
@@ -308,6 +323,79 @@ fn shard_twice(agents: &[Value]) -> Option<String> {
         }
     }
     None
+}
+
+/// The shards of a split run that no file holds (`I/N` labels), when the files hold
+/// agents of one split.
+fn missing_shards(agents: &[Value]) -> Vec<String> {
+    let shards: Vec<(u64, u64)> = agents
+        .iter()
+        .filter_map(|a| Some((a["shard"]["index"].as_u64()?, a["shard"]["count"].as_u64()?)))
+        .collect();
+    let Some(&(_, count)) = shards.first() else {
+        return Vec::new();
+    };
+    (0..count)
+        .filter(|i| !shards.iter().any(|s| s.0 == *i))
+        .map(|i| format!("{i}/{count}"))
+        .collect()
+}
+
+/// The line that names the shards no file holds, and those that are here.
+fn missing_line(agents: &[Value], missing: &[String]) -> String {
+    let here: Vec<&str> = agents
+        .iter()
+        .filter_map(|a| a["shard"]["label"].as_str())
+        .collect();
+    let (one, is) = match missing.len() {
+        1 => ("shard", "is"),
+        _ => ("shards", "are"),
+    };
+    format!(
+        "{one} {} of the run {is} in no file (the files hold {}): the merged figures would be only part of the run (marked partial if forced); merge every agent's file",
+        missing.join(", "),
+        here.join(", ")
+    )
+}
+
+/// A line naming two agents of a split run whose schedules count from different starts
+/// (their `--start-at` differs, or an open-loop agent had none, so each counted from its
+/// own start): their messages were not sent on one schedule, and merged they would show
+/// a rate the run never planned.
+fn schedules_apart(agents: &[Value], open_loop: bool) -> Option<String> {
+    let split: Vec<(&str, Option<&str>)> = agents
+        .iter()
+        .filter(|a| a["shard"]["count"].as_u64().is_some_and(|n| n > 1))
+        .map(|a| {
+            (
+                a["file"].as_str().unwrap_or("?"),
+                a["shard"]["start_at"].as_str(),
+            )
+        })
+        .collect();
+    let fix = "start every agent with one absolute --start-at (a UTC time)";
+    if open_loop && let Some((file, _)) = split.iter().find(|(_, at)| at.is_none()) {
+        return Some(format!(
+            "{file} is an open-loop agent without --start-at: its schedule counted from its own start, not the run's; {fix}"
+        ));
+    }
+    let (first_file, first_at) = split.iter().find_map(|(f, at)| Some((*f, (*at)?)))?;
+    let (file, at) = split
+        .iter()
+        .find_map(|(f, at)| at.filter(|at| *at != first_at).map(|at| (*f, at)))?;
+    let secs = |t: &str| {
+        humantime::parse_rfc3339_weak(t)
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64())
+    };
+    let apart = match (secs(first_at), secs(at)) {
+        (Some(a), Some(b)) => format!(", {:.3} s apart", (a - b).abs()),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{first_file} and {file} count their schedules from different starts ({first_at} and {at}{apart}): not one run's schedule; {fix}"
+    ))
 }
 
 /// The error tables added up: rows of one class, step and code are one row, with up to
