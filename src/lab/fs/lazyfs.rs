@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{mounted, poll_until, run_bounded, wait_bounded};
+use super::{mounted, poll_until, succeeds, wait_bounded};
 use crate::lab::LabError;
 
 /// Where scripts/install-lazyfs.sh installs it (`$MAILBENCH_LAZYFS` moves it).
@@ -246,15 +246,12 @@ impl LazyFs {
     /// back: what was not fsynced is lost as by a power cut.
     pub fn stop(&mut self) {
         if mounted(&self.mount).is_some_and(|t| t.starts_with("fuse")) {
-            let ok = run_bounded(
+            let ok = succeeds(
                 Command::new("fusermount3").arg("-u").arg(&self.mount),
                 STOP_LIMIT,
-            )
-            .is_ok_and(|o| o.status.success())
-                || run_bounded(Command::new("umount").arg(&self.mount), STOP_LIMIT)
-                    .is_ok_and(|o| o.status.success());
+            ) || succeeds(Command::new("umount").arg(&self.mount), STOP_LIMIT);
             if !ok {
-                let _ = run_bounded(
+                succeeds(
                     Command::new("umount").arg("-l").arg(&self.mount),
                     STOP_LIMIT,
                 );
@@ -268,7 +265,7 @@ impl LazyFs {
         }
         // Its process gone with the mount still there (it was killed): a dead FUSE mount.
         if mounted(&self.mount).is_some_and(|t| t.starts_with("fuse")) {
-            let _ = run_bounded(
+            succeeds(
                 Command::new("umount").arg("-l").arg(&self.mount),
                 STOP_LIMIT,
             );

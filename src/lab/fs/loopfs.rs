@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::{mounted, run_bounded, run_ok};
+use super::{mounted, poll_until, run_ok, succeeds};
 use crate::lab::LabError;
 
 /// How long mkfs, mount, umount and losetup each get.
@@ -164,19 +164,25 @@ impl LoopFs {
     }
 
     /// Unmounts it (lazily when busy or past the deadline) and detaches any loop device
-    /// still backed by its image. Idempotent; called on drop. The image file stays.
+    /// still backed by its image, then waits (within the deadline) until none is listed:
+    /// the kernel frees an autoclear device after the unmount returns, not before (seen
+    /// on 6.18: `losetup -a` still listed it right after `umount`). Idempotent; called
+    /// on drop. The image file stays.
     pub fn stop(&mut self) {
         if self.mounted && mounted(&self.mount).is_some() {
-            let ok = run_bounded(Command::new("umount").arg(&self.mount), LIMIT)
-                .is_ok_and(|o| o.status.success());
+            let ok = succeeds(Command::new("umount").arg(&self.mount), LIMIT);
             if !ok {
-                let _ = run_bounded(Command::new("umount").arg("-l").arg(&self.mount), LIMIT);
+                succeeds(Command::new("umount").arg("-l").arg(&self.mount), LIMIT);
             }
         }
         self.mounted = false;
-        for dev in devices_of(&self.image) {
-            let _ = run_bounded(Command::new("losetup").arg("-d").arg(&dev), LIMIT);
-        }
+        poll_until(LIMIT, || {
+            let devices = devices_of(&self.image);
+            for dev in &devices {
+                succeeds(Command::new("losetup").arg("-d").arg(dev), LIMIT);
+            }
+            devices.is_empty()
+        });
     }
 }
 
@@ -188,7 +194,7 @@ impl Drop for LoopFs {
 
 /// The loop devices backed by `image`, as `losetup -j` lists them.
 pub fn devices_of(image: &Path) -> Vec<String> {
-    run_bounded(
+    run_ok(
         Command::new("losetup")
             .args(["-n", "-O", "NAME", "-j"])
             .arg(image),

@@ -14,7 +14,7 @@ pub mod lazyfs;
 pub mod loopfs;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output};
 use std::time::{Duration, Instant};
 
 use super::LabError;
@@ -78,33 +78,12 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Runs `cmd` to its end within `limit` (killed after it); its output, or why not. Its
-/// output goes to files, not pipes, so that a chatty command cannot block on a full pipe.
-pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<Output, String> {
-    let name = format!("{cmd:?}");
-    let out = tempfile_pair()?;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(out.0.try_clone().map_err(|e| e.to_string())?)
-        .stderr(out.1.try_clone().map_err(|e| e.to_string())?)
-        .spawn()
-        .map_err(|e| format!("cannot run {name}: {e}"))?;
-    let Some(status) = wait_bounded(&mut child, limit) else {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(format!("{name} did not end within {limit:?}; killed"));
-    };
-    Ok(Output {
-        status,
-        stdout: read_back(out.0),
-        stderr: read_back(out.1),
-    })
-}
-
-/// Runs `cmd` within `limit` and requires success; `Err` says what failed and its stderr.
+/// Runs `cmd` within `limit` (the lab's [`command::run`](super::command::run): past it,
+/// what was stuck is named and killed with its process group) and requires success;
+/// `Err` says what failed and its stderr.
 pub fn run_ok(cmd: &mut Command, limit: Duration) -> Result<Output, String> {
     let name = format!("{cmd:?}");
-    let out = run_bounded(cmd, limit)?;
+    let out = super::command::run(cmd, limit, &name)?;
     if out.status.success() {
         Ok(out)
     } else {
@@ -116,32 +95,10 @@ pub fn run_ok(cmd: &mut Command, limit: Duration) -> Result<Output, String> {
     }
 }
 
-/// Two anonymous files (already unlinked) for a command's stdout and stderr.
-fn tempfile_pair() -> Result<(std::fs::File, std::fs::File), String> {
-    let one = || -> Result<std::fs::File, String> {
-        let p = std::env::temp_dir().join(format!(
-            "mailbench-fs-out-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&p)
-            .map_err(|e| format!("cannot create {}: {e}", p.display()))?;
-        let _ = std::fs::remove_file(&p);
-        Ok(f)
-    };
-    Ok((one()?, one()?))
-}
-
-/// What was written into one of [`tempfile_pair`]'s files.
-fn read_back(mut f: std::fs::File) -> Vec<u8> {
-    use std::io::{Read, Seek};
-    let mut v = Vec::new();
-    let _ = f.rewind().and_then(|_| f.read_to_end(&mut v));
-    v
+/// Whether `cmd` ran to a successful end within `limit` (for teardown, where a failure is
+/// followed by a stronger means rather than reported).
+pub fn succeeds(cmd: &mut Command, limit: Duration) -> bool {
+    run_ok(cmd, limit).is_ok()
 }
 
 /// Waits up to `limit` for `child` to end; its status, or `None` while it still runs.
@@ -179,29 +136,5 @@ mod tests {
         assert_eq!(unescape(r"/tmp/a\040b"), "/tmp/a b");
         assert!(mounted(Path::new("/")).is_some(), "{:?}", mounts());
         assert_eq!(mounted(Path::new("/no/such/mount")), None);
-    }
-
-    #[test]
-    fn a_command_past_its_deadline_is_killed() {
-        let t = Instant::now();
-        let r = run_bounded(Command::new("sleep").arg("5"), Duration::from_millis(200));
-        assert!(
-            r.as_ref().is_err_and(|e| e.contains("did not end within")),
-            "{r:?}"
-        );
-        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
-        let out = run_ok(
-            Command::new("sh").args(["-c", "echo out; echo err >&2"]),
-            Duration::from_secs(5),
-        )
-        .expect("sh runs");
-        assert_eq!(out.stdout, b"out\n");
-        assert_eq!(out.stderr, b"err\n");
-        let e = run_ok(
-            Command::new("sh").args(["-c", "echo bad >&2; exit 3"]),
-            Duration::from_secs(5),
-        )
-        .expect_err("exit 3 fails");
-        assert!(e.contains("bad") && e.contains('3'), "{e}");
     }
 }
