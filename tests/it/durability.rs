@@ -7,8 +7,9 @@
 //! - on a small real ext4 (a loop-mounted image) that is full, the sink answers 452 and
 //!   stores nothing; once space is freed it stores again; filling up during a run, what is
 //!   on disk is exactly what it answered 250;
-//! - nothing is left behind: no mount, no loop device, no LazyFS process, also when the
-//!   run that made them died (the leftovers sweep).
+//! - nothing is left behind after each case (as `mount`, `losetup -a` and `ps` list them):
+//!   no mount, no loop device, no LazyFS or sink process, also when a test fails midway
+//!   (the guards' drops) or the run that made them died (the leftovers sweep).
 //!
 //! What the sink acknowledged comes from its results (the sequence numbers it answered 250,
 //! per run); what survived is read from the disk by Python (the trace header and the length
@@ -160,40 +161,48 @@ fn send_exit(
     results(&json)
 }
 
-/// What is still there of the file systems made in `dir`: mounts at or below it, loop
-/// devices backed by a file below it, and live processes naming it.
+/// What is still there of the file systems made in `dir`, as util-linux and procps see
+/// it: mounts at or below it (`mount`), loop devices backed by a file below it
+/// (`losetup -a`), and live processes naming it (`ps`; zombies are not running).
 fn left_behind(dir: &Path) -> Vec<String> {
     let d = dir.display().to_string();
     let below = |p: &str| p == d || p.starts_with(&format!("{d}/"));
-    let mut v: Vec<String> = mailbench::lab::fs::mounts()
-        .into_iter()
-        .filter(|(p, _)| below(&p.display().to_string()))
-        .map(|(p, t)| format!("mount {} ({t})", p.display()))
-        .collect();
-    let losetup = Command::new("losetup")
-        .arg("-a")
-        .output()
-        .expect("losetup -a");
-    v.extend(
-        String::from_utf8_lossy(&losetup.stdout)
+    let lines = |cmd: &[&str]| -> Vec<String> {
+        let out = Command::new(cmd[0])
+            .args(&cmd[1..])
+            .output()
+            .unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+        assert!(out.status.success(), "{cmd:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout)
             .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    // `mount`: "SOURCE on POINT type TYPE (OPTIONS)".
+    let mut v: Vec<String> = lines(&["mount"])
+        .into_iter()
+        .filter(|l| {
+            l.split_once(" on ")
+                .and_then(|(_, r)| r.split_once(" type "))
+                .is_some_and(|(point, _)| below(point))
+        })
+        .map(|l| format!("mount: {l}"))
+        .collect();
+    v.extend(
+        lines(&["losetup", "-a"])
+            .into_iter()
             .filter(|l| l.contains(&d))
-            .map(|l| format!("loop device {l}")),
+            .map(|l| format!("loop device: {l}")),
     );
-    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-        if cmd.contains(&d) && !zombie {
-            v.push(format!(
-                "process {}: {cmd}",
-                e.file_name().to_string_lossy()
-            ));
-        }
-    }
+    v.extend(
+        lines(&["ps", "-eo", "pid=,stat=,args="])
+            .into_iter()
+            .filter(|l| {
+                let stat = l.split_whitespace().nth(1).unwrap_or("");
+                l.contains(&d) && !stat.starts_with('Z')
+            })
+            .map(|l| format!("process: {}", l.trim())),
+    );
     v
 }
 
@@ -490,4 +499,46 @@ fn a_dead_runs_lazyfs_and_loop_mount_are_cleaned_by_the_sweep() {
     );
     assert_eq!(left_behind(&lab), Vec::<String>::new(), "left behind");
     assert!(!lab.exists());
+}
+
+#[test]
+fn a_test_that_fails_midway_leaves_nothing_behind() {
+    need_lazyfs();
+    // A run with everything up — LazyFS, a loop mount, a sink storing on LazyFS — that
+    // fails before any of its own teardown: what it made is undone as it unwinds.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let failed = std::thread::spawn(move || {
+        let lab = LabDir::new("midway");
+        let _fs = LazyFs::start(
+            &lab.0.join("mnt"),
+            &lab.0.join("root"),
+            &lab.0.join("lazyfs"),
+            16 << 20,
+        )
+        .unwrap_or_else(|e| panic!("LazyFS did not start: {e}"));
+        let _disk = LoopFs::make(&lab.0.join("disk.img"), &lab.0.join("disk"), 8 << 20)
+            .unwrap_or_else(|e| panic!("the loop file system: {e}"));
+        let store = format!("dir:{}", lab.0.join("mnt/msgs").display());
+        let sink = Sink::start(&["--no-starttls", "--store", &store]);
+        let sent = send(&sink.target(), 10, 2, &lab.0, "midway");
+        assert_eq!(sent["summary"]["accepted"].as_u64(), Some(10));
+        let there = left_behind(&lab.0);
+        tx.send((lab.0.clone(), there))
+            .expect("send the lab's path");
+        panic!("a failure midway (on purpose)");
+    })
+    .join();
+    assert!(failed.is_err(), "the run was to fail midway");
+    let (lab, there) = rx.recv().expect("the run got as far as its failure");
+    // Two mounts, one loop device, LazyFS and the sink, while it ran.
+    assert_eq!(
+        there
+            .iter()
+            .map(|l| l.split(':').next().unwrap_or(""))
+            .collect::<Vec<_>>(),
+        ["mount", "mount", "loop device", "process", "process"],
+        "{there:#?}"
+    );
+    assert_eq!(left_behind(&lab), Vec::<String>::new(), "left behind");
+    assert!(!lab.exists(), "{} removed", lab.display());
 }
