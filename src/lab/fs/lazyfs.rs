@@ -8,6 +8,13 @@
 //! still there with the bytes of its last fsync (none if never). It does not model lost
 //! directory entries (see third_party/lazyfs/README.md).
 //!
+//! What it does not implement (a47a5ba, tried by hand with Postfix 3.7.11): `mknod`, so
+//! neither a FIFO nor a Unix socket can be made in it (ENOSYS: Postfix's `public/` and
+//! `private/` must be mounted over from elsewhere); `statfs`, so it reports 0 blocks free
+//! (Postfix's smtpd then answers MAIL `452 4.3.1 Insufficient system storage`, still with
+//! `message_size_limit = 0` and `queue_minfree = 0`); and the files it creates belong to
+//! its own user, not the caller's. Locks (flock, fcntl) work, held by the kernel.
+//!
 //! It is driven through two FIFOs: commands go into one, and the completion of a
 //! `clear-cache` comes back on the other; the other commands answer only in its log, which
 //! is read for their end. Every wait has a deadline; the mount is undone on drop.
