@@ -8,8 +8,10 @@
 # spdlog, toml11). LazyFS's own CMake fetches toml11 v3.7.1 and spdlog v1.10.0 from GitHub
 # at configure time; Debian 12 packages exactly those versions, and
 # third_party/lazyfs/offline-build.patch makes the build use them instead.
+# third_party/lazyfs/statfs.patch passes statfs through to the root: LazyFS a47a5ba has
+# none, so FUSE reports 0 blocks free and Postfix on it answers MAIL 452.
 #
-# Idempotent: a build from the same archive and patch (their sha256s in the stamp) is
+# Idempotent: a build from the same archive and patches (their sha256s in the stamp) is
 # kept. Ends by mounting a LazyFS for real and cutting its power once (a file fsynced
 # keeps its bytes, one not fsynced loses them): when FUSE cannot mount here it says so
 # and exits 1 — the durability tests cannot run on such a machine, and nothing is skipped.
@@ -19,7 +21,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 src="$here/third_party/lazyfs"
 archive="$src/lazyfs-a47a5ba.tar.gz"
-patch_file="$src/offline-build.patch"
+patches=("$src/offline-build.patch" "$src/statfs.patch")
 prefix="${MAILBENCH_LAZYFS:-/opt/mailbench/lazyfs}"
 stamp="$prefix/.mailbench-build"
 
@@ -130,7 +132,7 @@ fi
   echo "install-lazyfs: $archive does not match third_party/lazyfs/SHA256SUMS" >&2
   exit 1
 }
-want="$(sha256sum "$archive" "$patch_file" | cut -d' ' -f1 | tr '\n' ' ')"
+want="$(sha256sum "$archive" "${patches[@]}" | cut -d' ' -f1 | tr '\n' ' ')"
 if [ -x "$prefix/bin/lazyfs" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   check_mount
   exit
@@ -158,7 +160,9 @@ trap 'rm -rf "$build"' EXIT
 tar -xzf "$archive" -C "$build" --strip-components=1
 (
   cd "$build"
-  patch -s -p1 <"$patch_file"
+  for p in "${patches[@]}"; do
+    patch -s -p1 <"$p"
+  done
   jobs="${CARGO_BUILD_JOBS:-2}"
   # (its C++ warns a lot; the log is shown only when the build fails)
   {

@@ -542,3 +542,30 @@ fn a_test_that_fails_midway_leaves_nothing_behind() {
     assert_eq!(left_behind(&lab), Vec::<String>::new(), "left behind");
     assert!(!lab.exists(), "{} removed", lab.display());
 }
+
+#[test]
+fn lazyfs_reports_the_space_of_its_root() {
+    need_lazyfs();
+    // A file system that says it has no room makes a mail server on it refuse all mail
+    // (Postfix: 452): LazyFS must report its root's size and free space (statfs.patch).
+    let lab = LabDir::new("statfs");
+    let (mnt, root) = (lab.0.join("mnt"), lab.0.join("root"));
+    let _fs = LazyFs::start(&mnt, &root, &lab.0.join("lazyfs"), 16 << 20)
+        .unwrap_or_else(|e| panic!("LazyFS did not start: {e}"));
+    // coreutils' stat -f: block size and total blocks (what does not move while it runs).
+    let statfs = |p: &Path| {
+        let out = Command::new("stat")
+            .args(["-f", "-c", "%S %b"])
+            .arg(p)
+            .output()
+            .expect("run stat -f");
+        assert!(out.status.success(), "stat -f {}: {out:?}", p.display());
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let (on, below) = (statfs(&mnt), statfs(&root));
+    assert_eq!(
+        on, below,
+        "stat -f on LazyFS (left) and on its root (right)"
+    );
+    assert!(!on.ends_with(" 0"), "a size of 0 blocks: {on}");
+}
