@@ -10,10 +10,11 @@
 //!
 //! What it does not implement (a47a5ba, tried by hand with Postfix 3.7.11): `mknod`, so
 //! neither a FIFO nor a Unix socket can be made in it (ENOSYS: Postfix's `public/` and
-//! `private/` must be mounted over from elsewhere); `statfs`, so it reports 0 blocks free
-//! (Postfix's smtpd then answers MAIL `452 4.3.1 Insufficient system storage`, still with
-//! `message_size_limit = 0` and `queue_minfree = 0`); and the files it creates belong to
-//! its own user, not the caller's. Locks (flock, fcntl) work, held by the kernel.
+//! `private/` must be mounted over from elsewhere); `statfs`, so FUSE reported 0 blocks
+//! free (Postfix's smtpd then answered MAIL `452 4.3.1 Insufficient system storage`, still
+//! with `message_size_limit = 0` and `queue_minfree = 0`) — third_party/lazyfs/statfs.patch
+//! now passes it through to the root; and the files it creates belong to its own user, not
+//! the caller's. Locks (flock, fcntl) work, held by the kernel.
 //!
 //! It is driven through two FIFOs: commands go into one, and the completion of a
 //! `clear-cache` comes back on the other; the other commands answer only in its log, which
