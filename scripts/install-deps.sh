@@ -134,3 +134,5 @@ fi
 case "${1:-}" in
   --for-tests | --mtas) "$(dirname "$0")/install-mtas.sh" ;;
 esac
+# LazyFS, the power cut of the durability tests, built from third_party/lazyfs (tests only).
+if [ "${1:-}" = "--for-tests" ]; then "$(dirname "$0")/install-lazyfs.sh"; fi

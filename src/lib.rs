@@ -36,7 +36,9 @@
 //!   `postfix`, and `exim`, `opensmtpd`, `sendmail` unpacked and `qmail` built beside it,
 //!   sharing `chain` and run in their own namespaces by `isolate`; mail stores that users
 //!   read, `dovecot`, and `cyrus` unpacked beside it; each registered once in `lab::MTAS`
-//!   or `lab::STORES`; and `leftovers`, the labs of runs that died).
+//!   or `lab::STORES`; `leftovers`, the labs of runs that died; and `fs`, file systems
+//!   that fail on purpose: a LazyFS mount whose power is cut, a small loop-mounted ext4
+//!   that fills up).
 //! - `load`: the load engine — schedule, budget, workers over a protocol's driver, a run
 //!   split over agents (`shard`).
 //! - the parts: `send` (the SMTP driver for `load`, its plan and workload), `sink` (the

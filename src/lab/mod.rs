@@ -17,6 +17,7 @@ pub mod command;
 pub mod cyrus;
 pub mod dovecot;
 pub mod exim;
+pub mod fs;
 pub mod host;
 pub mod interrupt;
 pub mod isolate;

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::delivery::{Confirmed, Delivery};
 use super::faults::{FaultKind, FaultState};
 use super::plan::SinkPlan;
-use super::store::Store;
+use super::store::{Store, StoreCounts, StoreError};
 use crate::message::trace::Trace;
 use crate::smtp::proto::server::{
     Command, Decision, Envelope, Handler, Out, Received, ServerSession, SessionCounts, Verdict,
@@ -48,6 +48,8 @@ pub struct Shared {
     /// Messages accepted whose reply never reached the client (it had gone, or the write
     /// failed): not delivered, the client will send them again or count them failed.
     pub unconfirmed: AtomicU64,
+    /// What the store did with the messages it was given (`--store`).
+    pub stored: StoreCounts,
     /// Time zero.
     pub start: Instant,
     /// Deliveries and correlation, shared with a relay waiting on the drain.
@@ -118,9 +120,18 @@ impl ConnHandler {
             let stored =
                 tokio::task::spawn_blocking(move || sh.plan.store.put(&env, &data, sh.plan.fsync))
                     .await
-                    .unwrap_or_else(|e| Err(format!("storage task failed: {e}")));
-            if let Err(e) = stored {
-                return reply(451, "4.3.0", e);
+                    .unwrap_or_else(|e| {
+                        Err(StoreError::Failed(format!("storage task failed: {e}")))
+                    });
+            self.sh.stored.count(&stored);
+            match stored {
+                Ok(()) => {}
+                // RFC 5321's 452, "insufficient system storage"; RFC 3463's 4.3.1, "mail
+                // system full": the client keeps the message and tries again later.
+                Err(StoreError::Full(e)) => {
+                    return reply(452, "4.3.1", format!("insufficient system storage: {e}"));
+                }
+                Err(StoreError::Failed(e)) => return reply(451, "4.3.0", e),
             }
         }
         if let Some(b) = &self.sh.bouncer {

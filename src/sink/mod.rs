@@ -76,6 +76,7 @@ pub async fn run(
         refused: AtomicU64::new(0),
         abandoned: AtomicU64::new(0),
         unconfirmed: AtomicU64::new(0),
+        stored: store::StoreCounts::default(),
         start,
         delivery,
         bouncer,
@@ -168,6 +169,11 @@ pub async fn run(
     );
     if let Some(v) = &sh.plan.dkim {
         results.extra.insert("dkim_verify".into(), v.report());
+    }
+    if !matches!(sh.plan.store, store::Store::Discard) {
+        results
+            .extra
+            .insert("store".into(), sh.stored.report(sh.plan.fsync));
     }
     results.interrupted = shutdown.interrupted();
     results

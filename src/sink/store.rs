@@ -1,6 +1,11 @@
 //! What the sink does with a message: discard it (default), or keep it in a maildir, an
 //! mbox, or one file per message (like smtp-sink's dump). `fsync` makes each stored message
-//! durable before the 250 is sent.
+//! durable before the 250 is sent: its data and the directory entry that names it.
+//!
+//! A message that cannot be stored is answered 4xx and left nowhere: a file half written
+//! (or written and not made durable) is removed, an mbox is cut back to where the message
+//! began, so that what is on disk is exactly what was acknowledged. A full disk (ENOSPC,
+//! or a quota: EDQUOT) is told apart, for RFC 5321's 452 "insufficient system storage".
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -21,6 +26,60 @@ pub enum Store {
     Mbox(Mutex<File>, PathBuf),
     /// One file per message, with the envelope as leading `X-Mailbench-*` lines.
     Files(PathBuf),
+}
+
+/// Why a message was not stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The disk (or the quota) is full: answered 452 4.3.1.
+    Full(String),
+    /// Anything else: answered 451 4.3.0.
+    Failed(String),
+}
+
+impl StoreError {
+    fn of(e: std::io::Error) -> StoreError {
+        let text = format!("cannot store message: {e}");
+        match e.raw_os_error() {
+            Some(libc::ENOSPC | libc::EDQUOT) => StoreError::Full(text),
+            _ => StoreError::Failed(text),
+        }
+    }
+}
+
+/// What the store did, for the results (`extra.store`): messages stored, refused because
+/// the disk was full, refused because storing failed otherwise.
+#[derive(Debug, Default)]
+pub struct StoreCounts {
+    /// Messages stored (and, with `--fsync`, durable) before their 250.
+    pub stored: AtomicU64,
+    /// Messages answered 452: the disk or quota was full.
+    pub full: AtomicU64,
+    /// Messages answered 451: storing failed otherwise.
+    pub failed: AtomicU64,
+}
+
+impl StoreCounts {
+    /// Counts one outcome of [`Store::put`].
+    pub fn count(&self, r: &Result<(), StoreError>) {
+        let c = match r {
+            Ok(()) => &self.stored,
+            Err(StoreError::Full(_)) => &self.full,
+            Err(StoreError::Failed(_)) => &self.failed,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts as the results file holds them.
+    pub fn report(&self, fsync: bool) -> serde_json::Value {
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        serde_json::json!({
+            "fsync": fsync,
+            "stored": n(&self.stored),
+            "full": n(&self.full),
+            "failed": n(&self.failed),
+        })
+    }
 }
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
@@ -71,8 +130,9 @@ impl Store {
         }
     }
 
-    /// Stores one message; returns an error text for a 451 when storing failed.
-    pub fn put(&self, env: &Envelope, data: &[u8], fsync: bool) -> Result<(), String> {
+    /// Stores one message; with `fsync`, its data and its name are on stable storage when
+    /// this returns `Ok`. On `Err` nothing of it is left in the store.
+    pub fn put(&self, env: &Envelope, data: &[u8], fsync: bool) -> Result<(), StoreError> {
         let unique = || {
             format!(
                 "{}.{}.mailbench",
@@ -80,22 +140,19 @@ impl Store {
                 UNIQUE.fetch_add(1, Ordering::Relaxed)
             )
         };
-        let write = |path: &Path, parts: &[&[u8]]| -> std::io::Result<()> {
-            let mut f = File::create(path)?;
-            for p in parts {
-                f.write_all(p)?;
-            }
-            if fsync {
-                f.sync_all()?;
-            }
-            Ok(())
-        };
-        let result = match self {
+        match self {
             Store::Discard => Ok(()),
             Store::Maildir(dir) => {
                 let name = unique();
-                let tmp = dir.join("tmp").join(&name);
-                write(&tmp, &[data]).and_then(|_| fs::rename(&tmp, dir.join("new").join(&name)))
+                let (tmp, new) = (dir.join("tmp").join(&name), dir.join("new").join(&name));
+                write_file(&tmp, &[data], fsync)?;
+                let moved = fs::rename(&tmp, &new).map_err(StoreError::of);
+                if let Err(e) = moved {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(e);
+                }
+                // The rename is durable once new/ is.
+                sync_dir_or_remove(&dir.join("new"), &new, fsync)
             }
             Store::Files(dir) => {
                 let head = format!(
@@ -104,41 +161,85 @@ impl Store {
                     env.from,
                     env.rcpts.join(", ")
                 );
-                write(&dir.join(unique()), &[head.as_bytes(), data])
+                let path = dir.join(unique());
+                write_file(&path, &[head.as_bytes(), data], fsync)?;
+                sync_dir_or_remove(dir, &path, fsync)
             }
             Store::Mbox(file, _) => {
-                // An mbox is a Unix text file: LF line ends, and a From_ line with the
-                // envelope sender and the arrival time in asctime form.
-                let mut buf = Vec::with_capacity(data.len() + 128);
-                let sender = match env.from.as_str() {
-                    "<>" | "" => "MAILER-DAEMON",
-                    s => s,
-                };
-                let now = crate::stats::clock::unix_us() / 1_000_000;
-                let _ = writeln!(buf, "From {sender} {}", asctime(now));
-                for line in data.split_inclusive(|b| *b == b'\n') {
-                    // mboxrd: quote any line that starts with '>'*From .
-                    if line
-                        .trim_start_matches(b">".as_slice())
-                        .starts_with(b"From ")
-                    {
-                        buf.push(b'>');
-                    }
-                    let text = line
-                        .strip_suffix(b"\r\n")
-                        .or_else(|| line.strip_suffix(b"\n"))
-                        .unwrap_or(line);
-                    buf.extend_from_slice(text);
-                    buf.push(b'\n');
-                }
-                buf.push(b'\n');
+                let buf = mbox_entry(env, data);
                 let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
-                f.write_all(&buf)
-                    .and_then(|_| if fsync { f.sync_data() } else { Ok(()) })
+                let before = f.metadata().map_err(StoreError::of)?.len();
+                let written = f
+                    .write_all(&buf)
+                    .and_then(|_| if fsync { f.sync_data() } else { Ok(()) });
+                if let Err(e) = written {
+                    // Cut the mbox back to where this message began: no half message.
+                    let _ = f.set_len(before);
+                    return Err(StoreError::of(e));
+                }
+                Ok(())
             }
-        };
-        result.map_err(|e| format!("cannot store message: {e}"))
+        }
     }
+}
+
+/// Writes `parts` into a new file at `path` (fsynced when asked); on failure removes it.
+fn write_file(path: &Path, parts: &[&[u8]], fsync: bool) -> Result<(), StoreError> {
+    let written = (|| -> std::io::Result<()> {
+        let mut f = OpenOptions::new().write(true).create_new(true).open(path)?;
+        for p in parts {
+            f.write_all(p)?;
+        }
+        if fsync {
+            f.sync_all()?;
+        }
+        Ok(())
+    })();
+    written.map_err(|e| {
+        let _ = fs::remove_file(path);
+        StoreError::of(e)
+    })
+}
+
+/// With `fsync`, fsyncs `dir` so that the entry naming `file` survives a crash; if that
+/// fails, removes `file` (the message was not stored).
+fn sync_dir_or_remove(dir: &Path, file: &Path, fsync: bool) -> Result<(), StoreError> {
+    if !fsync {
+        return Ok(());
+    }
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| {
+        let _ = fs::remove_file(file);
+        StoreError::of(e)
+    })
+}
+
+/// One message as an mbox holds it: a Unix text file (LF line ends), a From_ line with
+/// the envelope sender and the arrival time in asctime form, mboxrd quoting.
+fn mbox_entry(env: &Envelope, data: &[u8]) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(data.len() + 128);
+    let sender = match env.from.as_str() {
+        "<>" | "" => "MAILER-DAEMON",
+        s => s,
+    };
+    let now = crate::stats::clock::unix_us() / 1_000_000;
+    let _ = writeln!(buf, "From {sender} {}", asctime(now));
+    for line in data.split_inclusive(|b| *b == b'\n') {
+        // mboxrd: quote any line that starts with '>'*From .
+        if line
+            .trim_start_matches(b">".as_slice())
+            .starts_with(b"From ")
+        {
+            buf.push(b'>');
+        }
+        let text = line
+            .strip_suffix(b"\r\n")
+            .or_else(|| line.strip_suffix(b"\n"))
+            .unwrap_or(line);
+        buf.extend_from_slice(text);
+        buf.push(b'\n');
+    }
+    buf.push(b'\n');
+    buf
 }
 
 /// A Unix time as asctime(3) writes it, `Thu Nov 22 21:34:52 2026` (UTC), as mbox From_

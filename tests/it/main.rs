@@ -15,6 +15,10 @@
 //!   through it and a SERVFAIL window deferring mail that arrives once it is lifted
 //! - `dns_nsd`: issue 26 — zone files and synthetic zones answered as NSD answers them,
 //!   question by question (dig), every difference listed with the RFC that allows it
+//! - `durability`: issue 42 — the sink on LazyFS losing at a power cut exactly the messages
+//!   LazyFS reports unsynced (none with `--fsync`), on a full loop-mounted ext4 answering
+//!   452 and keeping on disk exactly what it acknowledged (Python reads the disk), nothing
+//!   left mounted, attached or running, also after a run that died
 //! - `examples`: issue 25 item 20 — every example of every `--help` and of README.md run
 //!   for real (fixtures made, a sink where they send, SIGINT after a few seconds, no lab
 //!   left behind), each example line fitting the help width, every threshold key a help
@@ -98,6 +102,7 @@ mod cyrus;
 mod deploy;
 mod dns;
 mod dns_nsd;
+mod durability;
 mod examples;
 mod grafana;
 mod imap;

@@ -78,7 +78,10 @@ pub struct SinkArgs {
     /// Where messages go: discard, maildir:DIR, mbox:FILE or dir:DIR (one file each).
     #[arg(long, default_value = "discard", value_name = "STORE")]
     pub store: String,
-    /// Make each stored message durable before replying 250.
+    /// Make each stored message durable before replying 250: fsync its file, then the
+    /// directory that names it (a maildir's new/ after the rename; an mbox's data). That
+    /// is two waits for the disk per message, one at a time per connection: on a disk the
+    /// sink's rate falls to what its flushes allow.
     #[arg(long)]
     pub fsync: bool,
     /// Fault rule COMMAND:ACTION[:PERCENT%] (repeatable).

@@ -285,6 +285,16 @@ pub(super) fn render_tail(r: &Results, out: &mut String) {
                 .map_or(String::new(), |w| format!("; first failure: {w}"))
         );
     }
+    if let Some(s) = r.extra.get("store") {
+        let _ = writeln!(
+            out,
+            "  store      stored {}{}  refused: 452 disk full {}  451 failed {}",
+            s["stored"],
+            if s["fsync"] == true { " (fsynced)" } else { "" },
+            s["full"],
+            s["failed"]
+        );
+    }
     if let Some(w) = r.extra.get("warmup") {
         let _ = writeln!(
             out,
