@@ -173,7 +173,13 @@ mod tests {
     fn a_command_past_its_deadline_is_killed_with_what_it_started() {
         let t0 = Instant::now();
         let err = run(
-            Command::new("sh").args(["-c", "sleep 300 & kill -STOP $!; wait"]),
+            // The forked shell is stopped only once it has become `sleep`: stopped before
+            // its exec, it would rightly be named `sh`.
+            Command::new("sh").args([
+                "-c",
+                "sleep 300 & until [ \"$(cat /proc/$!/comm)\" = sleep ]; do :; done; \
+                 kill -STOP $!; wait",
+            ]),
             Duration::from_secs(1),
             "`sh sleeper`",
         )
