@@ -93,7 +93,13 @@ fn round_doc(round: usize, r: &Results) -> Value {
         "summary": r.summary,
         "latency": latency,
         "self": r.self_report,
-        "extra": {"sut": r.extra.get("sut"), "sink": r.extra.get("sink")},
+        // A profile round's capacity says whether its ramp broke: without it a comparison
+        // could not say that a capacity is only "at least".
+        "extra": {
+            "sut": r.extra.get("sut"),
+            "sink": r.extra.get("sink"),
+            "capacity": r.extra.get("capacity"),
+        },
         // The lab logs of this very round (each round keeps its own).
         "mta_logs": r.extra.get("mta_logs"),
     })
@@ -131,4 +137,49 @@ pub fn text(r: &Results) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::summary::ProfileSummary;
+    use crate::stats::summary::Summary;
+
+    fn profile(users: u64, at_least: bool) -> Results {
+        let mut r = Results::assemble(crate::stats::results::RunParts {
+            command: "mailbox profile",
+            run_id: 1,
+            started_us: 0,
+            duration_s: 4.0,
+            config: json!({"population": {"ramp_start": 4}}),
+            summary: Summary::Profile(ProfileSummary {
+                capacity_users: Some(users),
+                ..Default::default()
+            }),
+            steps: crate::stats::Steps::NONE,
+            self_report: Default::default(),
+            total: crate::stats::Recorder::new(),
+            series: Vec::new(),
+        });
+        let capacity = json!({"capacity_users": users, "capacity_at_least": at_least});
+        r.extra.insert("capacity".into(), capacity);
+        r
+    }
+
+    /// Issue 40: `profile --lab dovecot,cyrus` compares combined rounds, whose rounds kept
+    /// no capacity, so a ramp that never broke showed as a measured "8 / 8".
+    #[test]
+    fn issue_40_a_round_keeps_whether_its_ramp_broke() {
+        let held = combine(vec![profile(8, true), profile(8, true)]).expect("two rounds");
+        let broke = combine(vec![profile(8, false), profile(8, false)]).expect("two rounds");
+        let sides = [
+            super::super::compare::Side::of("dovecot".into(), &broke).expect("side"),
+            super::super::compare::Side::of("cyrus".into(), &held).expect("side"),
+        ];
+        let c = super::super::compare::compare(&sides, false).expect("comparable");
+        assert_eq!(
+            c.notes,
+            vec!["cyrus: capacity_users is at least 8: its ramp never broke (every step held)"]
+        );
+    }
 }

@@ -415,6 +415,24 @@ mod tests {
             text.contains("free: capacity_users is at least 20"),
             "{text}"
         );
+        // The same in rounds (`profile --lab dovecot,cyrus`): the rounds' own capacities.
+        let rounds = |users: u64, at_least: bool| {
+            let mut top = profile(users, false);
+            top["extra"] = serde_json::json!({"rounds": [profile(users, at_least)]});
+            top
+        };
+        let c = compare(
+            &[
+                side("limited", vec![rounds(8, false)]),
+                side("free", vec![rounds(20, true)]),
+            ],
+            false,
+        )
+        .expect("comparable");
+        assert_eq!(
+            c.notes,
+            vec!["free: capacity_users is at least 20: its ramp never broke (every step held)"]
+        );
     }
 
     #[test]
