@@ -17,6 +17,20 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         return out;
     };
     let i = &s.injection;
+    // A capacity search or a sweep ran many steps; the figures down to its table are the
+    // last step's alone, which a reader would otherwise take for the whole run's.
+    let steps_of = |key: &str| r.extra.get(key).and_then(|v| v.as_array()).map(Vec::len);
+    if let Some(n) = steps_of("find_max") {
+        let _ = writeln!(
+            out,
+            "  (the figures down to the table are the last of the search's {n} steps; the table has them all)"
+        );
+    } else if let Some(n) = steps_of("sweep") {
+        let _ = writeln!(
+            out,
+            "  (the figures down to the table are the last of the sweep's {n} levels; the table has them all)"
+        );
+    }
     let _ = writeln!(
         out,
         "  injected   sent {}  accepted {}  rejected {}  errors {}   {:.0} msg/min accepted",

@@ -275,3 +275,41 @@ fn a_stores_memory_io_paging_and_network_lines() {
     assert_eq!(row("read calls/s"), Some(vec!["12.5", "12.5"]), "{out}");
     assert_eq!(row("write calls/s"), None, "not read: not shown");
 }
+
+/// Issue 40: a `--find-max` run's summary block is its last step's (775 messages of the
+/// 4,225 the search sent), and said so: a reader took it for the whole run's.
+#[test]
+fn a_capacity_searchs_summary_says_it_is_the_last_steps() {
+    use crate::stats::Recorder;
+    use crate::stats::kind::KINDS;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    let k = KINDS
+        .iter()
+        .find(|k| k.name == "relay")
+        .expect("relay kind");
+    let mut r = Results::assemble(RunParts {
+        command: "relay",
+        run_id: 1,
+        started_us: 0,
+        duration_s: 1.0,
+        config: serde_json::json!({}),
+        summary: crate::stats::kind::tests::sample(k),
+        steps: k.steps,
+        self_report: SelfReport::default(),
+        total: Recorder::new(),
+        series: Vec::new(),
+    });
+    let plain = super::summary(&r, "relay");
+    assert!(!plain.contains("the last of"), "{plain}");
+    let steps = serde_json::json!([{"rate_per_sec": 40.0}, {"rate_per_sec": 80.0}, {"rate_per_sec": 160.0}]);
+    r.extra.insert("find_max".into(), steps.clone());
+    let out = super::summary(&r, "relay");
+    assert!(
+        out.contains("the figures down to the table are the last of the search's 3 steps"),
+        "{out}"
+    );
+    r.extra.remove("find_max");
+    r.extra.insert("sweep".into(), steps);
+    let out = super::summary(&r, "relay");
+    assert!(out.contains("the last of the sweep's 3 levels"), "{out}");
+}
