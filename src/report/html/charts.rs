@@ -171,12 +171,12 @@ const TIME_CHARTS: &[TimeChart] = &[
         columns: &[
             Column {
                 label: "p50",
-                get: |p| Some(p.p50_ms),
+                get: |p| p.hists.contains_key("total").then_some(p.p50_ms),
                 agg: Agg::Max,
             },
             Column {
                 label: "p99",
-                get: |p| Some(p.p99_ms),
+                get: |p| p.hists.contains_key("total").then_some(p.p99_ms),
                 agg: Agg::Max,
             },
             Column {
@@ -192,7 +192,7 @@ const TIME_CHARTS: &[TimeChart] = &[
         unit: "ms",
         columns: &[Column {
             label: "lag p99",
-            get: |p| Some(p.lag_p99_ms),
+            get: |p| p.hists.contains_key("lag").then_some(p.lag_p99_ms),
             agg: Agg::Max,
         }],
     },
@@ -724,8 +724,37 @@ mod tests {
             dt_s: 1.0,
             msgs_per_sec: rate,
             p99_ms: p99,
+            // Latency is drawn only where the interval has samples.
+            hists: [("total".to_string(), String::new())].into(),
             ..Default::default()
         }
+    }
+
+    /// Issue 40: an interval in which nothing finished (a DNS server with no query, a
+    /// pause) has no latency: a gap in the chart, not a point at 0 ms.
+    #[test]
+    fn an_interval_without_samples_is_a_gap_in_the_latency_chart() {
+        let chart = TIME_CHARTS
+            .iter()
+            .find(|c| c.id == "latency")
+            .expect("latency");
+        let idle = IntervalPoint {
+            t_s: 2.0,
+            dt_s: 1.0,
+            ..Default::default()
+        };
+        let series = [point(1.0, 10.0, 4.0), idle, point(3.0, 10.0, 6.0)];
+        let p99: Vec<Option<f64>> = series
+            .chunks(1)
+            .map(|points| {
+                Bucket {
+                    last_t: points[0].t_s,
+                    points,
+                }
+                .value(&chart.columns[1])
+            })
+            .collect();
+        assert_eq!(p99, vec![Some(4.0), None, Some(6.0)]);
     }
 
     #[test]
