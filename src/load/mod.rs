@@ -8,8 +8,11 @@
 //! live line and the generator's warnings unchanged.
 
 pub mod schedule;
+mod setup;
 pub mod shard;
 mod worker;
+
+pub use setup::{SetUpFailed, SetUpMeasures};
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

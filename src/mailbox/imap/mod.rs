@@ -15,7 +15,7 @@ use crate::imap::conn::{ConnError, ImapConn, Login, Reply, SetUp};
 use crate::imap::proto::{Code, Command, Cond, DELETED, Data, FetchItems, FlagOp, Phase, Section};
 use crate::imap::state::{Model, Recalls, Shared, Violation};
 use crate::imap::steps::metric;
-use crate::load::{Driver, Failure, Next};
+use crate::load::{Driver, Failure, Next, SetUpFailed, SetUpMeasures};
 use crate::message::trace::Trace;
 use crate::stats::{Metric, Recorder};
 
@@ -390,65 +390,16 @@ impl ImapDriver {
     }
 }
 
-/// A failure that ended a session, with what its set-up measured when that is where it
-/// failed (its finished steps' times and a login the server accepted are still counted).
-#[derive(Debug)]
-pub struct Failed {
-    /// What went wrong.
-    pub error: ConnError,
-    /// The set-up's measures, when the session failed to open.
-    pub set_up: Option<SetUp>,
-}
+/// A session's failure, with what its set-up measured when it failed to open.
+pub type Failed = SetUpFailed<ConnError, SetUp>;
 
-impl From<ConnError> for Failed {
-    fn from(error: ConnError) -> Failed {
-        Failed {
-            error,
-            set_up: None,
-        }
-    }
-}
-
-impl std::fmt::Display for Failed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.error.fmt(f)
-    }
-}
-
-impl Failure for Failed {
-    fn class(&self) -> ErrorClass {
-        self.error.class()
-    }
-
-    fn step(&self) -> Metric {
-        self.error.step()
-    }
-
-    fn code(&self) -> u16 {
-        0
-    }
-
-    fn reached(&self) -> bool {
-        self.error.reached()
-    }
-
-    fn unreachable(&self) -> Option<String> {
-        self.error.unreachable()
-    }
-
-    fn login_refused(&self) -> bool {
-        self.error.login_refused()
-    }
-
-    fn record_setup(&self, rec: &mut Recorder) {
-        let Some(s) = &self.set_up else { return };
-        for (phase, d) in &s.timings {
+impl SetUpMeasures for SetUp {
+    fn record(&self, rec: &mut Recorder) {
+        for (phase, d) in &self.timings {
             rec.record(metric(*phase), *d);
         }
-        let c = &mut rec.counters;
-        c.mailbox.logins += s.logins;
-        c.mailbox.setup_failures += 1;
-        c.bytes_out += s.bytes_out;
+        rec.counters.mailbox.logins += self.logins;
+        rec.counters.bytes_out += self.bytes_out;
     }
 }
 
