@@ -271,7 +271,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     }
     let preflight =
         super::doctor::preflight_run("relay", &plan.send.load, &plan.send.client.targets, 2);
-    let shutdown = Shutdown::install();
+    let shutdown = Shutdown::install_saying(crate::relay::SIGNAL_NOTICE);
     // Each round is a whole benchmark: with --lab, on a fresh lab.
     let mut results = super::finish::in_rounds(rounds, &shutdown, |round| {
         let (mut plan, shutdown) = (plan.clone(), shutdown.clone());

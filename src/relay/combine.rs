@@ -382,7 +382,7 @@ pub(super) fn combine(
             "the drain timeout passed before the MTA had delivered everything{held}: what had not arrived is counted lost; raise --drain-timeout if the MTA was only slow"
         )),
         DrainEnd::Aborted => send.self_report.warnings.push(format!(
-            "a second signal cut the drain short{held}: {undelivered} recipients were not delivered yet, not lost; the delivery figures cover what arrived until then"
+            "a signal cut the drain short{held}: {undelivered} recipients were not delivered yet, not lost; the delivery figures cover what arrived until then"
         )),
     }
     if bounced.unnamed > 0 && !arrived.lost_seqs.is_empty() {

@@ -41,9 +41,18 @@ pub(super) enum DrainEnd {
     Drained,
     /// The drain timeout passed first: what has not arrived is lost.
     TimedOut,
-    /// A second signal cut the wait short: what has not arrived is not known lost.
+    /// A signal cut the wait short (a second one, or the first after
+    /// [`AFTER_SIGNAL`]): what has not arrived is not known lost.
     Aborted,
 }
+
+/// How long the drain goes on after Ctrl-C or SIGTERM: long enough for what is in flight
+/// to land, short enough that one Ctrl-C stops the run in seconds, not at the drain
+/// timeout (a deferred message may wait minutes for its next retry).
+pub(super) const AFTER_SIGNAL: Duration = Duration::from_secs(10);
+
+/// What `relay` prints at the first Ctrl-C or SIGTERM: what stopping means for it.
+pub const SIGNAL_NOTICE: &str = "mailbench relay: stopping injection; deliveries in flight have 10 s to land (signal again to stop now)";
 
 /// How long the drain may last, and how long arrivals may pause.
 #[derive(Debug, Clone, Copy)]
@@ -57,7 +66,8 @@ pub(super) struct Limits {
 
 /// Waits until every expected recipient arrived and the MTA holds nothing more, the
 /// MTA's queue is empty with nothing arriving for `settle` (the rest was refused or
-/// bounced, it will not come), the timeout passes, or a second signal; says which. Only atomics are
+/// bounced, it will not come), the timeout passes, or a signal cuts it short (a second
+/// one, or the first after [`AFTER_SIGNAL`]); says which. Only atomics are
 /// polled while mail flows; the queue is looked at when arrivals pause or are complete,
 /// because reading it costs CPU the MTA needs.
 pub(super) async fn drain(
@@ -78,6 +88,7 @@ pub(super) async fn drain(
     // Empty twice in a row: a scan of the queue's directories can miss a message the MTA
     // moves between two of them while it reads (deferred → active), once, not twice.
     let mut empty_before = false;
+    let mut signalled_at = None;
     let drained = loop {
         let got = delivery.recipients.load(Ordering::Relaxed);
         let now = Instant::now();
@@ -93,7 +104,10 @@ pub(super) async fn drain(
                 None => {}
             }
         }
-        if shutdown.abort.is_cancelled() {
+        if shutdown.interrupted() && signalled_at.is_none() {
+            signalled_at = Some(now);
+        }
+        if shutdown.abort.is_cancelled() || signalled_at.is_some_and(|t| now >= t + AFTER_SIGNAL) {
             break DrainEnd::Aborted;
         }
         if now >= deadline {
@@ -113,4 +127,18 @@ pub(super) async fn drain(
     };
     live.finish();
     drained
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_notice_names_the_time_the_drain_keeps() {
+        let secs = format!("have {} s", AFTER_SIGNAL.as_secs());
+        assert!(
+            SIGNAL_NOTICE.contains(&secs),
+            "{SIGNAL_NOTICE} lacks {secs}"
+        );
+    }
 }

@@ -27,6 +27,7 @@ pub mod verdict;
 
 pub use bench::{FindMaxPlan, RelayPlan, bench};
 pub use dns::RelayDns;
+pub use drain::SIGNAL_NOTICE;
 
 use crate::stats::summary::Vocabulary;
 

@@ -238,8 +238,8 @@ pub async fn run(
             released,
         },
     );
-    // A second signal during the drain cut the run short, even when the injection had
-    // ended before the first.
+    // A signal during the drain cut the run short, even when the injection had ended
+    // before it.
     results.interrupted |= drain_end == super::drain::DrainEnd::Aborted;
     super::lookups::record(&mut results, lookups_before, lab.and_then(|l| l.lookups()));
     if let Some(l) = lab {

@@ -281,14 +281,14 @@ pub struct RelaySummary {
     /// still a bounce.
     pub bounced: u64,
     /// `expected − delivered − bounced` once the drain ran its course (all arrived, or
-    /// the drain timeout passed); 0 when a second signal cut the drain short (those are
+    /// the drain timeout passed); 0 when a signal cut the drain short (those are
     /// `undelivered`, not lost).
     pub lost: u64,
-    /// When a second signal cut the drain short: the recipients neither delivered nor
+    /// When a signal cut the drain short: the recipients neither delivered nor
     /// bounced by then — still with the MTA (see `queued_left`) or on their way, not lost.
     #[serde(default)]
     pub undelivered: u64,
-    /// A second signal cut the drain short.
+    /// A signal cut the drain short: a second one, or the first 10 s after it.
     #[serde(default)]
     pub drain_aborted: bool,
     /// The same message to the same recipient again.
