@@ -1316,7 +1316,7 @@ fn smtp_sent_to_an_lmtp_port_names_the_fix() {
     let Some(store) = Store::start(&["--users", "1", "--fill", "0"]) else {
         return;
     };
-    let to = format!("{}", store.users()[0].0);
+    let to = store.users()[0].0.to_string();
     let args = ["send", &store.lmtp, "-n", "3", "--to", &to, "-q"];
     let out = run(&args);
     let err = String::from_utf8_lossy(&out.stderr);
