@@ -60,7 +60,7 @@ struct Planned {
     rounds: u32,
     /// The lab MTAs, in `--lab`'s order (several are compared in rotating rounds).
     mtas: Vec<Mta>,
-    /// `--compare-postconf`: one setting's two values, in alternating rounds.
+    /// `--compare-postconf`: one setting's values, in rotating rounds.
     compare: Option<String>,
 }
 
@@ -241,9 +241,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         dns,
     };
     if a.compare_postconf.is_some() && a.lab.len() > 1 {
-        return Err(
-            "--compare-postconf compares two settings of one MTA; give --lab one MTA".into(),
-        );
+        return Err("--compare-postconf compares settings of one MTA; give --lab one MTA".into());
     }
     Ok(Planned {
         plan,

@@ -45,10 +45,10 @@ pub struct RelayArgs {
         conflicts_with = "target"
     )]
     pub lab: Vec<Mta>,
-    /// Answer "what did this setting buy": run the lab with KEY=V1 and KEY=V2 in
-    /// alternating rounds (at least 4 each; more with --rounds) and end with the compare
-    /// table, e.g. default_process_limit=100,20.
-    #[arg(long, value_name = "KEY=V1,V2", requires = "lab")]
+    /// Answer "what did this setting buy": run the lab with KEY=V1, KEY=V2, … (2 to 8
+    /// values) in rotating rounds (at least 4 each; more with --rounds) and end with the
+    /// compare table, the first value the baseline, e.g. default_process_limit=100,20,5.
+    #[arg(long, value_name = "KEY=V1,V2[,…]", requires = "lab")]
     pub compare_postconf: Option<String>,
     /// The MTA under test (when not using --lab).
     #[arg(long, value_name = "HOST:PORT", required_unless_present = "lab")]
