@@ -87,7 +87,18 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
     }
     let agents: Vec<Value> = inputs.iter().flat_map(agents_of).collect();
     let open_loop = first.results.config["pacing"]["mode"] == "open";
-    let missing = match shard_twice(&agents) {
+    let twice = shard_twice(&agents);
+    let on_a_store = matches!(how, Merge::Agents(g) if g.on_a_store());
+    // Agents that shared users (or one that ran unsplit beside them) differ in
+    // configuration too (its users file, its lack of a split): the sharing is the line
+    // that says what went wrong, unless one agent is simply here twice.
+    if on_a_store
+        && twice.is_none()
+        && let Some(shared) = store::users_shared(&agents)
+    {
+        forced.insert(0, shared);
+    }
+    let missing = match twice {
         Some(twice) => {
             forced.push(twice);
             Vec::new()
@@ -99,10 +110,6 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
     }
     if let Some(apart) = schedules_apart(&agents, open_loop) {
         forced.push(apart);
-    }
-    let on_a_store = matches!(how, Merge::Agents(g) if g.on_a_store());
-    if on_a_store && let Some(shared) = store::users_shared(&agents) {
-        forced.push(shared);
     }
     if let Some(why) = forced.first()
         && !force
