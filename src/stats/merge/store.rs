@@ -86,3 +86,33 @@ pub fn watched(inputs: &[Input], w: usize, agents: &[Value]) -> (Value, Value) {
     });
     (sut, said)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(file: &str, users: Option<&[&str]>) -> Value {
+        match users {
+            Some(u) => json!({"file": file, "shard": {"users": u}}),
+            None => json!({"file": file, "shard": null}),
+        }
+    }
+
+    #[test]
+    fn shared_users_and_an_unsplit_agent_are_named() {
+        let a = agent("a.json", Some(&["u1", "u4"]));
+        let b = agent("b.json", Some(&["u2", "u5"]));
+        assert_eq!(users_shared(&[a.clone(), b.clone()]), None);
+        assert_eq!(users_shared(std::slice::from_ref(&a)), None);
+        // c shares u1 and u4 with a (and u5 with b): the first shared user is named.
+        let c = agent("c.json", Some(&["u1", "u4", "u5"]));
+        let line = users_shared(&[a.clone(), b, c]).expect("u1 is a's and c's");
+        assert!(
+            line.starts_with("a.json and c.json both logged in as u1 (2 user(s) in common)"),
+            "{line}"
+        );
+        let whole = agent("w.json", None);
+        let line = users_shared(&[a, whole]).expect("w.json logged in as everyone");
+        assert!(line.starts_with("w.json ran without --shard"), "{line}");
+    }
+}
