@@ -543,9 +543,14 @@ pub struct ImapSummary {
     /// Messages copied into the mailbox (COPY).
     #[serde(default)]
     pub copied: u64,
-    /// Messages expunged by EXPUNGE.
+    /// Messages expunged by EXPUNGE: exact when `expunges_shared` is 0, else an upper
+    /// bound.
     pub expunged: u64,
-    /// Messages moved out of the mailbox (MOVE).
+    /// EXPUNGE commands answered while another session of the same user was open (more
+    /// connections than users): their replies may report that session's expunges too.
+    #[serde(default)]
+    pub expunges_shared: u64,
+    /// Messages moved out of the mailbox (MOVEs answered OK).
     #[serde(default)]
     pub moved: u64,
     /// Octets of message content downloaded (whole messages and sections).
@@ -590,6 +595,7 @@ impl ImapSummary {
             appended: c.mailbox.appended,
             copied: c.mailbox.copied,
             expunged: c.mailbox.deleted,
+            expunges_shared: c.mailbox.expunges_shared,
             moved: c.mailbox.moved,
             bytes: c.bytes,
             violations: c.mailbox.violations.total(),
