@@ -591,6 +591,38 @@ fn bad_mailbox_splits_are_refused_in_one_line() {
     // The good split merges.
     let m = merged(&f[..3], &dir.0.join("good.json"));
     assert_eq!(figure(&m, "sessions"), 3);
+    // auto/N takes the index from the launcher (here Slurm's task id): agent 1's user.
+    let json = dir.0.join("auto.json");
+    let args = [
+        "mailbox",
+        "pop3",
+        "-q",
+        "--target",
+        &store.pop3,
+        "--users-file",
+        &store.users_file,
+        "-n",
+        "3",
+        "-c",
+        "3",
+        "--delete",
+        "0",
+        "--shard",
+        "auto/3",
+        "--run-id",
+        RUN_ID,
+        "--json",
+        &json.to_string_lossy(),
+    ];
+    let out = mailbench()
+        .args(args)
+        .env("SLURM_PROCID", "1")
+        .output()
+        .expect("run an auto/3 agent");
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    let shard = &results(&json)["extra"]["shard"];
+    assert_eq!(shard["label"], "1/3", "{shard:#}");
+    assert_eq!(shard["users"], serde_json::json!([users[1].0]), "{shard:#}");
     // An agent refuses a split it cannot deal.
     refused_in_one_line(
         &[
