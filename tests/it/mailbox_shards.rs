@@ -425,6 +425,28 @@ fn imap_split_in_three_merges_exactly() {
     let parts: Vec<Value> = files.iter().map(|f| results(f)).collect();
     let m = merged(&files, &dir.0.join("merged.json"));
     assert_users_dealt(&parts, &store);
+    // Each agent draws as its connection slots of the whole run would, not as agent 0
+    // (all three ran the same commands before: 12 appended, 7 copied, 10 expunged each).
+    let drawn = |r: &Value| -> Vec<u64> {
+        [
+            "append",
+            "copy",
+            "move",
+            "delete",
+            "expunge",
+            "fetch",
+            "fetch_body",
+            "store",
+        ]
+        .iter()
+        .map(|c| r["latency"][c]["count"].as_u64().unwrap_or(0))
+        .collect()
+    };
+    assert!(
+        !(drawn(&parts[0]) == drawn(&parts[1]) && drawn(&parts[1]) == drawn(&parts[2])),
+        "the three agents drew the same commands: {:?}",
+        drawn(&parts[0])
+    );
     assert_eq!(figure(&m, "commands"), 300);
     for key in [
         "commands",
