@@ -183,10 +183,14 @@ pub struct SinkSummary {
     pub null_sender: u64,
     /// Arrivals without a readable trace header.
     pub untracked: u64,
-    /// Messages per second over the run.
+    /// Messages per second over `active_s`.
     pub msgs_per_sec: f64,
     /// The same per minute.
     pub mpm: f64,
+    /// From the first byte a client sent to the last delivery, seconds: the span the rate
+    /// is over (the whole run holds the wait for clients and the idle tail too).
+    #[serde(default)]
+    pub active_s: f64,
     /// End to end (trace send time to the confirmed reply), median, ms.
     pub e2e_p50_ms: f64,
     /// The same, 99th percentile.
@@ -224,10 +228,11 @@ pub struct SinkTallies {
 }
 
 impl SinkSummary {
-    /// From everything a sink recorded (or sinks, merged), what it counted apart, and the
-    /// run's length.
-    pub fn derive(total: &Recorder, t: SinkTallies, duration_s: f64) -> Self {
+    /// From everything a sink recorded (or sinks, merged), what it counted apart, the
+    /// run's length and its active span.
+    pub fn derive(total: &Recorder, t: SinkTallies, duration_s: f64, active_s: f64) -> Self {
         let c = &total.counters;
+        let span = active_s.max(1e-3);
         let e2e = total.hist(Metric::E2e);
         SinkSummary {
             sessions: c.connections,
@@ -252,8 +257,9 @@ impl SinkSummary {
                 .saturating_sub(t.refused + t.abandoned + t.unconfirmed),
             null_sender: t.null_sender,
             untracked: t.untracked,
-            msgs_per_sec: c.accepted as f64 / duration_s,
-            mpm: c.accepted as f64 / duration_s * 60.0,
+            msgs_per_sec: c.accepted as f64 / span,
+            mpm: c.accepted as f64 / span * 60.0,
+            active_s,
             e2e_p50_ms: ms(e2e, 0.5),
             e2e_p99_ms: ms(e2e, 0.99),
             faults: t.faults,
