@@ -49,6 +49,9 @@
 //!   rotated rounds in one table and one results file, refused settings in one line
 //! - `mailbox`: `mailbox pop3` and `populate` against `lab dovecot`, checked with Python's
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
+//! - `mailbox_shards`: issue 44 — `mailbox pop3` and `imap` split in three against one
+//!   `lab dovecot` and merged: counts equal the agents' sums, poplib's, imaplib's and
+//!   Dovecot's log; histograms added count by count; bad splits refused in one line
 //! - `preflight`: `doctor` and a run's preflight under a low `ulimit -n` set in a child
 //!   shell (the warning, its fix, the run going on, the line kept in the results)
 //! - `recipe_seed001`: docs/recipes/seed-001.md's small-scale commands give its table and
@@ -114,6 +117,7 @@ mod layout;
 mod leftovers;
 mod live;
 mod mailbox;
+mod mailbox_shards;
 mod mta_lookup;
 mod mtas;
 mod preflight;
