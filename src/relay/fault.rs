@@ -153,6 +153,7 @@ pub(super) fn record(
     plan: FaultPlan,
     fired: Option<Fired>,
     delivery: &Delivery,
+    accepts: &TimeLog,
     origin_us: u64,
 ) {
     let run = results.run_id.clone();
@@ -217,10 +218,42 @@ pub(super) fn record(
             "down_s": s.fault_down_s,
             "unsynced_files": f.crashed.unsynced_files,
             "unsynced_bytes": f.crashed.unsynced_bytes,
+            "accepted_seqs": ranges(accepts),
             "lost_seqs": lost_seqs,
             "duplicated_seqs": by_seq.iter().map(|(q, n)| [*q, *n]).collect::<Vec<_>>(),
             "errors": s.injection.errors,
             "rejected": s.injection.rejected,
         }),
     );
+}
+
+/// The accepted sequence numbers as `[first, last]` ranges, in order: a run's accepted
+/// messages in a few pairs (gaps only where the fault refused or cut some), so that each
+/// can be looked up in the MTA's log by its Message-ID (`<RUN.SEQ@mailbench.test>`).
+fn ranges(accepts: &TimeLog) -> Vec<[u64; 2]> {
+    let mut seqs: Vec<u64> = accepts.entries().into_iter().map(|(s, _)| s).collect();
+    seqs.sort_unstable();
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    for s in seqs {
+        match out.last_mut() {
+            Some(r) if r[1] + 1 == s => r[1] = s,
+            _ => out.push([s, s]),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepted_numbers_are_kept_as_ranges() {
+        let log = TimeLog::default();
+        for s in [0, 1, 2, 5, 7, 8] {
+            log.record_at(s, 1);
+        }
+        assert_eq!(ranges(&log), vec![[0, 2], [5, 5], [7, 8]]);
+        assert_eq!(ranges(&TimeLog::default()), Vec::<[u64; 2]>::new());
+    }
 }

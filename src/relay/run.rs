@@ -266,7 +266,7 @@ pub async fn run(
     }
     super::qstates::record(&mut results, queue_states, progress.interval);
     if let Some((plan, fired)) = fault {
-        super::fault::record(&mut results, plan, fired, &delivery, origin_us);
+        super::fault::record(&mut results, plan, fired, &delivery, &r.accepts, origin_us);
     }
     if let Some(io) = io.map_err(RelayError::Failed)? {
         per_message(&mut results, &io);
