@@ -102,9 +102,26 @@ fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
     let j = json.to_string_lossy().to_string();
     run_expect(
         &[
-            "relay", "--lab", "postfix", "-n", "400", "-c", "4", "--size", "1k", "--rate",
-            "100/s", "--sink-rule", "data_end:pace=60/s", "--fault", fault, "--drain-timeout",
-            "60s", "-q", "--json", &j,
+            "relay",
+            "--lab",
+            "postfix",
+            "-n",
+            "400",
+            "-c",
+            "4",
+            "--size",
+            "1k",
+            "--rate",
+            "100/s",
+            "--sink-rule",
+            "data_end:pace=60/s",
+            "--fault",
+            fault,
+            "--drain-timeout",
+            "60s",
+            "-q",
+            "--json",
+            &j,
         ],
         0,
     );
@@ -132,7 +149,10 @@ fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
     );
     let run = f["trace_run"].as_str().expect("trace_run");
     let log = read_maillog(&json.with_extension("maillog.0"), run);
-    assert_eq!(log.starts, 2, "Postfix started, crashed and started again: {log:?}");
+    assert_eq!(
+        log.starts, 2,
+        "Postfix started, crashed and started again: {log:?}"
+    );
     let unsent: Vec<u64> = accepted
         .iter()
         .copied()
@@ -171,7 +191,11 @@ fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
     // was in delivery when Postfix was killed (its first delivery reached the sink, and
     // was never logged), once.
     for (q, n) in &log_dups {
-        assert_eq!(said.get(q), Some(n), "message {q}: mailbench {said:?}, log {log_dups:?}");
+        assert_eq!(
+            said.get(q),
+            Some(n),
+            "message {q}: mailbench {said:?}, log {log_dups:?}"
+        );
     }
     let unlogged: BTreeMap<u64, u64> = said
         .iter()
@@ -190,8 +214,12 @@ fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
         Some(said.values().sum()),
         "the summary's duplicates are the listed ones"
     );
-    let after = s["restart_first_delivery_s"].as_f64().expect("first delivery");
-    let last = s["restart_last_delivery_s"].as_f64().expect("last delivery");
+    let after = s["restart_first_delivery_s"]
+        .as_f64()
+        .expect("first delivery");
+    let last = s["restart_last_delivery_s"]
+        .as_f64()
+        .expect("last delivery");
     assert!(after >= 0.0 && after <= last, "{after} {last}");
     eprintln!(
         "{fault}: accepted {}, lost 0, duplicated {said:?} (the log: {log_dups:?}; in delivery at the crash {:?}), recovered from the queue {}, down {} s, first delivery {after} s, last {last} s after the restart",
@@ -202,7 +230,11 @@ fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
     );
     for d in r["extra"]["lab_dirs"].as_array().expect("lab_dirs") {
         let d = Path::new(d.as_str().expect("dir"));
-        assert_eq!(left_behind(d), Vec::<String>::new(), "left behind by the lab");
+        assert_eq!(
+            left_behind(d),
+            Vec::<String>::new(),
+            "left behind by the lab"
+        );
     }
     r
 }
@@ -235,8 +267,14 @@ fn a_power_cut_mid_injection_loses_nothing_postfix_accepted_as_its_log_shows() {
 
 #[test]
 fn bad_fault_values_and_places_are_refused_in_one_line() {
-    refused_in_one_line(&["relay", "--lab", "postfix", "--fault", "melt@3"], "--fault");
-    refused_in_one_line(&["relay", "--lab", "postfix", "--fault", "crash@0"], "at least 1");
+    refused_in_one_line(
+        &["relay", "--lab", "postfix", "--fault", "melt@3"],
+        "--fault",
+    );
+    refused_in_one_line(
+        &["relay", "--lab", "postfix", "--fault", "crash@0"],
+        "at least 1",
+    );
     refused_in_one_line(
         &["relay", "--target", "127.0.0.1:25", "--fault", "crash@5"],
         "add --lab postfix",
@@ -246,7 +284,66 @@ fn bad_fault_values_and_places_are_refused_in_one_line() {
         "not supported by this lab MTA",
     );
     refused_in_one_line(
-        &["relay", "--lab", "postfix", "-c", "1,2", "--fault", "crash@5"],
+        &[
+            "relay", "--lab", "postfix", "-c", "1,2", "--fault", "crash@5",
+        ],
         "one fault per run",
+    );
+}
+
+#[test]
+fn a_crash_at_a_time_fires_then_and_the_run_still_delivers_everything() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let dir = TempDir::new("fault-time");
+    let json = dir.0.join("relay.json");
+    let j = json.to_string_lossy().to_string();
+    run_expect(
+        &[
+            "relay",
+            "--lab",
+            "postfix",
+            "-n",
+            "300",
+            "-c",
+            "4",
+            "--size",
+            "1k",
+            "--rate",
+            "100/s",
+            "--fault",
+            "crash@1500ms",
+            "--drain-timeout",
+            "60s",
+            "-q",
+            "--json",
+            &j,
+        ],
+        0,
+    );
+    let r = results(&json);
+    let s = &r["summary"];
+    let at = s["fault_at_s"].as_f64().expect("fault_at_s");
+    // 100/s from 0 s: 150 messages are due by 1.5 s (the last few may still be in flight).
+    let before = s["fault_accepted_before"]
+        .as_u64()
+        .expect("accepted before");
+    assert!((1.5..1.6).contains(&at), "killed at {at} s, expected 1.5 s");
+    assert!(
+        (145..=151).contains(&before),
+        "{before} accepted by 1.5 s at 100/s, expected ~150"
+    );
+    assert_eq!(s["lost"].as_u64(), Some(0), "{s:#}");
+    let log = read_maillog(
+        &json.with_extension("maillog.0"),
+        r["extra"]["fault"]["trace_run"].as_str().expect("run"),
+    );
+    assert_eq!(log.starts, 2, "one restart in Postfix's log");
+    assert_eq!(
+        log.sent.len() as u64,
+        s["delivered_messages"].as_u64().expect("delivered")
+            + s["aborted_delivered"].as_u64().unwrap_or(0),
+        "Postfix's log and the sink count the same deliveries"
     );
 }
