@@ -145,15 +145,18 @@ impl Lab {
         // Postfix's sockets and fifos, and its pid file, beside the LazyFS queue (which
         // cannot hold them), each as Postfix itself makes it.
         let lazy = match opts.queue {
-            QueueKind::Lazyfs => Some(std::sync::Mutex::new(LazyQueue::make(
-                &dir,
-                "queue",
-                &[
-                    ("public", "postfix:postdrop", 0o710),
-                    ("private", "postfix:root", 0o700),
-                    ("pid", "root:root", 0o755),
-                ],
-            )?)),
+            QueueKind::Lazyfs => Some(std::sync::Mutex::new(
+                LazyQueue::make(
+                    &dir,
+                    "queue",
+                    &[
+                        ("public", "postfix:postdrop", 0o710),
+                        ("private", "postfix:root", 0o700),
+                        ("pid", "root:root", 0o755),
+                    ],
+                )
+                .map_err(|e| LabError::Failed(format!("lab postfix: queue on LazyFS: {e}")))?,
+            )),
             _ => None,
         };
         let mut inst = Instance {

@@ -8,8 +8,6 @@
 use std::path::{Path, PathBuf};
 
 use super::lazyfs::LazyFs;
-use crate::lab::LabError;
-use crate::lab::host::io;
 
 /// LazyFS's cache for a queue: what is not fsynced is held here, never evicted, so the
 /// unsynced part of a queue may not grow past it (a queue's files are fsynced as they
@@ -27,11 +25,7 @@ impl LazyQueue {
     /// Mounts LazyFS over `dir/name` (backed by `dir/name.disk`, its state in
     /// `dir/name.lazyfs`) and links each of `local` (e.g. `public`) in it to a directory
     /// of that name in `dir/name.local`, made with the owner and mode given.
-    pub fn make(
-        dir: &Path,
-        name: &str,
-        local: &[(&str, &str, u32)],
-    ) -> Result<LazyQueue, LabError> {
+    pub fn make(dir: &Path, name: &str, local: &[(&str, &str, u32)]) -> Result<LazyQueue, String> {
         let mount = dir.join(name);
         let fs = LazyFs::start(
             &mount,
@@ -46,12 +40,13 @@ impl LazyQueue {
         for (sub, owner, mode) in local {
             let d = q.plain.join(sub);
             std::fs::create_dir_all(&d)
-                .map_err(|e| io("create the queue's socket directory", e))?;
-            crate::lab::host::chown_to(&d, owner)?;
+                .map_err(|e| format!("cannot create the queue's socket directory: {e}"))?;
+            crate::lab::host::chown_to(&d, owner).map_err(|e| e.to_string())?;
             crate::lab::host::set_mode(&d, *mode);
             let link = mount.join(sub);
-            std::os::unix::fs::symlink(&d, &link)
-                .map_err(|e| io("link the queue's socket directory into LazyFS", e))?;
+            std::os::unix::fs::symlink(&d, &link).map_err(|e| {
+                format!("cannot link the queue's socket directory into LazyFS: {e}")
+            })?;
         }
         Ok(q)
     }
