@@ -98,6 +98,9 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             .collect::<Result<_, _>>()?,
         _ => Vec::new(),
     };
+    if a.find_max && !levels.is_empty() {
+        return Err("--find-max with a list of concurrency levels: --find-max searches the rate at one concurrency; give -c one number, or sweep -c without --find-max".into());
+    }
     let mut implied = Implied::default();
     if let Some(&first) = levels.first() {
         implied.load.concurrency = Some(first as u64);

@@ -473,7 +473,11 @@ fn sink_summary(
         faults,
         bounces,
     };
-    SinkSummary::derive(total, tallies, duration_s)
+    // The sinks ran side by side: the longest active span (files written before sinks
+    // kept one say 0: then the run's length).
+    let active = parts.iter().map(|s| s.active_s).fold(0.0, f64::max);
+    let active_s = if active > 0.0 { active } else { duration_s };
+    SinkSummary::derive(total, tallies, duration_s, active_s)
 }
 
 #[cfg(test)]
