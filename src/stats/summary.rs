@@ -439,6 +439,32 @@ pub struct RelaySummary {
     /// With `--trace-io`: times the MTA's processes left a CPU per delivered message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ctx_switches_per_msg: Option<f64>,
+    // --- `--fault` (issue 42): the crash or power cut during the run, and what it cost ---
+    /// The fault as `--fault` gave it (`crash@150`, `power-loss@3s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// When the MTA was killed, seconds after injection started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_at_s: Option<f64>,
+    /// Messages the MTA had accepted (250 read) when it was killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_accepted_before: Option<u64>,
+    /// From the kill to the restarted MTA's greeting, seconds (the power cut included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_down_s: Option<f64>,
+    /// Accepted messages delivered more than once (`duplicates` counts the extra copies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_duplicated_messages: Option<u64>,
+    /// With `power-loss`: files of the queue with data not fsynced at the cut, as LazyFS
+    /// reported them (the cut dropped that data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_unsynced_files: Option<u64>,
+    /// From the restarted MTA's greeting to its first delivery, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_first_delivery_s: Option<f64>,
+    /// From the restarted MTA's greeting to its last delivery (the drain's end), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_last_delivery_s: Option<f64>,
 }
 
 /// `mailbox pop3`'s summary: sessions as the units of work, and what they did.

@@ -19,6 +19,10 @@
 //!   LazyFS reports unsynced (none with `--fsync`), on a full loop-mounted ext4 answering
 //!   452 and keeping on disk exactly what it acknowledged (Python reads the disk), nothing
 //!   left mounted, attached or running, also after a run that died
+//! - `relay_faults`: issue 42 phase 2 — `relay --fault crash@N` and `power-loss@N` on the
+//!   lab Postfix: every message it accepted delivered after the restart, duplicates as
+//!   its own log counts them, nothing left mounted or running; bad `--fault` values
+//!   refused in one line
 //! - `examples`: issue 25 item 20 — every example of every `--help` and of README.md run
 //!   for real (fixtures made, a sink where they send, SIGINT after a few seconds, no lab
 //!   left behind), each example line fitting the help width, every threshold key a help
@@ -129,6 +133,7 @@ mod recipe_seed001;
 mod recipe_seed004;
 mod recipes;
 mod relay;
+mod relay_faults;
 mod relay_path;
 mod relay_round2;
 mod relay_saturation;

@@ -125,6 +125,13 @@ pub struct RelayArgs {
     /// context switches per delivered message, from the kernel's tracepoints (root).
     #[arg(long)]
     pub trace_io: bool,
+    /// Crash the lab MTA during the run and restart it on the same queue (issue 42):
+    /// crash@N kills its whole process tree (SIGKILL) after N accepted messages, crash@3s
+    /// at a time; power-loss@… puts its queue on LazyFS and also drops what was not
+    /// fsynced. Every accepted message is then judged delivered, lost or duplicated.
+    /// Lab MTAs only (--lab postfix).
+    #[arg(long, value_name = "KIND@WHEN")]
+    pub fault: Option<String>,
     /// Observe this process tree as the system under test (repeatable; the lab's own is
     /// observed automatically).
     #[arg(long, value_name = "PID")]
