@@ -125,6 +125,7 @@ mod recipe_seed001;
 mod recipe_seed004;
 mod recipes;
 mod relay;
+mod relay_figures;
 mod relay_path;
 mod relay_round2;
 mod relay_saturation;
