@@ -195,3 +195,95 @@ fn issue_43_the_time_to_flush_after_injection_and_the_bytes_agree_with_postfixs_
     );
 }
 
+#[test]
+fn issue_43_postfix_delivers_to_254_sink_addresses_through_a_only_zones() {
+    // 254 domains without MX, over 254 sink addresses: domain k's own A record is
+    // 127.0.2.(k+1), so Postfix must reach every address through its implicit MX.
+    let dir = TempDir::new("relay-254");
+    let args = [
+        "--dns-domains",
+        "254",
+        "--dns-sinks",
+        "254",
+        "--no-mx",
+        "-n",
+        "254",
+        "-c",
+        "8",
+        "--size",
+        "1k",
+    ];
+    let Some((r, _)) = relay_printed(&args, &dir.0.join("r.json")) else {
+        return;
+    };
+    crate::relay::assert_exactly_once(&r, 254);
+    let log = std::fs::read_to_string(dir.0.join("r.maillog.0")).expect("maillog");
+    let mut seen = std::collections::BTreeMap::new();
+    for l in log.lines().filter(|l| l.contains("status=sent")) {
+        // "relay=d7.example.test[127.0.2.8]:PORT": the domain's own name, no MX host.
+        let relay = field(l, "relay=").unwrap_or_default();
+        let (host, rest) = relay.split_once('[').unwrap_or_default();
+        let ip = rest.split(']').next().unwrap_or_default();
+        let k: u16 = host
+            .strip_prefix('d')
+            .and_then(|h| h.strip_suffix(".example.test"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("expected relay=dK.example.test[…], got {l}"));
+        assert_eq!(
+            ip,
+            format!("127.0.2.{}", k + 1),
+            "expected d{k} delivered to its own A record: {l}"
+        );
+        seen.insert(ip.to_string(), k);
+    }
+    assert_eq!(
+        seen.len(),
+        254,
+        "expected Postfix's log to show deliveries to all 254 addresses, got {}: {seen:?}",
+        seen.len()
+    );
+    let d = &r["extra"]["dns"]["by_type"];
+    assert!(
+        d["mx"].as_u64().unwrap_or(0) >= 254 && d["a"].as_u64().unwrap_or(0) >= 254,
+        "Postfix asked each domain's MX (none) and then its A: {d}"
+    );
+    assert_eq!(r["config"]["relay"]["dns"]["no_mx"], true);
+    assert_eq!(
+        r["config"]["relay"]["dns"]["sinks"]
+            .as_array()
+            .map(Vec::len),
+        Some(254)
+    );
+}
+
+#[test]
+fn issue_43_too_few_open_files_for_254_sinks_is_one_line_exit_1() {
+    let Some(prlimit) = require("prlimit") else {
+        return;
+    };
+    if require("postfix").is_none() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_mailbench");
+    let out = std::process::Command::new(prlimit)
+        .args(["--nofile=300:300", bin])
+        .args([
+            "relay",
+            "--lab",
+            "postfix",
+            "--dns-domains",
+            "4",
+            "--dns-sinks",
+            "254",
+            "-n",
+            "1",
+        ])
+        .output()
+        .expect("run prlimit");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines().count() == 1 && err.contains("--dns-sinks 254") && err.contains("limit is 300"),
+        "expected one line naming --dns-sinks and the 300-file limit, got:\n{err}"
+    );
+}
