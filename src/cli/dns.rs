@@ -54,6 +54,7 @@ pub fn plan(a: &DnsArgs, threads: u16) -> Result<(DnsPlan, OutputPlan), String> 
         "domains": spec.as_ref().map(|s| s.domains.len()),
         "domain_spec": a.domains,
         "mx_per_domain": a.zone.mx_per_domain,
+        "no_mx": a.zone.no_mx,
         "mx_addresses": spec.as_ref().map(|s| &s.addresses),
         "ttl_s": spec.as_ref().map(|s| s.ttl),
         "dkim_selector": spec.as_ref().and_then(|s| s.dkim.as_ref().map(|d| &d.0)),

@@ -204,6 +204,7 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
             .map(|id| super::plan::scale::run_id(id, "--run-id"))
             .transpose()?,
         config_json,
+        count: None,
     };
     Ok((plan, outputs))
 }

@@ -274,6 +274,7 @@ pub(crate) mod tests {
             addresses: vec!["127.0.2.1".parse().expect("ip")],
             dkim: None,
             ttl: 60,
+            no_mx: false,
         }
         .build(&mut r.authority)
         .expect("zones");

@@ -26,6 +26,9 @@ pub struct Synthetic {
     pub dkim: Option<(String, String)>,
     /// The TTL of every record, seconds: what lets a resolver cache.
     pub ttl: u32,
+    /// No MX records: each domain's own name has the A (or AAAA) record instead, so an MTA
+    /// delivers to it as RFC 5321 §5.1's implicit MX (seed 002's A-only zones).
+    pub no_mx: bool,
 }
 
 /// Expands a domain spec: comma-separated names, each with at most one `{A..B}` range
@@ -147,6 +150,14 @@ fn txt(text: &str) -> TXT {
     TXT::new(chunks)
 }
 
+/// The A (IPv4) or AAAA (IPv6) data of an address.
+fn address(ip: IpAddr) -> RData {
+    match ip {
+        IpAddr::V4(v4) => RData::A(A(v4)),
+        IpAddr::V6(v6) => RData::AAAA(AAAA(v6)),
+    }
+}
+
 fn soa(apex: &Name, ttl: u32) -> Result<Record, String> {
     let ns = name(&format!("ns.{}", super::zone::key(apex)))?;
     let mbox = name(&format!("hostmaster.{}", super::zone::key(apex)))?;
@@ -174,7 +185,19 @@ impl Synthetic {
                 ttl,
                 RData::NS(NS(name(&format!("ns.{d}"))?)),
             ));
-            for j in 0..usize::from(self.mx_per_domain.max(1)) {
+            if self.no_mx {
+                let ip = self.addresses[k % self.addresses.len()];
+                auth.add(Record::from_rdata(apex.clone(), ttl, address(ip)));
+                if !ptr_of.iter().any(|(a, _)| *a == ip) {
+                    ptr_of.push((ip, apex.clone()));
+                }
+            }
+            let mx_hosts = if self.no_mx {
+                0
+            } else {
+                usize::from(self.mx_per_domain.max(1))
+            };
+            for j in 0..mx_hosts {
                 let host = name(&format!("mx{}.{d}", j + 1))?;
                 let pref = 10 * (j as u16 + 1);
                 auth.add(Record::from_rdata(
@@ -183,11 +206,7 @@ impl Synthetic {
                     RData::MX(MX::new(pref, host.clone())),
                 ));
                 let ip = self.addresses[(k + j) % self.addresses.len()];
-                let data = match ip {
-                    IpAddr::V4(v4) => RData::A(A(v4)),
-                    IpAddr::V6(v6) => RData::AAAA(AAAA(v6)),
-                };
-                auth.add(Record::from_rdata(host.clone(), ttl, data));
+                auth.add(Record::from_rdata(host.clone(), ttl, address(ip)));
                 if !ptr_of.iter().any(|(a, _)| *a == ip) {
                     ptr_of.push((ip, host));
                 }
@@ -276,6 +295,7 @@ mod tests {
             addresses: vec!["127.0.2.1".parse().expect("ip"), "::1".parse().expect("ip")],
             dkim: Some(("sel".into(), "v=DKIM1; k=ed25519; p=AAAA".into())),
             ttl: 60,
+            no_mx: false,
         };
         let mut a = Authority::default();
         s.build(&mut a).expect("build");
@@ -308,5 +328,50 @@ mod tests {
         let (v6name, _) = reverse("::1".parse().expect("ip"));
         assert_eq!(ask(&format!("{v6name}."), RecordType::PTR).answers.len(), 1);
         assert_eq!(a.zone_count(), 2 + 2, "two domains and two reverse zones");
+    }
+
+    #[test]
+    fn without_mx_each_domain_has_its_own_address() {
+        let s = Synthetic {
+            domains: expand_domains("3").expect("spec"),
+            mx_per_domain: 2,
+            addresses: vec![
+                "127.0.2.1".parse().expect("ip"),
+                "127.0.2.2".parse().expect("ip"),
+            ],
+            dkim: None,
+            ttl: 60,
+            no_mx: true,
+        };
+        let mut a = Authority::default();
+        s.build(&mut a).expect("build");
+        let ask = |q: &str, t| {
+            let n = Name::from_ascii(q).expect("name");
+            a.resolve(&n, &key(&n), t)
+        };
+        let mx = ask("d1.example.test.", RecordType::MX);
+        assert_eq!(
+            (mx.rcode, mx.answers.len()),
+            (ResponseCode::NoError, 0),
+            "no MX: NODATA"
+        );
+        let got: Vec<String> = ["d0", "d1", "d2"]
+            .iter()
+            .map(|d| {
+                ask(&format!("{d}.example.test."), RecordType::A).answers[0]
+                    .data
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            got,
+            ["127.0.2.1", "127.0.2.2", "127.0.2.1"],
+            "spread over the addresses"
+        );
+        assert_eq!(
+            ask("mx1.d0.example.test.", RecordType::A).rcode,
+            ResponseCode::NXDomain,
+            "no MX hosts either"
+        );
     }
 }

@@ -133,6 +133,9 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         trace_io_possible(&plan).map_err(RelayError::Usage)?;
     }
     crate::limits::raise_nofile();
+    if let Some(d) = &plan.dns {
+        dns::files_for_sinks(d.sinks).map_err(RelayError::Usage)?;
+    }
     let (listeners, sink_listen) = match &plan.dns {
         Some(d) => dns::bind_sinks(d.sinks).await,
         None => bind(&[Listen::Tcp(plan.sink)])
@@ -186,6 +189,7 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             "resolver": format!("{}:53", e.resolver),
             "domains": d.zones.domains.len(),
             "mx_per_domain": d.zones.mx_per_domain,
+            "no_mx": d.zones.no_mx,
             "ttl_s": d.zones.ttl,
             "sinks": sink_listen.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
             "rules": d.faults.rules,

@@ -37,6 +37,14 @@ pub(super) struct Released {
     pub(super) took_ms: f64,
 }
 
+/// Octets the MTA's connections carried, as the generator and the sink counted them.
+pub(super) struct NetTotals {
+    /// Written by the generator to the MTA.
+    pub(super) to_mta: u64,
+    /// Read by the sink from the MTA; none when the receiver is not the embedded sink.
+    pub(super) from_mta: Option<u64>,
+}
+
 /// What a relay run measured besides the generator's and the sink's results.
 pub(super) struct CombineInputs {
     /// Accept time (wall µs) per sequence number the MTA accepted.
@@ -46,6 +54,9 @@ pub(super) struct CombineInputs {
     pub(super) data_ends: HashMap<u64, u64>,
     /// Wall-clock µs when injection started: the drain counts from it.
     pub(super) origin_us: u64,
+    /// Wall-clock µs when injection ended (the generator's last reply): the figures after
+    /// injection count from it.
+    pub(super) inject_end_us: u64,
     pub(super) interval: Duration,
     /// Wall-clock µs when the watch for deliveries ended: the end of the series.
     pub(super) end_us: u64,
@@ -65,6 +76,8 @@ pub(super) struct CombineInputs {
     pub(super) tool_secs: f64,
     /// A flush's release: then the drain counts from it, not from the first injection.
     pub(super) released: Option<Released>,
+    /// The MTA's network in from the generator and out to the sink.
+    pub(super) net: NetTotals,
 }
 
 /// One accepted message that arrived, on the wall clock (µs).
@@ -352,6 +365,12 @@ pub(super) fn combine(
             .released
             .as_ref()
             .map(|r| r.at_us.saturating_sub(x.origin_us) as f64 / 1e6),
+        // Seed 003's "+s to flush" and the MTA's network bytes.
+        last_arrival_after_injection_s: last_arrival_us
+            .map(|t| t.saturating_sub(x.inject_end_us) as f64 / 1e6),
+        drain_end_after_injection_s: Some(x.end_us.saturating_sub(x.inject_end_us) as f64 / 1e6),
+        net_to_mta_bytes: Some(x.net.to_mta),
+        net_from_mta_bytes: x.net.from_mta,
         ..RelaySummary::default()
     });
     if before_data_end > 0 {

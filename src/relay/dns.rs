@@ -33,9 +33,31 @@ pub struct RelayDns {
     pub sinks: u8,
 }
 
-/// The sink's addresses: 127.0.2.1 and up.
+/// The sink's addresses: 127.0.2.1 and up (to .254: `--dns-sinks` stops there).
 fn sink_ip(i: u8) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(127, 0, 2, i + 1))
+    IpAddr::V4(Ipv4Addr::new(127, 0, 2, i.saturating_add(1)))
+}
+
+/// Descriptors kept free beside the sink's listeners: the MTA's delivery connections
+/// (Postfix's default process limit is 100), the generator's and the lab's own files.
+const SPARE_FILES: u64 = 256;
+
+/// Whether `n` sink listeners and their connections fit in this process's open files
+/// (raised to the hard limit first), before anything starts: one line naming the fix.
+pub fn files_for_sinks(n: u8) -> Result<(), String> {
+    fits(n, crate::limits::raise_nofile())
+}
+
+/// Whether `n` sink listeners and their connections fit in `nofile` open files; the
+/// error names the limit and the fix.
+fn fits(n: u8, nofile: u64) -> Result<(), String> {
+    let need = u64::from(n) + SPARE_FILES;
+    if nofile < need {
+        return Err(format!(
+            "--dns-sinks {n}: {n} listening addresses and their connections need {need} open files, the limit is {nofile}; raise it (ulimit -n {need}) or give fewer --dns-sinks"
+        ));
+    }
+    Ok(())
 }
 
 /// Binds the sink on `n` addresses at one free port (tried again on another port when
@@ -157,4 +179,22 @@ fn latency(rec: &Recorder, q: f64) -> f64 {
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_254th_sink_is_127_0_2_254_and_the_open_files_must_hold_them() {
+        assert_eq!(sink_ip(253), IpAddr::V4(Ipv4Addr::new(127, 0, 2, 254)));
+        assert_eq!(fits(254, 510), Ok(()));
+        let e = fits(254, 509).expect_err("one file short");
+        assert!(
+            e.starts_with("--dns-sinks 254:")
+                && e.contains("need 510")
+                && e.contains("ulimit -n 510"),
+            "{e}"
+        );
+    }
 }

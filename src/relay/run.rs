@@ -7,14 +7,14 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::RelayError;
-use super::combine::{CombineInputs, Released, combine};
+use super::combine::{CombineInputs, NetTotals, Released, combine};
 use super::drain::{Limits, QueueProbe, drain};
 use super::maillog::{self, Mark};
 use crate::lab::{Mta, MtaLab};
 use crate::run::exporter::Gauge;
 use crate::run::iotrace::{IoCounts, IoTrace};
 use crate::run::live::LiveExtra;
-use crate::run::sampler::{Pids, Sampler};
+use crate::run::sampler::{NetRead, Pids, Sampler};
 use crate::send::SendPlan;
 use crate::shutdown::Shutdown;
 use crate::sink;
@@ -24,7 +24,9 @@ use crate::stats::Results;
 use crate::stats::cpu::CpuTimes;
 use crate::stats::host::Device;
 use crate::stats::summary::Summary;
+use crate::stats::sut::NetBytes;
 use crate::stats::timelog::TimeLog;
+use crate::transport::count::NetTally;
 use crate::transport::listen::Listener;
 
 /// Everything a relay run needs, already started where it must be (listeners bound, lab up).
@@ -111,15 +113,25 @@ pub async fn run(
         .map(|(l, mta)| (mta, Mark::now(l.logs())));
     let lookups_before = lab.and_then(|l| l.lookups());
     let delivery = r.delivery.clone();
+    // The MTA's network in and out, counted where the generator and the sink meet it.
+    let mut net = NetTallies::default();
+    r.send.client.count = Some(net.generator.clone());
     let sink_stop = Shutdown::default();
     let sink_task = match r.receiver {
-        Receiver::Sink { plan, listeners } => tokio::spawn(sink::run(
-            *plan,
+        Receiver::Sink {
+            mut plan,
             listeners,
-            sink_stop.clone(),
-            delivery.clone(),
-            start,
-        )),
+        } => {
+            plan.count = Some(net.sink.clone());
+            net.sink_counted = true;
+            tokio::spawn(sink::run(
+                *plan,
+                listeners,
+                sink_stop.clone(),
+                delivery.clone(),
+                start,
+            ))
+        }
         Receiver::Other(run) => tokio::spawn(run(delivery.clone(), sink_stop.clone(), start)),
     };
     let (device, device_note) = match r.queue_device.take() {
@@ -129,7 +141,7 @@ pub async fn run(
     };
     let sampler = Sampler::start(
         r.sut_pids.clone(),
-        None,
+        Some(net.reader()),
         r.queue_cmd.clone(),
         device,
         progress.interval,
@@ -193,6 +205,7 @@ pub async fn run(
             return Err(e);
         }
     };
+    let inject_end_us = crate::stats::clock::unix_us();
     // The pace changes here: the MTA's resources and queues read at the injection's end.
     sampler.read_now();
     queue_watch.iter().for_each(super::qstates::Watch::read_now);
@@ -236,6 +249,7 @@ pub async fn run(
             accepts: r.accepts.entries().into_iter().collect(),
             data_ends: data_ends.map_or_else(HashMap::new, |l| l.entries().into_iter().collect()),
             origin_us,
+            inject_end_us,
             interval: progress.interval,
             end_us,
             observed,
@@ -252,6 +266,7 @@ pub async fn run(
             tool_cpu: CpuTimes::of_self().since(&cpu0),
             tool_secs: start.elapsed().as_secs_f64(),
             released,
+            net: net.totals(),
         },
     );
     // A signal during the drain cut the run short, even when the injection had ended
@@ -272,6 +287,39 @@ pub async fn run(
         per_message(&mut results, &io);
     }
     Ok(results)
+}
+
+/// The bytes the MTA's connections carried, counted below TLS where mailbench holds their
+/// other end: the generator's (the MTA's clients) and the embedded sink's (its next hop).
+#[derive(Default)]
+struct NetTallies {
+    generator: NetTally,
+    sink: NetTally,
+    /// The receiver is the embedded sink, which counts (a store watched over IMAP does not).
+    sink_counted: bool,
+}
+
+impl NetTallies {
+    /// The MTA's network in and out so far, for the sampler's per-interval rates: what
+    /// the generator and the sink wrote to it, and what they read from it.
+    fn reader(&self) -> NetRead {
+        let (g, s) = (self.generator.clone(), self.sink.clone());
+        Arc::new(move || {
+            let ((g_read, g_written), (s_read, s_written)) = (g.totals(), s.totals());
+            NetBytes {
+                into_store: g_written + s_written,
+                out_of_store: g_read + s_read,
+            }
+        })
+    }
+
+    /// The whole run's octets into the MTA from the generator, and out of it to the sink.
+    fn totals(&self) -> NetTotals {
+        NetTotals {
+            to_mta: self.generator.totals().1,
+            from_mta: self.sink_counted.then(|| self.sink.totals().0),
+        }
+    }
 }
 
 /// What the lab's log says of this run's messages. The MTA writes a delivery to its log

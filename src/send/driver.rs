@@ -113,7 +113,7 @@ impl Driver for SmtpDriver {
                 .then(|| c.source_ips[(n % c.source_ips.len() as u64) as usize]),
             tls: if use_tls { c.tls.config.clone() } else { None },
             implicit_tls: c.tls.mode == TlsMode::Implicit,
-            count: None,
+            count: c.count.clone(),
         };
         let cfg = ClientConfig {
             lmtp: c.lmtp,

@@ -85,6 +85,8 @@ pub struct ClientPlan {
     pub chunking: bool,
     /// EHLO name.
     pub helo: String,
+    /// Where the connections' bytes are counted below TLS (a relay's network in), if anywhere.
+    pub count: Option<crate::transport::count::NetTally>,
 }
 
 /// What each message is.

@@ -38,6 +38,7 @@ use crate::stats::results::{Results, RunParts};
 use crate::stats::seen::RunReport;
 use crate::stats::summary::{BouncesSent, SinkSummary, SinkTallies, Summary, Vocabulary};
 use crate::transport::listen::{Listener, accept};
+use crate::transport::stream::Stream;
 
 use conn::Shared;
 use delivery::Delivery;
@@ -193,6 +194,11 @@ async fn accept_loop(l: Listener, sh: Arc<Shared>, conns: TaskTracker, cut: Canc
             // Out of descriptors or similar: back off instead of spinning.
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
+        };
+        // A relay counts what the MTA sends its next hop (below TLS, as it crossed).
+        let stream = match (stream, &sh.plan.count) {
+            (Stream::Tcp(t), Some(tally)) => Stream::Counted(tally.count(t)),
+            (s, _) => s,
         };
         next_id += 1;
         let (sh, cut) = (sh.clone(), cut.clone());

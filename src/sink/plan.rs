@@ -46,6 +46,9 @@ pub struct SinkPlan {
     pub run_id: Option<u64>,
     /// The configuration as recorded in the results.
     pub config_json: serde_json::Value,
+    /// Where the accepted TCP connections' bytes are counted below TLS (a relay's network
+    /// out), if anywhere.
+    pub count: Option<crate::transport::count::NetTally>,
 }
 
 /// Defaults a sink has whether it runs alone or inside a relay, in the form the flags
@@ -99,6 +102,7 @@ impl SinkPlan {
             },
             run_id: None,
             config_json: serde_json::Value::Null,
+            count: None,
         })
     }
 }

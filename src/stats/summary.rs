@@ -376,6 +376,23 @@ pub struct RelaySummary {
     /// A flush: seconds from the first injection to the release.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_at_s: Option<f64>,
+    /// Seed 003's "+s to flush": seconds from the end of injection (the generator's last
+    /// reply) to the last arrival; 0 when everything arrived during injection, null when
+    /// nothing arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_arrival_after_injection_s: Option<f64>,
+    /// Seconds from the end of injection to the end of the drain (everything arrived and
+    /// the MTA's queue seen empty, the drain timeout, or a signal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_end_after_injection_s: Option<f64>,
+    /// Octets the generator wrote to the MTA's connections (commands and bodies, counted
+    /// below TLS): the MTA's network in from its clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_to_mta_bytes: Option<u64>,
+    /// Octets the embedded sink read from the MTA's connections (commands and bodies,
+    /// counted below TLS): the MTA's network out to the next hop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_from_mta_bytes: Option<u64>,
     /// End to end per recipient, median, ms: present when messages arrived in several
     /// copies (a fan-out to many destinations), each recipient timed by its own copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -809,3 +809,51 @@ fn issue_26_two_udp_threads_count_every_question_once() {
     });
     assert_eq!(got, expected, "the server's counts against the clients'");
 }
+
+#[test]
+fn issue_43_no_mx_zones_answer_a_at_each_domain_and_an_empty_mx() {
+    if require("dig").is_none() {
+        return;
+    }
+    let dir = TempDir::new("dns-no-mx");
+    let mut dns = Dns::start(
+        &[
+            "--domains",
+            "3",
+            "--no-mx",
+            "--mx-address",
+            "127.0.2.1,127.0.2.2",
+        ],
+        &dir.0.join("d.json"),
+    );
+    let mx = dns.dig("127.0.0.1", &[], &[("MX", "d1.example.test")]);
+    let answers = |lines: &[String]| {
+        lines
+            .iter()
+            .find_map(|l| l.split("ANSWER: ").nth(1))
+            .and_then(|t| t.split(',').next())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        (statuses(&mx), answers(&mx)),
+        (vec!["NOERROR".to_string()], Some("0".to_string())),
+        "expected dig to find no MX (NOERROR, empty answer):\n{}",
+        mx.join("\n")
+    );
+    let a = dns.dig(
+        "127.0.0.1",
+        &["+short"],
+        &[
+            ("A", "d0.example.test"),
+            ("A", "d1.example.test"),
+            ("A", "d2.example.test"),
+            ("A", "mx1.d0.example.test"),
+        ],
+    );
+    assert_eq!(
+        a,
+        ["127.0.2.1", "127.0.2.2", "127.0.2.1"],
+        "expected each domain's own A record, spread over the addresses, and no MX host"
+    );
+    assert_eq!(dns.proc.stop(), Some(0));
+}

@@ -134,6 +134,7 @@ mod recipe_seed004;
 mod recipes;
 mod relay;
 mod relay_faults;
+mod relay_figures;
 mod relay_path;
 mod relay_round2;
 mod relay_saturation;

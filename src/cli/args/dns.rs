@@ -29,6 +29,10 @@ pub struct ZoneArgs {
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u8).range(1..=16))]
     pub mx_per_domain: u8,
+    /// No MX records: each domain's own name gets the A (or AAAA) record, and an MTA
+    /// delivers to it as the implicit MX (RFC 5321 §5.1); --mx-per-domain is then unused.
+    #[arg(long)]
+    pub no_mx: bool,
     /// TTL of every synthetic record: how long resolvers may cache them.
     #[arg(long, default_value = "300s", value_name = "DURATION")]
     pub zone_ttl: String,

@@ -75,10 +75,10 @@ pub struct RelayArgs {
     /// the test DNS; end to end per recipient, DNS questions per delivered recipient.
     #[arg(long, requires = "lab")]
     pub list_server: bool,
-    /// Sink addresses (127.0.2.1, .2, ...) the MX hosts are spread over, so that the
-    /// MTA's per-destination limits apply as with real receivers.
+    /// Sink addresses (127.0.2.1, .2, ... up to .254) the MX hosts are spread over, so
+    /// that the MTA's per-destination limits apply as with real receivers (seed 002's 254).
     #[arg(long, default_value_t = 4, value_name = "N",
-          value_parser = clap::value_parser!(u8).range(1..=64))]
+          value_parser = clap::value_parser!(u8).range(1..=254))]
     pub dns_sinks: u8,
     /// DNS fault rule (repeatable), as `mailbench dns --rule`: e.g. 'mx:delay=200ms:10%',
     /// 'a:servfail:5%', 'mx:servfail:100%:until=5s'.

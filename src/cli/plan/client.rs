@@ -61,6 +61,7 @@ pub fn smtp(
         pipelining: !a.no_pipelining,
         chunking: a.chunking,
         helo: a.helo.clone(),
+        count: None,
     };
     Ok((plan, json))
 }
@@ -79,6 +80,7 @@ pub fn plain(lmtp: bool) -> ClientPlan {
         pipelining: true,
         chunking: false,
         helo: "mailbench.test".into(),
+        count: None,
     }
 }
 

@@ -30,6 +30,7 @@ pub fn synthetic(domains: &str, addresses: Vec<IpAddr>, z: &ZoneArgs) -> Result<
         addresses,
         dkim,
         ttl,
+        no_mx: z.no_mx,
     })
 }
 

@@ -36,6 +36,7 @@ const SUMMARY: &[(&str, Better)] = &[
     ("e2e_p99_ms", Better::Lower),
     ("lag_p99_ms", Better::Lower),
     ("drain_s", Better::Lower),
+    ("last_arrival_after_injection_s", Better::Lower),
     ("max_backlog", Better::Less),
     ("unstarted", Better::Less),
     ("overdue", Better::Less),

@@ -8,6 +8,28 @@ use super::parts::*;
 use crate::stats::summary::Summary;
 use crate::stats::{Results, Steps};
 
+/// Seed 003's "+s to flush" (the time the MTA took to deliver what it still held when
+/// injection ended) and the bytes it moved, where the run has them.
+fn after_injection(out: &mut String, s: &crate::stats::summary::RelaySummary) {
+    if let Some(end) = s.drain_end_after_injection_s {
+        let last = s
+            .last_arrival_after_injection_s
+            .map_or("no arrival".to_string(), |t| {
+                format!("last arrival +{t:.2} s")
+            });
+        let _ = writeln!(
+            out,
+            "  to flush   {last}, drain ended +{end:.2} s after the end of injection"
+        );
+    }
+    if let Some(to) = s.net_to_mta_bytes {
+        let from = s
+            .net_from_mta_bytes
+            .map_or(String::new(), |b| format!(", MTA to sink {b}"));
+        let _ = writeln!(out, "  network    bytes generator to MTA {to}{from}");
+    }
+}
+
 /// Renders the summary of a relay run; `steps` name the injection's latency rows.
 pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     let mut out = String::new();
@@ -83,6 +105,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         );
     }
     fault_line(&mut out, s);
+    after_injection(&mut out, s);
     let _ = writeln!(
         out,
         "  end to end {}   max backlog {}{}",
