@@ -76,6 +76,11 @@ pub const RELAY: Kind = Kind {
                 "fault_unsynced_files",
                 "restart_first_delivery_s",
                 "restart_last_delivery_s",
+                // seed 003's "+s to flush" and the MTA's network bytes (issue 43)
+                "last_arrival_after_injection_s",
+                "drain_end_after_injection_s",
+                "net_to_mta_bytes",
+                "net_from_mta_bytes",
             ],
         ],
         steps: SMTP_STEPS,
