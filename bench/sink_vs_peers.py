@@ -10,6 +10,11 @@ pipelined client+server in one process, examples/loopback_probe.rs) next to
 `mailbench send` → `mailbench sink`; then 20,000 idle connections held by `mailbench sink`, and
 its memory as 500,000 short connections come and go (100,000 with --quick).
 
+A failed cell says what the sink answered. bhm (Debian's postal 0.76) offers SIZE in its
+EHLO reply yet answers `501 Bad address syntax` to `MAIL FROM:<a@b> SIZE=n`, which RFC 1870
+§6 has a client send when SIZE is offered: `mailbench send` → bhm fails on every message
+(smtp-source sends no SIZE parameter and gets through).
+
 Usage: bench/sink_vs_peers.py [--quick] [--out DIR]. Loopback only; every run is bounded.
 """
 import json, os, resource, subprocess, sys, time
@@ -70,8 +75,18 @@ def drive(driver, port, size_k, n):
     else:
         cmd = [MB, "send", target, "-c", "64", "-n", str(n), "--size", f"{size_k}k", "--to", "rcpt@example.com", "-q"]
     t0 = time.monotonic()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
-    return time.monotonic() - t0, r.returncode
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    return time.monotonic() - t0, r.returncode, refusal(r.stdout)
+
+
+def refusal(summary):
+    """The first refusal mailbench's error table quotes (class, phase, code, count, then the
+    server's words), so that a failed cell says what the peer answered."""
+    for line in summary.splitlines():
+        words = line.split()
+        if len(words) > 4 and words[0].startswith("rejected_"):
+            return f"{words[1]} refused: {' '.join(words[4:])}"
+    return ""
 
 
 HOLDER = """
@@ -144,13 +159,13 @@ def main():
                 p, port = start_sink(kind, tmp)
                 try:
                     c0, s0 = proc_cpu(p.pid), proc_sys(p.pid)
-                    wall, rc = drive(driver, port, size_k, N)
+                    wall, rc, why = drive(driver, port, size_k, N)
                     cpu, sys_s = proc_cpu(p.pid) - c0, proc_sys(p.pid) - s0
                 finally:
                     p.kill()
                     p.wait()
                 rows.append(dict(size_k=size_k, driver=driver, sink=kind, msgs=N if rc == 0 else 0,
-                                 wall=wall, cpu=cpu, sys=sys_s, rc=rc))
+                                 wall=wall, cpu=cpu, sys=sys_s, rc=rc, why=why))
     lines = []
     out = lines.append
     out("sink cpu s/10k is user+sys of the sink; kernel s/10k its sys part alone. The floor's kernel share")
@@ -165,7 +180,7 @@ def main():
         b = base[(r["size_k"], r["driver"])]
         ratio = r["cpu10k"] / b["cpu10k"] if b["msgs"] and b["cpu10k"] else float("nan")
         kratio = r["sys10k"] / b["cpu10k"] if b["msgs"] and b["cpu10k"] else float("nan")
-        note = "" if r["rc"] == 0 else f"  (driver exit {r['rc']})"
+        note = "" if r["rc"] == 0 else f"  (driver exit {r['rc']}{': ' + r['why'] if r['why'] else ''})"
         out(f"{r['size_k']:>4}k {r['driver']:<12} {r['sink']:<10} {r['rate']:>9.0f} {r['cpu10k']:>14.3f} {r['sys10k']:>12.3f} "
             f"{ratio:>15.2f}x {kratio:>22.2f}x{note}")
     out("")

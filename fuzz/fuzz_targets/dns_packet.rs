@@ -21,6 +21,7 @@ fn responder() -> &'static Responder {
             addresses: vec!["127.0.2.1".parse().expect("ip"), "::1".parse().expect("ip")],
             dkim: Some(("sel".into(), format!("v=DKIM1; k=rsa; p={}", "A".repeat(400)))),
             ttl: 60,
+            no_mx: false,
         };
         zones.build(&mut r.authority).expect("zones");
         r.faults.rules = ["a:servfail:20%", "txt:truncate:50%", "mx@d1*:nxdomain"]

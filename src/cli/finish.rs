@@ -179,6 +179,28 @@ fn ends_by_signal(r: &Results) -> bool {
     r.interrupted && !crate::stats::kind::find(&r.command).is_some_and(|k| k.serves)
 }
 
+/// When every failure of an SMTP or LMTP run was its greeting command refused as unknown
+/// (500 or 502), the likely cause and its fix: the two greet alike, and an LMTP server
+/// answers only LHLO, an SMTP server only EHLO (Dovecot's LMTP: `500 5.5.1 Unknown
+/// command`; Postfix: `502 5.5.2 Error: command not recognized`).
+fn other_greeting_protocol(r: &Results) -> Option<String> {
+    let lmtp = r.config["protocol"].as_str()? == "lmtp";
+    let unknown =
+        |e: &crate::stats::results::ErrorRow| e.phase == "ehlo" && matches!(e.code, 500 | 502);
+    if r.errors.is_empty() || !r.errors.iter().all(unknown) {
+        return None;
+    }
+    let reply = r.errors[0].sample.as_deref().unwrap_or_default();
+    Some(match lmtp {
+        true => format!(
+            "every LHLO was refused ({reply}): an SMTP server answers EHLO, not LHLO; drop --lmtp, or give the address of its LMTP port"
+        ),
+        false => format!(
+            "every EHLO was refused ({reply}): an LMTP server answers LHLO, not EHLO; add --lmtp, or give the address of its SMTP port"
+        ),
+    })
+}
+
 /// 2 when a signal cut the run short (its results are partial: a script must not take
 /// them for a finished run's, nor judge thresholds on them) or when a generator sent
 /// messages and none was accepted (the run measured nothing but failures), 3 when a
@@ -192,8 +214,10 @@ fn exit_code(r: &Results) -> u8 {
     {
         let units = crate::stats::kind::find(&r.command)
             .map_or(crate::stats::kind::units::MESSAGES, |k| k.units);
+        let why = other_greeting_protocol(r)
+            .unwrap_or_else(|| "the error table above says why".to_string());
         crate::run::live::say(&format!(
-            "mailbench: 0 {} {}; the error table above says why",
+            "mailbench: 0 {} {}; {why}",
             units.noun, units.done
         ));
         EXIT_FAILED

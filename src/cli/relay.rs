@@ -11,6 +11,7 @@ use super::plan::load::Defaults;
 use super::plan::output::OutputPlan;
 use super::plan::send::{Implied, plan as send_plan};
 use crate::lab::Mta;
+use crate::relay::fault::{FaultKind, FaultPlan};
 use crate::relay::verdict::StepRules;
 use crate::relay::{FindMaxPlan, RelayDns, RelayError, RelayPlan};
 use crate::shutdown::Shutdown;
@@ -60,7 +61,7 @@ struct Planned {
     rounds: u32,
     /// The lab MTAs, in `--lab`'s order (several are compared in rotating rounds).
     mtas: Vec<Mta>,
-    /// `--compare-postconf`: one setting's two values, in alternating rounds.
+    /// `--compare-postconf`: one setting's values, in rotating rounds.
     compare: Option<String>,
 }
 
@@ -97,6 +98,9 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             .collect::<Result<_, _>>()?,
         _ => Vec::new(),
     };
+    if a.find_max && !levels.is_empty() {
+        return Err("--find-max with a list of concurrency levels: --find-max searches the rate at one concurrency; give -c one number, or sweep -c without --find-max".into());
+    }
     let mut implied = Implied::default();
     if let Some(&first) = levels.first() {
         implied.load.concurrency = Some(first as u64);
@@ -153,7 +157,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         &RELAY_DEFAULTS,
         &implied,
     )?;
-    let lab = match a.lab.first() {
+    let mut lab = match a.lab.first() {
         Some(&first) => {
             if send.client.tls.mode == TlsMode::Implicit {
                 return Err(
@@ -208,6 +212,15 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
     } else {
         None
     };
+    let fault = match &a.fault {
+        Some(f) => Some(fault_fits(
+            super::plan::fault::parse(f)?,
+            a,
+            &mut lab,
+            &send,
+        )?),
+        None => None,
+    };
     send.config_json["relay"] = serde_json::json!({
         "queue": format!("{:?}", a.shape.queue).to_lowercase(),
         "hops": a.shape.hops,
@@ -216,6 +229,12 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         "ldap_fault": a.shape.ldap_fault,
         "mta_logging": format!("{:?}", a.shape.mta_logging).to_lowercase(),
     });
+    if let Some(f) = &fault {
+        send.config_json["relay"]["fault"] = f.label().into();
+        if f.kind == FaultKind::PowerLoss {
+            send.config_json["relay"]["queue"] = "lazyfs".into();
+        }
+    }
     let plan = RelayPlan {
         send,
         lab,
@@ -242,11 +261,10 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             .map(super::plan::dkim::verifier)
             .transpose()?,
         dns,
+        fault,
     };
     if a.compare_postconf.is_some() && a.lab.len() > 1 {
-        return Err(
-            "--compare-postconf compares two settings of one MTA; give --lab one MTA".into(),
-        );
+        return Err("--compare-postconf compares settings of one MTA; give --lab one MTA".into());
     }
     Ok(Planned {
         plan,
@@ -357,6 +375,51 @@ fn lost_everywhere(r: &crate::stats::Results) -> Option<String> {
     } else {
         None
     }
+}
+
+/// Whether `--fault` can run as asked: on one lab MTA that can crash and restart (Postfix),
+/// in a single run (no warm-up, sweep, search, flush or settings comparison, whose other
+/// runs would not be faulted); `power-loss` puts the lab's queue on LazyFS, which must be
+/// there. Each refusal is one line naming the fix.
+fn fault_fits(
+    f: FaultPlan,
+    a: &RelayArgs,
+    lab: &mut Option<(Mta, crate::lab::LabOptions)>,
+    send: &crate::send::SendPlan,
+) -> Result<FaultPlan, String> {
+    let label = f.label();
+    let Some((mta, opts)) = lab else {
+        return Err(format!(
+            "--fault {label}: faults crash and restart a lab MTA; add --lab postfix (an MTA given with --target is not started here)"
+        ));
+    };
+    if a.lab.len() > 1 || *mta != Mta::Postfix {
+        return Err(format!("--fault {label}: {}", crate::lab::NO_FAULTS));
+    }
+    let others = [
+        ("--flush", a.flush),
+        ("--find-max", a.find_max),
+        ("--compare-postconf", a.compare_postconf.is_some()),
+        (
+            "a concurrency sweep (-c A,B)",
+            a.load
+                .shape
+                .concurrency
+                .as_deref()
+                .is_some_and(|c| c.contains(',')),
+        ),
+        ("--warmup", send.warmup.is_some()),
+    ];
+    if let Some((what, _)) = others.iter().find(|(_, on)| *on) {
+        return Err(format!(
+            "--fault {label}: one fault per run; drop {what}, whose other runs would not be faulted"
+        ));
+    }
+    if f.kind == FaultKind::PowerLoss {
+        crate::lab::fs::lazyfs::check().map_err(|e| format!("--fault {label}: {e}"))?;
+        opts.queue = crate::lab::QueueKind::Lazyfs;
+    }
+    Ok(f)
 }
 
 /// The knobs that set up a lab MTA mean nothing against `--target` (an MTA not started

@@ -132,6 +132,9 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
         None
     };
     let store = Store::open(&a.store)?;
+    if a.fsync && matches!(store, Store::Discard) {
+        return Err("--fsync: the sink stores nothing to make durable (--store discard); add --store maildir:DIR or mbox:FILE".into());
+    }
     let (outputs, progress) = output::plan(&a.out, None, &crate::sink::THRESHOLDS)?;
     let max_connections =
         units::count(&a.max_connections).map_err(flagged("--max-connections"))? as usize;

@@ -24,29 +24,43 @@ struct Variant {
     plan: RelayPlan,
 }
 
-/// `KEY=V1,V2` → the key and its two values: what `--compare-postconf` and
-/// `--compare-store-conf` take. `refusal` is the error line, the spec in it.
-pub(crate) fn two_values(
+/// The most values one setting is compared at: each takes at least four rounds on a
+/// fresh lab, and the seeds' sweeps have four (destination concurrency 10, 50, 100, 1000).
+pub(crate) const MAX_VALUES: usize = 8;
+
+/// `KEY=V1,V2[,…]` → the key and its values (2 to [`MAX_VALUES`], all different): what
+/// `--compare-postconf` and `--compare-store-conf` take. `refusal` is the error line, the
+/// spec in it.
+pub(crate) fn setting_values(
     spec: &str,
     refusal: impl Fn() -> String,
-) -> Result<(String, [String; 2]), String> {
+) -> Result<(String, Vec<String>), String> {
     let (key, values) = spec.split_once('=').ok_or_else(&refusal)?;
-    let values: Vec<&str> = values.split(',').map(str::trim).collect();
-    match (key.trim(), values.as_slice()) {
-        (k, [a, b]) if !k.is_empty() && !a.is_empty() && !b.is_empty() && a != b => {
-            Ok((k.to_string(), [a.to_string(), b.to_string()]))
-        }
-        _ => Err(refusal()),
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    let distinct = values
+        .iter()
+        .enumerate()
+        .all(|(i, v)| !v.is_empty() && !values[..i].contains(v));
+    let key = key.trim();
+    if key.is_empty() || !distinct || !(2..=MAX_VALUES).contains(&values.len()) {
+        return Err(refusal());
     }
+    Ok((key.to_string(), values))
 }
 
-/// `--compare-postconf KEY=V1,V2` → the main.cf key and its two values.
-fn parse(spec: &str) -> Result<(String, [String; 2]), String> {
-    two_values(spec, || {
+/// `--compare-postconf KEY=V1,V2[,…]` → the main.cf key and its values.
+fn parse(spec: &str) -> Result<(String, Vec<String>), String> {
+    setting_values(spec, || {
         format!(
-            "--compare-postconf {spec}: give a main.cf key and two values, e.g. default_process_limit=100,20"
+            "--compare-postconf {spec}: give a main.cf key and 2 to {MAX_VALUES} different values, e.g. default_process_limit=100,20"
         )
     })
+}
+
+/// The tag of the `i`th value's results file: `A`, `B`, … as written before there were
+/// more than two.
+fn tag(i: usize) -> char {
+    char::from(b'A' + (i % 26) as u8)
 }
 
 /// Runs the variants in the engine's rotating rounds, each turn a relay benchmark on the
@@ -113,8 +127,9 @@ pub(crate) fn table(labels: &[String], ran: &Compared<Results>) -> Result<(), (u
     Ok(())
 }
 
-/// `--compare-postconf`: both settings in alternating rounds; writes `--json FILE` as
-/// `FILE-A.json` and `FILE-B.json` (A = the first value); prints the compare table.
+/// `--compare-postconf`: every value in rotating rounds; writes `--json FILE` as
+/// `FILE-A.json`, `FILE-B.json`, … (A = the first value); prints the compare table, the
+/// first value the baseline.
 pub async fn settings(
     spec: &str,
     rounds: u32,
@@ -132,10 +147,10 @@ pub async fn settings(
     let ran = run(&variants, rounds.max(MIN_ROUNDS), json.as_deref()).await?;
     if let Some(base) = json {
         let stem = base.with_extension("");
-        for (r, tag) in ran.sides.iter().zip(["A", "B"]) {
+        for (i, r) in ran.sides.iter().enumerate() {
             // A setting that never ran (a signal came first) has no file.
             let Some(r) = r else { continue };
-            let path = PathBuf::from(format!("{}-{tag}.json", stem.display()));
+            let path = PathBuf::from(format!("{}-{}.json", stem.display(), tag(i)));
             let mut r = r.clone();
             ran.mark(&mut r);
             r.write(&path).map_err(|e| (EXIT_FAILED, e))?;
@@ -210,15 +225,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_setting_and_two_different_values_or_one_clear_line() {
+    fn a_setting_and_two_to_eight_different_values_or_one_clear_line() {
+        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
             parse("default_process_limit=100,20"),
-            Ok((
-                "default_process_limit".to_string(),
-                ["100".to_string(), "20".to_string()]
-            ))
+            Ok(("default_process_limit".to_string(), owned(&["100", "20"])))
         );
-        for bad in ["x=1", "x=1,1", "=1,2", "x", "x=1,2,3"] {
+        assert_eq!(
+            parse("d=10, 50,100,1000"),
+            Ok(("d".to_string(), owned(&["10", "50", "100", "1000"])))
+        );
+        for bad in [
+            "x=1",
+            "x=1,1",
+            "=1,2",
+            "x",
+            "x=1,2,1",
+            "x=1,,2",
+            "x=1,2,3,4,5,6,7,8,9",
+        ] {
             let e = parse(bad).expect_err(bad);
             assert!(e.starts_with(&format!("--compare-postconf {bad}:")), "{e}");
         }

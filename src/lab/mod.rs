@@ -14,6 +14,7 @@
 
 pub mod chain;
 pub mod command;
+pub mod crash;
 pub mod cyrus;
 pub mod dovecot;
 pub mod exim;
@@ -43,6 +44,9 @@ pub enum QueueKind {
     Tmpfs,
     /// A directory on disk.
     Disk,
+    /// A LazyFS mount over a directory on disk, whose writes not fsynced a power cut
+    /// drops (`--fault power-loss`; the Postfix lab only, others take it as `Disk`).
+    Lazyfs,
 }
 
 /// How to build a lab, in terms every MTA has.
@@ -213,6 +217,33 @@ pub trait MtaLab: LabServer {
     /// Its queues and the messages in each, every instance added up, counted the way its
     /// own queue tool counts them (directory reads only: cheap enough for every interval).
     fn queue_states(&self) -> Vec<crate::stats::queues::QueueState>;
+    /// Crashes the MTA (issue 42): SIGKILL to its whole process tree at once; with
+    /// `cut_power`, then drops every write to its queue that was not fsynced (the queue
+    /// must be on [`QueueKind::Lazyfs`]). It stays down until [`MtaLab::restart`].
+    fn crash(&self, _cut_power: bool) -> Result<Crashed, String> {
+        Err(NO_FAULTS.into())
+    }
+    /// Starts the MTA again after [`MtaLab::crash`], on the same configuration and queue;
+    /// returns once it greets.
+    fn restart(&self) -> Result<(), String> {
+        Err(NO_FAULTS.into())
+    }
+}
+
+/// What a lab that cannot crash and restart yet says.
+pub const NO_FAULTS: &str =
+    "crashing and restarting is not supported by this lab MTA yet; --fault runs on --lab postfix";
+
+/// What a crash did: the processes killed, and with a power cut, what the queue's file
+/// system held unsynced at the cut (LazyFS's own report), which the cut dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Crashed {
+    /// Processes killed.
+    pub killed: usize,
+    /// With a power cut: the files with data not yet fsynced, as LazyFS listed them.
+    pub unsynced_files: Option<Vec<PathBuf>>,
+    /// With a power cut: the bytes not yet fsynced.
+    pub unsynced_bytes: Option<u64>,
 }
 
 /// A mailbox user of a store lab: the address it logs in and receives mail as.

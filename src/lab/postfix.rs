@@ -20,6 +20,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::command::{self, STOP};
+use super::fs::queue::LazyQueue;
 use super::host::{self, QueueDir, io};
 use super::opendkim;
 use super::{
@@ -53,6 +54,8 @@ struct Instance {
     milter: Option<opendkim::Milter>,
     /// The reader of its log socket, writing `maillog` (with `--mta-logging on`).
     log: Option<super::syslog::Capture>,
+    /// The queue on LazyFS ([`QueueKind::Lazyfs`]), whose power can be cut.
+    lazy: Option<std::sync::Mutex<LazyQueue>>,
 }
 
 /// The running lab; stopped and cleaned up on drop.
@@ -139,7 +142,25 @@ impl Lab {
         }
         let (queue, notice) = QueueDir::make(&dir, "queue", hop, opts.queue == QueueKind::Tmpfs)?;
         self.notices.extend(notice);
+        // Postfix's sockets and fifos, and its pid file, beside the LazyFS queue (which
+        // cannot hold them), each as Postfix itself makes it.
+        let lazy = match opts.queue {
+            QueueKind::Lazyfs => Some(std::sync::Mutex::new(
+                LazyQueue::make(
+                    &dir,
+                    "queue",
+                    &[
+                        ("public", "postfix:postdrop", 0o710),
+                        ("private", "postfix:root", 0o700),
+                        ("pid", "root:root", 0o755),
+                    ],
+                )
+                .map_err(|e| LabError::Failed(format!("lab postfix: queue on LazyFS: {e}")))?,
+            )),
+            _ => None,
+        };
         let mut inst = Instance {
+            lazy,
             name: format!("lab{hop}-{:08x}.mailbench.test", fastrand::u32(..)),
             queue,
             dir: dir.clone(),
@@ -571,6 +592,63 @@ impl MtaLab for Lab {
             .sum()
     }
 
+    /// Every instance's master tree killed at once (the DKIM milter lives on); with
+    /// `cut_power`, then each LazyFS queue drops what was not fsynced, after its report of
+    /// what that is.
+    fn crash(&self, cut_power: bool) -> Result<super::Crashed, String> {
+        let masters: Vec<PathBuf> = self
+            .instances
+            .iter()
+            .map(|i| i.queue.path.join("pid/master.pid"))
+            .collect();
+        let mut crashed = super::Crashed {
+            killed: super::crash::kill_trees(&masters).map_err(|e| format!("lab postfix: {e}"))?,
+            ..super::Crashed::default()
+        };
+        if !cut_power {
+            return Ok(crashed);
+        }
+        let (mut files, mut bytes) = (Vec::new(), 0);
+        for i in &self.instances {
+            let Some(q) = &i.lazy else {
+                return Err("lab postfix: a power cut needs the queue on LazyFS".into());
+            };
+            let mut q = q.lock().unwrap_or_else(|p| p.into_inner());
+            let u = q.unsynced().map_err(|e| format!("lab postfix: {e}"))?;
+            q.cut_power().map_err(|e| format!("lab postfix: {e}"))?;
+            files.extend(u.files);
+            bytes += u.bytes;
+        }
+        crashed.unsynced_files = Some(files);
+        crashed.unsynced_bytes = Some(bytes);
+        Ok(crashed)
+    }
+
+    /// `postfix start` on each instance's configuration, last hop first, each awaited
+    /// until it greets (its stale pid file is no obstacle: the master's lock on it died
+    /// with it).
+    fn restart(&self) -> Result<(), String> {
+        for inst in self.instances.iter().rev() {
+            let c = inst.conf.display().to_string();
+            let out = command::run(
+                Command::new(POSTFIX).args(["-c", &c, "start"]),
+                command::SETUP,
+                "`postfix start`",
+            )
+            .map_err(|e| format!("lab postfix: restart: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "lab postfix: restart after the crash failed: {}",
+                    start_failure(&inst.conf)
+                ));
+            }
+            let tree = [inst.queue.path.join("pid/master.pid")];
+            host::wait_for_greeting(inst.smtpd, &inst.name, "postfix", &|| host::trees(&tree))
+                .map_err(|e| format!("lab postfix: restart: {e}"))?;
+        }
+        Ok(())
+    }
+
     fn queue_states(&self) -> Vec<QueueState> {
         let mut all = Vec::new();
         for i in &self.instances {
@@ -719,6 +797,7 @@ impl Instance {
         );
         self.milter = None;
         self.log = None;
+        self.lazy = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }

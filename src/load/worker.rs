@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::schedule::Pacing;
+use super::shard::Shard;
 use super::{Driver, Failure, Next, Shared};
 use crate::stats::{Metric, Recorder};
 
@@ -43,8 +44,7 @@ struct InFlight {
 /// its reply arrives, and its wait is never charged to the next unit.
 pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
     let closed_loop = matches!(eng.plan.pacing, Pacing::Closed);
-    let mut rng =
-        fastrand::Rng::with_seed(0x5eed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng = fastrand::Rng::with_seed(seed(id, eng.plan.shard));
     let mut live: Option<Open<D::Conn>> = None;
     let mut carried: VecDeque<InFlight> = VecDeque::new();
     // Follow-ons claimed while the current unit is driven (kept: no allocation per unit).
@@ -286,5 +286,33 @@ async fn close<D: Driver>(conn: D::Conn, eng: &Shared<D>, id: usize) {
     rec.counters.bytes_out += bytes_out;
     if let Some((step, d)) = timed {
         rec.record(step, d);
+    }
+}
+
+/// The seed of worker `id`'s draws (a command of the mix, TLS or not, a user at random):
+/// that of its connection slot in the whole run — agent I of N keeps slots I, I+N, … —
+/// so that a split run's agents draw as one agent's workers would, not all alike.
+fn seed(id: usize, shard: Shard) -> u64 {
+    let slot = (id as u64)
+        .wrapping_mul(shard.count)
+        .wrapping_add(shard.index);
+    0x5eed ^ slot.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 44: every agent's worker k drew with the seed of k, so three agents of a
+    /// split IMAP run ran the same commands; now each draws as its slot of the whole run.
+    #[test]
+    fn a_split_run_s_workers_draw_as_their_slots_of_the_whole_run() {
+        let whole = |k| seed(k, Shard::WHOLE);
+        assert_eq!(whole(3), 0x5eed ^ 3u64.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let agent = |i, k| seed(k, Shard { index: i, count: 3 });
+        assert_eq!(agent(0, 0), whole(0));
+        assert_eq!(agent(1, 0), whole(1));
+        assert_eq!(agent(2, 1), whole(5));
+        assert_ne!(agent(0, 0), agent(1, 0));
     }
 }

@@ -177,6 +177,7 @@ pub async fn run(
         flush: false,
         trace_io: false,
         mta: mta.as_ref().map(|_| crate::lab::Mta::Postfix),
+        fault: None,
     };
     let mut results = crate::relay::run::run(r, mta.clone(), shutdown)
         .await

@@ -45,16 +45,37 @@ pub async fn run_pop3(mut plan: Pop3Plan, shutdown: Shutdown) -> Result<Results,
     plan.load.units = crate::stats::kind::pop3::POP3.units;
     let mut config = plan.config_json.clone();
     config["target"] = plan.sessions.target.as_ref().map(|t| t.to_string()).into();
-    config["users"] = plan.sessions.users.len().into();
+    if plan.load.shard.is_whole() {
+        config["users"] = plan.sessions.users.len().into();
+    }
     let plan = Arc::new(plan);
     let loaded = load::run(plan.load.clone(), Pop3Driver::new(plan.clone()), shutdown).await?;
-    Ok(loaded.into_results(
+    let shard = shard_record(&plan.load, &plan.sessions, loaded.start_offset_s);
+    let mut r = loaded.into_results(
         crate::stats::kind::pop3::POP3.name,
         config,
         |total, intended, duration_s, active_s| {
             Summary::Pop3(Pop3Summary::derive(total, intended, duration_s, active_s))
         },
-    ))
+    );
+    r.extra.extend(shard.map(|s| ("shard".to_string(), s)));
+    Ok(r)
+}
+
+/// What a session workload's results record of its agent's part (`extra.shard`): the
+/// split as `send` records it and, when split, the users this agent logged in as (so
+/// that `merge` can prove that no two agents shared a user).
+fn shard_record(
+    load: &load::LoadPlan,
+    sessions: &plan::Sessions,
+    start_offset_s: Option<f64>,
+) -> Option<serde_json::Value> {
+    let mut s = load::shard::record(load.shard, load.start_at, start_offset_s)?;
+    if !load.shard.is_whole() {
+        let users: Vec<&str> = sessions.users.iter().map(|u| u.address.as_str()).collect();
+        s["users"] = users.into();
+    }
+    Some(s)
 }
 
 /// What `mailbox imap`'s `--threshold` may name (its kind of run holds it).
@@ -70,15 +91,20 @@ pub async fn run_imap(mut plan: ImapPlan, shutdown: Shutdown) -> Result<Results,
     let run_id = *plan.load.run_id.get_or_insert_with(crate::run::new_run_id);
     let mut config = plan.config_json.clone();
     config["target"] = plan.sessions.target.as_ref().map(|t| t.to_string()).into();
-    config["users"] = plan.sessions.users.len().into();
+    if plan.load.shard.is_whole() {
+        config["users"] = plan.sessions.users.len().into();
+    }
     let plan = Arc::new(plan);
     let driver = ImapDriver::new(plan.clone(), run_id);
     let loaded = load::run(plan.load.clone(), driver, shutdown).await?;
-    Ok(loaded.into_results(
+    let shard = shard_record(&plan.load, &plan.sessions, loaded.start_offset_s);
+    let mut r = loaded.into_results(
         crate::stats::kind::imap::IMAP.name,
         config,
         |total, intended, duration_s, active_s| {
             Summary::Imap(ImapSummary::derive(total, intended, duration_s, active_s))
         },
-    ))
+    );
+    r.extra.extend(shard.map(|s| ("shard".to_string(), s)));
+    Ok(r)
 }

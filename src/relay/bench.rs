@@ -70,6 +70,9 @@ pub struct RelayPlan {
     /// `--trace-io`: each run counts the MTA's fsyncs, file operations, bytes written and
     /// context switches per delivered message, from the kernel.
     pub trace_io: bool,
+    /// `--fault`: the lab MTA crashed (or its power cut) during injection, restarted, and
+    /// every accepted message judged delivered, lost or duplicated.
+    pub fault: Option<super::fault::FaultPlan>,
 }
 
 impl RelayPlan {
@@ -488,6 +491,7 @@ async fn run_once(
         flush: plan.flush,
         trace_io: plan.trace_io,
         mta,
+        fault: plan.fault,
     };
     run(r, lab, shutdown.clone()).await
 }

@@ -17,6 +17,7 @@ mod bench;
 mod combine;
 mod dns;
 mod drain;
+pub mod fault;
 mod grid;
 mod lookups;
 mod maillog;

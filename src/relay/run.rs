@@ -61,6 +61,8 @@ pub struct RelayRun {
     /// Which MTA the lab is, so that its log is read for this run's deliveries and
     /// bounces (where this module can read that MTA's log).
     pub mta: Option<Mta>,
+    /// `--fault`: the lab MTA crashed (or its power cut) during injection, then restarted.
+    pub fault: Option<super::fault::FaultPlan>,
 }
 
 /// A receiver's own run: given the run's delivery record (to confirm each arrival in),
@@ -177,8 +179,22 @@ pub async fn run(
     })));
     let data_ends = r.send.data_end_log.clone();
     let origin_us = crate::stats::clock::unix_us();
-    let send = match crate::send::run(r.send, shutdown.clone()).await {
-        Ok(s) => s,
+    let armed = r
+        .fault
+        .zip(lab_arc.clone())
+        .map(|(f, l)| super::fault::arm(f, l, r.accepts.clone(), Instant::now()));
+    let sent = crate::send::run(r.send, shutdown.clone()).await;
+    // The fault fired (and the MTA is up again) before the drain starts.
+    let fault = match armed.map(super::fault::Armed::finish) {
+        Some(f) => Some(f.await),
+        None => None,
+    }
+    .transpose();
+    let outcome = sent
+        .map_err(RelayError::Usage)
+        .and_then(|s| fault.map(|f| (s, f)));
+    let (send, fault) = match outcome {
+        Ok(v) => v,
         Err(e) => {
             sink_stop.stop.cancel();
             let _ = sampler.finish().await;
@@ -186,7 +202,7 @@ pub async fn run(
                 w.finish().await;
             }
             let _ = sink_task.await;
-            return Err(RelayError::Usage(e));
+            return Err(e);
         }
     };
     let inject_end_us = crate::stats::clock::unix_us();
@@ -264,6 +280,9 @@ pub async fn run(
         sut["queue_device_note"] = note.into();
     }
     super::qstates::record(&mut results, queue_states, progress.interval);
+    if let Some((plan, fired)) = fault {
+        super::fault::record(&mut results, plan, fired, &delivery, &r.accepts, origin_us);
+    }
     if let Some(io) = io.map_err(RelayError::Failed)? {
         per_message(&mut results, &io);
     }

@@ -41,6 +41,10 @@ pub struct Shared {
     pub open: AtomicU64,
     /// Milliseconds since `start` of the last byte received.
     pub last_activity_ms: AtomicU64,
+    /// Milliseconds since `start` of the first byte a client sent: where the sink's
+    /// active span begins (a sink waits for its clients, and a port probe that says
+    /// nothing is no client).
+    pub first_input_ms: std::sync::OnceLock<u64>,
     /// Transaction attempts this sink refused (see [`SessionCounts::refused`]).
     pub refused: AtomicU64,
     /// Transaction attempts the clients gave up on.
@@ -320,8 +324,9 @@ async fn run_session(stream: &mut Stream, ip: Option<IpAddr>, sh: &Arc<Shared>, 
                 }
             }
         };
-        sh.last_activity_ms
-            .store(sh.start.elapsed().as_millis() as u64, Ordering::Relaxed);
+        let now_ms = sh.start.elapsed().as_millis() as u64;
+        sh.last_activity_ms.store(now_ms, Ordering::Relaxed);
+        sh.first_input_ms.get_or_init(|| now_ms);
         if sh.plan.bandwidth > 0 {
             let secs = n as f64 / sh.plan.bandwidth as f64;
             tokio::time::sleep(Duration::from_secs_f64(secs)).await;

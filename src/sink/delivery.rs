@@ -26,6 +26,10 @@ pub struct Delivery {
     /// many times, and its end to end per recipient is taken from these. Bounded by
     /// `TimeLog::CAP`.
     pub recipient_arrivals: Mutex<Vec<(u64, u64, u64)>>,
+    /// Every confirmed copy of `run`'s messages that brought only recipients already
+    /// delivered: (sequence number, arrival µs) — the duplicates a crash between delivery
+    /// and the queue file's removal makes, named by message. Bounded by `TimeLog::CAP`.
+    pub duplicated: Mutex<Vec<(u64, u64)>>,
     /// Distinct recipients of `run`'s messages delivered.
     pub recipients: AtomicU64,
     /// Distinct messages of `run` delivered.
@@ -100,6 +104,12 @@ impl Delivery {
         }
         if self.run.is_some() {
             self.arrivals.record_at(t.seq, now_us);
+            if a.duplicates > 0 && a.new_recipients == 0 {
+                let mut d = self.duplicated.lock().unwrap_or_else(|p| p.into_inner());
+                if d.len() < TimeLog::CAP {
+                    d.push((t.seq, now_us));
+                }
+            }
             if a.new_recipients > 0 {
                 let mut r = self
                     .recipient_arrivals
@@ -195,6 +205,11 @@ mod tests {
         assert_eq!((n(&d.last_ms), n(&d.last_any_ms)), (1, 6));
         assert_eq!(d.arrivals.get(1), Some(100), "the first arrival is kept");
         assert_eq!(d.arrivals.get(2), None, "a bounce is not an arrival");
+        assert_eq!(
+            *d.duplicated.lock().expect("lock"),
+            vec![(1, 200)],
+            "the second copy of message 1 is named as its duplicate, and no other"
+        );
         let bounced = d.bounced.lock().expect("lock");
         assert_eq!(
             bounced.get(&2),

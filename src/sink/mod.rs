@@ -74,6 +74,7 @@ pub async fn run(
         messages: AtomicU64::new(0),
         open: AtomicU64::new(0),
         last_activity_ms: AtomicU64::new(0),
+        first_input_ms: std::sync::OnceLock::new(),
         refused: AtomicU64::new(0),
         abandoned: AtomicU64::new(0),
         unconfirmed: AtomicU64::new(0),
@@ -234,5 +235,10 @@ fn summarize(sh: &Shared, f: &Finished, runs: &BTreeMap<String, RunReport>) -> S
             dropped: load(&b.counts.dropped),
         }),
     };
-    SinkSummary::derive(&f.total, tallies, f.duration_s)
+    // From the first client's first byte to the last delivery: not the wait for clients
+    // before, nor the idle tail after (--exit-after-idle, or a Ctrl-C minutes later).
+    let active_s = sh.first_input_ms.get().map_or(f.duration_s, |&first| {
+        d.last_any_ms.load(Ordering::Relaxed).saturating_sub(first) as f64 / 1000.0
+    });
+    SinkSummary::derive(&f.total, tallies, f.duration_s, active_s)
 }

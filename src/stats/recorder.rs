@@ -84,6 +84,11 @@ pub struct MailboxCounters {
     /// IMAP: messages moved out of the selected mailbox (MOVE).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub moved: u64,
+    /// IMAP: EXPUNGE commands answered while another session of the same user was open.
+    /// Their replies may report that session's expunges too, so `deleted` is then an
+    /// upper bound, not a count (RFC 3501 announces every expunge to every session).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub expunges_shared: u64,
     /// IMAP: sections of messages downloaded that are not the whole message (a header,
     /// the text, a body part).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -163,6 +168,7 @@ impl Counters {
         self.mailbox.appended += o.mailbox.appended;
         self.mailbox.copied += o.mailbox.copied;
         self.mailbox.moved += o.mailbox.moved;
+        self.mailbox.expunges_shared += o.mailbox.expunges_shared;
         self.mailbox.parts += o.mailbox.parts;
         self.mailbox.logins += o.mailbox.logins;
         self.mailbox.setup_failures += o.mailbox.setup_failures;

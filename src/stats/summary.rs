@@ -183,10 +183,14 @@ pub struct SinkSummary {
     pub null_sender: u64,
     /// Arrivals without a readable trace header.
     pub untracked: u64,
-    /// Messages per second over the run.
+    /// Messages per second over `active_s`.
     pub msgs_per_sec: f64,
     /// The same per minute.
     pub mpm: f64,
+    /// From the first byte a client sent to the last delivery, seconds: the span the rate
+    /// is over (the whole run holds the wait for clients and the idle tail too).
+    #[serde(default)]
+    pub active_s: f64,
     /// End to end (trace send time to the confirmed reply), median, ms.
     pub e2e_p50_ms: f64,
     /// The same, 99th percentile.
@@ -224,10 +228,11 @@ pub struct SinkTallies {
 }
 
 impl SinkSummary {
-    /// From everything a sink recorded (or sinks, merged), what it counted apart, and the
-    /// run's length.
-    pub fn derive(total: &Recorder, t: SinkTallies, duration_s: f64) -> Self {
+    /// From everything a sink recorded (or sinks, merged), what it counted apart, the
+    /// run's length and its active span.
+    pub fn derive(total: &Recorder, t: SinkTallies, duration_s: f64, active_s: f64) -> Self {
         let c = &total.counters;
+        let span = active_s.max(1e-3);
         let e2e = total.hist(Metric::E2e);
         SinkSummary {
             sessions: c.connections,
@@ -252,8 +257,9 @@ impl SinkSummary {
                 .saturating_sub(t.refused + t.abandoned + t.unconfirmed),
             null_sender: t.null_sender,
             untracked: t.untracked,
-            msgs_per_sec: c.accepted as f64 / duration_s,
-            mpm: c.accepted as f64 / duration_s * 60.0,
+            msgs_per_sec: c.accepted as f64 / span,
+            mpm: c.accepted as f64 / span * 60.0,
+            active_s,
             e2e_p50_ms: ms(e2e, 0.5),
             e2e_p99_ms: ms(e2e, 0.99),
             faults: t.faults,
@@ -450,6 +456,32 @@ pub struct RelaySummary {
     /// With `--trace-io`: times the MTA's processes left a CPU per delivered message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ctx_switches_per_msg: Option<f64>,
+    // --- `--fault` (issue 42): the crash or power cut during the run, and what it cost ---
+    /// The fault as `--fault` gave it (`crash@150`, `power-loss@3s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// When the MTA was killed, seconds after injection started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_at_s: Option<f64>,
+    /// Messages the MTA had accepted (250 read) when it was killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_accepted_before: Option<u64>,
+    /// From the kill to the restarted MTA's greeting, seconds (the power cut included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_down_s: Option<f64>,
+    /// Accepted messages delivered more than once (`duplicates` counts the extra copies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_duplicated_messages: Option<u64>,
+    /// With `power-loss`: files of the queue with data not fsynced at the cut, as LazyFS
+    /// reported them (the cut dropped that data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_unsynced_files: Option<u64>,
+    /// From the restarted MTA's greeting to its first delivery, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_first_delivery_s: Option<f64>,
+    /// From the restarted MTA's greeting to its last delivery (the drain's end), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_last_delivery_s: Option<f64>,
 }
 
 /// `mailbox pop3`'s summary: sessions as the units of work, and what they did.
@@ -560,9 +592,14 @@ pub struct ImapSummary {
     /// Messages copied into the mailbox (COPY).
     #[serde(default)]
     pub copied: u64,
-    /// Messages expunged by EXPUNGE.
+    /// Messages expunged by EXPUNGE: exact when `expunges_shared` is 0, else an upper
+    /// bound.
     pub expunged: u64,
-    /// Messages moved out of the mailbox (MOVE).
+    /// EXPUNGE commands answered while another session of the same user was open (more
+    /// connections than users): their replies may report that session's expunges too.
+    #[serde(default)]
+    pub expunges_shared: u64,
+    /// Messages moved out of the mailbox (MOVEs answered OK).
     #[serde(default)]
     pub moved: u64,
     /// Octets of message content downloaded (whole messages and sections).
@@ -607,6 +644,7 @@ impl ImapSummary {
             appended: c.mailbox.appended,
             copied: c.mailbox.copied,
             expunged: c.mailbox.deleted,
+            expunges_shared: c.mailbox.expunges_shared,
             moved: c.mailbox.moved,
             bytes: c.bytes,
             violations: c.mailbox.violations.total(),

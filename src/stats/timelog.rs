@@ -32,6 +32,16 @@ impl TimeLog {
             .copied()
     }
 
+    /// How many sequence numbers have a time (a fault's trigger polls it: no copy).
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether no sequence number has a time yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Every (seq, time) pair.
     pub fn entries(&self) -> Vec<(u64, u64)> {
         let m = self.0.lock().unwrap_or_else(|p| p.into_inner());

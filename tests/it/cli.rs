@@ -55,6 +55,15 @@ fn bad_flags_give_one_line_and_exit_1() {
             &["send", &target, "-n", "-5"],
             "-5 is a negative number where a value was expected",
         ),
+        // Accepted without meaning before: nothing to fsync, no level to search at.
+        (
+            &["sink", "--fsync"],
+            "--fsync: the sink stores nothing to make durable (--store discard)",
+        ),
+        (
+            &["relay", "--lab", "postfix", "--find-max", "-c", "1,4"],
+            "--find-max with a list of concurrency levels",
+        ),
         // A fault rule's percentage names the flag it came with (relay's is not sink's).
         (
             &["relay", "--lab", "postfix", "--sink-rule", "rcpt:451:130%"],

@@ -164,7 +164,7 @@ fn send_exit(
 /// What is still there of the file systems made in `dir`, as util-linux and procps see
 /// it: mounts at or below it (`mount`), loop devices backed by a file below it
 /// (`losetup -a`), and live processes naming it (`ps`; zombies are not running).
-fn left_behind(dir: &Path) -> Vec<String> {
+pub(crate) fn left_behind(dir: &Path) -> Vec<String> {
     let d = dir.display().to_string();
     let below = |p: &str| p == d || p.starts_with(&format!("{d}/"));
     let lines = |cmd: &[&str]| -> Vec<String> {

@@ -1307,3 +1307,23 @@ fn issue_40_the_wrong_protocols_port_is_one_line_and_exit_1() {
         crate::util::refused_in_one_line(&args, &needle);
     }
 }
+
+/// SMTP and LMTP greet alike, so `send` pointed at Dovecot's LMTP port without `--lmtp`
+/// only learns it at EHLO, which Dovecot refuses (`500 5.5.1 Unknown command`): the run
+/// ends with the line that names the fix, not only "the error table above says why".
+#[test]
+fn smtp_sent_to_an_lmtp_port_names_the_fix() {
+    let Some(store) = Store::start(&["--users", "1", "--fill", "0"]) else {
+        return;
+    };
+    let to = store.users()[0].0.to_string();
+    let args = ["send", &store.lmtp, "-n", "3", "--to", &to, "-q"];
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    assert!(
+        err.contains("every EHLO was refused (ehlo refused: 500 5.5.1 Unknown command): an LMTP server answers LHLO, not EHLO; add --lmtp"),
+        "{}",
+        describe(&args, &out)
+    );
+}

@@ -19,6 +19,10 @@
 //!   LazyFS reports unsynced (none with `--fsync`), on a full loop-mounted ext4 answering
 //!   452 and keeping on disk exactly what it acknowledged (Python reads the disk), nothing
 //!   left mounted, attached or running, also after a run that died
+//! - `relay_faults`: issue 42 phase 2 — `relay --fault crash@N` and `power-loss@N` on the
+//!   lab Postfix: every message it accepted delivered after the restart, duplicates as
+//!   its own log counts them, nothing left mounted or running; bad `--fault` values
+//!   refused in one line
 //! - `examples`: issue 25 item 20 — every example of every `--help` and of README.md run
 //!   for real (fixtures made, a sink where they send, SIGINT after a few seconds, no lab
 //!   left behind), each example line fitting the help width, every threshold key a help
@@ -49,6 +53,9 @@
 //!   rotated rounds in one table and one results file, refused settings in one line
 //! - `mailbox`: `mailbox pop3` and `populate` against `lab dovecot`, checked with Python's
 //!   poplib and imaplib (counts, octets, deletions, folders, refused logins, STLS, cleanup)
+//! - `mailbox_shards`: issue 44 — `mailbox pop3` and `imap` split in three against one
+//!   `lab dovecot` and merged: counts equal the agents' sums, poplib's, imaplib's and
+//!   Dovecot's log; histograms added count by count; bad splits refused in one line
 //! - `preflight`: `doctor` and a run's preflight under a low `ulimit -n` set in a child
 //!   shell (the warning, its fix, the run going on, the line kept in the results)
 //! - `recipe_seed001`: docs/recipes/seed-001.md's small-scale commands give its table and
@@ -114,6 +121,7 @@ mod layout;
 mod leftovers;
 mod live;
 mod mailbox;
+mod mailbox_shards;
 mod mta_lookup;
 mod mtas;
 mod preflight;
@@ -125,6 +133,7 @@ mod recipe_seed001;
 mod recipe_seed004;
 mod recipes;
 mod relay;
+mod relay_faults;
 mod relay_figures;
 mod relay_path;
 mod relay_round2;

@@ -689,11 +689,12 @@ fn rounds_are_kept_whole_with_the_median_on_top() {
     }
 }
 
-/// `--compare-postconf KEY=V1,V2` runs both settings in alternating rounds (4 each), keeps
-/// each side's rounds in its own file with the setting in its configuration, and ends with
-/// the compare table's verdicts.
+/// `--compare-postconf KEY=V1,V2,V3` runs the three settings in rotating rounds (4 each:
+/// A B C, B C A, C A B, A B C), keeps each side's rounds in its own file (A, B, C in the
+/// order of the values) with the setting in its configuration, and ends with the compare
+/// table: the first value the baseline, a verdict for each of the two others.
 #[test]
-fn compare_postconf_alternates_two_settings_and_ends_with_the_table() {
+fn compare_postconf_rotates_three_settings_and_ends_with_the_table() {
     if require("postfix").is_none() {
         return;
     }
@@ -709,7 +710,7 @@ fn compare_postconf_alternates_two_settings_and_ends_with_the_table() {
         "--size",
         "2k",
         "--compare-postconf",
-        "default_process_limit=100,50",
+        "default_process_limit=100,75,50",
         "--json",
         &json.display().to_string(),
     ];
@@ -719,24 +720,40 @@ fn compare_postconf_alternates_two_settings_and_ends_with_the_table() {
     let order: Vec<&str> = stderr
         .lines()
         .filter_map(|l| l.split(", default_process_limit=").nth(1))
-        .map(|v| if v == "100" { "A" } else { "B" })
+        .map(|v| match v {
+            "100" => "A",
+            "75" => "B",
+            _ => "C",
+        })
         .collect();
-    assert_eq!(
-        order,
-        ["A", "B", "B", "A", "A", "B", "B", "A"],
-        "alternating rounds"
+    assert_eq!(order.concat(), "ABCBCACABABC", "rotating rounds:\n{stderr}");
+    // One column per value, in the order given; a verdict for each against the first.
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("figure"))
+        .unwrap_or_else(|| panic!("no table header in\n{text}"));
+    let at = |v: &str| {
+        header
+            .find(&format!("default_process_limit={v} "))
+            .unwrap_or(usize::MAX)
+    };
+    assert!(
+        at("100") < at("75") && at("75") < at("50") && at("50") < usize::MAX,
+        "{header}"
     );
     let drain = text
         .lines()
         .find(|l| l.starts_with("drain_mpm"))
         .unwrap_or_else(|| panic!("no drain_mpm row in\n{text}"));
-    assert!(
-        ["faster", "slower", "within noise"]
-            .iter()
-            .any(|v| drain.ends_with(v)),
-        "a verdict: {drain}"
+    let verdicts: usize = ["faster", "slower", "within noise"]
+        .iter()
+        .map(|v| drain.matches(v).count())
+        .sum();
+    assert_eq!(
+        verdicts, 2,
+        "B and C against A, each with a verdict:\n{text}"
     );
-    for (tag, value) in [("A", "100"), ("B", "50")] {
+    for (tag, value) in [("A", "100"), ("B", "75"), ("C", "50")] {
         let r = results(&dir.0.join(format!("vary-{tag}.json")));
         let rounds = r["extra"]["rounds"].as_array().expect("rounds");
         assert_eq!(rounds.len(), 4, "{tag}");

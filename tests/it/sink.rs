@@ -678,3 +678,68 @@ fn issue_40_a_sink_seeing_half_a_run_stays_flat_and_counts_exactly() {
         (Some(1), Some(n / 2 - 3))
     );
 }
+
+/// The sink's rate is over its active span, from the first byte a client sent to the last
+/// delivery: 200 messages paced at 200/s (first to last 0.995 s by the schedule), sent 1 s
+/// after a port probe that says nothing, and then the sink waits 2 s idle before it
+/// exits. Over the whole run (4 s and more) the rate read 50/s; over the active span it
+/// is the pace.
+#[test]
+fn the_sink_rate_is_over_its_active_span_not_the_idle_tail() {
+    let dir = TempDir::new("sink-active");
+    let json = dir.0.join("sink.json");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let json_s = json.to_string_lossy().to_string();
+    let args = [
+        "sink",
+        "--listen",
+        &listen,
+        "--exit-after-idle",
+        "2s",
+        "--json",
+        &json_s,
+    ];
+    let child = mailbench()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sink");
+    let mut child = Proc(child);
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(&listen).is_ok()
+    }));
+    std::thread::sleep(Duration::from_secs(1));
+    let sent = [
+        "send", &listen, "-n", "200", "--rate", "200/s", "-c", "4", "-q",
+    ];
+    run_expect(&sent, 0);
+    let mut printed = String::new();
+    if let Some(mut o) = child.0.stdout.take() {
+        use std::io::Read;
+        let _ = o.read_to_string(&mut printed);
+    }
+    let status = child.0.wait().expect("the sink exits when idle");
+    assert_eq!(status.code(), Some(0), "{printed}");
+    let r = results(&json);
+    let s = &r["summary"];
+    let (n, active, whole, rate) = (
+        s["messages"].as_f64().unwrap_or(0.0),
+        s["active_s"].as_f64().unwrap_or(0.0),
+        s["duration_s"].as_f64().unwrap_or(0.0),
+        s["msgs_per_sec"].as_f64().unwrap_or(0.0),
+    );
+    assert_eq!(n, 200.0, "{s:#}");
+    assert!(whole >= 3.0, "the run holds the idle tail: {s:#}");
+    // The first EHLO to the last of 200 messages paced 5 ms apart: 0.995 s and a few ms.
+    assert!(
+        (0.99..1.3).contains(&active),
+        "active span {active} s: {s:#}"
+    );
+    assert!((rate - n / active).abs() < 1e-6, "{s:#}");
+    assert!(
+        printed.contains("over the active span") && printed.contains(&format!("{rate:.1} msg/s")),
+        "{printed}"
+    );
+}

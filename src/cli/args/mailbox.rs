@@ -26,7 +26,8 @@ pub enum MailboxCommand {
             "Stop after this many sessions [default without --duration: 1000]")),
         // A POP3 session holds its mailbox until QUIT: one session per connection, so
         // --per-conn is refused (with that reason) and not offered.
-        mut_arg("per_conn", |a| a.hide(true)))]
+        mut_arg("per_conn", |a| a.hide(true)),
+        mut_arg("shard", |a| a.help(SHARD_HELP)))]
     Pop3(Box<Pop3Args>),
     /// IMAP users (imaptest's job): sessions that log in, select a mailbox and run a mix
     /// of commands, each one timed and its responses state-checked.
@@ -38,7 +39,8 @@ pub enum MailboxCommand {
         mut_arg("messages", |a| a.help(
             "Stop after this many commands [default without --duration: 10000]")),
         mut_arg("per_conn", |a| a.help(
-            "Commands per session, N or MIN-MAX; 0 keeps each session for the whole run")))]
+            "Commands per session, N or MIN-MAX; 0 keeps each session for the whole run")),
+        mut_arg("shard", |a| a.help(SHARD_HELP)))]
     Imap(Box<ImapArgs>),
     /// Virtual users of a scenario (the Domino study's method), each on its own open-loop
     /// schedule; with --ramp-users, added in steps until a capacity rule breaks.
@@ -56,6 +58,12 @@ pub enum MailboxCommand {
             "Stop after this many messages [default without --duration: 1000]")))]
     Arrival(Box<ArrivalArgs>),
 }
+
+/// `--shard` as the session workloads take it: users, not source addresses, are dealt.
+const SHARD_HELP: &str = "Be agent I of N (from 0) against one store (--target): take every \
+N-th user of --users-file (no two agents log in as one user), every N-th unit of the run's \
+schedule and 1/N of -c; give every agent the same --run-id. auto/N takes I from \
+JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID, SLURM_PROCID, NOMAD_ALLOC_INDEX or PARALLEL_SEQ";
 
 const ARRIVAL_EXAMPLES: &str = "\
 Examples:

@@ -88,10 +88,10 @@ pub struct ProfileArgs {
     /// drawn once and shared when stores are compared].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Answer "what did this store setting buy": the lab store with KEY=A and with KEY=B
-    /// (the same users and schedule) in alternating rounds, ending with the compare table,
-    /// e.g. process_limit=1000,5 (Dovecot's imap service) or maxchild=… (Cyrus).
-    #[arg(long, value_name = "KEY=A,B", requires = "lab")]
+    /// Answer "what did this store setting buy": the lab store with KEY=A, KEY=B, … (2 to 8
+    /// values; the same users and schedule) in rotating rounds, ending with the compare
+    /// table, e.g. process_limit=1000,5 (Dovecot's imap service) or maxchild=… (Cyrus).
+    #[arg(long, value_name = "KEY=A,B[,…]", requires = "lab")]
     pub compare_store_conf: Option<String>,
     /// Rounds per store or setting compared (their order rotates) [default: 4, the
     /// least that gives each row a noise verdict; 2 or 3 give the table without them].

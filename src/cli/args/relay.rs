@@ -45,10 +45,10 @@ pub struct RelayArgs {
         conflicts_with = "target"
     )]
     pub lab: Vec<Mta>,
-    /// Answer "what did this setting buy": run the lab with KEY=V1 and KEY=V2 in
-    /// alternating rounds (at least 4 each; more with --rounds) and end with the compare
-    /// table, e.g. default_process_limit=100,20.
-    #[arg(long, value_name = "KEY=V1,V2", requires = "lab")]
+    /// Answer "what did this setting buy": run the lab with KEY=V1, KEY=V2, … (2 to 8
+    /// values) in rotating rounds (at least 4 each; more with --rounds) and end with the
+    /// compare table, the first value the baseline, e.g. default_process_limit=100,20,5.
+    #[arg(long, value_name = "KEY=V1,V2[,…]", requires = "lab")]
     pub compare_postconf: Option<String>,
     /// The MTA under test (when not using --lab).
     #[arg(long, value_name = "HOST:PORT", required_unless_present = "lab")]
@@ -130,6 +130,13 @@ pub struct RelayArgs {
     /// context switches per delivered message, from the kernel's tracepoints (root).
     #[arg(long)]
     pub trace_io: bool,
+    /// Crash the lab MTA during the run and restart it on the same queue (issue 42):
+    /// crash@N kills its whole process tree (SIGKILL) after N accepted messages, crash@3s
+    /// at a time; power-loss@… puts its queue on LazyFS and also drops what was not
+    /// fsynced. Every accepted message is then judged delivered, lost or duplicated.
+    /// Lab MTAs only (--lab postfix).
+    #[arg(long, value_name = "KIND@WHEN")]
+    pub fault: Option<String>,
     /// Observe this process tree as the system under test (repeatable; the lab's own is
     /// observed automatically).
     #[arg(long, value_name = "PID")]

@@ -7,6 +7,7 @@ use crate::mailbox::plan::DEFAULT_MIX;
 use super::client::TlsArgs;
 use super::load::ShapeArgs;
 use super::output::OutputArgs;
+use super::send::ScaleArgs;
 use super::server::{LabFillArgs, MailboxClientArgs, MailboxServerArgs};
 
 /// Flags of `mailbench mailbox pop3`.
@@ -63,6 +64,9 @@ pub struct Pop3Args {
     /// The client, TLS, the processes observed and the outputs.
     #[command(flatten)]
     pub run: SessionRunArgs,
+    /// Splitting the run over several agents against one store (--target).
+    #[command(flatten)]
+    pub scale: ScaleArgs,
 }
 
 /// Flags of `mailbench mailbox imap`.
@@ -128,6 +132,9 @@ pub struct ImapArgs {
     /// The client, TLS, the processes observed and the outputs.
     #[command(flatten)]
     pub run: SessionRunArgs,
+    /// Splitting the run over several agents against one store (--target).
+    #[command(flatten)]
+    pub scale: ScaleArgs,
 }
 
 /// The flags `mailbox pop3` and `mailbox imap` end with, in one struct so that the two

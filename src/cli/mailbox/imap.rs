@@ -15,10 +15,11 @@ pub const IMAP_DEFAULTS: Defaults = Defaults {
     thresholds: crate::mailbox::IMAP_THRESHOLDS,
 };
 
-/// Validates `mailbox imap`'s flags.
-fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
+/// Validates `mailbox imap`'s flags; `env` looks up the launcher's index variables
+/// (`--shard auto/N`).
+fn imap_plan(a: &ImapArgs, env: impl Fn(&str) -> Option<String>) -> Result<store::Planned, String> {
     let (outputs, progress) = output::plan(&a.run.out, None, &IMAP_DEFAULTS.thresholds)?;
-    let (load, load_json) = load::shape(&a.shape, &IMAP_DEFAULTS, progress)?;
+    let (mut load, load_json) = load::shape(&a.shape, &IMAP_DEFAULTS, progress)?;
     if a.pipeline > 1 && load.pacing != crate::load::schedule::Pacing::Closed {
         // The open-loop engine gives a session its next command when the last completes:
         // the flag would be accepted and silently mean 1.
@@ -75,9 +76,11 @@ fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
         }
         all.extend(m);
     }
+    let mut sessions = w.sessions(a.random_users, &timeouts);
+    super::shard::apply(&mut load, &mut config_json, &mut sessions, &a.scale, env)?;
     let plan = ImapPlan {
         load,
-        sessions: w.sessions(a.random_users, &timeouts),
+        sessions,
         login,
         mix,
         mailbox: a.mailbox.clone(),
@@ -94,7 +97,7 @@ fn imap_plan(a: &ImapArgs) -> Result<store::Planned, String> {
 
 /// Runs `mailbox imap`. Errors carry their exit code.
 pub(super) async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
-    super::run(imap_plan(&a), |r| {
+    super::run(imap_plan(&a, |v| std::env::var(v).ok()), |r| {
         let headline = format!(
             "mailbench mailbox imap: {} command{} against {} in {:.2} s",
             r.counters.sent,

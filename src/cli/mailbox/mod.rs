@@ -7,6 +7,7 @@ mod imap;
 mod pop3;
 mod populate;
 mod profile;
+mod shard;
 mod stores;
 
 use crate::cli::args::MailboxCommand;

@@ -17,8 +17,9 @@ pub const POP3_DEFAULTS: Defaults = Defaults {
     thresholds: crate::mailbox::POP3_THRESHOLDS,
 };
 
-/// Validates `mailbox pop3`'s flags.
-fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
+/// Validates `mailbox pop3`'s flags; `env` looks up the launcher's index variables
+/// (`--shard auto/N`).
+fn pop3_plan(a: &Pop3Args, env: impl Fn(&str) -> Option<String>) -> Result<store::Planned, String> {
     let (outputs, progress) = output::plan(&a.run.out, None, &POP3_DEFAULTS.thresholds)?;
     if a.shape.per_conn.trim() != "0" {
         return Err(
@@ -26,7 +27,7 @@ fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
                 .into(),
         );
     }
-    let (load, load_json) = load::shape(&a.shape, &POP3_DEFAULTS, progress)?;
+    let (mut load, load_json) = load::shape(&a.shape, &POP3_DEFAULTS, progress)?;
     let mut w = store::Where::plan(&a.server, &a.target, &a.lab_fill, &a.run.tls, (110, 995))?;
     let timeouts = client::Timeouts::plan(&a.run.client)?;
     let share = |flag: &str, v: &str| {
@@ -75,9 +76,11 @@ fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
         }
         all.extend(m);
     }
+    let mut sessions = w.sessions(a.random_users, &timeouts);
+    super::shard::apply(&mut load, &mut config_json, &mut sessions, &a.scale, env)?;
     let plan = Pop3Plan {
         load,
-        sessions: w.sessions(a.random_users, &timeouts),
+        sessions,
         login,
         download,
         delete,
@@ -93,7 +96,7 @@ fn pop3_plan(a: &Pop3Args) -> Result<store::Planned, String> {
 
 /// Runs `mailbox pop3`. Errors carry their exit code.
 pub(super) async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
-    super::run(pop3_plan(&a), |r| {
+    super::run(pop3_plan(&a, |v| std::env::var(v).ok()), |r| {
         let headline = format!(
             "mailbench mailbox pop3: {} sessions against {} in {:.2} s",
             r.counters.sent,

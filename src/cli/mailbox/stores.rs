@@ -1,4 +1,4 @@
-//! `mailbox profile --lab dovecot,cyrus` and `--compare-store-conf KEY=A,B`: seed 001's
+//! `mailbox profile --lab dovecot,cyrus` and `--compare-store-conf KEY=A,B[,…]`: seed 001's
 //! "which store (or setting) carries more users". Every variant runs the same profile
 //! with one seed, so the same users do the same actions at the same times on each; the
 //! rounds engine (`run::rounds::rotate`) runs them in rotating order, each on a fresh lab;
@@ -20,11 +20,12 @@ struct Variant {
     args: ProfileArgs,
 }
 
-/// `KEY=A,B` → the store setting and its two values.
-fn parse(spec: &str) -> Result<(String, [String; 2]), String> {
-    vary::two_values(spec, || {
+/// `KEY=A,B[,…]` → the store setting and its values.
+fn parse(spec: &str) -> Result<(String, Vec<String>), String> {
+    vary::setting_values(spec, || {
         format!(
-            "--compare-store-conf {spec}: give one store setting and two values, e.g. process_limit=1000,5"
+            "--compare-store-conf {spec}: give one store setting and 2 to {} different values, e.g. process_limit=1000,5",
+            vary::MAX_VALUES
         )
     })
 }
@@ -47,7 +48,7 @@ fn variants(a: &ProfileArgs, seed: u64) -> Result<Vec<Variant>, String> {
         Some(spec) => {
             if a.server.lab.len() != 1 {
                 return Err(format!(
-                    "--compare-store-conf compares two settings of one store: give one --lab ({})",
+                    "--compare-store-conf compares settings of one store: give one --lab ({})",
                     Store::names()
                 ));
             }
@@ -140,12 +141,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_setting_and_two_different_values_or_one_clear_line() {
+    fn a_setting_and_two_to_eight_different_values_or_one_clear_line() {
         assert_eq!(
-            parse("process_limit=1000,5"),
-            Ok(("process_limit".into(), ["1000".into(), "5".into()]))
+            parse("process_limit=1000,5,50"),
+            Ok((
+                "process_limit".into(),
+                vec!["1000".into(), "5".into(), "50".into()]
+            ))
         );
-        for bad in ["x=1", "x=1,1", "=1,2", "x", "x=1,2,3"] {
+        for bad in ["x=1", "x=1,1", "=1,2", "x", "x=1,2,2"] {
             let e = parse(bad).expect_err(bad);
             assert!(
                 e.starts_with(&format!("--compare-store-conf {bad}:")),

@@ -10,6 +10,7 @@ pub mod client;
 pub mod config;
 pub mod dkim;
 pub mod dns;
+pub mod fault;
 pub mod fill;
 pub mod lab;
 pub mod load;

@@ -1,10 +1,11 @@
-//! `--shard`, `--start-at` and `--run-id` → this agent's part of a split `send` run: its
-//! stripe of the schedule, its share of the connections and source addresses, the shared
-//! start and run id. Every rule that ties them together lives here.
+//! `--shard`, `--start-at` and `--run-id` → this agent's part of a split run (`send`,
+//! `mailbox pop3`, `mailbox imap`): its stripe of the schedule, its share of the
+//! connections (and of `send`'s source addresses), the shared start and run id. Every rule that ties them together lives here.
 
 use std::time::{Duration, SystemTime};
 
 use crate::cli::args::ScaleArgs;
+use crate::load::LoadPlan;
 use crate::load::schedule::Pacing;
 use crate::load::shard::Shard;
 use crate::send::SendPlan;
@@ -18,8 +19,24 @@ pub fn apply(
     rounds: u32,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(), String> {
+    apply_load(&mut plan.load, &mut plan.config_json, a, rounds, env)?;
+    plan.client.source_ips = plan.load.shard.split(&plan.client.source_ips);
+    Ok(())
+}
+
+/// The scale-out flags' part that every load-engine workload shares (`send`, `mailbox
+/// pop3` and `imap`): the run id, the shared start and this agent's share of the
+/// schedule and of the connections, recorded in `config` (`concurrency` this agent's,
+/// `concurrency_total` the run's).
+pub fn apply_load(
+    load: &mut LoadPlan,
+    config: &mut serde_json::Value,
+    a: &ScaleArgs,
+    rounds: u32,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(), String> {
     if let Some(id) = &a.run_id {
-        plan.load.run_id = Some(run_id(id, "--run-id")?);
+        load.run_id = Some(run_id(id, "--run-id")?);
     }
     if let Some(spec) = &a.start_at {
         if rounds > 1 {
@@ -27,13 +44,13 @@ pub fn apply(
                 "--start-at {spec}: a shared start holds for one round; drop --rounds or --start-at"
             ));
         }
-        plan.load.start_at = Some(start_at(spec, SystemTime::now())?);
+        load.start_at = Some(start_at(spec, SystemTime::now())?);
     }
     let Some(spec) = &a.shard else {
         return Ok(());
     };
     let shard = Shard::parse(spec, env)?;
-    if !shard.is_whole() && plan.load.run_id.is_none() {
+    if !shard.is_whole() && load.run_id.is_none() {
         return Err(format!(
             "--shard {spec}: give every agent the same --run-id (e.g. --run-id $(openssl rand -hex 8)), so that sinks and merge see one run and the agents share one schedule"
         ));
@@ -47,14 +64,14 @@ pub fn apply(
                 "--start-at {rel}: counted from each agent's own start, so agents started apart would not begin together; give every agent of --shard {spec} one UTC time, e.g. --start-at {absolute}"
             ));
         }
-        None if !shard.is_whole() && matches!(plan.load.pacing, Pacing::Open { .. }) => {
+        None if !shard.is_whole() && matches!(load.pacing, Pacing::Open { .. }) => {
             return Err(format!(
                 "--shard {spec} with --rate: give every agent the same --start-at (a UTC time, e.g. --start-at {absolute}), so that their schedules count from one instant"
             ));
         }
         _ => {}
     }
-    let total = plan.load.concurrency as u64;
+    let total = load.concurrency as u64;
     if total < shard.count {
         // Whichever agent this is, some agent of the run would have no connection.
         return Err(format!(
@@ -63,10 +80,10 @@ pub fn apply(
         ));
     }
     let mine = shard.share(total);
-    plan.load.concurrency = mine as usize;
-    plan.load.shard = shard;
-    plan.client.source_ips = shard.split(&plan.client.source_ips);
-    plan.config_json["concurrency_total"] = total.into();
+    load.concurrency = mine as usize;
+    load.shard = shard;
+    config["concurrency"] = mine.into();
+    config["concurrency_total"] = total.into();
     crate::run::exporter::label_shard(shard.label());
     Ok(())
 }

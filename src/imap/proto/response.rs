@@ -75,6 +75,9 @@ pub enum Code {
     /// expunged, and what it said of them is not theirs (Dovecot answers a body FETCH of
     /// one with `RFC822.SIZE 0 BODY[] NIL`).
     ExpungeIssued,
+    /// `[TRYCREATE]`: the target mailbox of a COPY, MOVE or APPEND does not exist (and a
+    /// CREATE may help), as opposed to any other refusal.
+    TryCreate,
     /// Any other code.
     Other,
 }
@@ -291,6 +294,7 @@ impl<'a> Cursor<'a> {
                 }
                 b"CAPABILITY" => Some(Code::Capability(self.words_until(b']'))),
                 b"EXPUNGEISSUED" => Some(Code::ExpungeIssued),
+                b"TRYCREATE" => Some(Code::TryCreate),
                 _ => None,
             };
             // Skip whatever is left of the code.
@@ -745,7 +749,7 @@ mod tests {
             Response::Tagged {
                 tag: Some(17),
                 cond: Cond::No,
-                code: Some(Code::Other),
+                code: Some(Code::TryCreate),
                 text: "Mailbox doesn't exist".into(),
             }
         );

@@ -28,7 +28,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{mounted, poll_until, succeeds, wait_bounded};
-use crate::lab::LabError;
 
 /// Where scripts/install-lazyfs.sh installs it (`$MAILBENCH_LAZYFS` moves it).
 pub const DEFAULT_PREFIX: &str = "/opt/mailbench/lazyfs";
@@ -101,10 +100,11 @@ impl LazyFs {
         root: &Path,
         state: &Path,
         cache_bytes: u64,
-    ) -> Result<LazyFs, LabError> {
-        check().map_err(LabError::Failed)?;
-        let failed =
-            |what: &str, e: std::io::Error| LabError::Failed(format!("LazyFS: cannot {what}: {e}"));
+    ) -> Result<LazyFs, String> {
+        // The error is a sentence, not a `LabError`: the labs that put their queue on
+        // LazyFS import this file, which therefore imports nothing of `lab`'s own face.
+        check()?;
+        let failed = |what: &str, e: std::io::Error| format!("LazyFS: cannot {what}: {e}");
         for d in [mount, root, state] {
             std::fs::create_dir_all(d)
                 .map_err(|e| failed(&format!("create {}", d.display()), e))?;
@@ -171,10 +171,10 @@ impl LazyFs {
         if !ready {
             let why = fs.state_of();
             fs.stop();
-            return Err(LabError::Failed(format!(
+            return Err(format!(
                 "LazyFS over {} was not mounted and reading commands within {START_LIMIT:?}: {why}",
                 mount.display()
-            )));
+            ));
         }
         Ok(fs)
     }

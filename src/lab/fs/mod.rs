@@ -12,6 +12,7 @@
 
 pub mod lazyfs;
 pub mod loopfs;
+pub mod queue;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output};

@@ -77,7 +77,11 @@ pub struct Outcome {
     pub copied: u64,
     /// Messages expunged by EXPUNGE (its EXPUNGE responses).
     pub expunged: u64,
-    /// Messages moved out of the mailbox by MOVE (its EXPUNGE responses).
+    /// An EXPUNGE answered while another session of the same user was open: its EXPUNGE
+    /// responses may report that session's expunges too.
+    pub expunge_shared: bool,
+    /// Messages moved out of the mailbox: 1 for a MOVE answered OK (of the one message it
+    /// names; its EXPUNGE responses may also report other sessions' expunges).
     pub moved: u64,
     /// Pipelined: the command's own time, from its write to its tagged completion (the
     /// engine's clock would start it where the unit before it on the wire completed).
@@ -280,17 +284,13 @@ impl ImapDriver {
         // after it announces what another session added since (Dovecot: `* SEARCH` of 324,
         // then `* 325 EXISTS`, in one reply).
         let mut searched = Vec::new();
-        // Only an EXPUNGE or MOVE counts what it expunged: the EXPUNGE responses another
-        // command gets report another session's (of the same user), counted there.
-        let (expunges, moves) = match cmd {
-            Command::Expunge => (true, false),
-            Command::Move { .. } => (false, true),
-            _ => (false, false),
-        };
+        // Only an EXPUNGE counts what it expunged: the EXPUNGE responses another command
+        // gets report another session's (of the same user), counted there.
+        let expunges = matches!(cmd, Command::Expunge);
+        o.expunge_shared = expunges && !s.lease.alone();
         for d in &r.data {
             match d {
                 Data::Expunge(_) if expunges => o.expunged += 1,
-                Data::Expunge(_) if moves => o.moved += 1,
                 Data::Fetch(f) => {
                     if let Some(b) = &f.body {
                         o.fetched += u64::from(b.whole);
@@ -367,11 +367,20 @@ impl ImapDriver {
             }
         } else {
             let r = s.conn.run(cmd).await?;
-            match (cmd, r.done.cond) {
-                // The folder is missing the first time ([TRYCREATE]): create it, again.
-                (Command::Move { .. }, Cond::No) => {
-                    s.conn.run(&Command::Create(MOVE_TO.into())).await?;
-                    s.conn.run(cmd).await?
+            match (cmd, &r.done.code) {
+                // The folder is missing the first time: create it, again. Any other NO
+                // (another session expunged the message) is the answer. What the three
+                // replies announced (another session's EXPUNGE, EXISTS) all goes to the
+                // model, or it loses track of the mailbox.
+                (Command::Move { .. }, Some(Code::TryCreate)) => {
+                    let mut data = r.data;
+                    data.extend(s.conn.run(&Command::Create(MOVE_TO.into())).await?.data);
+                    let again = s.conn.run(cmd).await?;
+                    data.extend(again.data);
+                    Reply {
+                        done: again.done,
+                        data,
+                    }
                 }
                 _ => r,
             }
@@ -379,6 +388,7 @@ impl ImapDriver {
         match cmd {
             Command::Append { .. } if r.done.cond == Cond::Ok => o.appended = 1,
             Command::Copy { .. } if r.done.cond == Cond::Ok => o.copied = 1,
+            Command::Move { .. } if r.done.cond == Cond::Ok && !expunge_issued(&r) => o.moved = 1,
             _ => {}
         }
         self.check(s, cmd, &r, &mut o);
@@ -509,6 +519,7 @@ impl Driver for ImapDriver {
         m.retrieved += o.fetched;
         m.parts += o.parts;
         m.deleted += o.expunged;
+        m.expunges_shared += u64::from(o.expunge_shared);
         m.moved += o.moved;
         m.appended += o.appended;
         m.copied += o.copied;

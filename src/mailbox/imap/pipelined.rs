@@ -151,7 +151,8 @@ impl ImapDriver {
         // the user is open (only it can expunge) nothing is compared across sessions then.
         // The command whose expunges these are: the EXPUNGE or MOVE in flight (it goes
         // alone among sequence-number commands). Without one, an EXPUNGE reports another
-        // session's and is that session's count.
+        // session's and is that session's count. A MOVE's count is its OK (it names one
+        // message); the EXPUNGE responses it gets may be another session's too.
         let (mut flying, mut expunger) = (0, None);
         for (i, u) in s.units.iter().enumerate() {
             let Some(c) = u.in_flight() else { continue };
@@ -163,13 +164,13 @@ impl ImapDriver {
         let trusted = !expunge_issued(r) && (flying <= 1 || s.lease.alone());
         let shared = self.shared.as_ref().filter(|_| trusted);
         for d in &r.data {
-            if let (Data::Expunge(_), Some(e)) = (d, expunger) {
-                let moved = matches!(s.units[e].in_flight(), Some(Command::Move { .. }));
+            if let (Data::Expunge(_), Some(e)) = (d, expunger)
+                && matches!(s.units[e].in_flight(), Some(Command::Expunge))
+            {
+                let alone = s.lease.alone();
                 let o = &mut s.units[e].outcome;
-                match moved {
-                    true => o.moved += 1,
-                    false => o.expunged += 1,
-                }
+                o.expunged += 1;
+                o.expunge_shared |= !alone;
             }
             let o = &mut s.units[at].outcome;
             if let Data::Fetch(f) = d
@@ -232,6 +233,7 @@ impl ImapDriver {
         match cmd {
             Command::Append { .. } if ok => u.outcome.appended = 1,
             Command::Copy { .. } if ok => u.outcome.copied = 1,
+            Command::Move { .. } if ok && !expunge_issued(r) => u.outcome.moved = 1,
             _ => {}
         }
         if !ok || !check {

@@ -12,7 +12,7 @@ use super::scenario::{Action, Client, UserType};
 use super::{Ctx, Server, metric};
 use crate::error::ErrorClass;
 use crate::imap::conn::{ConnError as ImapError, ImapConn, Login, Reply};
-use crate::imap::proto::{Command, Cond, DELETED, FetchItems, FlagOp};
+use crate::imap::proto::{Code, Command, Cond, DELETED, FetchItems, FlagOp};
 use crate::imap::state::Model;
 use crate::lab::StoreUser;
 use crate::pop3::conn::{Login as Pop3Login, Pop3Conn};
@@ -426,13 +426,16 @@ async fn into_folder(
     cmd: Command,
 ) -> Result<Result<(), Outcome>, ImapError> {
     let mut r = s.conn.run(&cmd).await?;
-    if r.done.cond != Cond::Ok {
-        // Missing, most likely ([TRYCREATE]); if CREATE fails too, the retry says why.
-        s.conn.run(&Command::Create(folder.into())).await?;
+    // MOVE expunges from the selected mailbox; COPY or APPEND into it adds; and any reply
+    // may announce what other sessions did: every reply's data goes to the model.
+    let mut data = std::mem::take(&mut r.data);
+    if r.done.code == Some(Code::TryCreate) {
+        // The folder is missing; if CREATE fails too, the retry says why.
+        data.extend(s.conn.run(&Command::Create(folder.into())).await?.data);
         r = s.conn.run(&cmd).await?;
+        data.append(&mut r.data);
     }
-    // MOVE expunges from the selected mailbox; COPY or APPEND into it adds.
-    for d in &r.data {
+    for d in &data {
         s.model.apply(d, None, &mut Vec::new());
     }
     if r.done.cond == Cond::Ok {

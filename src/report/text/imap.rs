@@ -45,6 +45,13 @@ fn imap_lines(out: &mut String, r: &Results, s: &crate::stats::summary::ImapSumm
         s.moved,
         s.bytes as f64 / 1e6
     );
+    if s.expunges_shared > 0 {
+        let _ = writeln!(
+            out,
+            "             (expunged is an upper bound: {} EXPUNGEs ran while another session of the same user was open, and their replies report its expunges too)",
+            s.expunges_shared
+        );
+    }
     let kinds: Vec<String> = r
         .counters
         .mailbox

@@ -104,6 +104,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
             "  flush      {held} messages held during injection, released {at:.2} s after the first injection; the drain counts from there"
         );
     }
+    fault_line(&mut out, s);
     after_injection(&mut out, s);
     let _ = writeln!(
         out,
@@ -323,4 +324,34 @@ fn io_per_message(out: &mut String, r: &Results) {
 fn cell(v: &serde_json::Value, decimals: usize) -> String {
     v.as_f64()
         .map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
+}
+
+/// `--fault`'s line: when the MTA was killed, how long it was down, what it lost and
+/// duplicated, and how soon it delivered again.
+fn fault_line(out: &mut String, s: &crate::stats::summary::RelaySummary) {
+    let Some(fault) = &s.fault else {
+        return;
+    };
+    let (Some(at), Some(before), Some(down)) =
+        (s.fault_at_s, s.fault_accepted_before, s.fault_down_s)
+    else {
+        let _ = writeln!(
+            out,
+            "  fault      {fault}: never fired (the count was not reached)"
+        );
+        return;
+    };
+    let after = match (s.restart_first_delivery_s, s.restart_last_delivery_s) {
+        (Some(a), Some(b)) => format!("first delivery {a:.2} s after the restart, last {b:.2} s"),
+        _ => "nothing delivered after the restart".into(),
+    };
+    let unsynced = s.fault_unsynced_files.map_or(String::new(), |n| {
+        format!(", {n} queue files unsynced at the cut")
+    });
+    let _ = writeln!(
+        out,
+        "  fault      {fault} at {at:.2} s ({before} accepted): down {down:.2} s{unsynced}; {after}; lost {}, duplicated {} messages",
+        s.lost,
+        s.fault_duplicated_messages.unwrap_or(0)
+    );
 }

@@ -31,8 +31,8 @@ pub fn render_sink(r: &Results, headline: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "  rate       {:.1} msg/s   {:.0} msg/min",
-        s.msgs_per_sec, s.mpm
+        "  rate       {:.1} msg/s   {:.0} msg/min, over the active span ({:.3} s: first client byte to last delivery)",
+        s.msgs_per_sec, s.mpm, s.active_s
     );
     if let Some(h) = r.latency.get("e2e") {
         let _ = writeln!(

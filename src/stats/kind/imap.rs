@@ -57,6 +57,7 @@ pub const IMAP: Kind = Kind {
             "appended",
             "copied",
             "expunged",
+            "expunges_shared",
             "moved",
             "bytes",
             "violations",

@@ -24,7 +24,8 @@ pub mod sink;
 pub mod units;
 
 use super::metric::Steps;
-use super::summary::{Summary, Vocabulary};
+use super::recorder::Recorder;
+use super::summary::{ImapSummary, Pop3Summary, SendSummary, Summary, Vocabulary};
 pub use units::Units;
 
 /// Which text summary shows a kind's results: the output stage (above this layer) holds
@@ -90,16 +91,59 @@ pub const KINDS: &[&Kind] = &[
 /// How `merge` adds up the results files of a kind whose runs split over processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Merge {
-    /// The generator agents of one split run (`send --shard`): the summary derived again
-    /// from the summed counters and histograms.
-    Agents,
+    /// The generator agents of one split run (`send`, `mailbox pop3`, `mailbox imap`
+    /// with `--shard`): the summary derived again from the summed counters and
+    /// histograms, by the summary type of the generator.
+    Agents(Generator),
     /// Several receivers of one run (sinks): their sequence numbers united as well.
     Receivers,
 }
 
+/// Which load-engine generator's summary a merge of its agents derives again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generator {
+    /// `send`'s.
+    Smtp,
+    /// `mailbox pop3`'s: its agents log in as disjoint users of one store.
+    Pop3,
+    /// `mailbox imap`'s: its agents log in as disjoint users of one store.
+    Imap,
+}
+
+impl Generator {
+    /// The summary of the summed recorder `total`, as one agent would have derived it.
+    pub fn derive(
+        self,
+        total: &Recorder,
+        intended: u64,
+        duration_s: f64,
+        active_s: f64,
+    ) -> Summary {
+        match self {
+            Generator::Smtp => {
+                Summary::Send(SendSummary::derive(total, intended, duration_s, active_s))
+            }
+            Generator::Pop3 => {
+                Summary::Pop3(Pop3Summary::derive(total, intended, duration_s, active_s))
+            }
+            Generator::Imap => {
+                Summary::Imap(ImapSummary::derive(total, intended, duration_s, active_s))
+            }
+        }
+    }
+
+    /// True when the agents drive a mail store as its users: each agent's users are
+    /// checked disjoint, and the store's figures come from the one agent that watched it.
+    pub fn on_a_store(self) -> bool {
+        self != Generator::Smtp
+    }
+}
+
 /// The kinds `merge` adds up, and how; any other kind's files it refuses.
 const MERGED: &[(&Kind, Merge)] = &[
-    (&send::SEND, Merge::Agents),
+    (&send::SEND, Merge::Agents(Generator::Smtp)),
+    (&pop3::POP3, Merge::Agents(Generator::Pop3)),
+    (&imap::IMAP, Merge::Agents(Generator::Imap)),
     (&sink::SINK, Merge::Receivers),
 ];
 
@@ -136,9 +180,11 @@ pub(crate) mod tests {
             assert_eq!(find(k.name).map(|f| f.name), Some(k.name));
         }
         assert!(find("nope").is_none());
-        assert_eq!(merging("send"), Some(Merge::Agents));
+        assert_eq!(merging("send"), Some(Merge::Agents(Generator::Smtp)));
+        assert_eq!(merging("pop3"), Some(Merge::Agents(Generator::Pop3)));
+        assert_eq!(merging("imap"), Some(Merge::Agents(Generator::Imap)));
         assert_eq!(merging("sink"), Some(Merge::Receivers));
-        for k in ["relay", "populate", "imap", "nope"] {
+        for k in ["relay", "populate", "populate_imap", "profile", "nope"] {
             assert_eq!(merging(k), None, "{k}");
         }
     }

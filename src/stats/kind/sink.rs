@@ -32,6 +32,7 @@ pub const SINK: Kind = Kind {
             "untracked",
             "msgs_per_sec",
             "mpm",
+            "active_s",
             "e2e_p50_ms",
             "e2e_p99_ms",
             "duration_s",

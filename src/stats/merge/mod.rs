@@ -1,13 +1,15 @@
-//! `mailbench merge`: the results files of the agents of one split run (`send --shard`)
-//! or of several sinks, made into exactly the results one agent would have recorded:
+//! `mailbench merge`: the results files of the agents of one split run (`send`, `mailbox
+//! pop3` or `mailbox imap` with `--shard`) or of several sinks, made into exactly the results one agent would have recorded:
 //! counters summed, HDR histograms added bucket by bucket (never percentiles averaged),
 //! series aligned on the shared interval grid (`series`), the summary derived again from
-//! the sums, the sinks' sequence numbers united (`runs`). Each agent's environment, own
+//! the sums, the sinks' sequence numbers united (`runs`), a store's agents checked for
+//! shared users and its figures taken from the one agent that watched it (`store`). Each agent's environment, own
 //! figures and warnings are kept in `extra.agents`. A merged file merges again (the
 //! operation is associative), and `report` and `compare` read it like any other.
 
 mod runs;
 mod series;
+mod store;
 
 use std::collections::BTreeMap;
 
@@ -17,7 +19,7 @@ use super::collector::busiest_cpu;
 use super::kind::Merge;
 use super::results::{ErrorRow, Results, SelfReport};
 use super::seen::RunReport;
-use super::summary::{BouncesSent, SendSummary, SinkSummary, SinkTallies, Summary};
+use super::summary::{BouncesSent, SinkSummary, SinkTallies, Summary};
 use super::{Recorder, Steps};
 
 /// One results file to merge, with the name that error lines and `extra.agents` use.
@@ -56,7 +58,7 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
     let command = first.results.command.as_str();
     let Some(how) = super::kind::merging(command) else {
         return Err(format!(
-            "{}: a {command} run; merge adds up send agents and sinks (a relay split over machines runs as send agents against the MTA and sinks where it delivers)",
+            "{}: a {command} run; merge adds up send, mailbox pop3 and mailbox imap agents and sinks (a relay split over machines runs as send agents against the MTA and sinks where it delivers)",
             first.name
         ));
     };
@@ -85,7 +87,18 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
     }
     let agents: Vec<Value> = inputs.iter().flat_map(agents_of).collect();
     let open_loop = first.results.config["pacing"]["mode"] == "open";
-    let missing = match shard_twice(&agents) {
+    let twice = shard_twice(&agents);
+    let on_a_store = matches!(how, Merge::Agents(g) if g.on_a_store());
+    // Agents that shared users (or one that ran unsplit beside them) differ in
+    // configuration too (its users file, its lack of a split): the sharing is the line
+    // that says what went wrong, unless one agent is simply here twice.
+    if on_a_store
+        && twice.is_none()
+        && let Some(shared) = store::users_shared(&agents)
+    {
+        forced.insert(0, shared);
+    }
+    let missing = match twice {
         Some(twice) => {
             forced.push(twice);
             Vec::new()
@@ -135,11 +148,25 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
         .iter()
         .map(|i| (i.name.as_str(), &i.results))
         .collect();
-    let series = series::merge(&named, t0_us, interval_s)?;
+    // The store's own figures come from the one agent that watched it (all watched one
+    // store: summed, they would count it once per watcher).
+    let watcher = on_a_store
+        .then(|| {
+            inputs
+                .iter()
+                .position(|i| i.results.extra.contains_key("sut"))
+        })
+        .flatten();
+    let series = series::merge(&named, t0_us, interval_s, watcher)?;
 
     let mut extra = BTreeMap::new();
+    if let Some(w) = watcher {
+        let (sut, said) = store::watched(inputs, w, &agents);
+        extra.insert("sut".into(), sut);
+        extra.insert("store_watched_by".into(), said);
+    }
     let summary = match how {
-        Merge::Agents => {
+        Merge::Agents(generator) => {
             let intended = inputs
                 .iter()
                 .map(|i| i.results.summary.number("intended").unwrap_or(0.0) as u64)
@@ -148,7 +175,7 @@ pub fn merge(inputs: &[Input], steps: Steps, force: bool) -> Result<Results, Str
                 .iter()
                 .map(|i| offset_s(&i.results) + i.results.summary.number("active_s").unwrap_or(0.0))
                 .fold(0.0, f64::max);
-            Summary::Send(SendSummary::derive(&total, intended, duration_s, active_s))
+            generator.derive(&total, intended, duration_s, active_s)
         }
         Merge::Receivers => {
             let reports = inputs
@@ -473,7 +500,11 @@ fn sink_summary(
         faults,
         bounces,
     };
-    SinkSummary::derive(total, tallies, duration_s)
+    // The sinks ran side by side: the longest active span (files written before sinks
+    // kept one say 0: then the run's length).
+    let active = parts.iter().map(|s| s.active_s).fold(0.0, f64::max);
+    let active_s = if active > 0.0 { active } else { duration_s };
+    SinkSummary::derive(total, tallies, duration_s, active_s)
 }
 
 #[cfg(test)]

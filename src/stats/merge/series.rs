@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 use crate::stats::collector::SERIES_HISTS;
 use crate::stats::hist::{decode, encode, ms};
 use crate::stats::recorder::{add_hist, new_histogram};
-use crate::stats::{Counters, IntervalPoint, Results};
+use crate::stats::{Counters, IntervalPoint, RelayPoint, Results, SutPoint};
 
 /// A share of an interval by which a point's end may miss the grid and still be on it
 /// (timer wake-up, a late tick); a run's final sliver past a grid line is a point of its own.
@@ -30,6 +30,9 @@ struct Cell<'a> {
     counters: Counters,
     /// (file, its point's time, metric, encoded histogram).
     hists: Vec<(&'a str, f64, &'a str, &'a str)>,
+    /// The store's reading in this interval, from the agent that watched it, with the
+    /// span of its point (a sliver's reading gives way to a whole interval's).
+    sut: Option<(f64, SutPoint)>,
 }
 
 /// One file's points in one grid interval: the seconds they span, and their rate and CPU
@@ -42,11 +45,15 @@ struct Share {
 }
 
 /// The merged series of `runs`, time zero at `t0_us` (µs since the Unix epoch), on a grid
-/// of `interval_s`. The error names a histogram that does not decode.
+/// of `interval_s`; each interval's store reading is `watcher`'s (the index of the run
+/// that watched the store), its network bytes left out: those were counted at that
+/// agent's clients only (the run's are the summed counters). The error names a histogram
+/// that does not decode.
 pub fn merge(
     runs: &[(&str, &Results)],
     t0_us: u64,
     interval_s: f64,
+    watcher: Option<usize>,
 ) -> Result<Vec<IntervalPoint>, String> {
     let interval_s = interval_s.max(1e-3);
     let mut cells: BTreeMap<u64, Cell> = BTreeMap::new();
@@ -62,6 +69,17 @@ pub fn merge(
             share.msgs += p.msgs_per_sec * p.dt_s;
             share.cpu_pct_s += p.cpu_pct * p.dt_s;
             c.counters.add(&p.counters);
+            if Some(file) == watcher
+                && let Some(sut) = &p.relay.sut
+                && c.sut.as_ref().is_none_or(|(dt, _)| *dt < p.dt_s)
+            {
+                let sut = SutPoint {
+                    net_in_bytes_s: None,
+                    net_out_bytes_s: None,
+                    ..sut.clone()
+                };
+                c.sut = Some((p.dt_s, sut));
+            }
             c.hists.extend(
                 p.hists
                     .iter()
@@ -104,6 +122,9 @@ fn point(c: Cell, interval_s: f64) -> Result<IntervalPoint, String> {
             .filter_map(|(name, _)| hists.get(name).map(|h| (name.to_string(), encode(h))))
             .collect(),
         counters: c.counters,
-        relay: Default::default(),
+        relay: RelayPoint {
+            sut: c.sut.map(|(_, sut)| sut),
+            ..Default::default()
+        },
     })
 }

@@ -7,6 +7,7 @@ use crate::stats::Metric;
 use crate::stats::hist::{HistJson, encode};
 use crate::stats::recorder::new_histogram;
 use crate::stats::results::RunParts;
+use crate::stats::summary::SendSummary;
 use crate::stats::{IntervalPoint, Recorder, Steps};
 
 /// Merges send results.

@@ -245,7 +245,7 @@ pub fn assert_threshold_keys(
 /// The relay summary's keys that only some modes have: a lab whose log is read message by
 /// message (Postfix, OpenSMTPD), `--find-max`, `--flush`, a fan-out
 /// (several copies per message), deliveries before the MTA's 250, `--dns-domains`,
-/// `--trace-io`, `--mta-lookup`.
+/// `--trace-io`, `--mta-lookup`, `--fault`.
 const RELAY_MODE_KEYS: &[&str] = &[
     "maillog_bounced",
     "max_sustainable_per_sec",
@@ -271,6 +271,19 @@ const RELAY_MODE_KEYS: &[&str] = &[
     "lookups_per_msg",
     "lookup_p50_ms",
     "lookup_p99_ms",
+    // `--fault`
+    "fault_at_s",
+    "fault_accepted_before",
+    "fault_down_s",
+    "fault_duplicated_messages",
+    "fault_unsynced_files",
+    "restart_first_delivery_s",
+    "restart_last_delivery_s",
+    // none when nothing arrived, or no connection of the MTA's was held by mailbench
+    "last_arrival_after_injection_s",
+    "drain_end_after_injection_s",
+    "net_to_mta_bytes",
+    "net_from_mta_bytes",
 ];
 
 /// The relay's mode-specific keys a run may lack: all but the `present` ones (its mode's).

@@ -1,0 +1,60 @@
+//! A crash of a lab server, as issue 42's `crash` and `power-loss` faults make it: every
+//! process of its tree killed at once with SIGKILL (no handler runs, nothing is flushed,
+//! the page cache survives), the master first so that it respawns nothing, then the wait
+//! until the kernel has reaped them all, with a deadline.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long the killed processes get to be gone (SIGKILL cannot be caught: only a
+/// process stuck in the kernel, e.g. on a hung FUSE mount, takes long).
+const GONE_LIMIT: Duration = Duration::from_secs(10);
+
+/// Kills the trees rooted at the pids in `pid_files` with SIGKILL (roots first) and waits
+/// until none of them runs; how many were killed, or which still ran at the deadline.
+pub fn kill_trees(pid_files: &[PathBuf]) -> Result<usize, String> {
+    let roots: Vec<u32> = pid_files
+        .iter()
+        .filter_map(|f| super::host::read_pid(f))
+        .filter(|p| super::leftovers::running(*p))
+        .collect();
+    if roots.is_empty() {
+        return Err("no process to crash: the server's master is not running".into());
+    }
+    let all = crate::stats::sut::descendants(&roots);
+    for pid in roots
+        .iter()
+        .chain(all.iter().filter(|p| !roots.contains(p)))
+    {
+        kill9(*pid);
+    }
+    let end = Instant::now() + GONE_LIMIT;
+    loop {
+        let left: Vec<u32> = all
+            .iter()
+            .copied()
+            .filter(|p| super::leftovers::running(*p))
+            .collect();
+        if left.is_empty() {
+            return Ok(all.len());
+        }
+        if Instant::now() >= end {
+            return Err(format!(
+                "processes {left:?} still ran {GONE_LIMIT:?} after SIGKILL (stuck in the kernel?)"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// SIGKILL to `pid` (one already gone is no error).
+fn kill9(pid: u32) {
+    let Ok(pid) = i32::try_from(pid) else {
+        return;
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) with a plain pid and signal number touches no memory of ours.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}

@@ -1,0 +1,259 @@
+//! Issue 42's faults during a relay run (`--fault KIND@WHEN`): after a count of accepted
+//! messages or at a time, the lab MTA is crashed (SIGKILL of its whole tree; with
+//! `power-loss`, its LazyFS queue then drops every write not fsynced), restarted on the
+//! same configuration and queue, and injection and the drain go on. Afterwards every
+//! accepted message is judged by the sink's correlation: delivered, lost (accepted and
+//! never delivered), duplicated (delivered more than once); with the errors the cut
+//! connections caused and the times from the restart to the first delivery and to the
+//! last.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::RelayError;
+use crate::lab::{Crashed, MtaLab};
+use crate::sink::delivery::Delivery;
+use crate::stats::Results;
+use crate::stats::summary::Summary;
+use crate::stats::timelog::TimeLog;
+
+/// What is done to the MTA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// SIGKILL of the MTA's process tree; the page cache survives.
+    Crash,
+    /// The crash, then the queue's unsynced writes dropped (LazyFS): a power cut.
+    PowerLoss,
+}
+
+/// When it is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultWhen {
+    /// Once the MTA has accepted this many messages (250 read by the generator).
+    Accepted(u64),
+    /// This long after injection started.
+    After(Duration),
+}
+
+/// One fault of a run, as `--fault` gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultPlan {
+    /// What.
+    pub kind: FaultKind,
+    /// When.
+    pub when: FaultWhen,
+}
+
+impl FaultPlan {
+    /// The fault as `--fault` spells it (`crash@150`, `power-loss@3s`).
+    pub fn label(&self) -> String {
+        let kind = match self.kind {
+            FaultKind::Crash => "crash",
+            FaultKind::PowerLoss => "power-loss",
+        };
+        match self.when {
+            FaultWhen::Accepted(n) => format!("{kind}@{n}"),
+            FaultWhen::After(d) => format!("{kind}@{}s", d.as_secs_f64()),
+        }
+    }
+}
+
+/// What happened when the fault fired, on the wall clock (µs).
+pub(super) struct Fired {
+    /// When the MTA was killed.
+    at_us: u64,
+    /// Messages accepted by then.
+    accepted_before: u64,
+    /// What the crash did.
+    crashed: Crashed,
+    /// When the MTA greeted again.
+    restarted_us: u64,
+}
+
+/// A fault waiting for its moment during injection.
+pub(super) struct Armed {
+    plan: FaultPlan,
+    injection_over: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<Result<Option<Fired>, String>>,
+}
+
+/// How often the trigger looks at the count of accepted messages.
+const POLL: Duration = Duration::from_millis(2);
+
+/// Arms `plan` against `lab`: it fires when `accepts` holds its count, or its time after
+/// `origin` has passed.
+pub(super) fn arm(
+    plan: FaultPlan,
+    lab: Arc<dyn MtaLab>,
+    accepts: Arc<TimeLog>,
+    origin: Instant,
+) -> Armed {
+    let injection_over = Arc::new(AtomicBool::new(false));
+    let over = injection_over.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let due = match plan.when {
+                FaultWhen::Accepted(n) => accepts.len() as u64 >= n,
+                FaultWhen::After(d) => origin.elapsed() >= d,
+            };
+            if due {
+                break;
+            }
+            // A count not reached by the end of injection is never reached; a time is
+            // still waited for (the drain goes on meanwhile).
+            if over.load(Ordering::Relaxed) && matches!(plan.when, FaultWhen::Accepted(_)) {
+                return Ok(None);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        let at_us = crate::stats::clock::unix_us();
+        let accepted_before = accepts.len() as u64;
+        let power = plan.kind == FaultKind::PowerLoss;
+        let l = lab.clone();
+        let crashed = tokio::task::spawn_blocking(move || l.crash(power))
+            .await
+            .map_err(|e| format!("the crash failed: {e}"))??;
+        tokio::task::spawn_blocking(move || lab.restart())
+            .await
+            .map_err(|e| format!("the restart failed: {e}"))??;
+        Ok(Some(Fired {
+            at_us,
+            accepted_before,
+            crashed,
+            restarted_us: crate::stats::clock::unix_us(),
+        }))
+    });
+    Armed {
+        plan,
+        injection_over,
+        task,
+    }
+}
+
+impl Armed {
+    /// Called when injection has ended: waits for the fault to have fired (and the MTA to
+    /// be up again), or learns it never will; a crash or restart that failed fails the run.
+    pub(super) async fn finish(self) -> Result<(FaultPlan, Option<Fired>), RelayError> {
+        self.injection_over.store(true, Ordering::Relaxed);
+        let fired = self
+            .task
+            .await
+            .map_err(|e| RelayError::Failed(format!("--fault: {e}")))?
+            .map_err(|e| RelayError::Failed(format!("--fault {}: {e}", self.plan.label())))?;
+        Ok((self.plan, fired))
+    }
+}
+
+/// Puts the fault's outcome in the results: the summary's `fault_*` fields, and
+/// `extra.fault` with the lost and duplicated messages by sequence number (with the run's
+/// trace id, to look each one up in the MTA's log).
+pub(super) fn record(
+    results: &mut Results,
+    plan: FaultPlan,
+    fired: Option<Fired>,
+    delivery: &Delivery,
+    accepts: &TimeLog,
+    origin_us: u64,
+) {
+    let run = results.run_id.clone();
+    let lost_seqs = results.extra.get("lost_seqs").cloned().unwrap_or_default();
+    let Summary::Relay(s) = &mut results.summary else {
+        return;
+    };
+    s.fault = Some(plan.label());
+    let Some(f) = fired else {
+        results.self_report.warnings.push(format!(
+            "--fault {}: the fault never fired (the MTA accepted {} messages in all)",
+            plan.label(),
+            s.injection.accepted
+        ));
+        results.extra.insert(
+            "fault".into(),
+            serde_json::json!({"fault": plan.label(), "fired": false}),
+        );
+        return;
+    };
+    let dups = delivery
+        .duplicated
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let mut by_seq = std::collections::BTreeMap::<u64, u64>::new();
+    for (seq, _) in &dups {
+        *by_seq.entry(*seq).or_insert(0) += 1;
+    }
+    // Deliveries after the restart: first arrivals and later copies alike.
+    let after: Vec<u64> = delivery
+        .arrivals
+        .entries()
+        .into_iter()
+        .map(|(_, t)| t)
+        .chain(dups.iter().map(|(_, t)| *t))
+        .filter(|t| *t >= f.restarted_us)
+        .collect();
+    let secs = |us: u64| us as f64 / 1e6;
+    s.fault_at_s = Some(secs(f.at_us.saturating_sub(origin_us)));
+    s.fault_accepted_before = Some(f.accepted_before);
+    s.fault_down_s = Some(secs(f.restarted_us.saturating_sub(f.at_us)));
+    s.fault_duplicated_messages = Some(by_seq.len() as u64);
+    s.restart_first_delivery_s = after
+        .iter()
+        .min()
+        .map(|t| secs(t.saturating_sub(f.restarted_us)));
+    s.restart_last_delivery_s = after
+        .iter()
+        .max()
+        .map(|t| secs(t.saturating_sub(f.restarted_us)));
+    s.fault_unsynced_files = f.crashed.unsynced_files.as_ref().map(|v| v.len() as u64);
+    results.extra.insert(
+        "fault".into(),
+        serde_json::json!({
+            "fault": plan.label(),
+            "fired": true,
+            "trace_run": run,
+            "at_s": s.fault_at_s,
+            "accepted_before": f.accepted_before,
+            "killed_processes": f.crashed.killed,
+            "down_s": s.fault_down_s,
+            "unsynced_files": f.crashed.unsynced_files,
+            "unsynced_bytes": f.crashed.unsynced_bytes,
+            "accepted_seqs": ranges(accepts),
+            "lost_seqs": lost_seqs,
+            "duplicated_seqs": by_seq.iter().map(|(q, n)| [*q, *n]).collect::<Vec<_>>(),
+            "errors": s.injection.errors,
+            "rejected": s.injection.rejected,
+        }),
+    );
+}
+
+/// The accepted sequence numbers as `[first, last]` ranges, in order: a run's accepted
+/// messages in a few pairs (gaps only where the fault refused or cut some), so that each
+/// can be looked up in the MTA's log by its Message-ID (`<RUN.SEQ@mailbench.test>`).
+fn ranges(accepts: &TimeLog) -> Vec<[u64; 2]> {
+    let mut seqs: Vec<u64> = accepts.entries().into_iter().map(|(s, _)| s).collect();
+    seqs.sort_unstable();
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    for s in seqs {
+        match out.last_mut() {
+            Some(r) if r[1] + 1 == s => r[1] = s,
+            _ => out.push([s, s]),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepted_numbers_are_kept_as_ranges() {
+        let log = TimeLog::default();
+        for s in [0, 1, 2, 5, 7, 8] {
+            log.record_at(s, 1);
+        }
+        assert_eq!(ranges(&log), vec![[0, 2], [5, 5], [7, 8]]);
+        assert_eq!(ranges(&TimeLog::default()), Vec::<[u64; 2]>::new());
+    }
+}

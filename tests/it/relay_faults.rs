@@ -1,0 +1,349 @@
+//! Issue 42, phase 2: `relay --fault` on the lab Postfix. The MTA is killed (SIGKILL of
+//! its whole tree) after a known count of accepted messages — with `power-loss`, its
+//! queue on LazyFS then drops every write not fsynced — restarted on the same queue, and
+//! drained. What mailbench says of each message is checked against Postfix's own log
+//! (kept beside the results): every message Postfix answered 250 has a `status=sent`
+//! line and a `removed` line (its queue file is gone: nothing is left in the queue
+//! directory), some of them delivered only by the restarted Postfix from the queue the
+//! crash left, and the duplicates are the `status=sent` lines per Message-ID beyond the
+//! first. Nothing of the lab (mount, loop device, process) is left afterwards.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::durability::left_behind;
+use crate::util::{TempDir, refused_in_one_line, require, results, run_expect};
+
+/// What Postfix's log says of one run's messages, by sequence number.
+#[derive(Debug, Default)]
+struct LogSays {
+    /// `postfix/master … daemon started` lines: 2 after one restart.
+    starts: usize,
+    /// `status=sent` lines per message, and how many came after the restart.
+    sent: BTreeMap<u64, usize>,
+    /// Messages queued (cleanup's message-id line) before the restart, first delivered
+    /// after it: what the restarted Postfix found in the queue the crash left.
+    recovered: BTreeSet<u64>,
+    /// Messages whose queue file Postfix removed (`QID: removed`).
+    removed: BTreeSet<u64>,
+    /// Messages in delivery at the crash: taken up by the queue manager (`queue active`)
+    /// with no delivery status logged before the restart. A delivery the kill cut after
+    /// the receiver's 250 is logged by no one, and is made again: a duplicate the log
+    /// shows as one `status=sent`.
+    in_flight: BTreeSet<u64>,
+}
+
+/// Reads Postfix's log for the messages of run `run` (Message-ID `<RUN.SEQ@mailbench.test>`).
+fn read_maillog(path: &Path, run: &str) -> LogSays {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("read Postfix's log {}: {e}", path.display()));
+    let mut says = LogSays::default();
+    let mut qid_seq: BTreeMap<String, u64> = BTreeMap::new();
+    let mut queued_before: BTreeSet<u64> = BTreeSet::new();
+    let qid_of = |l: &str| -> Option<String> {
+        let after = l.split("]: ").nth(1)?;
+        Some(after.split(':').next()?.to_string())
+    };
+    for l in text.lines() {
+        if l.contains("postfix/master[") && l.contains("daemon started") {
+            says.starts += 1;
+        } else if let Some(at) = l.find("message-id=<") {
+            let id = &l[at + "message-id=<".len()..];
+            let Some((r, rest)) = id.split_once('.') else {
+                continue;
+            };
+            let Some(seq) = rest.split('@').next().and_then(|s| s.parse().ok()) else {
+                continue;
+            };
+            if r == run
+                && let Some(q) = qid_of(l)
+            {
+                qid_seq.insert(q, seq);
+                if says.starts < 2 {
+                    queued_before.insert(seq);
+                }
+            }
+        } else if l.contains("(queue active)") && says.starts < 2 {
+            if let Some(seq) = qid_of(l).and_then(|q| qid_seq.get(&q).copied()) {
+                says.in_flight.insert(seq);
+            }
+        } else if l.contains("status=") && says.starts < 2 {
+            if let Some(seq) = qid_of(l).and_then(|q| qid_seq.get(&q).copied()) {
+                says.in_flight.remove(&seq);
+            }
+            if l.contains("status=sent")
+                && let Some(seq) = qid_of(l).and_then(|q| qid_seq.get(&q).copied())
+            {
+                *says.sent.entry(seq).or_insert(0) += 1;
+            }
+        } else if l.contains("status=sent") {
+            if let Some(seq) = qid_of(l).and_then(|q| qid_seq.get(&q).copied()) {
+                let n = says.sent.entry(seq).or_insert(0);
+                if *n == 0 && says.starts >= 2 && queued_before.contains(&seq) {
+                    says.recovered.insert(seq);
+                }
+                *n += 1;
+            }
+        } else if l.ends_with(": removed")
+            && let Some(seq) = qid_of(l).and_then(|q| qid_seq.get(&q).copied())
+        {
+            says.removed.insert(seq);
+        }
+    }
+    says
+}
+
+/// Runs `relay --lab postfix` with `fault` after 150 of 400 messages, the sink delivering
+/// at 60/s while Postfix accepts 100/s (so that its queue holds mail at the crash), and
+/// checks every figure against Postfix's log; returns the results.
+fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
+    let dir = TempDir::new(tag);
+    let json = dir.0.join("relay.json");
+    let j = json.to_string_lossy().to_string();
+    run_expect(
+        &[
+            "relay",
+            "--lab",
+            "postfix",
+            "-n",
+            "400",
+            "-c",
+            "4",
+            "--size",
+            "1k",
+            "--rate",
+            "100/s",
+            "--sink-rule",
+            "data_end:pace=60/s",
+            "--fault",
+            fault,
+            "--drain-timeout",
+            "60s",
+            "-q",
+            "--json",
+            &j,
+        ],
+        0,
+    );
+    let r = results(&json);
+    let s = &r["summary"];
+    let f = &r["extra"]["fault"];
+    assert_eq!(f["fired"], true, "the fault fired: {f:#}");
+    assert_eq!(s["fault"].as_str(), Some(fault));
+    assert_eq!(s["fault_accepted_before"].as_u64(), Some(150), "{s:#}");
+    let accepted: BTreeSet<u64> = f["accepted_seqs"]
+        .as_array()
+        .expect("accepted_seqs")
+        .iter()
+        .flat_map(|r| r[0].as_u64().expect("first")..=r[1].as_u64().expect("last"))
+        .collect();
+    assert_eq!(
+        accepted.len() as u64,
+        s["accepted"].as_u64().expect("accepted"),
+        "the listed accepted messages are all of them"
+    );
+    assert!(
+        accepted.len() >= 300,
+        "most of the 400 were accepted, the crash's window refused the rest: {}",
+        accepted.len()
+    );
+    let run = f["trace_run"].as_str().expect("trace_run");
+    let log = read_maillog(&json.with_extension("maillog.0"), run);
+    assert_eq!(
+        log.starts, 2,
+        "Postfix started, crashed and started again: {log:?}"
+    );
+    let unsent: Vec<u64> = accepted
+        .iter()
+        .copied()
+        .filter(|q| !log.sent.contains_key(q))
+        .collect();
+    let kept: Vec<u64> = accepted
+        .iter()
+        .copied()
+        .filter(|q| !log.removed.contains(q))
+        .collect();
+    assert_eq!(
+        (unsent.as_slice(), kept.as_slice()),
+        (&[][..], &[][..]),
+        "Postfix's log: every accepted message sent and its queue file removed"
+    );
+    assert_eq!(s["lost"].as_u64(), Some(0), "mailbench agrees: lost 0");
+    assert_eq!(f["lost_seqs"].as_array().map(Vec::len), Some(0));
+    assert!(
+        !log.recovered.is_empty(),
+        "some messages queued before the crash were delivered only by the restarted Postfix: {log:?}"
+    );
+    // Duplicates: Postfix's status=sent lines per message beyond the first.
+    let log_dups: BTreeMap<u64, u64> = log
+        .sent
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(q, n)| (*q, *n as u64 - 1))
+        .collect();
+    let said: BTreeMap<u64, u64> = f["duplicated_seqs"]
+        .as_array()
+        .expect("duplicated_seqs")
+        .iter()
+        .map(|p| (p[0].as_u64().expect("seq"), p[1].as_u64().expect("copies")))
+        .collect();
+    // Every duplicate the log shows, mailbench shows; every other one mailbench shows
+    // was in delivery when Postfix was killed (its first delivery reached the sink, and
+    // was never logged), once.
+    for (q, n) in &log_dups {
+        assert_eq!(
+            said.get(q),
+            Some(n),
+            "message {q}: mailbench {said:?}, log {log_dups:?}"
+        );
+    }
+    let unlogged: BTreeMap<u64, u64> = said
+        .iter()
+        .filter(|(q, _)| !log_dups.contains_key(q))
+        .map(|(q, n)| (*q, *n))
+        .collect();
+    for (q, n) in &unlogged {
+        assert!(
+            *n == 1 && log.in_flight.contains(q) && log.sent.get(q) == Some(&1),
+            "message {q} duplicated {n} times by mailbench, once by the log, and not in delivery at the crash ({:?})",
+            log.in_flight
+        );
+    }
+    assert_eq!(
+        s["duplicates"].as_u64(),
+        Some(said.values().sum()),
+        "the summary's duplicates are the listed ones"
+    );
+    let after = s["restart_first_delivery_s"]
+        .as_f64()
+        .expect("first delivery");
+    let last = s["restart_last_delivery_s"]
+        .as_f64()
+        .expect("last delivery");
+    assert!(after >= 0.0 && after <= last, "{after} {last}");
+    eprintln!(
+        "{fault}: accepted {}, lost 0, duplicated {said:?} (the log: {log_dups:?}; in delivery at the crash {:?}), recovered from the queue {}, down {} s, first delivery {after} s, last {last} s after the restart",
+        accepted.len(),
+        log.in_flight,
+        log.recovered.len(),
+        s["fault_down_s"]
+    );
+    for d in r["extra"]["lab_dirs"].as_array().expect("lab_dirs") {
+        let d = Path::new(d.as_str().expect("dir"));
+        assert_eq!(
+            left_behind(d),
+            Vec::<String>::new(),
+            "left behind by the lab"
+        );
+    }
+    r
+}
+
+#[test]
+fn a_crash_mid_injection_loses_nothing_postfix_accepted_as_its_log_shows() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let r = faulted_run("crash@150", "fault-crash");
+    assert!(r["extra"]["fault"]["unsynced_files"].is_null());
+}
+
+#[test]
+fn a_power_cut_mid_injection_loses_nothing_postfix_accepted_as_its_log_shows() {
+    if require("postfix").is_none() {
+        return;
+    }
+    if let Err(e) = mailbench::lab::fs::lazyfs::check() {
+        panic!("{e}; power-loss needs LazyFS on FUSE (scripts/install-lazyfs.sh)");
+    }
+    let r = faulted_run("power-loss@150", "fault-power");
+    assert_eq!(r["config"]["relay"]["queue"], "lazyfs");
+    assert!(
+        r["summary"]["fault_unsynced_files"].is_u64(),
+        "LazyFS's report at the cut is given: {:#}",
+        r["extra"]["fault"]
+    );
+}
+
+#[test]
+fn bad_fault_values_and_places_are_refused_in_one_line() {
+    refused_in_one_line(
+        &["relay", "--lab", "postfix", "--fault", "melt@3"],
+        "--fault",
+    );
+    refused_in_one_line(
+        &["relay", "--lab", "postfix", "--fault", "crash@0"],
+        "at least 1",
+    );
+    refused_in_one_line(
+        &["relay", "--target", "127.0.0.1:25", "--fault", "crash@5"],
+        "add --lab postfix",
+    );
+    refused_in_one_line(
+        &["relay", "--lab", "exim", "--fault", "crash@5"],
+        "not supported by this lab MTA",
+    );
+    refused_in_one_line(
+        &[
+            "relay", "--lab", "postfix", "-c", "1,2", "--fault", "crash@5",
+        ],
+        "one fault per run",
+    );
+}
+
+#[test]
+fn a_crash_at_a_time_fires_then_and_the_run_still_delivers_everything() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let dir = TempDir::new("fault-time");
+    let json = dir.0.join("relay.json");
+    let j = json.to_string_lossy().to_string();
+    run_expect(
+        &[
+            "relay",
+            "--lab",
+            "postfix",
+            "-n",
+            "300",
+            "-c",
+            "4",
+            "--size",
+            "1k",
+            "--rate",
+            "100/s",
+            "--fault",
+            "crash@1500ms",
+            "--drain-timeout",
+            "60s",
+            "-q",
+            "--json",
+            &j,
+        ],
+        0,
+    );
+    let r = results(&json);
+    let s = &r["summary"];
+    let at = s["fault_at_s"].as_f64().expect("fault_at_s");
+    // 100/s from 0 s: 150 messages are due by 1.5 s (the last few may still be in flight).
+    let before = s["fault_accepted_before"]
+        .as_u64()
+        .expect("accepted before");
+    assert!((1.5..1.6).contains(&at), "killed at {at} s, expected 1.5 s");
+    assert!(
+        (145..=151).contains(&before),
+        "{before} accepted by 1.5 s at 100/s, expected ~150"
+    );
+    assert_eq!(s["lost"].as_u64(), Some(0), "{s:#}");
+    let log = read_maillog(
+        &json.with_extension("maillog.0"),
+        r["extra"]["fault"]["trace_run"].as_str().expect("run"),
+    );
+    assert_eq!(log.starts, 2, "one restart in Postfix's log");
+    assert_eq!(
+        log.sent.len() as u64,
+        s["delivered_messages"].as_u64().expect("delivered")
+            + s["aborted_delivered"].as_u64().unwrap_or(0),
+        "Postfix's log and the sink count the same deliveries"
+    );
+}
