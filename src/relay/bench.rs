@@ -47,6 +47,9 @@ pub struct RelayPlan {
     pub levels: Vec<usize>,
     /// The capacity search, instead of a sweep.
     pub find_max: Option<FindMaxPlan>,
+    /// `--settle`: each step first runs its load this long, drained and kept out of the
+    /// step's figures (seed 001 judged only the steady part of each step).
+    pub settle: Option<Duration>,
     /// A shell command whose first number is sampled per interval (e.g. a queue count).
     pub queue_cmd: Option<String>,
     /// More process trees to observe as the system under test.
@@ -294,6 +297,21 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             Steps::FindMax(_, rules) => plan.drain_timeout.min(rules.step * 3),
             Steps::Sweep(_) => plan.drain_timeout,
         };
+        // The step's settle: its own load, under its own run id, drained before the
+        // measured run starts, so none of it is in the step's figures.
+        let settled = match plan.settle {
+            Some(d) => {
+                let s = runner
+                    .run(&plan, p.warm_up_for(d), drain_timeout, &shutdown)
+                    .await
+                    .map_err(|e| stalled().unwrap_or(e))?;
+                if let Some(e) = stalled() {
+                    return Err(e);
+                }
+                Some(settle_record(&s))
+            }
+            None => None,
+        };
         let r = runner
             .run(&plan, p, drain_timeout, &shutdown)
             .await
@@ -302,6 +320,9 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
             return Err(e);
         }
         let mut row = evidence(&r);
+        if let Some(s) = settled {
+            row["settle"] = s;
+        }
         match &mut steps {
             Steps::FindMax(f, rules) => {
                 let rate = r.config["pacing"]["rate"].as_f64().unwrap_or(0.0);
@@ -521,6 +542,21 @@ fn evidence(r: &Results) -> serde_json::Value {
         "lost": s.lost,
         "drained": s.drained,
         "errors": s.injection.errors,
+    })
+}
+
+/// What a step's settle did, kept apart from the step's figures: how long, what it sent
+/// and what of it arrived.
+fn settle_record(r: &Results) -> serde_json::Value {
+    let delivered = match &r.summary {
+        Summary::Relay(s) => s.delivered,
+        _ => 0,
+    };
+    serde_json::json!({
+        "duration_s": r.duration_s,
+        "sent": r.counters.sent,
+        "accepted": r.counters.accepted,
+        "delivered": delivered,
     })
 }
 

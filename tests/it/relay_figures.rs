@@ -287,3 +287,37 @@ fn issue_43_too_few_open_files_for_254_sinks_is_one_line_exit_1() {
         "expected one line naming --dns-sinks and the 300-file limit, got:\n{err}"
     );
 }
+
+#[test]
+fn issue_43_a_settle_per_sweep_level_is_kept_out_of_its_figures() {
+    // Two levels of 20 messages each, each after a 1 s settle at its own concurrency: every
+    // level counts its 20 exactly, and Postfix's log shows the settles' messages besides.
+    let dir = TempDir::new("relay-settle");
+    let args = ["-c", "1,2", "-n", "20", "--size", "1k", "--settle", "1s"];
+    let Some((r, printed)) = relay_printed(&args, &dir.0.join("r.json")) else {
+        return;
+    };
+    let rows = r["extra"]["sweep"].as_array().expect("sweep rows");
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    let mut settled = 0;
+    for row in rows {
+        let s = &row["settle"];
+        let accepted = s["accepted"].as_u64().expect("settle accepted");
+        assert!(
+            row["delivered"] == 20 && accepted > 0 && s["delivered"] == accepted,
+            "expected each level's 20 alone, its settle's {accepted} delivered apart: {row:#}"
+        );
+        settled += accepted;
+    }
+    let log = std::fs::read_to_string(dir.0.join("r.maillog.0")).expect("maillog");
+    let sent = log.lines().filter(|l| l.contains("status=sent")).count() as u64;
+    assert_eq!(
+        sent,
+        40 + settled,
+        "expected Postfix to log the levels' 40 and the settles' {settled}"
+    );
+    assert!(
+        printed.contains("settle     kept out of each level's figures (1: 1.0 s,"),
+        "{printed}"
+    );
+}

@@ -90,6 +90,11 @@ pub struct RelayArgs {
     /// Longest wait for deliveries after injection; what has not arrived is lost.
     #[arg(long, default_value = "120s", value_name = "DURATION")]
     pub drain_timeout: String,
+    /// Seed 001's steady state per step: before each level of a sweep (or step of
+    /// --find-max) the same load runs this long, is drained, and is kept out of the step's
+    /// figures (counted apart in its row's `settle`).
+    #[arg(long, value_name = "DURATION")]
+    pub settle: Option<String>,
     /// Find the highest open-loop rate the MTA sustains: double the rate per step until it
     /// falls behind, then narrow down; prints the evidence per step.
     #[arg(long, conflicts_with = "rate")]
