@@ -118,6 +118,11 @@ fn interrupted_line(r: &Results) -> String {
     if !r.interrupted {
         return String::new();
     }
+    if r.extra.get("interrupted_during").and_then(|v| v.as_str()) == Some("drain") {
+        return format!(
+            "  interrupted by a signal during the drain, after the whole injection: the delivery figures cover what arrived until then (exit {EXIT_FAILED})\n"
+        );
+    }
     format!(
         "  interrupted by a signal after {:.2} s: the figures cover only what ran until then (exit {EXIT_FAILED})\n",
         r.duration_s
