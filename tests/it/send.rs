@@ -9,6 +9,17 @@ fn count_files(dir: &Path) -> usize {
     std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
 }
 
+/// Whether a run's results carry the note that it was too short to show a server's full
+/// performance.
+fn short_run_noted(r: &serde_json::Value) -> bool {
+    r["extra"]["notes"].as_array().is_some_and(|n| {
+        n.iter().any(|n| {
+            n.as_str()
+                .is_some_and(|n| n.contains("the measured load lasted"))
+        })
+    })
+}
+
 #[test]
 fn exactly_n_messages_arrive_and_their_bytes_are_intact() {
     let dump = TempDir::new("dump");
@@ -34,6 +45,11 @@ fn exactly_n_messages_arrive_and_their_bytes_are_intact() {
     assert_eq!(r["summary"]["sent"], 300, "{r:#}");
     assert_eq!(r["summary"]["accepted"], 300);
     assert_eq!(r["summary"]["errors"], 0);
+    assert!(
+        short_run_noted(&r),
+        "a whole run of a few seconds carries the short-run note: {:#}",
+        r["extra"]
+    );
     // smtp-sink writes one file per transaction; the results file, body and dumps share the dir.
     assert!(
         wait_until(Duration::from_secs(5), || count_files(&dump.0) == 300 + 2),
@@ -227,6 +243,11 @@ fn refusals_are_counted_not_fatal() {
     let r = results(Path::new(&json));
     assert_eq!(r["summary"]["accepted"], 0, "{r:#}");
     assert_eq!(r["summary"]["rejected"], 100);
+    assert!(
+        !short_run_noted(&r),
+        "nothing accepted: a longer run would not help, so no short-run note: {:#}",
+        r["extra"]
+    );
     let rows = r["errors"].as_array().expect("errors");
     assert!(
         rows.iter().any(|e| e["class"] == "rejected_5xx"
@@ -280,6 +301,11 @@ fn sigterm_stops_the_run_and_still_writes_results() {
     assert_eq!(
         r["interrupted"], true,
         "the results say the run was cut short"
+    );
+    assert!(
+        !short_run_noted(&r),
+        "the user chose to stop the run: no short-run note: {:#}",
+        r["extra"]
     );
     assert_eq!(
         r["summary"]["accepted"].as_u64(),
