@@ -107,6 +107,12 @@ pub async fn run(
     }
     let deadline = duration.map(|d| start + d);
     loop {
+        // When the sink has been idle for --exit-after-idle, given the last activity so far
+        // (none yet: not before the next tick looks again).
+        let idle_end = exit_idle.and_then(|idle| {
+            let last = sh.last_activity_ms.load(Ordering::Relaxed);
+            (last > 0).then(|| start + Duration::from_millis(last) + idle)
+        });
         tokio::select! {
             _ = runner.tick() => {
                 let (p, total) = runner.close_interval(&sh.shards);
@@ -120,11 +126,12 @@ pub async fn run(
                 let counters = total.counters.clone();
                 let extra = format!("  open {open}");
                 runner.live().update_sink(&p, &counters, SINK.units, &extra);
-                if let Some(idle) = exit_idle {
-                    let last = sh.last_activity_ms.load(Ordering::Relaxed);
-                    if last > 0 && start.elapsed().as_millis() as u64 - last >= idle.as_millis() as u64 {
-                        sh.stop.cancel();
-                    }
+            }
+            // Checked at its own instant, not at the next interval's tick (up to 1 s late).
+            _ = async { match idle_end { Some(t) => tokio::time::sleep_until(t.into()).await, None => std::future::pending().await } } => {
+                let last = sh.last_activity_ms.load(Ordering::Relaxed);
+                if exit_idle.is_some_and(|idle| start.elapsed().as_millis() as u64 - last >= idle.as_millis() as u64) {
+                    sh.stop.cancel();
                 }
             }
             _ = sh.stop.cancelled() => break,
