@@ -312,3 +312,43 @@ fn sigterm_stops_the_run_and_still_writes_results() {
         Some(sent - r["summary"]["aborted"].as_u64().unwrap_or(0))
     );
 }
+
+/// A server that accepts no connection (a listening socket whose process never calls
+/// accept, as a server at its process limit leaves the rest) makes every session time out
+/// at the banner: the error table counts them and names the likely cause under them.
+#[test]
+fn banner_timeouts_are_counted_and_their_cause_named() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let target = held.local_addr().expect("address").to_string();
+    let dir = TempDir::new("banner-wait");
+    let json = dir.0.join("r.json").to_string_lossy().to_string();
+    let args = [
+        "send",
+        &target,
+        "-n",
+        "3",
+        "-c",
+        "3",
+        "--timeout",
+        "1s",
+        "--json",
+        &json,
+        "-q",
+    ];
+    let out = run(&args);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let r = results(Path::new(&json));
+    let rows = r["errors"].as_array().expect("errors");
+    assert!(
+        rows.iter()
+            .any(|e| e["class"] == "timeout" && e["phase"] == "banner" && e["count"] == 3),
+        "expected 3 timeouts at the banner: {rows:?}"
+    );
+    assert!(
+        printed.contains(
+            "the 3 banner timeouts connected and were never greeted: most often a server at its"
+        ),
+        "expected the cause under the error table:\n{printed}\n{}",
+        describe(&args, &out)
+    );
+}
