@@ -369,14 +369,8 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     }
     if let Some(l) = &lab {
         if let Some(base) = &plan.keep_logs {
-            let mut kept = Vec::new();
-            for (i, log) in l.logs().iter().enumerate() {
-                let to = base.with_extension(format!("maillog.{i}"));
-                if std::fs::copy(log, &to).is_ok() {
-                    kept.push(to.display().to_string());
-                }
-            }
             // The results name the logs of the very run they describe.
+            let kept = l.keep_logs(base, "maillog");
             results.extra.insert("mta_logs".into(), kept.into());
         }
         results

@@ -106,9 +106,16 @@ pub(super) async fn compare(a: ProfileArgs) -> Result<u8, (u8, String)> {
     let turn = |t: Turn| {
         let args = variants[t.side].args.clone();
         let shutdown = shutdown.clone();
+        // Every round's store log, beside the comparison's results file.
+        let logs = a
+            .out
+            .json
+            .as_deref()
+            .map(|j| rounds::round_logs(j, &variants[t.side].label, t.round));
         async move {
-            let p = profile_plan(&args).map_err(|e| (EXIT_USAGE, e))?;
+            let mut p = profile_plan(&args).map_err(|e| (EXIT_USAGE, e))?;
             crate::cli::lab::clean_before_store(&p.setup);
+            crate::cli::lab::keep_store_logs(&mut p.setup, logs.as_deref());
             crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)
                 .await
                 .map_err(exit::mailbox)
