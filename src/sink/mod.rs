@@ -76,6 +76,7 @@ pub async fn run(
         last_activity_ms: AtomicU64::new(0),
         first_input_ms: std::sync::OnceLock::new(),
         refused: AtomicU64::new(0),
+        sessions_refused: AtomicU64::new(0),
         abandoned: AtomicU64::new(0),
         unconfirmed: AtomicU64::new(0),
         stored: store::StoreCounts::default(),
@@ -224,6 +225,7 @@ fn summarize(sh: &Shared, f: &Finished, runs: &BTreeMap<String, RunReport>) -> S
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let tallies = SinkTallies {
         refused: load(&sh.refused),
+        sessions_refused: load(&sh.sessions_refused),
         abandoned: load(&sh.abandoned),
         unconfirmed: load(&sh.unconfirmed),
         null_sender: load(&d.bounces),
