@@ -170,7 +170,7 @@ fn banner_timeout_cause(r: &Results) -> Option<String> {
     let n: u64 = r
         .errors
         .iter()
-        .filter(|e| e.phase == "banner" && e.class == crate::error::ErrorClass::Timeout.name())
+        .filter(|e| e.phase == "banner" && e.class == "timeout")
         .map(|e| e.count)
         .sum();
     (n > 0).then(|| {
