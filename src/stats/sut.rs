@@ -557,6 +557,106 @@ mod tests {
         assert_eq!((p.rss_kib, p.procs), (2048, 7));
     }
 
+    /// The kernel's own count of `pid`'s CPU, seconds: its stat's utime + stime
+    /// (`own`) or cutime + cstime (its reaped children's).
+    fn kernel_cpu_s(pid: u32, own: bool) -> f64 {
+        let f = stat_fields(pid).expect("stat");
+        let at = if own { 11 } else { 13 };
+        let t = |i: usize| f[i].parse::<f64>().expect("ticks");
+        (t(at) + t(at + 1)) / ticks_per_s()
+    }
+
+    /// Waits up to 30 s for `what` to hold, a panic naming it after.
+    fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "waited 30 s for {what}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_process_that_burns_a_known_cpu_time_shows_under_its_name() {
+        use crate::stats::sut_names::ByName;
+        // A child of a shell names itself `mb-burner` (prctl PR_SET_NAME: its comm), burns
+        // 0.3 s of CPU, sleeps, burns 0.3 s more and ends; the shell reaps it and sleeps.
+        // The shell starts it when told to (a builtin read: no child before it).
+        let burner = "import ctypes, time
+ctypes.CDLL(None).prctl(15, b'mb-burner', 0, 0, 0)
+def burn(s):
+    while time.process_time() < s:
+        pass
+burn(0.3)
+time.sleep(1.0)
+burn(0.6)";
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", &format!("read go; python3 -c \"{burner}\"; sleep 30")])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let root = sh.id();
+        let mut by = ByName::default();
+        let read = |by: &mut ByName| {
+            let (s, _, procs) = sample_at(&[root], false, None);
+            (s.cpu_s(), by.update(procs))
+        };
+        // Before the burner is born: all its CPU is counted.
+        let (t0, _) = read(&mut by);
+        {
+            use std::io::Write;
+            let mut go = sh.stdin.take().expect("stdin");
+            go.write_all(b"go\n").expect("tell the shell to start");
+        }
+        let pid = || {
+            children(root, 1)
+                .into_iter()
+                .find(|p| stat_read(*p).is_some_and(|(c, _)| c == "mb-burner"))
+        };
+        wait_for("the burner to burn its first 0.3 s and sleep", || {
+            pid().is_some_and(|p| {
+                kernel_cpu_s(p, true) >= 0.29
+                    && stat_fields(p).is_some_and(|f| f[0] == "S")
+            })
+        });
+        let p = pid().expect("the burner");
+        let (_, mid) = read(&mut by);
+        let kernel = kernel_cpu_s(p, true);
+        let named = mid["mb-burner"].cpu_s;
+        // schedstat's nanoseconds against the kernel's ticks: a tick (10 ms) apart at most.
+        assert!(
+            (named - kernel).abs() <= 0.011 && (0.3..0.4).contains(&named),
+            "while it sleeps, mb-burner's CPU is the kernel's utime + stime ({kernel} s) and the 0.3 s it burned: got {named} s"
+        );
+        wait_for("the shell to reap the burner", || {
+            pid().is_none() && kernel_cpu_s(root, false) > 0.0
+        });
+        let (t1, end) = read(&mut by);
+        // The second 0.3 s was never read while it ran: it is the shell's reaped
+        // children's count, less what was counted of the burner before. The shell
+        // reaped the burner only, and the burner reaped what it started before it named
+        // itself (a `python3` that is a pyenv shim runs its helpers):
+        let reaped = kernel_cpu_s(root, false);
+        let _ = sh.kill();
+        let _ = sh.wait();
+        let named = end["mb-burner"].cpu_s;
+        let its_children = end.get("reaped by mb-burner").map_or(0.0, |c| c.cpu_s);
+        // The kernel's two fields are each up to a tick short; the counts by name add
+        // half a tick to each reaped field (the shell's, and the burner's own), so the two
+        // agree within 3 ticks.
+        let tolerance = 3.0 / ticks_per_s();
+        assert!(
+            (0.6..0.7).contains(&named)
+                && (named + its_children - reaped).abs() <= tolerance,
+            "after it ended, mb-burner's CPU is the 0.6 s it burned, and with its own children's ({its_children} s) the shell's reaped count {reaped} s ± {tolerance} s: got {named} s"
+        );
+        let sum: f64 = end.values().map(|c| c.cpu_s).sum();
+        assert!(
+            (sum - (t1 - t0)).abs() < 1e-6,
+            "the names add up to the tree's growth {} s: got {sum} s ({end:?})",
+            t1 - t0
+        );
+    }
+
     #[test]
     fn a_child_that_exits_and_is_reaped_keeps_the_tree_total() {
         // Run a child that burns CPU; its time must appear in our tree either live or,
