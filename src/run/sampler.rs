@@ -58,7 +58,10 @@ fn read_tree(
     names: &Names,
 ) -> (Sample, Instant, BTreeMap<String, NameCount>) {
     let (sample, at, procs) = sut::sample_at(&pids(), pss, cg);
-    let by_name = names.lock().map(|mut n| n.update(procs)).unwrap_or_default();
+    let by_name = names
+        .lock()
+        .map(|mut n| n.update(procs))
+        .unwrap_or_default();
     (sample.with_net(net), at, by_name)
 }
 

@@ -614,8 +614,7 @@ burn(0.6)";
         };
         wait_for("the burner to burn its first 0.3 s and sleep", || {
             pid().is_some_and(|p| {
-                kernel_cpu_s(p, true) >= 0.29
-                    && stat_fields(p).is_some_and(|f| f[0] == "S")
+                kernel_cpu_s(p, true) >= 0.29 && stat_fields(p).is_some_and(|f| f[0] == "S")
             })
         });
         let p = pid().expect("the burner");
@@ -645,8 +644,7 @@ burn(0.6)";
         // agree within 3 ticks.
         let tolerance = 3.0 / ticks_per_s();
         assert!(
-            (0.6..0.7).contains(&named)
-                && (named + its_children - reaped).abs() <= tolerance,
+            (0.6..0.7).contains(&named) && (named + its_children - reaped).abs() <= tolerance,
             "after it ended, mb-burner's CPU is the 0.6 s it burned, and with its own children's ({its_children} s) the shell's reaped count {reaped} s ± {tolerance} s: got {named} s"
         );
         let sum: f64 = end.values().map(|c| c.cpu_s).sum();
