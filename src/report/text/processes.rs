@@ -51,6 +51,6 @@ pub(super) fn by_process(out: &mut String, sut: &serde_json::Value, what: &str) 
     }
     let unnamed = sut["cpu_unnamed_s"].as_f64().unwrap_or(0.0);
     if unnamed.abs() >= 0.005 {
-        let _ = writeln!(out, "    {:<24} {unnamed:>8.2}", "(no name found)");
+        let _ = writeln!(out, "    {:<24} {unnamed:>8.2}", "(unnamed)");
     }
 }
