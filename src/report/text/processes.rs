@@ -54,3 +54,41 @@ pub(super) fn by_process(out: &mut String, sut: &serde_json::Value, what: &str) 
         let _ = writeln!(out, "    {:<24} {unnamed:>8.2}", "(unnamed)");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_block_lists_the_busiest_names_sums_the_rest_and_shows_what_no_name_took() {
+        let row = |name: &str, cpu_s: f64, share_pct: f64, peak: f64| serde_json::json!({"name": name, "cpu_s": cpu_s, "share_pct": share_pct, "cpu_peak_pct": peak});
+        let mut rows = vec![
+            row("smtp", 2.45, 39.1, 87.4),
+            row("cleanup", 1.16, 18.5, 53.0),
+        ];
+        for i in 0..8 {
+            rows.push(row(&format!("p{i}"), 0.1, 1.0, 2.0));
+        }
+        // Postfix's idle pickup: under 5 ms, left out (not even among the rest).
+        rows.push(row("pickup", 0.004, 0.1, 0.4));
+        let sut = serde_json::json!({"by_process": rows, "cpu_unnamed_s": 0.02});
+        let mut out = String::new();
+        by_process(&mut out, &sut, "MTA");
+        let want = "  MTA cost by process           cpu s   share  peak % core
+    smtp                         2.45  39.1 %           87
+    cleanup                      1.16  18.5 %           53
+    p0                           0.10   1.0 %            2
+    p1                           0.10   1.0 %            2
+    p2                           0.10   1.0 %            2
+    p3                           0.10   1.0 %            2
+    p4                           0.10   1.0 %            2
+    p5                           0.10   1.0 %            2
+    (2 more)                     0.20   2.0 %
+    (unnamed)                    0.02
+";
+        assert_eq!(out, want, "got:\n{out}");
+        let mut none = String::new();
+        by_process(&mut none, &serde_json::json!({}), "MTA");
+        assert_eq!(none, "", "no block for a file without the names");
+    }
+}
