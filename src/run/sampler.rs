@@ -11,8 +11,9 @@
 //! add up to the totals, and no point's rate is above the busiest stretch between two
 //! readings. Averages are over the time the watch lasted, the same span the totals cover.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
@@ -23,6 +24,7 @@ use crate::stats::host::{self, Device, DiskCounters};
 use crate::stats::series::MIN_SHARE;
 use crate::stats::sut::{self, NetBytes, Sample};
 use crate::stats::sut_cgroup::Cgroup;
+use crate::stats::sut_names::{ByName, NameCount};
 use crate::stats::{IntervalPoint, SutPoint};
 
 /// The processes to watch, found anew at every reading (servers start and end workers).
@@ -39,23 +41,38 @@ const PSS_BUDGET: f64 = 0.02;
 
 /// The tree's totals now, with the clients' byte count when there is one.
 pub fn read_store(pids: &Pids, net: Option<&NetRead>) -> Sample {
-    read_tree(pids, net, false, None).0
+    sut::sample_at(&pids(), false, None).0.with_net(net)
 }
 
+/// Where a sampler keeps its counts by process name from one reading to the next.
+type Names = Arc<Mutex<ByName>>;
+
 /// The tree's totals now, with the proportional set size when `pss` and the CPU of what
-/// is in `cg` from it, and the instant they were read.
+/// is in `cg` from it, the instant they were read, and the counts by process name since
+/// the first reading (taken into `names`).
 fn read_tree(
     pids: &Pids,
     net: Option<&NetRead>,
     pss: bool,
     cg: Option<&Cgroup>,
-) -> (Sample, Instant) {
-    let (sample, at) = sut::sample_at(&pids(), pss, cg);
-    let sample = Sample {
-        net: net.map(|f| f()),
-        ..sample
-    };
-    (sample, at)
+    names: &Names,
+) -> (Sample, Instant, BTreeMap<String, NameCount>) {
+    let (sample, at, procs) = sut::sample_at(&pids(), pss, cg);
+    let by_name = names
+        .lock()
+        .map(|mut n| n.update(procs))
+        .unwrap_or_default();
+    (sample.with_net(net), at, by_name)
+}
+
+impl Sample {
+    /// The sample with the clients' byte count read now, when there is one.
+    fn with_net(self, net: Option<&NetRead>) -> Sample {
+        Sample {
+            net: net.map(|f| f()),
+            ..self
+        }
+    }
 }
 
 /// One reading: the tree's totals, the queue command's value, the device's counters and
@@ -68,6 +85,8 @@ struct Reading {
     load1: Option<f64>,
     /// Seconds from the sampler's clock zero when the totals were read.
     t_s: f64,
+    /// The counts by process name: CPU since the first reading, memory and processes now.
+    names: BTreeMap<String, NameCount>,
 }
 
 /// A sampler running beside a run.
@@ -81,6 +100,7 @@ pub struct Sampler {
     origin_us: u64,
     /// Where the CPU of what mailbench started is counted, when it can be.
     cg: Option<Arc<Cgroup>>,
+    names: Names,
     first: Reading,
     stop: CancellationToken,
     /// Asks for a reading now, besides the interval's.
@@ -216,13 +236,15 @@ impl Sampler {
             .then(Cgroup::new)
             .flatten()
             .map(Arc::new);
-        let (sut, at) = read_tree(&pids, net.as_ref(), true, cg.as_deref());
+        let names = Names::default();
+        let (sut, at, by_name) = read_tree(&pids, net.as_ref(), true, cg.as_deref(), &names);
         let first = Reading {
             sut,
             disk: device.as_ref().and_then(Device::read),
             load1: host::load1(),
             queue: None,
             t_s: since(start, at),
+            names: by_name,
         };
         let origin_us =
             crate::stats::clock::unix_us().saturating_sub(start.elapsed().as_micros() as u64);
@@ -232,7 +254,7 @@ impl Sampler {
         );
         let latest = LatestCpu::default();
         let task = tokio::spawn(sample_loop(
-            (pids.clone(), net.clone(), cg.clone()),
+            (pids.clone(), net.clone(), cg.clone(), names.clone()),
             queue_cmd,
             device.clone(),
             interval,
@@ -248,6 +270,7 @@ impl Sampler {
             start,
             origin_us,
             cg,
+            names,
             first,
             stop,
             now,
@@ -271,15 +294,19 @@ impl Sampler {
     /// Reads the tree a last time and stops.
     pub async fn finish(self) -> Observed {
         let (pids, net, device) = (self.pids.clone(), self.net.clone(), self.device.clone());
-        let (start, cg) = (self.start, self.cg.clone());
+        let (start, cg, names) = (self.start, self.cg.clone(), self.names.clone());
+        // The loop stops first: the last reading is the last the counts by name take in.
+        self.stop.cancel();
+        let ticks = self.task.await.unwrap_or_default();
         let last = tokio::task::spawn_blocking(move || {
-            let (sut, at) = read_tree(&pids, net.as_ref(), true, cg.as_deref());
+            let (sut, at, by_name) = read_tree(&pids, net.as_ref(), true, cg.as_deref(), &names);
             Reading {
                 sut,
                 disk: device.as_ref().and_then(Device::read),
                 load1: host::load1(),
                 queue: None,
                 t_s: since(start, at),
+                names: by_name,
             }
         })
         .await
@@ -287,8 +314,6 @@ impl Sampler {
             t_s: start.elapsed().as_secs_f64(),
             ..Reading::default()
         });
-        self.stop.cancel();
-        let ticks = self.task.await.unwrap_or_default();
         // The processes go back to mailbench's cgroup, and the watch's is removed.
         let in_cgroup = self.cg.is_some();
         if let Some(cg) = self.cg {
@@ -364,6 +389,28 @@ impl Observed {
         self.grown[i - 1].towards(&self.grown[i], w)
     }
 
+    /// The CPU seconds of each process name by time `t` (sampler's clock), on the line
+    /// between the readings around it, as [`Observed::grown_at`] reads the tree's.
+    fn names_at(&self, t: f64) -> BTreeMap<&str, f64> {
+        fn cpu(r: &Reading) -> BTreeMap<&str, f64> {
+            r.names.iter().map(|(n, c)| (n.as_str(), c.cpu_s)).collect()
+        }
+        let i = self.readings.partition_point(|r| r.t_s < t);
+        let (a, b) = match (i.checked_sub(1), self.readings.get(i)) {
+            (Some(h), Some(b)) => (&self.readings[h], b),
+            (None, r) => return r.map(cpu).unwrap_or_default(),
+            (Some(_), None) => return self.readings.last().map(cpu).unwrap_or_default(),
+        };
+        let w = ((t - a.t_s) / (b.t_s - a.t_s).max(1e-9)).clamp(0.0, 1.0);
+        let (ca, cb) = (cpu(a), cpu(b));
+        cb.iter()
+            .map(|(n, y)| {
+                let x = ca.get(n).copied().unwrap_or(0.0);
+                (*n, x + (y - x) * w)
+            })
+            .collect()
+    }
+
     /// The reading that ends the span `(from, to]` (sampler's clock): the last one taken
     /// in it, or a little after it (a reading's time is when its read ended), so that
     /// consecutive spans never share one.
@@ -422,6 +469,12 @@ impl Observed {
                 net_out_bytes_s: net.then(|| per_s(ga.net_out, gb.net_out)),
                 ..SutPoint::default()
             };
+            let (na, nb) = (self.names_at(a), self.names_at(b));
+            point.by_process = nb
+                .iter()
+                .map(|(n, y)| (n.to_string(), (y - na.get(n).unwrap_or(&0.0)) / dt * 100.0))
+                .filter(|(_, pct)| *pct > 0.0)
+                .collect();
             if disk {
                 point.device_read_iops = Some(per_s(ga.dev_reads, gb.dev_reads));
                 point.device_write_iops = Some(per_s(ga.dev_writes, gb.dev_writes));
@@ -493,6 +546,14 @@ impl Observed {
             report["net_in_bytes_per_s"] = per_s(g.net_in).into();
             report["net_out_bytes_per_s"] = per_s(g.net_out).into();
         }
+        if let Some(by) = self.by_process(series, g.cpu_s) {
+            report["by_process"] = by;
+            let named: f64 = self
+                .readings
+                .last()
+                .map_or(0.0, |r| r.names.values().map(|c| c.cpu_s).sum());
+            report["cpu_unnamed_s"] = (g.cpu_s - named).into();
+        }
         if let Some(load) = self
             .readings
             .iter()
@@ -512,13 +573,54 @@ impl Observed {
     }
 }
 
+impl Observed {
+    /// The CPU by process name over the watch (`extra.sut.by_process`), busiest first:
+    /// each name's CPU seconds (user, system), its share of the tree's `total_s`, its
+    /// busiest point in `series` (% of a core), and its most memory and processes at a
+    /// reading; `None` when no process was read.
+    fn by_process(&self, series: &[IntervalPoint], total_s: f64) -> Option<serde_json::Value> {
+        let last = self.readings.last().filter(|r| !r.names.is_empty())?;
+        let mut rows: Vec<(&String, &NameCount)> = last.names.iter().collect();
+        rows.sort_by(|x, y| y.1.cpu_s.total_cmp(&x.1.cpu_s).then(x.0.cmp(y.0)));
+        let most = |name: &str, f: fn(&NameCount) -> u64| {
+            self.readings
+                .iter()
+                .filter_map(|r| r.names.get(name).map(f))
+                .max()
+                .unwrap_or(0)
+        };
+        let peak = |name: &str| {
+            series
+                .iter()
+                .filter_map(|p| p.relay.sut.as_ref()?.by_process.get(name).copied())
+                .fold(0.0, f64::max)
+        };
+        let rows: Vec<serde_json::Value> = rows
+            .into_iter()
+            .map(|(name, c)| {
+                serde_json::json!({
+                    "name": name,
+                    "cpu_s": c.cpu_s,
+                    "cpu_user_s": c.cpu_s - c.sys_s,
+                    "cpu_sys_s": c.sys_s,
+                    "share_pct": if total_s > 0.0 { c.cpu_s / total_s * 100.0 } else { 0.0 },
+                    "cpu_peak_pct": peak(name),
+                    "peak_rss_kib": most(name, |c| c.rss_kib),
+                    "peak_procs": most(name, |c| c.procs),
+                })
+            })
+            .collect();
+        Some(rows.into())
+    }
+}
+
 /// Reads the tree (and the queue command) once per interval from `start` (where the tree
 /// read `first`), and when asked (`now`), until `stop`, keeping the last interval's CPU in
 /// `latest`. A tick that comes less than [`MIN_SHARE`] of an interval after the last
 /// tick read (ticks missed while a reading was slow come at once) is let go; a reading
 /// asked for never lets a tick go.
 async fn sample_loop(
-    (pids, net, cg): (Pids, Option<NetRead>, Option<Arc<Cgroup>>),
+    (pids, net, cg, names): (Pids, Option<NetRead>, Option<Arc<Cgroup>>, Names),
     queue_cmd: Option<String>,
     device: Option<Device>,
     interval: Duration,
@@ -550,9 +652,10 @@ async fn sample_loop(
         }
         let pss = pss_cost <= PSS_BUDGET * (at - pss_at);
         let (p, n, dev, c) = (pids.clone(), net.clone(), device.clone(), cg.clone());
-        let Ok(((sut, at), disk, load1)) = tokio::task::spawn_blocking(move || {
+        let names = names.clone();
+        let Ok(((sut, at, by_name), disk, load1)) = tokio::task::spawn_blocking(move || {
             (
-                read_tree(&p, n.as_ref(), pss, c.as_deref()),
+                read_tree(&p, n.as_ref(), pss, c.as_deref(), &names),
                 dev.as_ref().and_then(Device::read),
                 host::load1(),
             )
@@ -575,6 +678,7 @@ async fn sample_loop(
             disk,
             load1,
             t_s,
+            names: by_name,
         };
         let prev = out.last().unwrap_or(&first);
         let grew = Grown::default().after(prev, &reading);

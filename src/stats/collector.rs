@@ -188,6 +188,10 @@ pub struct SutPoint {
     /// Bytes per second the run's clients read from the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net_out_bytes_s: Option<f64>,
+    /// CPU (user + system) by process name (`/proc/PID/stat`'s comm), percent of one
+    /// core: which of the server's processes was busy (absent in older files).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_process: BTreeMap<String, f64>,
 }
 
 /// The tool's busiest interval, in percent of one core: the highest CPU share of an

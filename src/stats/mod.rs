@@ -4,7 +4,8 @@
 //! summary in it (`summary`), histograms in JSON (`hist`), wall-clock times (`clock`),
 //! times per sequence number that a relay matches (`timelog`), what a sink saw of a run
 //! (`seen`), the tool's own CPU and memory (`cpu`), the system under test's (`sut`; the
-//! exact CPU of what mailbench started, in a cgroup of its own: `sut_cgroup`) and
+//! exact CPU of what mailbench started, in a cgroup of its own: `sut_cgroup`; its CPU by
+//! process name: `sut_names`) and
 //! its machine's: the queue device and the load average (`host`); the rule for a series'
 //! short intervals (`series`); the DNS server's summary
 //! (`dns`); an MTA's queues and the messages in each (`queues`); one descriptor per kind of run, registered once (`kind`); the results of a
@@ -27,6 +28,7 @@ pub mod series;
 pub mod summary;
 pub mod sut;
 pub mod sut_cgroup;
+pub mod sut_names;
 pub mod timelog;
 
 pub use collector::{Collector, IntervalPoint, RelayPoint, Shards, SutPoint};

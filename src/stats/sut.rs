@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use super::SutPoint;
 use super::sut_cgroup::Cgroup;
+use super::sut_names::ProcCpu;
 
 /// One reading of a process tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -69,9 +70,16 @@ pub struct NetBytes {
 }
 
 fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    stat_read(pid).map(|(_, f)| f)
+}
+
+/// A process's name (comm, between the first `(` and the last `)`) and the fields of its
+/// `stat` after it.
+fn stat_read(pid: u32) -> Option<(String, Vec<String>)> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = s.rsplit_once(')')?.1;
-    Some(after.split_whitespace().map(str::to_string).collect())
+    let (before, after) = s.rsplit_once(')')?;
+    let comm = before.split_once('(').map_or("", |(_, c)| c).to_string();
+    Some((comm, after.split_whitespace().map(str::to_string).collect()))
 }
 
 /// Every process whose ancestry includes one of `roots` (roots included).
@@ -160,6 +168,8 @@ struct Pass {
     /// (a pass over a hundred processes takes some 10 ms, in which a busy server uses
     /// 15 ms of CPU).
     at: Instant,
+    /// The processes read, one by one.
+    procs: Vec<ProcCpu>,
 }
 
 /// Reads the tree of `pids` now (its memory as RSS and shared, without the proportional
@@ -167,6 +177,10 @@ struct Pass {
 pub fn sample(pids: &[u32]) -> Sample {
     sample_at(pids, false, None).0
 }
+
+/// One reading of a tree: its totals, the instant they were read, and its processes one
+/// by one (for the counts by name, [`super::sut_names`]).
+pub type Read = (Sample, Instant, Vec<ProcCpu>);
 
 /// Reads the tree of `pids` now, with the proportional set size when `pss` (a walk of
 /// each process's page tables: some 100 µs of CPU per process); with the instant its
@@ -178,8 +192,9 @@ pub fn sample(pids: &[u32]) -> Sample {
 /// passes in a row see the same processes and the same reaped totals, twice at most: a
 /// server at saturation reaps a child every millisecond, no pass agrees with the next,
 /// and each pass costs the tool's CPU; such a reap misses a child of a few milliseconds,
-/// found again at the next reading. Memory is read once, after.
-pub fn sample_at(pids: &[u32], pss: bool, cg: Option<&Cgroup>) -> (Sample, Instant) {
+/// found again at the next reading. Memory is read once, after. The processes are those
+/// of the last pass, each with its own CPU as `/proc` counts it (in the cgroup too).
+pub fn sample_at(pids: &[u32], pss: bool, cg: Option<&Cgroup>) -> Read {
     if let Some(cg) = cg {
         cg.adopt(pids);
     }
@@ -214,7 +229,7 @@ pub fn sample_at(pids: &[u32], pss: bool, cg: Option<&Cgroup>) -> (Sample, Insta
         s.pss_kib = Some(live.iter().filter_map(|p| pss_kib(*p)).sum());
         s.pss_cost_s = began.elapsed().as_secs_f64();
     }
-    (s, at)
+    (s, at, last.procs)
 }
 
 /// The kernel's clock ticks per second (`stat`'s CPU unit).
@@ -261,26 +276,32 @@ fn ran_ns(pid: u32, threads: u64) -> Option<u64> {
     ran
 }
 
-/// One process's CPU seconds: (all, system), its reaped children's included. Its own
-/// time is the larger of what its threads ran (exact, live threads only) and its ticks
-/// (every thread it had, each figure rounded down to a tick). Its children's, cutime and
-/// cstime, are exact sums the kernel rounds down to a tick when it prints them: each is
-/// taken with the half tick it loses on average added back (when it is not 0), so that a
-/// server's processes that reap children (qmail's 20 `qmail-smtpd`, each reaping a
-/// `qmail-queue` per message) do not hold back a fifth of a second until they exit and
-/// their parent's count shows it all at once.
-fn cpu_of(pid: u32, f: &[String], tick: f64) -> (f64, f64) {
+/// One process's own CPU seconds: (all, system): the larger of what its threads ran
+/// (exact, live threads only) and its ticks (every thread it had, each figure rounded down
+/// to a tick).
+fn own_cpu(pid: u32, f: &[String], tick: f64) -> (f64, f64) {
     let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    // Fields after ')': 11 utime, 12 stime, 13 cutime, 14 cstime, 17 num_threads.
-    let (utime, stime, cutime, cstime) = (num(11), num(12), num(13), num(14));
+    // Fields after ')': 11 utime, 12 stime, 17 num_threads.
+    let (utime, stime) = (num(11), num(12));
     let ticks = (utime + stime) as f64 / tick;
     let ran = ran_ns(pid, num(17)).map_or(0.0, |ns| ns as f64 / 1e9);
+    (ran.max(ticks), stime as f64 / tick)
+}
+
+/// One process's reaped children's CPU seconds: (all, system). cutime and cstime are
+/// exact sums the kernel rounds down to a tick when it prints them: each is taken with the
+/// half tick it loses on average added back (when it is not 0), so that a server's
+/// processes that reap children (qmail's 20 `qmail-smtpd`, each reaping a `qmail-queue`
+/// per message) do not hold back a fifth of a second until they exit and their parent's
+/// count shows it all at once.
+fn kids_cpu(f: &[String], tick: f64) -> (f64, f64) {
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // Fields after ')': 13 cutime, 14 cstime.
     let reaped = |t: u64| match t {
         0 => 0.0,
         t => (t as f64 + 0.5) / tick,
     };
-    let sys = stime as f64 / tick + reaped(cstime);
-    (ran.max(ticks) + reaped(cutime) + reaped(cstime), sys)
+    (reaped(num(13)) + reaped(num(14)), reaped(num(14)))
 }
 
 /// One pass: `pids`, and the children each has when it is read (found through
@@ -300,10 +321,13 @@ fn read_pass(pids: &[u32], members: &HashSet<u32>, cg: Option<&Cgroup>) -> Pass 
     let mut listed: HashSet<u32> = pids.iter().copied().collect();
     let mut live = Vec::with_capacity(pids.len());
     let mut child_ticks = 0u64;
+    let mut procs = Vec::with_capacity(pids.len());
     let mut next = 0;
     while let Some(&pid) = queue.get(next) {
         next += 1;
-        let Some(f) = stat_fields(pid) else { continue };
+        let Some((comm, f)) = stat_read(pid) else {
+            continue;
+        };
         let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         // Fields after ')': 9 majflt, 10 cmajflt, 13 cutime, 14 cstime, 17 num_threads,
         // 21 rss (pages).
@@ -316,14 +340,27 @@ fn read_pass(pids: &[u32], members: &HashSet<u32>, cg: Option<&Cgroup>) -> Pass 
         {
             members.insert(pid);
         }
+        let (own, own_sys) = own_cpu(pid, &f, tick);
+        let (kids, kids_sys) = kids_cpu(&f, tick);
         if members.contains(&pid) {
             s.cgroup_procs += 1;
         } else {
-            let (all, sys) = cpu_of(pid, &f, tick);
-            s.user_s += all - sys;
-            s.sys_s += sys;
+            s.user_s += own + kids - own_sys - kids_sys;
+            s.sys_s += own_sys + kids_sys;
             child_ticks += num(13) + num(14);
         }
+        // Field 19 after ')': starttime.
+        procs.push(ProcCpu {
+            pid,
+            ppid: num(1) as u32,
+            start: num(19),
+            comm,
+            own_s: own,
+            own_sys_s: own_sys,
+            kids_s: kids,
+            kids_sys_s: kids_sys,
+            rss_kib: num(21) * page_kib,
+        });
         s.rss_kib += num(21) * page_kib;
         s.procs += 1;
         live.push(pid);
@@ -339,6 +376,7 @@ fn read_pass(pids: &[u32], members: &HashSet<u32>, cg: Option<&Cgroup>) -> Pass 
         sample: s,
         reaped: (live, child_ticks),
         at: began + began.elapsed() / 2,
+        procs,
     }
 }
 
@@ -517,6 +555,104 @@ mod tests {
         assert_eq!(p.cpu_sys_pct, 25.0);
         assert_eq!(p.write_kib_s, 2.0);
         assert_eq!((p.rss_kib, p.procs), (2048, 7));
+    }
+
+    /// The kernel's own count of `pid`'s CPU, seconds: its stat's utime + stime
+    /// (`own`) or cutime + cstime (its reaped children's).
+    fn kernel_cpu_s(pid: u32, own: bool) -> f64 {
+        let f = stat_fields(pid).expect("stat");
+        let at = if own { 11 } else { 13 };
+        let t = |i: usize| f[i].parse::<f64>().expect("ticks");
+        (t(at) + t(at + 1)) / ticks_per_s()
+    }
+
+    /// Waits up to 30 s for `what` to hold, a panic naming it after.
+    fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "waited 30 s for {what}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_process_that_burns_a_known_cpu_time_shows_under_its_name() {
+        use crate::stats::sut_names::ByName;
+        // A child of a shell names itself `mb-burner` (prctl PR_SET_NAME: its comm), burns
+        // 0.3 s of CPU, sleeps, burns 0.3 s more and ends; the shell reaps it and sleeps.
+        // The shell starts it when told to (a builtin read: no child before it).
+        let burner = "import ctypes, time
+ctypes.CDLL(None).prctl(15, b'mb-burner', 0, 0, 0)
+def burn(s):
+    while time.process_time() < s:
+        pass
+burn(0.3)
+time.sleep(1.0)
+burn(0.6)";
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", &format!("read go; python3 -c \"{burner}\"; sleep 30")])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let root = sh.id();
+        let mut by = ByName::default();
+        let read = |by: &mut ByName| {
+            let (s, _, procs) = sample_at(&[root], false, None);
+            (s.cpu_s(), by.update(procs))
+        };
+        // Before the burner is born: all its CPU is counted.
+        let (t0, _) = read(&mut by);
+        {
+            use std::io::Write;
+            let mut go = sh.stdin.take().expect("stdin");
+            go.write_all(b"go\n").expect("tell the shell to start");
+        }
+        let pid = || {
+            children(root, 1)
+                .into_iter()
+                .find(|p| stat_read(*p).is_some_and(|(c, _)| c == "mb-burner"))
+        };
+        wait_for("the burner to burn its first 0.3 s and sleep", || {
+            pid().is_some_and(|p| {
+                kernel_cpu_s(p, true) >= 0.29 && stat_fields(p).is_some_and(|f| f[0] == "S")
+            })
+        });
+        let p = pid().expect("the burner");
+        let (_, mid) = read(&mut by);
+        let kernel = kernel_cpu_s(p, true);
+        let named = mid["mb-burner"].cpu_s;
+        // schedstat's nanoseconds against the kernel's ticks: a tick (10 ms) apart at most.
+        assert!(
+            (named - kernel).abs() <= 0.011 && (0.3..0.4).contains(&named),
+            "while it sleeps, mb-burner's CPU is the kernel's utime + stime ({kernel} s) and the 0.3 s it burned: got {named} s"
+        );
+        wait_for("the shell to reap the burner", || {
+            pid().is_none() && kernel_cpu_s(root, false) > 0.0
+        });
+        let (t1, end) = read(&mut by);
+        // The second 0.3 s was never read while it ran: it is the shell's reaped
+        // children's count, less what was counted of the burner before. The shell
+        // reaped the burner only, and the burner reaped what it started before it named
+        // itself (a `python3` that is a pyenv shim runs its helpers):
+        let reaped = kernel_cpu_s(root, false);
+        let _ = sh.kill();
+        let _ = sh.wait();
+        let named = end["mb-burner"].cpu_s;
+        let its_children = end.get("reaped by mb-burner").map_or(0.0, |c| c.cpu_s);
+        // The kernel's two fields are each up to a tick short; the counts by name add
+        // half a tick to each reaped field (the shell's, and the burner's own), so the two
+        // agree within 3 ticks.
+        let tolerance = 3.0 / ticks_per_s();
+        assert!(
+            (0.6..0.7).contains(&named) && (named + its_children - reaped).abs() <= tolerance,
+            "after it ended, mb-burner's CPU is the 0.6 s it burned, and with its own children's ({its_children} s) the shell's reaped count {reaped} s ± {tolerance} s: got {named} s"
+        );
+        let sum: f64 = end.values().map(|c| c.cpu_s).sum();
+        assert!(
+            (sum - (t1 - t0)).abs() < 1e-6,
+            "the names add up to the tree's growth {} s: got {sum} s ({end:?})",
+            t1 - t0
+        );
     }
 
     #[test]

@@ -104,6 +104,7 @@
 
 mod arrival;
 mod cli;
+mod cpu_by_process;
 mod cpu_truth;
 mod cyrus;
 mod deploy;

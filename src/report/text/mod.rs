@@ -10,6 +10,7 @@ mod generator;
 mod imap;
 mod parts;
 mod pop3;
+mod processes;
 mod profile;
 mod queues;
 mod relay;

@@ -218,6 +218,7 @@ pub(super) fn sut_cost(out: &mut String, r: &Results, what: &str) {
         }
         (None, None) => {}
     }
+    super::processes::by_process(out, sut, what);
     sut_table(out, &r.series, what);
 }
 

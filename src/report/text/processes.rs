@@ -1,0 +1,94 @@
+//! The system under test's CPU by process name over the whole run: which of its processes
+//! was busy, as `top` would have shown it (smtpd, cleanup, qmgr, smtp; qmail-send,
+//! qmail-remote; imap).
+
+use std::fmt::Write as _;
+
+/// How many names are listed; the rest are summed on one line.
+const TOP: usize = 8;
+
+/// The block `{what} cost by process` from `extra.sut.by_process`, when there is one:
+/// each name's CPU seconds, its share of the tree's CPU and its busiest interval, the
+/// names past the [`TOP`] summed, and the CPU no name was found for. Names with under
+/// 5 ms of CPU are left out.
+pub(super) fn by_process(out: &mut String, sut: &serde_json::Value, what: &str) {
+    let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap_or(0.0);
+    // Names that used no CPU worth printing (Postfix's idle `pickup`) are left out.
+    let rows: Vec<&serde_json::Value> = sut["by_process"]
+        .as_array()
+        .map(|r| r.iter().filter(|r| f(r, "cpu_s") >= 0.005).collect())
+        .unwrap_or_default();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {:<26} {:>8} {:>7} {:>12}",
+        format!("{what} cost by process"),
+        "cpu s",
+        "share",
+        "peak % core"
+    );
+    for r in rows.iter().take(TOP) {
+        let _ = writeln!(
+            out,
+            "    {:<24} {:>8.2} {:>5.1} % {:>12.0}",
+            r["name"].as_str().unwrap_or("?"),
+            f(r, "cpu_s"),
+            f(r, "share_pct"),
+            f(r, "cpu_peak_pct"),
+        );
+    }
+    if rows.len() > TOP {
+        let rest = &rows[TOP..];
+        let _ = writeln!(
+            out,
+            "    {:<24} {:>8.2} {:>5.1} %",
+            format!("({} more)", rest.len()),
+            rest.iter().map(|r| f(r, "cpu_s")).sum::<f64>(),
+            rest.iter().map(|r| f(r, "share_pct")).sum::<f64>(),
+        );
+    }
+    let unnamed = sut["cpu_unnamed_s"].as_f64().unwrap_or(0.0);
+    if unnamed.abs() >= 0.005 {
+        let _ = writeln!(out, "    {:<24} {unnamed:>8.2}", "(unnamed)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_block_lists_the_busiest_names_sums_the_rest_and_shows_what_no_name_took() {
+        let row = |name: &str, cpu_s: f64, share_pct: f64, peak: f64| serde_json::json!({"name": name, "cpu_s": cpu_s, "share_pct": share_pct, "cpu_peak_pct": peak});
+        let mut rows = vec![
+            row("smtp", 2.45, 39.1, 87.4),
+            row("cleanup", 1.16, 18.5, 53.0),
+        ];
+        for i in 0..8 {
+            rows.push(row(&format!("p{i}"), 0.1, 1.0, 2.0));
+        }
+        // Postfix's idle pickup: under 5 ms, left out (not even among the rest).
+        rows.push(row("pickup", 0.004, 0.1, 0.4));
+        let sut = serde_json::json!({"by_process": rows, "cpu_unnamed_s": 0.02});
+        let mut out = String::new();
+        by_process(&mut out, &sut, "MTA");
+        let want = "  MTA cost by process           cpu s   share  peak % core
+    smtp                         2.45  39.1 %           87
+    cleanup                      1.16  18.5 %           53
+    p0                           0.10   1.0 %            2
+    p1                           0.10   1.0 %            2
+    p2                           0.10   1.0 %            2
+    p3                           0.10   1.0 %            2
+    p4                           0.10   1.0 %            2
+    p5                           0.10   1.0 %            2
+    (2 more)                     0.20   2.0 %
+    (unnamed)                    0.02
+";
+        assert_eq!(out, want, "got:\n{out}");
+        let mut none = String::new();
+        by_process(&mut none, &serde_json::json!({}), "MTA");
+        assert_eq!(none, "", "no block for a file without the names");
+    }
+}
