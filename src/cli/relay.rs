@@ -60,8 +60,8 @@ struct Planned {
     rounds: u32,
     /// The lab MTAs, in `--lab`'s order (several are compared in rotating rounds).
     mtas: Vec<Mta>,
-    /// `--compare-postconf`: one setting's values, in rotating rounds.
-    compare: Option<String>,
+    /// `--compare-postconf`: settings' values (every combination), in rotating rounds.
+    compare: Vec<String>,
 }
 
 /// Validates `relay`'s flags.
@@ -268,7 +268,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         dns,
         fault,
     };
-    if a.compare_postconf.is_some() && a.lab.len() > 1 {
+    if !a.compare_postconf.is_empty() && a.lab.len() > 1 {
         return Err("--compare-postconf compares settings of one MTA; give --lab one MTA".into());
     }
     Ok(Planned {
@@ -292,8 +292,8 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     if !mtas.is_empty() {
         super::lab::clean_leftovers("relay");
     }
-    if let Some(spec) = &compare {
-        return super::vary::settings(spec, rounds, plan, outputs.files.json.clone()).await;
+    if !compare.is_empty() {
+        return super::vary::settings(&compare, rounds, plan, outputs.files.json.clone()).await;
     }
     if mtas.len() > 1 {
         return super::vary::mtas(&mtas, rounds, plan, outputs.files.json.clone()).await;
@@ -404,7 +404,7 @@ fn fault_fits(
     let others = [
         ("--flush", a.flush),
         ("--find-max", a.find_max),
-        ("--compare-postconf", a.compare_postconf.is_some()),
+        ("--compare-postconf", !a.compare_postconf.is_empty()),
         (
             "a concurrency sweep (-c A,B)",
             a.load

@@ -71,6 +71,40 @@ fn parse(spec: &str) -> Result<(String, Vec<String>), String> {
     setting_values("--compare-postconf", spec, "default_process_limit=100,20")
 }
 
+/// Every `--compare-postconf` → every combination of their values (the first key's
+/// outermost), each as its `(key, value)` pairs: one key's values alone, or the grid of
+/// seed 004's sweeps over two settings. At most [`MAX_VALUES`] combinations, keys distinct.
+fn grid(specs: &[String]) -> Result<Vec<Vec<(String, String)>>, String> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for spec in specs {
+        let (key, values) = parse(spec)?;
+        if combos[0].iter().any(|(k, _)| *k == key) {
+            return Err(format!(
+                "--compare-postconf {spec}: {key} is compared twice; give each setting once with all its values"
+            ));
+        }
+        combos = combos
+            .iter()
+            .flat_map(|c| {
+                let key = &key;
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push((key.clone(), v.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    if combos.len() > MAX_VALUES {
+        return Err(format!(
+            "--compare-postconf {}: {} combinations; at most {MAX_VALUES} (each runs at least 4 rounds on a fresh lab): compare fewer values",
+            specs.join(" --compare-postconf "),
+            combos.len()
+        ));
+    }
+    Ok(combos)
+}
+
 /// The tag of the `i`th value's results file: `A`, `B`, … as written before there were
 /// more than two.
 fn tag(i: usize) -> char {
@@ -141,21 +175,27 @@ pub(crate) fn table(labels: &[String], ran: &Compared<Results>) -> Result<(), (u
     Ok(())
 }
 
-/// `--compare-postconf`: every value in rotating rounds; writes `--json FILE` as
+/// `--compare-postconf`: every value (every combination) in rotating rounds; writes `--json FILE` as
 /// `FILE-A.json`, `FILE-B.json`, … (A = the first value); prints the compare table, the
 /// first value the baseline.
 pub async fn settings(
-    spec: &str,
+    specs: &[String],
     rounds: u32,
     plan: RelayPlan,
     json: Option<PathBuf>,
 ) -> Result<u8, (u8, String)> {
-    let (key, values) = parse(spec).map_err(|e| (EXIT_USAGE, e))?;
-    let variants: Vec<Variant> = values
+    let variants: Vec<Variant> = grid(specs)
+        .map_err(|e| (EXIT_USAGE, e))?
         .iter()
-        .map(|v| Variant {
-            label: format!("{key}={v}"),
-            plan: plan.with_setting(&key, v),
+        .map(|combo| Variant {
+            label: combo
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            plan: combo
+                .iter()
+                .fold(plan.clone(), |p, (k, v)| p.with_setting(k, v)),
         })
         .collect();
     let ran = run(&variants, rounds.max(MIN_ROUNDS), json.as_deref()).await?;
@@ -237,6 +277,38 @@ pub(crate) fn write_sides(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_settings_make_every_combination_the_first_outermost_at_most_eight() {
+        let specs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let labels = |g: Vec<Vec<(String, String)>>| {
+            g.iter()
+                .map(|c| {
+                    c.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            grid(&specs(&["a=1,2", "b=x,y,z"])).map(labels),
+            Ok(specs(&[
+                "a=1 b=x", "a=1 b=y", "a=1 b=z", "a=2 b=x", "a=2 b=y", "a=2 b=z"
+            ]))
+        );
+        assert_eq!(
+            grid(&specs(&["a=1,2"])).map(labels),
+            Ok(specs(&["a=1", "a=2"]))
+        );
+        let e = grid(&specs(&["a=1,2,3", "b=x,y,z"])).expect_err("9 combinations");
+        assert!(e.contains(": 9 combinations; at most 8"), "{e}");
+        let e = grid(&specs(&["a=1,2", "a=3,4"])).expect_err("a twice");
+        assert!(
+            e.starts_with("--compare-postconf a=3,4: a is compared twice"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_setting_and_two_to_eight_different_values_or_one_clear_line() {

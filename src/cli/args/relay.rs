@@ -48,8 +48,10 @@ pub struct RelayArgs {
     /// Answer "what did this setting buy": run the lab with KEY=V1, KEY=V2, … (2 to 8
     /// values) in rotating rounds (at least 4 each; more with --rounds) and end with the
     /// compare table, the first value the baseline, e.g. default_process_limit=100,20,5.
+    /// Repeated with other keys, every combination runs (at most 8), the first key's
+    /// values outermost.
     #[arg(long, value_name = "KEY=V1,V2[,…]", requires = "lab")]
-    pub compare_postconf: Option<String>,
+    pub compare_postconf: Vec<String>,
     /// The MTA under test (when not using --lab).
     #[arg(long, value_name = "HOST:PORT", required_unless_present = "lab")]
     pub target: Option<String>,
