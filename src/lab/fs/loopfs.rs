@@ -23,6 +23,7 @@ const BALLAST: &str = ".mailbench-ballast";
 #[derive(Debug)]
 pub struct LoopFs {
     image: PathBuf,
+    size: u64,
     mount: PathBuf,
     mounted: bool,
 }
@@ -66,9 +67,15 @@ impl LoopFs {
         .map_err(failed)?;
         Ok(LoopFs {
             image: image.to_path_buf(),
+            size,
             mount: mount.to_path_buf(),
             mounted: true,
         })
+    }
+
+    /// Its size in bytes, as made (the image's).
+    pub fn size(&self) -> u64 {
+        self.size
     }
 
     /// Where it is mounted.
