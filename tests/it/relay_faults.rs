@@ -426,9 +426,11 @@ fn a_full_disk_draws_452s_counted_as_postfix_logs_them_and_loses_nothing() {
     );
     assert_eq!(f["fired"], true, "{f:#}");
     assert_eq!(s["fault_accepted_before"].as_u64(), Some(100), "{s:#}");
-    assert_eq!(
-        (f["queue_fs_bytes"].as_u64(), f["free_bytes_left"].as_u64()),
-        (Some(64 << 20), Some(1 << 20)),
+    // 1 MiB free, give or take what Postfix wrote or removed between the fill and the
+    // look (a few blocks).
+    assert_eq!(f["queue_fs_bytes"].as_u64(), Some(64 << 20), "{f:#}");
+    assert!(
+        f["free_bytes_left"].as_u64().is_some_and(near_1_mib),
         "the disk filled to 1 MiB free: {f:#}"
     );
     let run = f["trace_run"].as_str().expect("trace_run");
@@ -445,9 +447,12 @@ fn a_full_disk_draws_452s_counted_as_postfix_logs_them_and_loses_nothing() {
         "mailbench's 4xx count, Postfix's 452 lines and its free-space warnings agree (other rejects: {:?})",
         log.other_rejects
     );
+    // The ballast is allocated at once: Postfix saw the 1 MiB left at every refusal
+    // (never 0, which would fail its writes in flight), below its 1.5 x
+    // message_size_limit floor.
     assert!(
-        log.warnings.iter().all(|b| *b < 15_360_000),
-        "each refusal saw less than 1.5 x message_size_limit free: {:?}",
+        log.warnings.iter().all(|b| near_1_mib(*b)),
+        "each refusal saw about 1 MiB free: {:?}",
         log.warnings
     );
     let rows = f["refusals_4xx"].as_array().expect("refusals_4xx");
@@ -525,6 +530,12 @@ fn a_full_disk_draws_452s_counted_as_postfix_logs_them_and_loses_nothing() {
             "left behind by the lab"
         );
     }
+}
+
+/// Whether `bytes` is the 1 MiB a full disk leaves, give or take 64 KiB (16 blocks the
+/// MTA wrote or removed meanwhile).
+fn near_1_mib(bytes: u64) -> bool {
+    ((1 << 20) - (64 << 10)..=(1 << 20) + (64 << 10)).contains(&bytes)
 }
 
 /// The lab directories of mailbench process `pid`.
@@ -621,9 +632,8 @@ fn sigint_while_the_disk_is_full_frees_it_and_leaves_nothing_behind() {
     let r = results(&json);
     assert_eq!(r["interrupted"], true, "exit {status}: {err}");
     let f = &r["extra"]["fault"];
-    assert_eq!(
-        (f["fired"].as_bool(), f["free_bytes_left"].as_u64()),
-        (Some(true), Some(1 << 20)),
+    assert!(
+        f["fired"].as_bool() == Some(true) && f["free_bytes_left"].as_u64().is_some_and(near_1_mib),
         "{f:#}"
     );
     assert!(

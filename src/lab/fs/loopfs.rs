@@ -111,10 +111,18 @@ impl LoopFs {
     }
 
     /// Takes the free space with a ballast file, leaving about `leave` bytes (rounded down
-    /// to 4 KiB blocks; 0: the disk is full). Writes until the kernel says ENOSPC, then
-    /// gives `leave` back, and syncs. The ballast's size.
+    /// to 4 KiB blocks; 0: the disk is full). With `leave` above 0 the ballast is
+    /// allocated at once (fallocate) to the free space less `leave`, so that the disk is
+    /// never full meanwhile (the MTA's writes in flight would fail, seen as Postfix's
+    /// smtpd finding 0 bytes free mid-fill); with 0, or where fallocate fails, it writes
+    /// until the kernel says ENOSPC, then gives `leave` back, and syncs. The ballast's size.
     pub fn fill(&mut self, leave: u64) -> Result<u64, String> {
         let path = self.mount.join(BALLAST);
+        if leave > 0
+            && let Some(len) = self.allocate(&path, leave)?
+        {
+            return Ok(len);
+        }
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -140,6 +148,33 @@ impl LoopFs {
             .map_err(|e| format!("cannot trim {}: {e}", path.display()))?;
         self.sync()?;
         Ok(keep)
+    }
+
+    /// The ballast made at once with fallocate(2), leaving `leave` bytes free; `None`
+    /// when the kernel refused (the caller writes it instead).
+    fn allocate(&mut self, path: &Path, leave: u64) -> Result<Option<u64>, String> {
+        use std::os::fd::AsRawFd;
+        let want = self.free_bytes()?.saturating_sub(leave) / 4096 * 4096;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let Ok(len) = libc::off_t::try_from(want) else {
+            return Ok(None);
+        };
+        #[allow(unsafe_code)]
+        // SAFETY: fallocate(2) on a descriptor open for the call's duration.
+        let failed = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, len) } != 0;
+        if failed {
+            let _ = f.set_len(0);
+            return Ok(None);
+        }
+        f.sync_all()
+            .map_err(|e| format!("cannot sync {}: {e}", path.display()))?;
+        self.sync()?;
+        Ok(Some(want))
     }
 
     /// Removes the ballast and syncs, so that its blocks are free for the next writer.
