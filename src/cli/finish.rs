@@ -76,10 +76,16 @@ pub fn keep_preflight(results: &mut Results, lines: Vec<String>) {
 pub const SETTLED_AFTER: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Notes in the results (`extra.notes`, printed under the summary) that the run was too
-/// short to mean much: shorter than [`SETTLED_AFTER`], without a warm-up that long.
+/// short to mean much: shorter than [`SETTLED_AFTER`], without a warm-up that long. Not
+/// when a signal cut the run (the user chose its length) or nothing was accepted (no load
+/// reached the server: the errors say why, and a longer run would not help).
 pub fn note_short_run(results: &mut Results, warmup: Option<std::time::Duration>) {
     let warmed = warmup.unwrap_or_default();
-    if results.duration_s >= SETTLED_AFTER.as_secs_f64() || warmed >= SETTLED_AFTER {
+    if results.duration_s >= SETTLED_AFTER.as_secs_f64()
+        || warmed >= SETTLED_AFTER
+        || results.interrupted
+        || results.counters.accepted == 0
+    {
         return;
     }
     let note = format!(
@@ -117,6 +123,11 @@ where
 fn interrupted_line(r: &Results) -> String {
     if !r.interrupted {
         return String::new();
+    }
+    if r.extra.get("interrupted_during").and_then(|v| v.as_str()) == Some("drain") {
+        return format!(
+            "  interrupted by a signal during the drain, after the whole injection: the delivery figures cover what arrived until then (exit {EXIT_FAILED})\n"
+        );
     }
     format!(
         "  interrupted by a signal after {:.2} s: the figures cover only what ran until then (exit {EXIT_FAILED})\n",

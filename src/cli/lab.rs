@@ -31,6 +31,14 @@ pub fn clean_before_store(setup: &Option<StoreSetup>) {
     }
 }
 
+/// Has a lab store (and a lab MTA in front of it) keep its logs beside the results file
+/// `json`, when the run writes one.
+pub fn keep_store_logs(setup: &mut Option<StoreSetup>, json: Option<&std::path::Path>) {
+    if let Some(s) = setup {
+        s.keep_logs = json.map(std::path::Path::to_path_buf);
+    }
+}
+
 /// Runs `lab postfix|exim|opensmtpd|sendmail|qmail` or `lab dovecot|cyrus`: start, print where
 /// it listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
@@ -126,7 +134,11 @@ async fn store_lab(store: crate::lab::Store, a: DovecotLabArgs) -> Result<u8, (u
     let options = store_options(store, &a.store, a.starttls).map_err(usage)?;
     let per_user = units::count(&a.fill).map_err(|e| usage(format!("--fill: {e}")))?;
     let fill = super::plan::fill::optional(&a.filling, per_user).map_err(usage)?;
-    let setup = StoreSetup { store, options };
+    let setup = StoreSetup {
+        store,
+        options,
+        keep_logs: None,
+    };
     clean_leftovers("lab");
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab store and removing its directories",

@@ -15,7 +15,6 @@ use crate::relay::fault::{FaultKind, FaultPlan};
 use crate::relay::verdict::StepRules;
 use crate::relay::{FindMaxPlan, RelayDns, RelayError, RelayPlan};
 use crate::shutdown::Shutdown;
-use crate::sink::faults::parse_rule;
 use crate::smtp::steps::STEPS;
 use crate::transport::target::{parse_targets, parse_tcp};
 use crate::transport::tls::TlsMode;
@@ -80,11 +79,17 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             crate::stats::host::Device::find(d).map_err(|why| format!("--queue-device {d}: {why}"))
         })
         .transpose()?;
-    let sink_rules = a
-        .sink_rule
-        .iter()
-        .map(|r| parse_rule("--sink-rule", r))
-        .collect::<Result<Vec<_>, _>>()?;
+    let sink_faults =
+        super::plan::sink_faults::fault_plan(&super::plan::sink_faults::FaultFlags {
+            rule: &a.sink_rule,
+            rules: a.sink_rules.as_deref(),
+            greylist: a.sink_greylist.as_deref(),
+            tarpit: a.sink_tarpit.as_deref(),
+            max_conns_per_ip: a.sink_max_conns_per_ip.as_deref(),
+            max_msgs_per_conn: a.sink_max_msgs_per_conn.as_deref(),
+            rate_per_ip: a.sink_rate_per_ip.as_deref(),
+            prefix: "sink-",
+        })?;
     // `-c 1,4,16,64` sweeps: one run per level on the same lab.
     let levels: Vec<usize> = match a.load.shape.concurrency.as_deref() {
         Some(list) if list.contains(',') => list
@@ -259,7 +264,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         send,
         lab,
         sink,
-        sink_rules,
+        sink_faults,
         drain_timeout,
         levels,
         find_max,

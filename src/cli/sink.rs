@@ -1,31 +1,17 @@
 //! `SinkArgs` → validated `SinkPlan`.
 
-use serde::Deserialize;
-
 use super::args::SinkArgs;
 use super::plan::flagged;
 use super::plan::output::{self, OutputPlan};
+use super::plan::sink_faults::{FaultFlags, fault_plan};
 use crate::message::users;
-use crate::sink::faults::{FaultPlan, parse_rule, user_flags};
+use crate::sink::faults::{FaultPlan, user_flags};
 use crate::sink::plan::SinkPlan;
 use crate::sink::store::Store;
 use crate::smtp::proto::server::ServerConfig;
 use crate::transport::listen::Listen;
 use crate::transport::target::{Target, parse_target, parse_tcp};
 use crate::units;
-
-/// The TOML rules file: the same things the flags set.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RulesFile {
-    #[serde(default)]
-    rules: Vec<String>,
-    greylist: Option<String>,
-    tarpit: Option<String>,
-    max_conns_per_ip: Option<u64>,
-    max_msgs_per_conn: Option<u64>,
-    rate_per_ip: Option<String>,
-}
 
 /// Validates the flags of `sink`.
 pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
@@ -39,32 +25,6 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
             },
         )
         .collect::<Result<Vec<_>, String>>()?;
-    let file = match &a.rules {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| format!("cannot read --rules {}: {e}", p.display()))?;
-            toml::from_str::<RulesFile>(&text)
-                .map_err(|e| format!("--rules {}: {}", p.display(), e.message()))?
-        }
-        None => RulesFile::default(),
-    };
-    let mut rules = Vec::new();
-    for r in file.rules.iter().chain(&a.rule) {
-        rules.push(parse_rule("--rule", r)?);
-    }
-    // A value from the flag is named by the flag, one from the fault file by its key.
-    let dur = |name: &str, flag: &Option<String>, file: &Option<String>| {
-        let from = if flag.is_some() {
-            "--"
-        } else {
-            "the --rules file's "
-        };
-        flag.as_ref()
-            .or(file.as_ref())
-            .map(|d| units::duration(d))
-            .transpose()
-            .map_err(|e| format!("{from}{name}: {e}"))
-    };
     let list = a.users.as_deref().map(users::load).transpose()?;
     let users = list.as_deref().map(user_flags).unwrap_or_default();
     let passwords = match (&list, a.auth_users) {
@@ -88,25 +48,18 @@ pub fn plan(a: &SinkArgs) -> Result<(SinkPlan, OutputPlan), String> {
             .map_err(flagged(flag))
     };
     let faults = FaultPlan {
-        rules,
-        tarpit: dur("tarpit", &a.tarpit, &file.tarpit)?.unwrap_or_default(),
-        greylist: dur("greylist", &a.greylist, &file.greylist)?,
         users,
         passwords,
-        max_conns_per_ip: count("--max-conns-per-ip", &a.max_conns_per_ip)?
-            .or(file.max_conns_per_ip),
-        max_msgs_per_conn: count("--max-msgs-per-conn", &a.max_msgs_per_conn)?
-            .or(file.max_msgs_per_conn),
-        rate_per_ip: a
-            .rate_per_ip
-            .as_ref()
-            .or(file.rate_per_ip.as_ref())
-            .map(|r| units::rate(r))
-            .transpose()
-            .map_err(|e| match a.rate_per_ip {
-                Some(_) => format!("--rate-per-ip: {e}"),
-                None => format!("the --rules file's rate_per_ip: {e}"),
-            })?,
+        ..fault_plan(&FaultFlags {
+            rule: &a.rule,
+            rules: a.rules.as_deref(),
+            greylist: a.greylist.as_deref(),
+            tarpit: a.tarpit.as_deref(),
+            max_conns_per_ip: a.max_conns_per_ip.as_deref(),
+            max_msgs_per_conn: a.max_msgs_per_conn.as_deref(),
+            rate_per_ip: a.rate_per_ip.as_deref(),
+            prefix: "",
+        })?
     };
     let max_size = units::size(&a.max_size).map_err(flagged("--max-size"))?;
     if max_size == 0 {

@@ -29,32 +29,46 @@ struct Variant {
 pub(crate) const MAX_VALUES: usize = 8;
 
 /// `KEY=V1,V2[,…]` → the key and its values (2 to [`MAX_VALUES`], all different): what
-/// `--compare-postconf` and `--compare-store-conf` take. `refusal` is the error line, the
-/// spec in it.
+/// `--compare-postconf` and `--compare-store-conf` take. The error line names the flag and
+/// the spec, says what is wrong with it, and shows `example`.
 pub(crate) fn setting_values(
+    flag: &str,
     spec: &str,
-    refusal: impl Fn() -> String,
+    example: &str,
 ) -> Result<(String, Vec<String>), String> {
-    let (key, values) = spec.split_once('=').ok_or_else(&refusal)?;
+    let refuse = |wrong: String| {
+        format!(
+            "{flag} {spec}: {wrong}; give a setting and 2 to {MAX_VALUES} different values, e.g. {example}"
+        )
+    };
+    let (key, values) = spec
+        .split_once('=')
+        .ok_or_else(|| refuse("no '=' between the setting and its values".into()))?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(refuse("no setting before '='".into()));
+    }
     let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
-    let distinct = values
+    if values.iter().any(String::is_empty) {
+        return Err(refuse("an empty value".into()));
+    }
+    if let Some(v) = values
         .iter()
         .enumerate()
-        .all(|(i, v)| !v.is_empty() && !values[..i].contains(v));
-    let key = key.trim();
-    if key.is_empty() || !distinct || !(2..=MAX_VALUES).contains(&values.len()) {
-        return Err(refusal());
+        .find_map(|(i, v)| values[..i].contains(v).then_some(v))
+    {
+        return Err(refuse(format!("the value {v} is given twice")));
     }
-    Ok((key.to_string(), values))
+    match values.len() {
+        1 => Err(refuse(format!("only one value ({})", values[0]))),
+        n if n > MAX_VALUES => Err(refuse(format!("{n} values"))),
+        _ => Ok((key.to_string(), values)),
+    }
 }
 
 /// `--compare-postconf KEY=V1,V2[,…]` → the main.cf key and its values.
 fn parse(spec: &str) -> Result<(String, Vec<String>), String> {
-    setting_values(spec, || {
-        format!(
-            "--compare-postconf {spec}: give a main.cf key and 2 to {MAX_VALUES} different values, e.g. default_process_limit=100,20"
-        )
-    })
+    setting_values("--compare-postconf", spec, "default_process_limit=100,20")
 }
 
 /// The tag of the `i`th value's results file: `A`, `B`, … as written before there were
@@ -235,17 +249,23 @@ mod tests {
             parse("d=10, 50,100,1000"),
             Ok(("d".to_string(), owned(&["10", "50", "100", "1000"])))
         );
-        for bad in [
-            "x=1",
-            "x=1,1",
-            "=1,2",
-            "x",
-            "x=1,2,1",
-            "x=1,,2",
-            "x=1,2,3,4,5,6,7,8,9",
+        for (bad, why) in [
+            ("x=1", "only one value (1)"),
+            ("x=1,1", "the value 1 is given twice"),
+            ("=1,2", "no setting before '='"),
+            ("x", "no '=' between the setting and its values"),
+            ("x=1,2,1", "the value 1 is given twice"),
+            ("x=1,,2", "an empty value"),
+            ("x=", "an empty value"),
+            ("x=1,2,3,4,5,6,7,8,9", "9 values"),
         ] {
             let e = parse(bad).expect_err(bad);
-            assert!(e.starts_with(&format!("--compare-postconf {bad}:")), "{e}");
+            assert!(
+                e.starts_with(&format!(
+                    "--compare-postconf {bad}: {why}; give a setting and 2 to 8"
+                )),
+                "for {bad} expected the reason {why:?}, got {e}"
+            );
         }
     }
 }

@@ -190,6 +190,19 @@ pub trait LabServer: Send + Sync {
     fn describe(&self) -> Vec<String>;
     /// The certificate its entry offers with STARTTLS, when it does.
     fn certificate(&self) -> Option<PathBuf>;
+    /// Copies its logs beside a results file as `BASE.KIND.N` (N: the instance, first
+    /// hop 0), so that the run's figures can be checked against the server's own log once
+    /// the lab is gone; the copies' paths, for the results to name.
+    fn keep_logs(&self, base: &std::path::Path, kind: &str) -> Vec<String> {
+        let mut kept = Vec::new();
+        for (i, log) in self.logs().iter().enumerate() {
+            let to = base.with_extension(format!("{kind}.{i}"));
+            if std::fs::copy(log, &to).is_ok() {
+                kept.push(to.display().to_string());
+            }
+        }
+        kept
+    }
 }
 
 /// A running lab MTA: what a relay run needs of it.

@@ -71,6 +71,7 @@ pub async fn run(
     shutdown: Shutdown,
 ) -> Result<Results, MailboxError> {
     crate::limits::raise_nofile();
+    let keep = store.as_ref().and_then(|s| s.keep_logs.clone());
     let store_lab: Option<Arc<dyn StoreLab>> = match store {
         Some(s) => Some(labs::store(s, None, &shutdown).await?.0),
         None => None,
@@ -192,6 +193,15 @@ pub async fn run(
         let limits: serde_json::Map<String, serde_json::Value> =
             l.limits().into_iter().map(|(k, v)| (k, v.into())).collect();
         results.extra.insert("store_limits".into(), limits.into());
+    }
+    if let Some(base) = &keep {
+        let logs = |l: Option<&dyn crate::lab::LabServer>, kind| l.map(|l| l.keep_logs(base, kind));
+        if let Some(kept) = logs(store_lab.as_deref().map(|l| l as _), "storelog") {
+            results.extra.insert("store_logs".into(), kept.into());
+        }
+        if let Some(kept) = logs(mta.as_deref().map(|l| l as _), "maillog") {
+            results.extra.insert("mta_logs".into(), kept.into());
+        }
     }
     Ok(results)
 }

@@ -123,6 +123,7 @@ pub async fn workload(
     shutdown: Shutdown,
 ) -> Result<Results, MailboxError> {
     crate::limits::raise_nofile();
+    let keep = store.as_ref().and_then(|s| s.keep_logs.clone());
     let (lab, filled) = match store {
         Some(s) => {
             let (lab, filled) = self::store(s, fill, &shutdown).await?;
@@ -196,7 +197,11 @@ pub async fn workload(
         let limits: serde_json::Map<String, serde_json::Value> =
             l.limits().into_iter().map(|(k, v)| (k, v.into())).collect();
         r.extra.insert("store_limits".into(), limits.into());
-        lab_extras(l.as_ref(), &mut r);
+        lab_extras(l.as_ref(), keep.as_deref(), &mut r);
+    }
+    if let (Some(m), Some(base)) = (&mta, &keep) {
+        r.extra
+            .insert("mta_logs".into(), m.keep_logs(base, "maillog").into());
     }
     Ok(r)
 }
@@ -209,10 +214,11 @@ pub async fn populate(
     shutdown: Shutdown,
 ) -> Result<Results, MailboxError> {
     crate::limits::raise_nofile();
+    let keep = setup.keep_logs.clone();
     let (lab, filled) = store(setup, Some(fill), &shutdown).await?;
     let mut r = filled.ok_or_else(|| MailboxError::Failed("nothing was filled".into()))?;
     r.command = "populate".into();
-    lab_extras(lab.as_ref(), &mut r);
+    lab_extras(lab.as_ref(), keep.as_deref(), &mut r);
     Ok(r)
 }
 
@@ -240,6 +246,7 @@ pub async fn append(
     shutdown: Shutdown,
 ) -> Result<Results, MailboxError> {
     crate::limits::raise_nofile();
+    let keep = setup.as_ref().and_then(|s| s.keep_logs.clone());
     let lab = match setup {
         Some(s) => {
             let (lab, _) = store(s, None, &shutdown).await?;
@@ -253,16 +260,21 @@ pub async fn append(
         .await
         .map_err(MailboxError::Usage)?;
     if let Some(l) = &lab {
-        lab_extras(l.as_ref(), &mut r);
+        lab_extras(l.as_ref(), keep.as_deref(), &mut r);
     }
     Ok(r)
 }
 
 /// What every lab run keeps of its store: the directories it made (kept in the results so
-/// that a leftover can be traced) and, when asked for, the store's own statistics.
-fn lab_extras(lab: &dyn StoreLab, r: &mut Results) {
+/// that a leftover can be traced), its log beside the results file (`keep`) and, when
+/// asked for, the store's own statistics.
+fn lab_extras(lab: &dyn StoreLab, keep: Option<&std::path::Path>, r: &mut Results) {
     let dirs: Vec<String> = lab.dirs().iter().map(|d| d.display().to_string()).collect();
     r.extra.insert("lab_dirs".into(), dirs.into());
+    if let Some(base) = keep {
+        r.extra
+            .insert("store_logs".into(), lab.keep_logs(base, "storelog").into());
+    }
     let stats = lab.server_stats();
     if !stats.is_empty() {
         r.extra.insert(

@@ -19,6 +19,9 @@ pub struct StoreSetup {
     /// Its users, mail format and placement, TLS and settings, as the store flags gave
     /// them.
     pub options: StoreOptions,
+    /// The results file the store's log (and a lab MTA's in front of it) is kept beside
+    /// (`FILE.storelog.0`, `FILE.maillog.0`), when there is one.
+    pub keep_logs: Option<std::path::PathBuf>,
 }
 
 /// Filling the mailboxes first.

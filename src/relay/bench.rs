@@ -20,7 +20,6 @@ use crate::search::{FindMax, Sweep};
 use crate::send::SendPlan;
 use crate::shutdown::Shutdown;
 use crate::sink::delivery::Delivery;
-use crate::sink::faults::Rule;
 use crate::sink::plan::SinkPlan;
 use crate::stats::Results;
 use crate::stats::host::Device;
@@ -40,7 +39,7 @@ pub struct RelayPlan {
     /// Where the embedded sink listens (port 0: a free one).
     pub sink: SocketAddr,
     /// The embedded sink's fault rules.
-    pub sink_rules: Vec<Rule>,
+    pub sink_faults: crate::sink::faults::FaultPlan,
     /// Longest wait for deliveries after injection.
     pub drain_timeout: Duration,
     /// The concurrency levels of a sweep (empty: one run at the plan's concurrency).
@@ -185,7 +184,27 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     let relay = &mut plan.send.config_json["relay"];
     relay["lab"] = lab.as_ref().map(|(m, _)| m.name()).into();
     relay["sink"] = sink_addr.to_string().into();
-    relay["sink_rules"] = serde_json::to_value(&plan.sink_rules).unwrap_or_default();
+    relay["sink_rules"] = serde_json::to_value(&plan.sink_faults.rules).unwrap_or_default();
+    let f = &plan.sink_faults;
+    for (key, value) in [
+        (
+            "sink_greylist_s",
+            f.greylist.map(|d| d.as_secs_f64()).into(),
+        ),
+        (
+            "sink_tarpit_s",
+            (!f.tarpit.is_zero())
+                .then_some(f.tarpit.as_secs_f64())
+                .into(),
+        ),
+        ("sink_max_conns_per_ip", f.max_conns_per_ip.into()),
+        ("sink_max_msgs_per_conn", f.max_msgs_per_conn.into()),
+        ("sink_rate_per_ip", f.rate_per_ip.into()),
+    ] {
+        if value != serde_json::Value::Null {
+            relay[key] = value;
+        }
+    }
     relay["drain_timeout_s"] = plan.drain_timeout.as_secs_f64().into();
     if let (Some(d), Some(e)) = (&plan.dns, &embedded) {
         relay["dns"] = serde_json::json!({
@@ -369,14 +388,8 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
     }
     if let Some(l) = &lab {
         if let Some(base) = &plan.keep_logs {
-            let mut kept = Vec::new();
-            for (i, log) in l.logs().iter().enumerate() {
-                let to = base.with_extension(format!("maillog.{i}"));
-                if std::fs::copy(log, &to).is_ok() {
-                    kept.push(to.display().to_string());
-                }
-            }
             // The results name the logs of the very run they describe.
+            let kept = l.keep_logs(base, "maillog");
             results.extra.insert("mta_logs".into(), kept.into());
         }
         results
@@ -467,7 +480,7 @@ async fn run_once(
     send.data_end_log = Some(Arc::new(TimeLog::default()));
     let sink = SinkPlan::embedded(
         Listen::Tcp(plan.sink),
-        plan.sink_rules.clone(),
+        plan.sink_faults.clone(),
         send.load.progress,
     )
     .map_err(RelayError::Failed)?;

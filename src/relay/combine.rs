@@ -320,9 +320,10 @@ pub(super) fn combine(
         _ => send.counters.sent,
     };
     // The receiver's negative replies: each one a delivery the MTA had to try again (or
-    // bounce), the way its log counts `status=deferred`.
+    // bounce), the way its log counts `status=deferred`; a connection refused at the
+    // greeting defers the message the MTA meant to send on it.
     let receiver_rejected = match &sink.summary {
-        Summary::Sink(s) => Some(s.rejected),
+        Summary::Sink(s) => Some(s.rejected + s.sessions_refused),
         _ => None,
     };
     send.summary = Summary::Relay(RelaySummary {

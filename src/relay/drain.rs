@@ -52,7 +52,7 @@ pub(super) enum DrainEnd {
 pub(super) const AFTER_SIGNAL: Duration = Duration::from_secs(10);
 
 /// What `relay` prints at the first Ctrl-C or SIGTERM: what stopping means for it.
-pub const SIGNAL_NOTICE: &str = "mailbench relay: stopping injection; deliveries in flight have 10 s to land (signal again to stop now)";
+pub const SIGNAL_NOTICE: &str = "mailbench relay: stopping: no new messages; deliveries in flight have 10 s to land (signal again to stop now)";
 
 /// How long the drain may last, and how long arrivals may pause.
 #[derive(Debug, Clone, Copy)]

@@ -206,6 +206,7 @@ pub async fn run(
         }
     };
     let inject_end_us = crate::stats::clock::unix_us();
+    let signalled_in_injection = shutdown.interrupted();
     // The pace changes here: the MTA's resources and queues read at the injection's end.
     sampler.read_now();
     queue_watch.iter().for_each(super::qstates::Watch::read_now);
@@ -272,6 +273,11 @@ pub async fn run(
     // A signal during the drain cut the run short, even when the injection had ended
     // before it.
     results.interrupted |= drain_end == super::drain::DrainEnd::Aborted;
+    if results.interrupted && !signalled_in_injection {
+        results
+            .extra
+            .insert("interrupted_during".into(), "drain".into());
+    }
     super::lookups::record(&mut results, lookups_before, lab.and_then(|l| l.lookups()));
     if let Some(l) = lab {
         super::lookups::delivered_source(&mut results, l.logs_deliveries());

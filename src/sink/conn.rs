@@ -47,6 +47,8 @@ pub struct Shared {
     pub first_input_ms: std::sync::OnceLock<u64>,
     /// Transaction attempts this sink refused (see [`SessionCounts::refused`]).
     pub refused: AtomicU64,
+    /// Connections answered 421 at the greeting by a connection limit.
+    pub sessions_refused: AtomicU64,
     /// Transaction attempts the clients gave up on.
     pub abandoned: AtomicU64,
     /// Messages accepted whose reply never reached the client (it had gone, or the write
@@ -254,6 +256,7 @@ pub async fn serve(mut stream: Stream, ip: Option<IpAddr>, sh: Arc<Shared>, id: 
     sh.shards.get(id).counters.connections += 1;
     if !ip_ok || open > sh.plan.max_connections as u64 {
         sh.faults.count(FaultKind::Limit);
+        sh.sessions_refused.fetch_add(1, Ordering::Relaxed);
         let _ = stream
             .write_all(b"421 4.7.0 too many connections, try later\r\n")
             .await;

@@ -76,6 +76,7 @@ pub async fn run(
         last_activity_ms: AtomicU64::new(0),
         first_input_ms: std::sync::OnceLock::new(),
         refused: AtomicU64::new(0),
+        sessions_refused: AtomicU64::new(0),
         abandoned: AtomicU64::new(0),
         unconfirmed: AtomicU64::new(0),
         stored: store::StoreCounts::default(),
@@ -107,6 +108,12 @@ pub async fn run(
     }
     let deadline = duration.map(|d| start + d);
     loop {
+        // When the sink has been idle for --exit-after-idle, given the last activity so far
+        // (none yet: not before the next tick looks again).
+        let idle_end = exit_idle.and_then(|idle| {
+            let last = sh.last_activity_ms.load(Ordering::Relaxed);
+            (last > 0).then(|| start + Duration::from_millis(last) + idle)
+        });
         tokio::select! {
             _ = runner.tick() => {
                 let (p, total) = runner.close_interval(&sh.shards);
@@ -120,11 +127,12 @@ pub async fn run(
                 let counters = total.counters.clone();
                 let extra = format!("  open {open}");
                 runner.live().update_sink(&p, &counters, SINK.units, &extra);
-                if let Some(idle) = exit_idle {
-                    let last = sh.last_activity_ms.load(Ordering::Relaxed);
-                    if last > 0 && start.elapsed().as_millis() as u64 - last >= idle.as_millis() as u64 {
-                        sh.stop.cancel();
-                    }
+            }
+            // Checked at its own instant, not at the next interval's tick (up to 1 s late).
+            _ = async { match idle_end { Some(t) => tokio::time::sleep_until(t.into()).await, None => std::future::pending().await } } => {
+                let last = sh.last_activity_ms.load(Ordering::Relaxed);
+                if exit_idle.is_some_and(|idle| start.elapsed().as_millis() as u64 - last >= idle.as_millis() as u64) {
+                    sh.stop.cancel();
                 }
             }
             _ = sh.stop.cancelled() => break,
@@ -217,6 +225,7 @@ fn summarize(sh: &Shared, f: &Finished, runs: &BTreeMap<String, RunReport>) -> S
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let tallies = SinkTallies {
         refused: load(&sh.refused),
+        sessions_refused: load(&sh.sessions_refused),
         abandoned: load(&sh.abandoned),
         unconfirmed: load(&sh.unconfirmed),
         null_sender: load(&d.bounces),

@@ -65,10 +65,10 @@ pub mod defaults {
 impl SinkPlan {
     /// The sink embedded in a relay run: every extension a relaying MTA uses on, TLS and
     /// AUTH off (the lab relays in clear text without logging in), no size limit below the
-    /// generator's own (512 MiB), messages discarded, faults from `rules`.
+    /// generator's own (512 MiB), messages discarded, the `faults` the relay asks for.
     pub fn embedded(
         listen: crate::transport::listen::Listen,
-        rules: Vec<super::faults::Rule>,
+        faults: FaultPlan,
         progress: Progress,
     ) -> Result<SinkPlan, String> {
         Ok(SinkPlan {
@@ -81,10 +81,7 @@ impl SinkPlan {
                 ..ServerConfig::default()
             },
             tls: None,
-            faults: FaultPlan {
-                rules,
-                ..FaultPlan::default()
-            },
+            faults,
             store: Store::Discard,
             fsync: false,
             max_connections: crate::units::count(defaults::MAX_CONNECTIONS)? as usize,

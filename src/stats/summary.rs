@@ -167,6 +167,11 @@ pub struct SinkSummary {
     pub rejected: u64,
     /// Transaction attempts the sink refused.
     pub refused: u64,
+    /// Connections answered 421 at the greeting by a connection limit
+    /// (`--max-connections`, `--max-conns-per-ip`): each a delivery the client had to try
+    /// again, which no transaction count holds.
+    #[serde(default)]
+    pub sessions_refused: u64,
     /// Transaction attempts the clients gave up on.
     pub abandoned: u64,
     /// Accepted messages whose reply never reached the client.
@@ -209,6 +214,8 @@ pub struct SinkSummary {
 pub struct SinkTallies {
     /// Transaction attempts the sink refused.
     pub refused: u64,
+    /// Connections refused at the greeting by a connection limit.
+    pub sessions_refused: u64,
     /// Transaction attempts the clients gave up on.
     pub abandoned: u64,
     /// Accepted messages whose reply never reached the client.
@@ -243,6 +250,7 @@ impl SinkSummary {
             bytes: c.bytes,
             rejected: c.rejected,
             refused: t.refused,
+            sessions_refused: t.sessions_refused,
             abandoned: t.abandoned,
             unconfirmed: t.unconfirmed,
             protocol_errors: c.errors,

@@ -48,6 +48,25 @@ fn every_message_is_seen_once_over_imap() {
     );
     let s = all_arrived(&r, 300, "through Postfix");
     assert_eq!(s["maillog_sent"], 300, "Postfix's log: {s:#}");
+    // Both labs' logs are kept beside the results: Postfix's says 300 sent over LMTP,
+    // Dovecot's 300 deliveries saved.
+    let count = |file: &str, what: &str| {
+        let log = std::fs::read_to_string(dir.0.join(file))
+            .unwrap_or_else(|e| panic!("{file} kept beside the results: {e}"));
+        log.lines().filter(|l| l.contains(what)).count()
+    };
+    assert_eq!(
+        count("r.maillog.0", "status=sent"),
+        300,
+        "{:#}",
+        r["extra"]["mta_logs"]
+    );
+    assert_eq!(
+        count("r.storelog.0", ": saved mail to INBOX"),
+        300,
+        "{:#}",
+        r["extra"]["store_logs"]
+    );
     let r = arrival(
         &[
             "--lab", "dovecot", "--users", "5", "--mta", "lmtp", "--rate", "100/s", "-z", "2s",

@@ -867,6 +867,23 @@ fn sigterm_writes_the_results_and_removes_the_lab() {
         r["summary"]
     );
     assert_eq!(leftovers(&r), Vec::<String>::new());
+    // The store's log outlives its lab, beside the results, and agrees with the logins.
+    let kept = dir.0.join("r.storelog.0");
+    assert_eq!(
+        r["extra"]["store_logs"],
+        serde_json::json!([kept.to_string_lossy()]),
+        "the results name the kept store log"
+    );
+    let log = std::fs::read_to_string(&kept).expect("the store's log is kept");
+    let logins = log
+        .lines()
+        .filter(|l| l.contains("pop3-login: Info: Login:"))
+        .count();
+    assert_eq!(
+        Some(logins as u64),
+        r["counters"]["logins"].as_u64(),
+        "Dovecot's Login lines vs the run's logins:\n{log}"
+    );
 }
 
 /// Bad mailbox input is one line naming the flag, exit 1.

@@ -321,3 +321,67 @@ fn issue_43_a_settle_per_sweep_level_is_kept_out_of_its_figures() {
         "{printed}"
     );
 }
+
+/// Seed 003's receiver that limits connections, behind a relay: the embedded sink answers
+/// 421 to a third connection from the MTA at once. Every refusal is a message Postfix
+/// defers ("refused to talk to me: 421", its log's own count, the suspended rest apart);
+/// the relay counts them as the receiver's negative replies, delivers all 60 exactly once.
+#[test]
+fn issue_43_a_per_ip_limit_at_the_sink_shows_postfixs_deferrals() {
+    let dir = TempDir::new("relay-sink-limit");
+    let json = dir.0.join("r.json");
+    let Some((r, printed)) = relay_printed(
+        &[
+            "-n",
+            "60",
+            "--size",
+            "2k",
+            "--sink-max-conns-per-ip",
+            "2",
+            // Retries within seconds, not the lab's 5–10 s backoff.
+            "--mta-conf",
+            "minimal_backoff_time=1s",
+            "--mta-conf",
+            "maximal_backoff_time=1s",
+        ],
+        &json,
+    ) else {
+        return;
+    };
+    let log = std::fs::read_to_string(dir.0.join("r.maillog.0")).expect("Postfix's log kept");
+    let deferred = log
+        .lines()
+        .filter(|l| {
+            l.contains("status=deferred")
+                && l.contains("refused to talk to me: 421 4.7.0 too many connections")
+                && !l.contains("delivery temporarily suspended")
+        })
+        .count() as u64;
+    let s = &r["summary"];
+    let limit = r["extra"]["sink"]["faults"]["limit"].as_u64();
+    assert!(
+        deferred > 0,
+        "the limit must bite at Postfix's concurrency:\n{log}"
+    );
+    assert_eq!(
+        (limit, s["receiver_rejected"].as_u64()),
+        (Some(deferred), Some(deferred)),
+        "Postfix's log deferred {deferred} messages at a 421 greeting: the sink's count and the relay's negative replies must agree: {s:#}"
+    );
+    assert_eq!(
+        (
+            s["delivered"].as_u64(),
+            s["lost"].as_u64(),
+            s["duplicates"].as_u64()
+        ),
+        (Some(60), Some(0), Some(0)),
+        "{s:#}"
+    );
+    assert_eq!(r["config"]["relay"]["sink_max_conns_per_ip"], 2);
+    assert!(
+        printed.contains(&format!(
+            "receiver   negative replies {deferred} (sink rules fired: limit {deferred})"
+        )),
+        "{printed}"
+    );
+}

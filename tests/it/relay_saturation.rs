@@ -468,6 +468,17 @@ fn assert_undelivered_not_lost(printed: &str, code: i32, r: &serde_json::Value) 
         "the 200 were in Postfix's queue, not lost: {s:#}"
     );
     assert!(r["extra"].get("lost_seqs").is_none(), "{:#}", r["extra"]);
+    // The signal came after the whole injection: the run says so, not "after 0.05 s".
+    assert_eq!(
+        r["extra"]["interrupted_during"].as_str(),
+        Some("drain"),
+        "{:#}",
+        r["extra"]
+    );
+    assert!(
+        printed.contains("interrupted by a signal during the drain, after the whole injection"),
+        "{printed}"
+    );
     assert!(
         printed.contains("undelivered 200 (the drain was aborted: not lost)")
             && !printed.contains("raise --drain-timeout"),

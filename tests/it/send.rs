@@ -9,6 +9,17 @@ fn count_files(dir: &Path) -> usize {
     std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
 }
 
+/// Whether a run's results carry the note that it was too short to show a server's full
+/// performance.
+fn short_run_noted(r: &serde_json::Value) -> bool {
+    r["extra"]["notes"].as_array().is_some_and(|n| {
+        n.iter().any(|n| {
+            n.as_str()
+                .is_some_and(|n| n.contains("the measured load lasted"))
+        })
+    })
+}
+
 #[test]
 fn exactly_n_messages_arrive_and_their_bytes_are_intact() {
     let dump = TempDir::new("dump");
@@ -34,6 +45,11 @@ fn exactly_n_messages_arrive_and_their_bytes_are_intact() {
     assert_eq!(r["summary"]["sent"], 300, "{r:#}");
     assert_eq!(r["summary"]["accepted"], 300);
     assert_eq!(r["summary"]["errors"], 0);
+    assert!(
+        short_run_noted(&r),
+        "a whole run of a few seconds carries the short-run note: {:#}",
+        r["extra"]
+    );
     // smtp-sink writes one file per transaction; the results file, body and dumps share the dir.
     assert!(
         wait_until(Duration::from_secs(5), || count_files(&dump.0) == 300 + 2),
@@ -227,6 +243,11 @@ fn refusals_are_counted_not_fatal() {
     let r = results(Path::new(&json));
     assert_eq!(r["summary"]["accepted"], 0, "{r:#}");
     assert_eq!(r["summary"]["rejected"], 100);
+    assert!(
+        !short_run_noted(&r),
+        "nothing accepted: a longer run would not help, so no short-run note: {:#}",
+        r["extra"]
+    );
     let rows = r["errors"].as_array().expect("errors");
     assert!(
         rows.iter().any(|e| e["class"] == "rejected_5xx"
@@ -281,8 +302,53 @@ fn sigterm_stops_the_run_and_still_writes_results() {
         r["interrupted"], true,
         "the results say the run was cut short"
     );
+    assert!(
+        !short_run_noted(&r),
+        "the user chose to stop the run: no short-run note: {:#}",
+        r["extra"]
+    );
     assert_eq!(
         r["summary"]["accepted"].as_u64(),
         Some(sent - r["summary"]["aborted"].as_u64().unwrap_or(0))
+    );
+}
+
+/// A server that accepts no connection (a listening socket whose process never calls
+/// accept, as a server at its process limit leaves the rest) makes every session time out
+/// at the banner: the error table counts them and names the likely cause under them.
+#[test]
+fn banner_timeouts_are_counted_and_their_cause_named() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let target = held.local_addr().expect("address").to_string();
+    let dir = TempDir::new("banner-wait");
+    let json = dir.0.join("r.json").to_string_lossy().to_string();
+    let args = [
+        "send",
+        &target,
+        "-n",
+        "3",
+        "-c",
+        "3",
+        "--timeout",
+        "1s",
+        "--json",
+        &json,
+        "-q",
+    ];
+    let out = run(&args);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let r = results(Path::new(&json));
+    let rows = r["errors"].as_array().expect("errors");
+    assert!(
+        rows.iter()
+            .any(|e| e["class"] == "timeout" && e["phase"] == "banner" && e["count"] == 3),
+        "expected 3 timeouts at the banner: {rows:?}"
+    );
+    assert!(
+        printed.contains(
+            "the 3 banner timeouts connected and were never greeted: most often a server at its"
+        ),
+        "expected the cause under the error table:\n{printed}\n{}",
+        describe(&args, &out)
     );
 }

@@ -715,13 +715,21 @@ fn the_sink_rate_is_over_its_active_span_not_the_idle_tail() {
         "send", &listen, "-n", "200", "--rate", "200/s", "-c", "4", "-q",
     ];
     run_expect(&sent, 0);
+    let sent_at = std::time::Instant::now();
     let mut printed = String::new();
     if let Some(mut o) = child.0.stdout.take() {
         use std::io::Read;
         let _ = o.read_to_string(&mut printed);
     }
     let status = child.0.wait().expect("the sink exits when idle");
+    let idle_for = sent_at.elapsed();
     assert_eq!(status.code(), Some(0), "{printed}");
+    // --exit-after-idle 2s ends the sink 2 s after the last activity, not at the next
+    // once-a-second tick after that (it took up to 3 s).
+    assert!(
+        (1.8..2.4).contains(&idle_for.as_secs_f64()),
+        "expected the sink to exit 2 s after the sender's QUIT, took {idle_for:?}"
+    );
     let r = results(&json);
     let s = &r["summary"];
     let (n, active, whole, rate) = (

@@ -63,6 +63,28 @@ pub struct RelayArgs {
     /// Fault rule for the embedded sink (repeatable), as `sink --rule`.
     #[arg(long, value_name = "RULE")]
     pub sink_rule: Vec<String>,
+    /// The embedded sink's faults from a TOML file, as `sink --rules`.
+    #[arg(long, value_name = "FILE")]
+    pub sink_rules: Option<std::path::PathBuf>,
+    /// The embedded sink greylists new (client IP, sender, recipient) triples this long, as
+    /// `sink --greylist`: the MTA's retries are measured.
+    #[arg(long, value_name = "DURATION")]
+    pub sink_greylist: Option<String>,
+    /// The embedded sink delays every reply this much, as `sink --tarpit`.
+    #[arg(long, value_name = "DURATION")]
+    pub sink_tarpit: Option<String>,
+    /// The embedded sink answers 421 to connections from one IP beyond N at once, as
+    /// `sink --max-conns-per-ip` (seed 003's receiver).
+    #[arg(long, value_name = "N")]
+    pub sink_max_conns_per_ip: Option<String>,
+    /// The embedded sink answers 421 to the MAIL after N messages on a connection, as
+    /// `sink --max-msgs-per-conn`.
+    #[arg(long, value_name = "N")]
+    pub sink_max_msgs_per_conn: Option<String>,
+    /// The embedded sink answers 451 to messages beyond this rate per client IP, as
+    /// `sink --rate-per-ip`.
+    #[arg(long, value_name = "RATE")]
+    pub sink_rate_per_ip: Option<String>,
     /// Put DNS in the benchmark: the embedded DNS server serves these synthetic domains
     /// (a count N for d0..dN-1.example.test, or names with one {A..B} range each) whose MX
     /// hosts resolve to the embedded sink's addresses, and the lab MTA resolves through

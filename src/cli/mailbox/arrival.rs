@@ -107,8 +107,9 @@ fn arrival_plan(
 
 /// Runs `mailbox arrival`. Errors carry their exit code.
 pub(super) async fn arrival(a: ArrivalArgs) -> Result<u8, (u8, String)> {
-    let (plan, setup, outputs) = arrival_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
+    let (plan, mut setup, outputs) = arrival_plan(&a).map_err(|e| (EXIT_USAGE, e))?;
     crate::cli::lab::clean_before_store(&setup);
+    crate::cli::lab::keep_store_logs(&mut setup, outputs.files.json.as_deref());
     let shutdown = Shutdown::install();
     let results = crate::mailbox::arrival::run(plan, setup, shutdown)
         .await

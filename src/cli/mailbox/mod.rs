@@ -43,8 +43,9 @@ async fn run(
     plan: Result<Planned, String>,
     render: impl FnOnce(&Results) -> String,
 ) -> Result<u8, (u8, String)> {
-    let p = plan.map_err(|e| (EXIT_USAGE, e))?;
+    let mut p = plan.map_err(|e| (EXIT_USAGE, e))?;
     crate::cli::lab::clean_before_store(&p.setup);
+    crate::cli::lab::keep_store_logs(&mut p.setup, p.outputs.files.json.as_deref());
     let shutdown = Shutdown::install();
     let outputs = p.outputs;
     let results = crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)

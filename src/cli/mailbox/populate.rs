@@ -43,7 +43,10 @@ pub(super) async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
     fill.send.config_json["thresholds"] = a.out.threshold.clone().into();
     fill.send.config_json["per_user"] = per_user.into();
     let into = match (setup, &a.lmtp, &a.server.users_file) {
-        (Some(setup), _, _) => Destination::Lab(setup),
+        (Some(mut setup), _, _) => {
+            setup.keep_logs = outputs.files.json.clone();
+            Destination::Lab(setup)
+        }
         (None, Some(lmtp), Some(file)) => {
             let target = parse_target(lmtp, 24).map_err(|e| usage(format!("--lmtp: {e}")))?;
             let users = store::users_file(file).map_err(usage)?;
@@ -143,7 +146,9 @@ async fn populate_imap(
             "thresholds": a.out.threshold,
         }),
     };
+    let mut setup = setup;
     crate::cli::lab::clean_before_store(&setup);
+    crate::cli::lab::keep_store_logs(&mut setup, outputs.files.json.as_deref());
     let shutdown = Shutdown::install();
     let results = crate::mailbox::bench::append(plan, setup, shutdown)
         .await

@@ -22,12 +22,7 @@ struct Variant {
 
 /// `KEY=A,B[,…]` → the store setting and its values.
 fn parse(spec: &str) -> Result<(String, Vec<String>), String> {
-    vary::setting_values(spec, || {
-        format!(
-            "--compare-store-conf {spec}: give one store setting and 2 to {} different values, e.g. process_limit=1000,5",
-            vary::MAX_VALUES
-        )
-    })
+    vary::setting_values("--compare-store-conf", spec, "process_limit=1000,5")
 }
 
 /// The variants the flags ask for, each with one store and the shared seed, and without
@@ -111,9 +106,16 @@ pub(super) async fn compare(a: ProfileArgs) -> Result<u8, (u8, String)> {
     let turn = |t: Turn| {
         let args = variants[t.side].args.clone();
         let shutdown = shutdown.clone();
+        // Every round's store log, beside the comparison's results file.
+        let logs = a
+            .out
+            .json
+            .as_deref()
+            .map(|j| rounds::round_logs(j, &variants[t.side].label, t.round));
         async move {
-            let p = profile_plan(&args).map_err(|e| (EXIT_USAGE, e))?;
+            let mut p = profile_plan(&args).map_err(|e| (EXIT_USAGE, e))?;
             crate::cli::lab::clean_before_store(&p.setup);
+            crate::cli::lab::keep_store_logs(&mut p.setup, logs.as_deref());
             crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)
                 .await
                 .map_err(exit::mailbox)

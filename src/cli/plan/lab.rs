@@ -310,6 +310,7 @@ pub fn store_setup(a: &MailboxServerArgs, starttls: bool) -> Result<Option<Store
         [store] => Ok(Some(StoreSetup {
             store,
             options: store_options(store, &a.store, starttls)?,
+            keep_logs: None,
         })),
         [] if !store_flags_given(&a.store).is_empty() => {
             let given = store_flags_given(&a.store);

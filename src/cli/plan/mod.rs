@@ -18,6 +18,7 @@ pub mod message;
 pub mod output;
 pub mod scale;
 pub mod send;
+pub mod sink_faults;
 pub mod store;
 
 /// Puts the flag's name before an error about its value (`units` and the other parsers

@@ -155,7 +155,29 @@ pub(super) fn error_table(out: &mut String, r: &Results) {
                 let _ = writeln!(out, "{:>58}{}", "", cut(more));
             }
         }
+        if let Some(why) = banner_timeout_cause(r) {
+            let _ = writeln!(out, "             {why}");
+        }
     }
+}
+
+/// Why connections time out at the banner, when some did: TCP connected (the kernel
+/// accepted them into the server's listen queue) and no server process greeted them. A
+/// server at its process limit does exactly that (Postfix's `default_process_limit` or
+/// smtpd's maxproc, Dovecot's `process_limit`); a greeting delay (`postscreen_greet_wait`,
+/// a tarpit) longer than the timeout is the other cause.
+fn banner_timeout_cause(r: &Results) -> Option<String> {
+    let n: u64 = r
+        .errors
+        .iter()
+        .filter(|e| e.phase == "banner" && e.class == crate::error::ErrorClass::Timeout.name())
+        .map(|e| e.count)
+        .sum();
+    (n > 0).then(|| {
+        format!(
+            "(the {n} banner timeouts connected and were never greeted: most often a server at its\n              process limit, e.g. Postfix's default_process_limit, Dovecot's process_limit, whose\n              kernel queued what no process took; else a greeting longer than the timeout)"
+        )
+    })
 }
 
 /// What the system under test (`what`: the MTA, the store) cost over the run, and its

@@ -22,6 +22,7 @@ pub const SINK: Kind = Kind {
             "bytes",
             "rejected",
             "refused",
+            "sessions_refused",
             "abandoned",
             "unconfirmed",
             "protocol_errors",

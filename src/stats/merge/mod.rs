@@ -491,6 +491,7 @@ fn sink_summary(
     );
     let tallies = SinkTallies {
         refused: sum(|s| s.refused),
+        sessions_refused: sum(|s| s.sessions_refused),
         abandoned: sum(|s| s.abandoned),
         unconfirmed: sum(|s| s.unconfirmed),
         null_sender: sum(|s| s.null_sender),
