@@ -10,7 +10,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::{mounted, poll_until, run_ok, succeeds};
-use crate::lab::LabError;
 
 /// How long mkfs, mount, umount and losetup each get.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -34,15 +33,15 @@ impl LoopFs {
     /// run as root or users alike, and all of it fills) and mounts it over
     /// `mount` (made if missing) through a loop device, which the kernel frees when it is
     /// unmounted (`mount -o loop` sets autoclear).
-    pub fn make(image: &Path, mount: &Path, size: u64) -> Result<LoopFs, LabError> {
-        crate::lab::host::check_root("a loop-mounted file system").map_err(LabError::Failed)?;
+    pub fn make(image: &Path, mount: &Path, size: u64) -> Result<LoopFs, String> {
+        crate::lab::host::check_root("a loop-mounted file system")?;
         if size < MIN_SIZE {
-            return Err(LabError::Failed(format!(
+            return Err(format!(
                 "a file system of {size} bytes is too small: give at least {} MiB",
                 MIN_SIZE >> 20
-            )));
+            ));
         }
-        let failed = |what: String| LabError::Failed(format!("loop file system: {what}"));
+        let failed = |what: String| format!("loop file system: {what}");
         std::fs::create_dir_all(mount)
             .map_err(|e| failed(format!("cannot create {}: {e}", mount.display())))?;
         let f = std::fs::File::create(image)
