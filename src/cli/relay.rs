@@ -218,6 +218,12 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         None
     };
     let fault = match &a.fault {
+        None if a.queue_fs_size.is_some() || a.fault_hold.is_some() => {
+            return Err(
+                "--queue-fs-size and --fault-hold shape the disk-full fault: add --fault disk-full@N (or @3s), or drop them"
+                    .into(),
+            );
+        }
         Some(f) => Some(fault_fits(
             super::plan::fault::parse(f)?,
             a,
@@ -238,6 +244,20 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         send.config_json["relay"]["fault"] = f.label().into();
         if f.kind == FaultKind::PowerLoss {
             send.config_json["relay"]["queue"] = "lazyfs".into();
+        }
+        if let FaultKind::DiskFull { hold } = f.kind {
+            send.config_json["relay"]["fault_hold_s"] = hold.as_secs_f64().into();
+        }
+        if let Some((
+            _,
+            crate::lab::LabOptions {
+                queue: crate::lab::QueueKind::Loop(size),
+                ..
+            },
+        )) = &lab
+        {
+            send.config_json["relay"]["queue"] = "loop".into();
+            send.config_json["relay"]["queue_fs_bytes"] = (*size).into();
         }
     }
     let plan = RelayPlan {
@@ -420,11 +440,76 @@ fn fault_fits(
             "--fault {label}: one fault per run; drop {what}, whose other runs would not be faulted"
         ));
     }
+    let sized = a.queue_fs_size.is_some() || a.fault_hold.is_some();
+    if sized && !matches!(f.kind, FaultKind::DiskFull { .. }) {
+        return Err(format!(
+            "--fault {label}: --queue-fs-size and --fault-hold size and hold the disk-full fault's file system; this fault's queue cannot be sized: drop them, or use --fault disk-full@…"
+        ));
+    }
     if f.kind == FaultKind::PowerLoss {
         crate::lab::fs::lazyfs::check().map_err(|e| format!("--fault {label}: {e}"))?;
         opts.queue = crate::lab::QueueKind::Lazyfs;
     }
-    Ok(f)
+    let FaultKind::DiskFull { .. } = f.kind else {
+        return Ok(f);
+    };
+    let hold = match &a.fault_hold {
+        Some(h) => units::duration(h).map_err(flagged("--fault-hold"))?,
+        None => super::plan::fault::DISK_FULL_HOLD,
+    };
+    if hold.is_zero() || hold > MAX_HOLD {
+        return Err(format!(
+            "--fault-hold {}: give a hold above 0 and at most {} s",
+            hold.as_secs_f64(),
+            MAX_HOLD.as_secs()
+        ));
+    }
+    let size = queue_fs_size(a.queue_fs_size.as_deref())?;
+    crate::lab::host::check_root("--fault disk-full (a loop-mounted file system)")?;
+    for tool in ["mkfs.ext4", "losetup"] {
+        if !on_path(tool) {
+            return Err(format!(
+                "--fault {label}: {tool} is not installed; apt-get install e2fsprogs mount"
+            ));
+        }
+    }
+    opts.queue = crate::lab::QueueKind::Loop(size);
+    Ok(FaultPlan {
+        kind: FaultKind::DiskFull { hold },
+        ..f
+    })
+}
+
+/// Whether `tool` is in PATH or the system's sbin directories.
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(["/usr/sbin", "/sbin"].map(std::path::PathBuf::from))
+        .any(|d| d.join(tool).is_file())
+}
+
+/// The longest `--fault-hold`: the disk-full fault is a short event in a run.
+const MAX_HOLD: std::time::Duration = std::time::Duration::from_secs(600);
+/// The smallest `--queue-fs-size`: Postfix's smtpd takes mail only with 1.5 ×
+/// `message_size_limit` (15 MB by default) free, and a 32 MiB ext4 image has ~27 MiB free.
+const MIN_QUEUE_FS: u64 = 32 << 20;
+/// The largest: the ballast that fills it is written in full.
+const MAX_QUEUE_FS: u64 = 1 << 30;
+
+/// `--queue-fs-size` in bytes (64 MiB when not given), within its bounds.
+fn queue_fs_size(given: Option<&str>) -> Result<u64, String> {
+    let Some(s) = given else {
+        return Ok(64 << 20);
+    };
+    let size = units::size(s).map_err(flagged("--queue-fs-size"))? as u64;
+    if !(MIN_QUEUE_FS..=MAX_QUEUE_FS).contains(&size) {
+        return Err(format!(
+            "--queue-fs-size {s}: give 32M to 1024M (smaller leaves Postfix too little room to take any mail; larger takes long to fill)"
+        ));
+    }
+    Ok(size)
 }
 
 /// The knobs that set up a lab MTA mean nothing against `--target` (an MTA not started

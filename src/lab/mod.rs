@@ -47,6 +47,10 @@ pub enum QueueKind {
     /// A LazyFS mount over a directory on disk, whose writes not fsynced a power cut
     /// drops (`--fault power-loss`; the Postfix lab only, others take it as `Disk`).
     Lazyfs,
+    /// A small real file system of this many bytes, an ext4 image on a loop device, that
+    /// `--fault disk-full` fills ([`MtaLab::fill_queue`]); the Postfix lab's entry only,
+    /// others take it as `Disk`.
+    Loop(u64),
 }
 
 /// How to build a lab, in terms every MTA has.
@@ -241,6 +245,26 @@ pub trait MtaLab: LabServer {
     fn restart(&self) -> Result<(), String> {
         Err(NO_FAULTS.into())
     }
+    /// Fills the entry's queue file system (on [`QueueKind::Loop`]) with a ballast file
+    /// until only about `leave` bytes are free (issue 42's `disk-full`); the MTA runs on.
+    fn fill_queue(&self, _leave: u64) -> Result<QueueFilled, String> {
+        Err(NO_FAULTS.into())
+    }
+    /// Removes the ballast of [`MtaLab::fill_queue`]: the space is back.
+    fn free_queue(&self) -> Result<(), String> {
+        Err(NO_FAULTS.into())
+    }
+}
+
+/// How full [`MtaLab::fill_queue`] made the queue's file system, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueFilled {
+    /// The file system's size (the image's).
+    pub size: u64,
+    /// The ballast file's size.
+    pub ballast: u64,
+    /// What stayed free for the MTA (statvfs after the fill).
+    pub free: u64,
 }
 
 /// What a lab that cannot crash and restart yet says.

@@ -20,6 +20,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::command::{self, STOP};
+use super::fs::loopfs::LoopFs;
 use super::fs::queue::LazyQueue;
 use super::host::{self, QueueDir, io};
 use super::opendkim;
@@ -56,6 +57,8 @@ struct Instance {
     log: Option<super::syslog::Capture>,
     /// The queue on LazyFS ([`QueueKind::Lazyfs`]), whose power can be cut.
     lazy: Option<std::sync::Mutex<LazyQueue>>,
+    /// The entry's queue on a small ext4 image ([`QueueKind::Loop`]), which can fill.
+    disk: Option<std::sync::Mutex<LoopFs>>,
 }
 
 /// The running lab; stopped and cleaned up on drop.
@@ -159,8 +162,18 @@ impl Lab {
             )),
             _ => None,
         };
+        // The entry's queue on a small real file system, mounted over its directory.
+        let disk = match opts.queue {
+            QueueKind::Loop(size) if hop == 0 => Some(std::sync::Mutex::new(
+                LoopFs::make(&dir.join("queue.img"), &queue.path, size).map_err(|e| {
+                    LabError::Failed(format!("lab postfix: queue on a loop device: {e}"))
+                })?,
+            )),
+            _ => None,
+        };
         let mut inst = Instance {
             lazy,
+            disk,
             name: format!("lab{hop}-{:08x}.mailbench.test", fastrand::u32(..)),
             queue,
             dir: dir.clone(),
@@ -649,6 +662,24 @@ impl MtaLab for Lab {
         Ok(())
     }
 
+    /// The ballast in the entry's loop-mounted queue file system.
+    fn fill_queue(&self, leave: u64) -> Result<super::QueueFilled, String> {
+        let disk = self.entry_disk()?;
+        let mut d = disk.lock().unwrap_or_else(|p| p.into_inner());
+        let ballast = d.fill(leave).map_err(|e| format!("lab postfix: {e}"))?;
+        Ok(super::QueueFilled {
+            size: d.size(),
+            ballast,
+            free: d.free_bytes().map_err(|e| format!("lab postfix: {e}"))?,
+        })
+    }
+
+    fn free_queue(&self) -> Result<(), String> {
+        let disk = self.entry_disk()?;
+        let mut d = disk.lock().unwrap_or_else(|p| p.into_inner());
+        d.free().map_err(|e| format!("lab postfix: {e}"))
+    }
+
     fn queue_states(&self) -> Vec<QueueState> {
         let mut all = Vec::new();
         for i in &self.instances {
@@ -659,6 +690,16 @@ impl MtaLab for Lab {
             crate::stats::queues::add(&mut all, &states);
         }
         all
+    }
+}
+
+impl Lab {
+    /// The entry's loop-mounted queue file system, or why there is none.
+    fn entry_disk(&self) -> Result<&std::sync::Mutex<LoopFs>, String> {
+        self.instances
+            .first()
+            .and_then(|i| i.disk.as_ref())
+            .ok_or_else(|| "lab postfix: filling the queue needs it on a loop device".into())
     }
 }
 
@@ -798,6 +839,7 @@ impl Instance {
         self.milter = None;
         self.log = None;
         self.lazy = None;
+        self.disk = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }

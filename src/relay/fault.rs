@@ -1,18 +1,21 @@
 //! Issue 42's faults during a relay run (`--fault KIND@WHEN`): after a count of accepted
 //! messages or at a time, the lab MTA is crashed (SIGKILL of its whole tree; with
 //! `power-loss`, its LazyFS queue then drops every write not fsynced), restarted on the
-//! same configuration and queue, and injection and the drain go on. Afterwards every
-//! accepted message is judged by the sink's correlation: delivered, lost (accepted and
-//! never delivered), duplicated (delivered more than once); with the errors the cut
-//! connections caused and the times from the restart to the first delivery and to the
-//! last.
+//! same configuration and queue, and injection and the drain go on; or, with `disk-full`,
+//! its queue's file system (a small loop-mounted ext4) is filled by a ballast file for a
+//! hold time, then freed. Afterwards every accepted message is judged by the sink's
+//! correlation: delivered, lost (accepted and never delivered), duplicated (delivered
+//! more than once); with the errors the cut connections caused, the 4xx replies the full
+//! disk drew, and the times from the recovery (the restart, or the space freed) to the
+//! first delivery and to the last.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::RelayError;
-use crate::lab::{Crashed, MtaLab};
+use crate::lab::{Crashed, MtaLab, QueueFilled};
+use crate::shutdown::Shutdown;
 use crate::sink::delivery::Delivery;
 use crate::stats::Results;
 use crate::stats::summary::Summary;
@@ -25,7 +28,19 @@ pub enum FaultKind {
     Crash,
     /// The crash, then the queue's unsynced writes dropped (LazyFS): a power cut.
     PowerLoss,
+    /// The queue's file system filled (all but [`DISK_FULL_LEAVES`] bytes) for `hold`,
+    /// then freed; the MTA keeps running.
+    DiskFull {
+        /// How long the disk stays full.
+        hold: Duration,
+    },
 }
+
+/// What a full disk leaves free: 1 MiB, below Postfix's smtpd's floor (1.5 ×
+/// `message_size_limit`, 15 MB by default: MAIL FROM answered `452 4.3.1 Insufficient
+/// system storage`) yet room for the messages already past MAIL FROM, so that the
+/// refusals are the MTA's own policy and not write errors.
+pub const DISK_FULL_LEAVES: u64 = 1 << 20;
 
 /// When it is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,11 +61,12 @@ pub struct FaultPlan {
 }
 
 impl FaultPlan {
-    /// The fault as `--fault` spells it (`crash@150`, `power-loss@3s`).
+    /// The fault as `--fault` spells it (`crash@150`, `power-loss@3s`, `disk-full@150`).
     pub fn label(&self) -> String {
         let kind = match self.kind {
             FaultKind::Crash => "crash",
             FaultKind::PowerLoss => "power-loss",
+            FaultKind::DiskFull { .. } => "disk-full",
         };
         match self.when {
             FaultWhen::Accepted(n) => format!("{kind}@{n}"),
@@ -61,13 +77,15 @@ impl FaultPlan {
 
 /// What happened when the fault fired, on the wall clock (µs).
 pub(super) struct Fired {
-    /// When the MTA was killed.
+    /// When the MTA was killed (or its disk began to fill).
     at_us: u64,
     /// Messages accepted by then.
     accepted_before: u64,
-    /// What the crash did.
+    /// What the crash did (nothing with `disk-full`).
     crashed: Crashed,
-    /// When the MTA greeted again.
+    /// With `disk-full`: how full the disk was made.
+    filled: Option<QueueFilled>,
+    /// When the MTA greeted again (with `disk-full`: when the space was freed).
     restarted_us: u64,
 }
 
@@ -88,6 +106,7 @@ pub(super) fn arm(
     lab: Arc<dyn MtaLab>,
     accepts: Arc<TimeLog>,
     origin: Instant,
+    shutdown: Shutdown,
 ) -> Armed {
     let injection_over = Arc::new(AtomicBool::new(false));
     let over = injection_over.clone();
@@ -109,6 +128,16 @@ pub(super) fn arm(
         }
         let at_us = crate::stats::clock::unix_us();
         let accepted_before = accepts.len() as u64;
+        if let FaultKind::DiskFull { hold } = plan.kind {
+            let filled = disk_full(lab, hold, &shutdown).await?;
+            return Ok(Some(Fired {
+                at_us,
+                accepted_before,
+                crashed: Crashed::default(),
+                filled: Some(filled),
+                restarted_us: crate::stats::clock::unix_us(),
+            }));
+        }
         let power = plan.kind == FaultKind::PowerLoss;
         let l = lab.clone();
         let crashed = tokio::task::spawn_blocking(move || l.crash(power))
@@ -121,6 +150,7 @@ pub(super) fn arm(
             at_us,
             accepted_before,
             crashed,
+            filled: None,
             restarted_us: crate::stats::clock::unix_us(),
         }))
     });
@@ -129,6 +159,30 @@ pub(super) fn arm(
         injection_over,
         task,
     }
+}
+
+/// The `disk-full` fault: fills the lab's queue file system, holds it full for `hold`
+/// (cut short by Ctrl-C or SIGTERM, so that a stop does not wait out the hold), and frees
+/// it — freed even when the hold was cut short, so that the drain can go on.
+async fn disk_full(
+    lab: Arc<dyn MtaLab>,
+    hold: Duration,
+    shutdown: &Shutdown,
+) -> Result<QueueFilled, String> {
+    let l = lab.clone();
+    let filled = tokio::task::spawn_blocking(move || l.fill_queue(DISK_FULL_LEAVES))
+        .await
+        .map_err(|e| format!("filling the queue failed: {e}"))?;
+    let end = Instant::now() + hold;
+    while filled.is_ok() && Instant::now() < end && !shutdown.interrupted() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let freed = tokio::task::spawn_blocking(move || lab.free_queue())
+        .await
+        .map_err(|e| format!("freeing the queue failed: {e}"))?;
+    let filled = filled?;
+    freed?;
+    Ok(filled)
 }
 
 impl Armed {
@@ -206,6 +260,20 @@ pub(super) fn record(
         .max()
         .map(|t| secs(t.saturating_sub(f.restarted_us)));
     s.fault_unsynced_files = f.crashed.unsynced_files.as_ref().map(|v| v.len() as u64);
+    // The full disk's refusals: every 4xx reply of the run (none come before the disk
+    // fills or after it is freed), as the generator tallied them with their texts.
+    let refusals: Vec<&crate::stats::results::ErrorRow> = results
+        .errors
+        .iter()
+        .filter(|e| f.filled.is_some() && (400..500).contains(&e.code))
+        .collect();
+    if f.filled.is_some() {
+        s.fault_refused_4xx = Some(refusals.iter().map(|e| e.count).sum());
+    }
+    let refusals: Vec<serde_json::Value> = refusals
+        .iter()
+        .map(|e| serde_json::json!({"code": e.code, "phase": e.phase, "count": e.count, "sample": e.sample}))
+        .collect();
     results.extra.insert(
         "fault".into(),
         serde_json::json!({
@@ -223,6 +291,10 @@ pub(super) fn record(
             "duplicated_seqs": by_seq.iter().map(|(q, n)| [*q, *n]).collect::<Vec<_>>(),
             "errors": s.injection.errors,
             "rejected": s.injection.rejected,
+            "queue_fs_bytes": f.filled.map(|d| d.size),
+            "ballast_bytes": f.filled.map(|d| d.ballast),
+            "free_bytes_left": f.filled.map(|d| d.free),
+            "refusals_4xx": f.filled.map(|_| refusals),
         }),
     );
 }

@@ -182,7 +182,7 @@ pub async fn run(
     let armed = r
         .fault
         .zip(lab_arc.clone())
-        .map(|(f, l)| super::fault::arm(f, l, r.accepts.clone(), Instant::now()));
+        .map(|(f, l)| super::fault::arm(f, l, r.accepts.clone(), Instant::now(), shutdown.clone()));
     let sent = crate::send::run(r.send, shutdown.clone()).await;
     // The fault fired (and the MTA is up again) before the drain starts.
     let fault = match armed.map(super::fault::Armed::finish) {

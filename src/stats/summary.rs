@@ -484,10 +484,16 @@ pub struct RelaySummary {
     /// reported them (the cut dropped that data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_unsynced_files: Option<u64>,
-    /// From the restarted MTA's greeting to its first delivery, seconds.
+    /// With `disk-full`: the MTA's 4xx replies to the generator (the full disk's
+    /// refusals; `extra.fault.refusals_4xx` quotes them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_refused_4xx: Option<u64>,
+    /// From the restarted MTA's greeting (with `disk-full`: the space freed) to its first
+    /// delivery, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_first_delivery_s: Option<f64>,
-    /// From the restarted MTA's greeting to its last delivery (the drain's end), seconds.
+    /// From the restarted MTA's greeting (with `disk-full`: the space freed) to its last
+    /// delivery (the drain's end), seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_last_delivery_s: Option<f64>,
 }

@@ -7,12 +7,19 @@
 //! directory), some of them delivered only by the restarted Postfix from the queue the
 //! crash left, and the duplicates are the `status=sent` lines per Message-ID beyond the
 //! first. Nothing of the lab (mount, loop device, process) is left afterwards.
+//!
+//! `disk-full`: the queue on a 64 MiB ext4 image that the fault fills for a hold time;
+//! Postfix's smtpd refuses MAIL FROM with `452 4.3.1 Insufficient system storage` while
+//! less than 1.5 × `message_size_limit` is free, and mailbench's count of those replies
+//! is the count of Postfix's own `NOQUEUE: reject` lines.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::durability::left_behind;
-use crate::util::{TempDir, refused_in_one_line, require, results, run_expect};
+use crate::util::{TempDir, mailbench, refused_in_one_line, require, results, run_expect};
 
 /// What Postfix's log says of one run's messages, by sequence number.
 #[derive(Debug, Default)]
@@ -288,6 +295,366 @@ fn bad_fault_values_and_places_are_refused_in_one_line() {
             "relay", "--lab", "postfix", "-c", "1,2", "--fault", "crash@5",
         ],
         "one fault per run",
+    );
+}
+
+#[test]
+fn bad_disk_full_sizes_and_places_are_refused_in_one_line() {
+    let disk_full = |extra: &[&str], needle: &str| {
+        let mut args = vec!["relay", "--lab", "postfix", "--fault", "disk-full@5"];
+        args.extend_from_slice(extra);
+        refused_in_one_line(&args, needle);
+    };
+    disk_full(&["--queue-fs-size", "16M"], "give 32M to 1024M");
+    disk_full(&["--queue-fs-size", "2048M"], "give 32M to 1024M");
+    disk_full(&["--queue-fs-size", "lots"], "--queue-fs-size");
+    disk_full(&["--fault-hold", "0s"], "--fault-hold 0");
+    disk_full(&["--fault-hold", "1h"], "at most 600 s");
+    refused_in_one_line(
+        &[
+            "relay",
+            "--target",
+            "127.0.0.1:25",
+            "--fault",
+            "disk-full@5",
+        ],
+        "add --lab postfix",
+    );
+    refused_in_one_line(
+        &["relay", "--lab", "postfix", "--queue-fs-size", "64M"],
+        "add --fault disk-full",
+    );
+    refused_in_one_line(
+        &[
+            "relay",
+            "--lab",
+            "postfix",
+            "--fault",
+            "crash@5",
+            "--queue-fs-size",
+            "64M",
+        ],
+        "cannot be sized",
+    );
+}
+
+/// Postfix's log of a disk-full run: its `452 4.3.1` refusals of MAIL FROM, its warnings
+/// with the free bytes it saw, and its `status=sent` lines per message of run `run`.
+struct FullLog {
+    refusals: usize,
+    warnings: Vec<u64>,
+    other_rejects: Vec<String>,
+    sent: BTreeMap<u64, usize>,
+}
+
+fn read_full_log(path: &Path, run: &str) -> FullLog {
+    let says = read_maillog(path, run);
+    let text = std::fs::read_to_string(path).expect("Postfix's log");
+    let rejects: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("NOQUEUE: reject:"))
+        .collect();
+    FullLog {
+        refusals: rejects
+            .iter()
+            .filter(|l| {
+                l.contains("MAIL from") && l.contains(": 452 4.3.1 Insufficient system storage")
+            })
+            .count(),
+        other_rejects: rejects
+            .iter()
+            .filter(|l| !l.contains(": 452 4.3.1 Insufficient system storage"))
+            .map(|l| l.to_string())
+            .collect(),
+        warnings: text
+            .lines()
+            .filter_map(|l| l.split("not enough free space in mail queue: ").nth(1))
+            .filter_map(|t| t.split(' ').next()?.parse().ok())
+            .collect(),
+        sent: says.sent,
+    }
+}
+
+#[test]
+fn a_full_disk_draws_452s_counted_as_postfix_logs_them_and_loses_nothing() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let dir = TempDir::new("fault-disk-full");
+    let json = dir.0.join("relay.json");
+    let j = json.to_string_lossy().to_string();
+    let t0 = Instant::now();
+    let out = run_expect(
+        &[
+            "relay",
+            "--lab",
+            "postfix",
+            "-n",
+            "300",
+            "-c",
+            "4",
+            "--size",
+            "1k",
+            "--rate",
+            "100/s",
+            "--fault",
+            "disk-full@100",
+            "--fault-hold",
+            "1s",
+            "--queue-fs-size",
+            "64M",
+            "--drain-timeout",
+            "60s",
+            "--json",
+            &j,
+        ],
+        0,
+    );
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let took = t0.elapsed();
+    let r = results(&json);
+    let s = &r["summary"];
+    let f = &r["extra"]["fault"];
+    assert_eq!(
+        r["config"]["relay"]["queue"], "loop",
+        "{:#}",
+        r["config"]["relay"]
+    );
+    assert_eq!(
+        r["config"]["relay"]["queue_fs_bytes"].as_u64(),
+        Some(64 << 20)
+    );
+    assert_eq!(f["fired"], true, "{f:#}");
+    assert_eq!(s["fault_accepted_before"].as_u64(), Some(100), "{s:#}");
+    // 1 MiB free, give or take what Postfix wrote or removed between the fill and the
+    // look (a few blocks).
+    assert_eq!(f["queue_fs_bytes"].as_u64(), Some(64 << 20), "{f:#}");
+    assert!(
+        f["free_bytes_left"].as_u64().is_some_and(near_1_mib),
+        "the disk filled to 1 MiB free: {f:#}"
+    );
+    let run = f["trace_run"].as_str().expect("trace_run");
+    let log = read_full_log(&json.with_extension("maillog.0"), run);
+    let refused = s["fault_refused_4xx"].as_u64().expect("fault_refused_4xx");
+    assert!(refused > 0, "the full disk drew refusals: {s:#}");
+    assert_eq!(
+        (
+            refused as usize,
+            log.warnings.len(),
+            log.other_rejects.len()
+        ),
+        (log.refusals, log.refusals, 0),
+        "mailbench's 4xx count, Postfix's 452 lines and its free-space warnings agree (other rejects: {:?})",
+        log.other_rejects
+    );
+    // The ballast is allocated at once: Postfix saw the 1 MiB left at every refusal
+    // (never 0, which would fail its writes in flight), below its 1.5 x
+    // message_size_limit floor.
+    assert!(
+        log.warnings.iter().all(|b| near_1_mib(*b)),
+        "each refusal saw about 1 MiB free: {:?}",
+        log.warnings
+    );
+    let rows = f["refusals_4xx"].as_array().expect("refusals_4xx");
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!(
+        (
+            rows[0]["code"].as_u64(),
+            rows[0]["phase"].as_str(),
+            rows[0]["count"].as_u64()
+        ),
+        (Some(452), Some("mail"), Some(refused)),
+        "{rows:#?}"
+    );
+    assert!(
+        rows[0]["sample"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("452 4.3.1 Insufficient system storage")),
+        "{rows:#?}"
+    );
+    // Every message was either accepted or refused by the full disk; every accepted one
+    // was delivered exactly once, by the sink's count and by Postfix's log.
+    let accepted = s["accepted"].as_u64().expect("accepted");
+    assert_eq!(accepted + refused, 300, "{s:#}");
+    let accepted_seqs: BTreeSet<u64> = f["accepted_seqs"]
+        .as_array()
+        .expect("accepted_seqs")
+        .iter()
+        .flat_map(|r| r[0].as_u64().expect("first")..=r[1].as_u64().expect("last"))
+        .collect();
+    assert_eq!(accepted_seqs.len() as u64, accepted);
+    let once: BTreeSet<u64> = log
+        .sent
+        .iter()
+        .filter(|(_, n)| **n == 1)
+        .map(|(q, _)| *q)
+        .collect();
+    assert_eq!(
+        once, accepted_seqs,
+        "Postfix sent each accepted message once, and no other"
+    );
+    assert_eq!(
+        (
+            s["lost"].as_u64(),
+            s["duplicates"].as_u64(),
+            s["delivered_messages"].as_u64()
+        ),
+        (Some(0), Some(0), Some(accepted)),
+        "{s:#}"
+    );
+    let (first, last) = (
+        s["restart_first_delivery_s"]
+            .as_f64()
+            .expect("first delivery after the space was freed"),
+        s["restart_last_delivery_s"]
+            .as_f64()
+            .expect("last delivery"),
+    );
+    assert!(0.0 <= first && first <= last, "{first} {last}");
+    let line = format!(
+        "disk full for {:.2} s, {refused} replies 4xx",
+        s["fault_down_s"].as_f64().expect("down")
+    );
+    assert!(out.contains(&line), "expected {line:?} in:\n{out}");
+    eprintln!(
+        "disk-full@100: accepted {accepted}, refused {refused} (Postfix's free-space warnings {:?}), full {} s, first delivery {first} s and last {last} s after the space was freed; the run took {:.1} s",
+        log.warnings,
+        s["fault_down_s"],
+        took.as_secs_f64()
+    );
+    for d in r["extra"]["lab_dirs"].as_array().expect("lab_dirs") {
+        let d = Path::new(d.as_str().expect("dir"));
+        assert_eq!(
+            left_behind(d),
+            Vec::<String>::new(),
+            "left behind by the lab"
+        );
+    }
+}
+
+/// Whether `bytes` is the 1 MiB a full disk leaves, give or take 64 KiB (16 blocks the
+/// MTA wrote or removed meanwhile).
+fn near_1_mib(bytes: u64) -> bool {
+    ((1 << 20) - (64 << 10)..=(1 << 20) + (64 << 10)).contains(&bytes)
+}
+
+/// The lab directories of mailbench process `pid`.
+fn lab_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("mailbench-lab-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn sigint_while_the_disk_is_full_frees_it_and_leaves_nothing_behind() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let dir = TempDir::new("fault-disk-full-int");
+    let json = dir.0.join("relay.json");
+    let j = json.to_string_lossy().to_string();
+    let mut child = mailbench()
+        .args([
+            "relay",
+            "--lab",
+            "postfix",
+            "-n",
+            "3000",
+            "-c",
+            "4",
+            "--size",
+            "1k",
+            "--rate",
+            "100/s",
+            "--fault",
+            "disk-full@50",
+            "--fault-hold",
+            "120s",
+            "-q",
+            "--json",
+            &j,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start relay");
+    let pid = child.id();
+    // The ballast in the lab's queue: the disk is full.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let full = loop {
+        let dirs = lab_dirs_of(pid);
+        if dirs
+            .iter()
+            .any(|d| d.join("queue/.mailbench-ballast").exists())
+        {
+            break dirs;
+        }
+        assert!(Instant::now() < deadline, "the disk never filled");
+        assert!(
+            child.try_wait().ok().flatten().is_none(),
+            "relay ended before the fault"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let signalled = Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success())
+    );
+    let end = Instant::now() + Duration::from_secs(40);
+    let status = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            break st;
+        }
+        if Instant::now() >= end {
+            let _ = child.kill();
+            panic!("relay did not end within 40 s of SIGINT during a 120 s hold");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = signalled.elapsed();
+    let mut err = String::new();
+    use std::io::Read;
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    let r = results(&json);
+    assert_eq!(r["interrupted"], true, "exit {status}: {err}");
+    let f = &r["extra"]["fault"];
+    assert!(
+        f["fired"].as_bool() == Some(true) && f["free_bytes_left"].as_u64().is_some_and(near_1_mib),
+        "{f:#}"
+    );
+    assert!(
+        r["summary"]["fault_down_s"]
+            .as_f64()
+            .is_some_and(|d| d < 30.0),
+        "the hold ended at the signal: {:#}",
+        r["summary"]
+    );
+    assert_eq!(r["summary"]["lost"].as_u64(), Some(0), "{:#}", r["summary"]);
+    for d in &full {
+        assert_eq!(
+            left_behind(d),
+            Vec::<String>::new(),
+            "left behind by the lab"
+        );
+        assert!(!d.exists(), "{} removed", d.display());
+    }
+    eprintln!(
+        "SIGINT during the full disk: relay ended {:.1} s later ({status})",
+        took.as_secs_f64()
     );
 }
 

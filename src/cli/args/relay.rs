@@ -158,9 +158,20 @@ pub struct RelayArgs {
     /// crash@N kills its whole process tree (SIGKILL) after N accepted messages, crash@3s
     /// at a time; power-loss@… puts its queue on LazyFS and also drops what was not
     /// fsynced. Every accepted message is then judged delivered, lost or duplicated.
+    /// disk-full@… puts the queue on a small ext4 image on a loop device
+    /// (--queue-fs-size) and fills it for --fault-hold, then frees it: the MTA's 4xx
+    /// replies meanwhile are counted and quoted.
     /// Lab MTAs only (--lab postfix).
     #[arg(long, value_name = "KIND@WHEN")]
     pub fault: Option<String>,
+    /// With --fault disk-full: the size of the queue's file system (an ext4 image on a
+    /// loop device; 32M to 1024M, default 64M).
+    #[arg(long, value_name = "SIZE")]
+    pub queue_fs_size: Option<String>,
+    /// With --fault disk-full: how long the disk stays full (default 2s; a signal ends
+    /// it sooner).
+    #[arg(long, value_name = "DURATION")]
+    pub fault_hold: Option<String>,
     /// Observe this process tree as the system under test (repeatable; the lab's own is
     /// observed automatically).
     #[arg(long, value_name = "PID")]

@@ -1,11 +1,17 @@
-//! `relay --fault KIND@WHEN` → a [`FaultPlan`]: `crash` or `power-loss`, after a count
+//! `relay --fault KIND@WHEN` → a [`FaultPlan`]: `crash`, `power-loss` or `disk-full`
+//! (held full for [`DISK_FULL_HOLD`] unless `--fault-hold` says otherwise), after a count
 //! of accepted messages (a bare number) or at a time after injection starts (a duration
 //! with its unit, e.g. `3s`, `500ms`).
+
+use std::time::Duration;
 
 use crate::relay::fault::{FaultKind, FaultPlan, FaultWhen};
 
 /// What `--fault` takes, for its messages.
-const FORM: &str = "give KIND@WHEN: crash or power-loss, @N after N accepted messages or @3s at a time, e.g. --fault crash@150";
+const FORM: &str = "give KIND@WHEN: crash, power-loss or disk-full, @N after N accepted messages or @3s at a time, e.g. --fault crash@150";
+
+/// How long `disk-full` keeps the disk full when `--fault-hold` does not say.
+pub const DISK_FULL_HOLD: Duration = Duration::from_secs(2);
 
 /// Parses `--fault`'s value; the error is one line naming the flag and the fix.
 pub fn parse(s: &str) -> Result<FaultPlan, String> {
@@ -15,6 +21,9 @@ pub fn parse(s: &str) -> Result<FaultPlan, String> {
     let kind = match kind.trim() {
         "crash" => FaultKind::Crash,
         "power-loss" => FaultKind::PowerLoss,
+        "disk-full" => FaultKind::DiskFull {
+            hold: DISK_FULL_HOLD,
+        },
         other => return Err(format!("--fault {s:?}: no fault {other:?}; {FORM}")),
     };
     let when = when.trim();
@@ -36,7 +45,6 @@ pub fn parse(s: &str) -> Result<FaultPlan, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn counts_times_and_bad_values() {
@@ -53,6 +61,19 @@ mod tests {
                 kind: FaultKind::PowerLoss,
                 when: FaultWhen::After(Duration::from_millis(2500))
             })
+        );
+        assert_eq!(
+            parse("disk-full@40"),
+            Ok(FaultPlan {
+                kind: FaultKind::DiskFull {
+                    hold: DISK_FULL_HOLD
+                },
+                when: FaultWhen::Accepted(40)
+            })
+        );
+        assert_eq!(
+            parse("disk-full@1s").map(|p| p.label()),
+            Ok("disk-full@1s".into())
         );
         assert_eq!(
             parse("crash@150").map(|p| p.label()),

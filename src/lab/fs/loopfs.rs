@@ -10,7 +10,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::{mounted, poll_until, run_ok, succeeds};
-use crate::lab::LabError;
 
 /// How long mkfs, mount, umount and losetup each get.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -23,6 +22,7 @@ const BALLAST: &str = ".mailbench-ballast";
 #[derive(Debug)]
 pub struct LoopFs {
     image: PathBuf,
+    size: u64,
     mount: PathBuf,
     mounted: bool,
 }
@@ -33,15 +33,15 @@ impl LoopFs {
     /// run as root or users alike, and all of it fills) and mounts it over
     /// `mount` (made if missing) through a loop device, which the kernel frees when it is
     /// unmounted (`mount -o loop` sets autoclear).
-    pub fn make(image: &Path, mount: &Path, size: u64) -> Result<LoopFs, LabError> {
-        crate::lab::host::check_root("a loop-mounted file system").map_err(LabError::Failed)?;
+    pub fn make(image: &Path, mount: &Path, size: u64) -> Result<LoopFs, String> {
+        crate::lab::host::check_root("a loop-mounted file system")?;
         if size < MIN_SIZE {
-            return Err(LabError::Failed(format!(
+            return Err(format!(
                 "a file system of {size} bytes is too small: give at least {} MiB",
                 MIN_SIZE >> 20
-            )));
+            ));
         }
-        let failed = |what: String| LabError::Failed(format!("loop file system: {what}"));
+        let failed = |what: String| format!("loop file system: {what}");
         std::fs::create_dir_all(mount)
             .map_err(|e| failed(format!("cannot create {}: {e}", mount.display())))?;
         let f = std::fs::File::create(image)
@@ -66,9 +66,15 @@ impl LoopFs {
         .map_err(failed)?;
         Ok(LoopFs {
             image: image.to_path_buf(),
+            size,
             mount: mount.to_path_buf(),
             mounted: true,
         })
+    }
+
+    /// Its size in bytes, as made (the image's).
+    pub fn size(&self) -> u64 {
+        self.size
     }
 
     /// Where it is mounted.
@@ -104,10 +110,18 @@ impl LoopFs {
     }
 
     /// Takes the free space with a ballast file, leaving about `leave` bytes (rounded down
-    /// to 4 KiB blocks; 0: the disk is full). Writes until the kernel says ENOSPC, then
-    /// gives `leave` back, and syncs. The ballast's size.
+    /// to 4 KiB blocks; 0: the disk is full). With `leave` above 0 the ballast is
+    /// allocated at once (fallocate) to the free space less `leave`, so that the disk is
+    /// never full meanwhile (the MTA's writes in flight would fail, seen as Postfix's
+    /// smtpd finding 0 bytes free mid-fill); with 0, or where fallocate fails, it writes
+    /// until the kernel says ENOSPC, then gives `leave` back, and syncs. The ballast's size.
     pub fn fill(&mut self, leave: u64) -> Result<u64, String> {
         let path = self.mount.join(BALLAST);
+        if leave > 0
+            && let Some(len) = self.allocate(&path, leave)?
+        {
+            return Ok(len);
+        }
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -133,6 +147,33 @@ impl LoopFs {
             .map_err(|e| format!("cannot trim {}: {e}", path.display()))?;
         self.sync()?;
         Ok(keep)
+    }
+
+    /// The ballast made at once with fallocate(2), leaving `leave` bytes free; `None`
+    /// when the kernel refused (the caller writes it instead).
+    fn allocate(&mut self, path: &Path, leave: u64) -> Result<Option<u64>, String> {
+        use std::os::fd::AsRawFd;
+        let want = self.free_bytes()?.saturating_sub(leave) / 4096 * 4096;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let Ok(len) = libc::off_t::try_from(want) else {
+            return Ok(None);
+        };
+        #[allow(unsafe_code)]
+        // SAFETY: fallocate(2) on a descriptor open for the call's duration.
+        let failed = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, len) } != 0;
+        if failed {
+            let _ = f.set_len(0);
+            return Ok(None);
+        }
+        f.sync_all()
+            .map_err(|e| format!("cannot sync {}: {e}", path.display()))?;
+        self.sync()?;
+        Ok(Some(want))
     }
 
     /// Removes the ballast and syncs, so that its blocks are free for the next writer.

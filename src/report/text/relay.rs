@@ -341,6 +341,21 @@ fn fault_line(out: &mut String, s: &crate::stats::summary::RelaySummary) {
         );
         return;
     };
+    if let Some(refused) = s.fault_refused_4xx {
+        let after = match (s.restart_first_delivery_s, s.restart_last_delivery_s) {
+            (Some(a), Some(b)) => {
+                format!("first delivery {a:.2} s after the space was freed, last {b:.2} s")
+            }
+            _ => "nothing delivered after the space was freed".into(),
+        };
+        let _ = writeln!(
+            out,
+            "  fault      {fault} at {at:.2} s ({before} accepted): disk full for {down:.2} s, {refused} replies 4xx (see errors); {after}; lost {}, duplicated {} messages",
+            s.lost,
+            s.fault_duplicated_messages.unwrap_or(0)
+        );
+        return;
+    }
     let after = match (s.restart_first_delivery_s, s.restart_last_delivery_s) {
         (Some(a), Some(b)) => format!("first delivery {a:.2} s after the restart, last {b:.2} s"),
         _ => "nothing delivered after the restart".into(),

@@ -74,6 +74,7 @@ pub const RELAY: Kind = Kind {
                 "fault_down_s",
                 "fault_duplicated_messages",
                 "fault_unsynced_files",
+                "fault_refused_4xx",
                 "restart_first_delivery_s",
                 "restart_last_delivery_s",
                 // seed 003's "+s to flush" and the MTA's network bytes (issue 43)

@@ -277,6 +277,7 @@ const RELAY_MODE_KEYS: &[&str] = &[
     "fault_down_s",
     "fault_duplicated_messages",
     "fault_unsynced_files",
+    "fault_refused_4xx",
     "restart_first_delivery_s",
     "restart_last_delivery_s",
     // none when nothing arrived, or no connection of the MTA's was held by mailbench
