@@ -5,7 +5,8 @@
 #   docker build -t mailbench:latest .
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
+COPY crates ./crates
 COPY src ./src
 COPY examples ./examples
 COPY tests ./tests

@@ -6,14 +6,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh --for-tests
-cargo fmt --check
-cargo clippy --all-targets --quiet -- -D warnings
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items --quiet
+# Every crate of the workspace (wire, results, engine, the command line).
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --quiet
 ./scripts/fuzz.sh
-# Both test binaries in one build: the library's unit tests and the integration tests
-# compile side by side on the two cores instead of one after the other.
-cargo test --no-run --lib --test it --quiet
-cargo test --lib
+# Every crate's unit tests and the integration tests in one build: they compile side by
+# side on the two cores instead of one after the other.
+cargo test --workspace --no-run --lib --test it --quiet
+cargo test --workspace --lib
 # One integration test at a time: many of them assert timings (a known delay, late starts,
 # a capacity search) and run real servers that take both cores; beside another test on a
 # 2-core machine they measure the neighbour, not themselves.

@@ -7,9 +7,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use mailbench::dns::answer::{MAX_UDP, Responder, Transport};
-use mailbench::dns::faults::parse_rule;
-use mailbench::dns::spec::{Synthetic, expand_domains};
+use mailbench_wire::dns::answer::{MAX_UDP, Responder, Transport};
+use mailbench_wire::dns::faults::parse_rule;
+use mailbench_wire::dns::spec::{Synthetic, expand_domains};
 
 fn responder() -> &'static Responder {
     static R: OnceLock<Responder> = OnceLock::new();

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mailbench::imap::proto::{Command, Event, FetchItems, ImapClient};
-use mailbench::imap::state::{MAX_TRACKED, Model, Shared};
+use mailbench_wire::imap::proto::{Command, Event, FetchItems, ImapClient};
+use mailbench_wire::imap::state::{MAX_TRACKED, Model, Shared};
 
 fuzz_target!(|input: &[u8]| {
     let Some((&split, rest)) = input.split_first() else { return };

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mailbench::lab::ldap::frame::{self, MAX_MESSAGE, Next};
+use mailbench_wire::ldap::frame::{self, MAX_MESSAGE, Next};
 
 fuzz_target!(|input: &[u8]| {
     let Some((&split, rest)) = input.split_first() else { return };

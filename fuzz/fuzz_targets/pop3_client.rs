@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mailbench::pop3::proto::{Command, Pop3Client};
+use mailbench_wire::pop3::proto::{Command, Pop3Client};
 
 fuzz_target!(|input: &[u8]| {
     let Some((&split, rest)) = input.split_first() else { return };

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mailbench::smtp::proto::{Decoded, ReplyDecoder};
+use mailbench_wire::smtp::proto::{Decoded, ReplyDecoder};
 
 fuzz_target!(|input: &[u8]| {
     let Some((&split, rest)) = input.split_first() else { return };

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mailbench::smtp::proto::server::{
+use mailbench_wire::smtp::proto::server::{
     Command, Decision, Envelope, Handler, Out, ServerConfig, ServerSession,
 };
 

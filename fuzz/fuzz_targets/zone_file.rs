@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mailbench::dns::zone::{Authority, key};
-use mailbench::dns::zonefile::read;
+use mailbench_wire::dns::zone::{Authority, key};
+use mailbench_wire::dns::zonefile::read;
 
 fuzz_target!(|input: &[u8]| {
     let mut a = Authority::default();

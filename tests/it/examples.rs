@@ -27,7 +27,7 @@ const RUN_FOR: Duration = Duration::from_millis(2500);
 /// rightly measures and writes nothing, which would leave the results path untested.
 const RUN_FOR_SLOW_LAB: Duration = Duration::from_secs(20);
 
-/// What a run interrupted while its lab started says (src/lab/mod.rs).
+/// What a run interrupted while its lab started says (crates/engine/src/lab/mod.rs).
 const LAB_STILL_STARTING: &str = "interrupted while the lab started";
 
 /// How long an interrupted example may take to write its results and tear its lab down.
@@ -1176,6 +1176,7 @@ fn issue_40_every_doc_the_sources_name_exists_and_compare_md_has_every_verdict()
         }
     }
     walk(&root.join("src"), &mut texts);
+    walk(&root.join("crates"), &mut texts);
     walk(&root.join("docs"), &mut texts);
     let readme = root.join("README.md");
     texts.push((

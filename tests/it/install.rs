@@ -186,7 +186,7 @@ fn version_names_the_commit_git_names() {
             .arg("-C")
             .arg(repo())
             .args(["status", "--porcelain", "--untracked-files=no", "--"])
-            .args(["src", "build.rs", "Cargo.toml", "Cargo.lock"]),
+            .args(["src", "crates", "build.rs", "Cargo.toml", "Cargo.lock"]),
     )
     .trim()
     .is_empty();

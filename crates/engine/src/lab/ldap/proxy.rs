@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use super::frame::{self, Next};
+use mailbench_wire::ldap::frame::{self, Next};
 
 /// SearchRequest, `[APPLICATION 3]` constructed.
 const SEARCH_REQUEST: u8 = 0x63;

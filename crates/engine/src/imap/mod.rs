@@ -4,6 +4,6 @@
 //! (`state`), and its phases as statistics steps (`steps`). The mailbox workloads drive it.
 
 pub mod conn;
-pub mod proto;
-pub mod state;
+pub use mailbench_wire::imap::proto;
+pub use mailbench_wire::imap::state;
 pub mod steps;

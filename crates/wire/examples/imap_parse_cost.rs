@@ -6,10 +6,10 @@
 //! divided likewise is close to it, as the loop does nothing else.
 //!
 //! `imap_parse_cost [ROUNDS] [FILE]` — FILE is raw server output (default the recorded
-//! session in `src/imap/proto/testdata/dovecot-session.bin`).
+//! session in `crates/wire/src/imap/proto/testdata/dovecot-session.bin`).
 
-use mailbench::imap::proto::frame::Framer;
-use mailbench::imap::proto::response::parse;
+use mailbench_wire::imap::proto::frame::Framer;
+use mailbench_wire::imap::proto::response::parse;
 
 const SESSION: &[u8] = include_bytes!("../src/imap/proto/testdata/dovecot-session.bin");
 

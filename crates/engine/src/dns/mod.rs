@@ -9,18 +9,13 @@
 //! benchmark embeds it so that a lab MTA resolves MX and address records the way it would
 //! in production.
 
-pub mod answer;
-pub mod cache;
-pub mod faults;
-pub mod rdata;
 pub mod server;
 pub mod shared;
-pub mod spec;
 pub mod tally;
-pub mod token;
 pub mod udp;
-pub mod zone;
-pub mod zonefile;
+
+/// The sans-IO core: zones, the responder, fault rules, zone files (no sockets, no runtime).
+pub use mailbench_wire::dns::{answer, cache, faults, rdata, spec, token, zone, zonefile};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -119,4 +114,13 @@ pub async fn run(plan: DnsPlan, sockets: Sockets, shutdown: Shutdown) -> Result<
     results.extra.insert("dns".into(), tally);
     results.interrupted = shutdown.interrupted();
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The wire core names its query classes; the results file names the same steps.
+    #[test]
+    fn the_query_classes_are_the_results_steps() {
+        assert_eq!(super::faults::QClass::NAMES, super::STEPS.0);
+    }
 }

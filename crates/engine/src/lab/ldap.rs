@@ -5,7 +5,7 @@
 //! which counts and times the lookups and injects the faults (`--ldap-fault`). Stopped and
 //! removed on drop, whatever happens; the system's slapd, if any, is never touched.
 
-pub mod frame;
+pub use mailbench_wire::ldap::frame;
 pub mod proxy;
 
 use std::net::SocketAddr;

@@ -3,5 +3,5 @@
 //! protocol-neutral `transport`.
 
 pub mod conn;
-pub mod proto;
+pub use mailbench_wire::smtp::proto;
 pub mod steps;

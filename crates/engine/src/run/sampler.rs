@@ -41,7 +41,7 @@ const PSS_BUDGET: f64 = 0.02;
 
 /// The tree's totals now, with the clients' byte count when there is one.
 pub fn read_store(pids: &Pids, net: Option<&NetRead>) -> Sample {
-    sut::sample_at(&pids(), false, None).0.with_net(net)
+    with_net(sut::sample_at(&pids(), false, None).0, net)
 }
 
 /// Where a sampler keeps its counts by process name from one reading to the next.
@@ -62,16 +62,14 @@ fn read_tree(
         .lock()
         .map(|mut n| n.update(procs))
         .unwrap_or_default();
-    (sample.with_net(net), at, by_name)
+    (with_net(sample, net), at, by_name)
 }
 
-impl Sample {
-    /// The sample with the clients' byte count read now, when there is one.
-    fn with_net(self, net: Option<&NetRead>) -> Sample {
-        Sample {
-            net: net.map(|f| f()),
-            ..self
-        }
+/// The sample with the clients' byte count read now, when there is one.
+fn with_net(sample: Sample, net: Option<&NetRead>) -> Sample {
+    Sample {
+        net: net.map(|f| f()),
+        ..sample
     }
 }
 

@@ -3,5 +3,5 @@
 //! (`steps`). The mailbox workloads drive it.
 
 pub mod conn;
-pub mod proto;
+pub use mailbench_wire::pop3::proto;
 pub mod steps;

@@ -1,0 +1,3 @@
+//! POP3 as bytes and states.
+
+pub mod proto;

@@ -1,0 +1,3 @@
+//! SMTP and LMTP as bytes and states.
+
+pub mod proto;
