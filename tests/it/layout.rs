@@ -49,16 +49,15 @@ fn imports(src: &Path, module: &str) -> Vec<(String, String)> {
     found
 }
 
+/// A crate's modules, each with the modules it may import.
+type Layers = Vec<(&'static str, Vec<&'static str>)>;
+
 /// The workspace's crates, bottom up: each one's name, its `src/`, and each of its modules
 /// with what it may import. Cargo keeps a crate from importing one above it (it does not
 /// depend on it); within a crate, these tables keep the layers of its `lib.rs` map. A
 /// lower crate's module is imported by its name, re-exported (`crate::stats` in the
 /// engine is `mailbench_results::stats`).
-fn crates() -> Vec<(
-    &'static str,
-    PathBuf,
-    Vec<(&'static str, Vec<&'static str>)>,
-)> {
+fn crates() -> Vec<(&'static str, PathBuf, Layers)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     vec![
         (
@@ -858,5 +857,45 @@ fn the_cli_reads_flags_then_plans_then_runs_commands() {
         wrong.is_empty(),
         "cli/args may import only cli/args, cli/plan only cli/args and cli/plan:\n{}",
         wrong.join("\n")
+    );
+}
+
+#[test]
+fn every_module_map_names_its_modules() {
+    // A module's doc comment is its map: each child module it declares is named there in
+    // backticks, so that the tree explains itself from the top down.
+    let mut missing = Vec::new();
+    for (_, src, _) in crates() {
+        for f in sources(&src) {
+            let text = std::fs::read_to_string(&f).expect("read a source file");
+            let doc: String = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("//!"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            for line in code_lines(&text) {
+                let t = line.trim();
+                let t = t
+                    .strip_prefix("pub(crate) ")
+                    .or_else(|| t.strip_prefix("pub "))
+                    .unwrap_or(t);
+                let Some(name) = t.strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) else {
+                    continue;
+                };
+                let named = doc.split('`').skip(1).step_by(2).any(|quoted| {
+                    quoted
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .any(|w| w == name)
+                });
+                if !named {
+                    missing.push(format!("{}: `{name}`", f.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "modules their parent's map (its //! comment) does not name:\n{}",
+        missing.join("\n")
     );
 }

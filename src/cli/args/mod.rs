@@ -1,6 +1,12 @@
 //! The clap structures: raw flags as typed, before cross-flag validation (`cli::plan`),
-//! one file per command or shared flag group. Nothing here imports another part of the
-//! CLI: the planners and commands build on these, never the reverse.
+//! one file per command or shared flag group. Commands: `send` (with the flags that split
+//! a run over agents), `sink`, `relay`, `dns`, `mailbox` (its workloads and `populate`),
+//! `sessions` (`mailbox pop3` and `imap`), `profile` (`mailbox profile` and `arrival`),
+//! `report` (`report`, `merge`, `compare`, `doctor`), `install` (`man`, completions).
+//! Shared groups: `load` (shape, messages, DKIM), `client` (the SMTP client, TLS),
+//! `server` (the store a mailbox workload runs against), `lab` (which lab MTA or store and
+//! its shape), `output` (where results go, what they must satisfy). Nothing here imports
+//! another part of the CLI: the planners and commands build on these, never the reverse.
 // Doc comments here are also clap help text, where [brackets] mean "optional".
 #![allow(rustdoc::broken_intra_doc_links)]
 

@@ -1,6 +1,7 @@
 //! `mailbox`: the mail-store workloads, one file each — `populate`, `pop3`, `imap`,
-//! `profile` and `arrival` (`stores`: profile's comparison of stores or settings). Each plans its flags (with the shared planners of
-//! `cli::plan`) and hands the plan to `crate::mailbox`.
+//! `profile` and `arrival` (`stores`: profile's comparison of stores or settings; `shard`:
+//! a POP3 or IMAP run split over agents, with the users dealt disjointly). Each plans its
+//! flags (with the shared planners of `cli::plan`) and hands the plan to `crate::mailbox`.
 
 mod arrival;
 mod imap;

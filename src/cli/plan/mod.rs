@@ -1,7 +1,8 @@
 //! Flags → validated plans, one planner per flag group: `load` (the shape), `message`,
 //! `dkim`, `client` (TLS, the SMTP client, mailbox timeouts), `send` (the load groups put
 //! together), `output`, `scale` (split runs), `dns` (zones and faults), `lab` (lab MTAs
-//! and stores), `fill` (filling a store) and `store` (where a mailbox workload runs and
+//! and stores), `fault` (a relay's `--fault` on its lab MTA), `sink_faults` (the sink's
+//! faults, read once for `sink` and for a relay's embedded sink), `fill` (filling a store) and `store` (where a mailbox workload runs and
 //! as whom), with `config` putting their parts of the results' configuration record
 //! together. Planners take typed defaults and name their own flags, so commands compose
 //! them without building flag structs or rewording errors; nothing here runs anything.

@@ -10,7 +10,10 @@
 //! mailbench, and `leftovers` finds and cleans the labs of runs that died. Every command a
 //! lab runs has a deadline (`command`), and a lab that stops answering or stopping is
 //! reported by the process that is stuck (`stall`), found while a run uses it by `watch`;
-//! a signal during a lab's start cuts the start short (`interrupt`).
+//! a signal during a lab's start cuts the start short (`interrupt`). For durability runs,
+//! `crash` kills a lab's whole tree at once and `fs` gives it file systems that fail on
+//! purpose (a LazyFS mount whose power is cut, a small ext4 that fills up); for recipient
+//! lookups, `ldap` is a private directory behind a counting proxy.
 
 pub mod chain;
 pub mod command;

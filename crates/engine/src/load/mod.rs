@@ -3,7 +3,8 @@
 //! one worker per connection slot (`worker`) driving a protocol's client through the
 //! [`Driver`] trait, and the run skeleton (ticks, live line, self CPU). A run split over
 //! agents (`--shard I/N`) takes its own part of the sequence numbers, connections and
-//! source addresses (`shard`). SMTP's driver is `send::driver`; POP3's and IMAP's
+//! source addresses (`shard`). A session that fails keeps what its set-up had measured
+//! (`setup`). SMTP's driver is `send::driver`; POP3's and IMAP's
 //! (`mailbox::pop3`, `mailbox::imap`) plug in the same way and get pacing, budgets, the
 //! live line and the generator's warnings unchanged.
 

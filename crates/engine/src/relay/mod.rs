@@ -9,9 +9,11 @@
 //! `bench` is the whole benchmark (start-up order, sweeps and the capacity search, clean-up);
 //! `run` one run of it; `dns` the embedded DNS server and the sink's addresses when the MTA
 //! resolves its destinations; `drain` the wait for deliveries; `maillog` what the lab MTA's
-//! log says of a run's deliveries and bounces; `pace` the pace of delivery a search judges; `qstates` a lab MTA's queues per interval; `combine` the results, on the
-//! one time grid `grid` gives injection and delivery; `verdict` whether a search step was
-//! sustained.
+//! log says of a run's deliveries and bounces; `pace` the pace of delivery a search judges; `qstates` a lab MTA's queues per
+//! interval; `lookups` what the lab MTA's recipient lookups cost; `fault` a crash, power
+//! cut or full disk during the run and what the MTA kept through it; `combine` the
+//! results, on the one time grid `grid` gives injection and delivery; `verdict` whether a
+//! search step was sustained.
 
 mod bench;
 mod combine;

@@ -3,8 +3,9 @@
 //! (`link`), how long a connection waits for its server (`patience`, on the process's
 //! alarm clock), what a client read and has not decoded yet (`inbox`), which mail
 //! protocol a server's greeting speaks (`greeting`),
-//! where to listen and accepting (`listen`), and TLS set-up and upgrades for both sides
-//! (`tls`).
+//! where to listen and accepting (`listen`), TLS set-up and upgrades for both sides
+//! (`tls`), and the bytes a run's client connections moved each way (`count`: loopback
+//! keeps no per-process byte count).
 
 pub mod connect;
 pub mod count;

@@ -1,3 +1,3 @@
-//! SMTP and LMTP as bytes and states.
+//! SMTP and LMTP as bytes and states (`proto`); the engine's `smtp::conn` drives them.
 
 pub mod proto;

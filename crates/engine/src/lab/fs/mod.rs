@@ -1,6 +1,7 @@
 //! File systems that fail on purpose, for durability runs (issue 42): `lazyfs`, a LazyFS
 //! mount whose power can be cut (every write not fsynced is dropped), and `loopfs`, a small
-//! real ext4 image on a loop device that fills up (ENOSPC) and gets space back.
+//! real ext4 image on a loop device that fills up (ENOSPC) and gets space back; `queue`
+//! puts a lab MTA's queue on the LazyFS mount (what LazyFS cannot hold stays beside it).
 //!
 //! Both are disposable machinery like the labs: each runs every outside command and every
 //! wait against a deadline, and each is torn down on drop whatever happened — no mount, no

@@ -2,7 +2,9 @@
 //! next user and selects the mailbox; each unit of work is then one command drawn from the
 //! mix, on a sequence number the session knows exists, timed from its write to its
 //! completion, with every response checked against the session's model of the mailbox and
-//! against what other sessions saw of the same messages (`imap::state`).
+//! against what other sessions saw of the same messages (`imap::state`; `overlap` knows
+//! which users have two sessions open, whose flags may change under a check). With
+//! `--pipeline N`, `pipelined` keeps up to N commands in flight per session.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,8 @@
 //!
 //! One file per layout a kind of run names (`generator`, `sink`, `relay`, `dns`, `pop3`,
 //! `imap`, `profile`), built from shared pieces (`parts`, a lab MTA's queues: `queues`, and
-//! a mail store's resources: `store`); [`summary`] picks the layout.
+//! a mail store's resources: `store`, the system under test's CPU by process name:
+//! `processes`); [`summary`] picks the layout.
 
 mod dns;
 mod generator;

@@ -1,8 +1,9 @@
 //! The sans-IO IMAP core: where a response ends (`frame`), what it says (`response`, with
 //! `fetch_scan` reading the common FETCH in one pass, both building `fetch`'s types), the
-//! client session that tags commands and matches completions (`client`), and which
-//! commands may be in flight together (`pipeline`). Nothing here
-//! does IO or reads a clock; `crate::imap::conn` drives it.
+//! client session that tags commands and matches completions (`client`), which
+//! commands may be in flight together (`pipeline`), and the octet helpers both readers
+//! share (`octets`). `response_corpus` pins the parser's answers to recorded Dovecot
+//! sessions. Nothing here does IO or reads a clock; the engine's `imap::conn` drives it.
 
 pub mod client;
 mod fetch;
