@@ -113,6 +113,6 @@ pub async fn dns(plan: DnsPlan, outputs: OutputPlan) -> Result<u8, (u8, String)>
             "mailbench dns: {} questions on {addrs} over {:.2} s",
             r.counters.sent, r.duration_s
         );
-        crate::report::text::render_dns(r, &headline)
+        crate::report::text::summary(r, &headline)
     })
 }

@@ -15,7 +15,6 @@ use crate::relay::fault::{FaultKind, FaultPlan};
 use crate::relay::verdict::StepRules;
 use crate::relay::{FindMaxPlan, RelayDns, RelayError, RelayPlan};
 use crate::shutdown::Shutdown;
-use crate::smtp::steps::STEPS;
 use crate::transport::target::{parse_targets, parse_tcp};
 use crate::transport::tls::TlsMode;
 use crate::units;
@@ -348,7 +347,7 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
             r.config["target"].as_str().unwrap_or("the MTA"),
             r.config["relay"]["sink"].as_str().unwrap_or("?")
         );
-        crate::report::text::render_relay(r, STEPS, &headline)
+        crate::report::text::summary(r, &headline)
     })?;
     Ok(match lost {
         Some(why) if code != EXIT_FAILED => {

@@ -119,6 +119,6 @@ pub(super) async fn arrival(a: ArrivalArgs) -> Result<u8, (u8, String)> {
             "mailbench mailbox arrival: {} messages over SMTP, each timed until IMAP shows it ({} watched mailboxes)",
             r.counters.sent, r.config["watchers"]
         );
-        crate::report::text::render_relay(r, crate::smtp::steps::STEPS, &headline)
+        crate::report::text::summary(r, &headline)
     })
 }

@@ -105,7 +105,7 @@ pub(super) async fn imap(a: ImapArgs) -> Result<u8, (u8, String)> {
             r.config["target"].as_str().unwrap_or("the lab's Dovecot"),
             r.duration_s
         );
-        crate::report::text::render_imap(r, crate::imap::steps::STEPS, &headline)
+        crate::report::text::summary(r, &headline)
     })
     .await
 }

@@ -6,7 +6,6 @@ use crate::cli::plan::{client, load, output, store};
 use crate::lab::Store;
 use crate::mailbox::bench::Workload;
 use crate::mailbox::plan::{Pop3Login, Pop3Plan};
-use crate::pop3::steps::STEPS;
 use crate::units;
 
 /// `mailbox pop3`'s defaults: 1,000 sessions over 16 connections.
@@ -103,7 +102,7 @@ pub(super) async fn pop3(a: Pop3Args) -> Result<u8, (u8, String)> {
             r.config["target"].as_str().unwrap_or("the lab's Dovecot"),
             r.duration_s
         );
-        crate::report::text::render_pop3(r, STEPS, &headline)
+        crate::report::text::summary(r, &headline)
     })
     .await
 }

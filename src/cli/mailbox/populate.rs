@@ -76,7 +76,7 @@ pub(super) async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
             "mailbench mailbox populate: {} messages over LMTP in {:.2} s",
             r.counters.sent, r.duration_s
         );
-        crate::report::text::render(r, crate::smtp::steps::STEPS, &headline)
+        crate::report::text::summary(r, &headline)
     })
 }
 
@@ -158,6 +158,6 @@ async fn populate_imap(
             "mailbench mailbox populate: {} messages over IMAP APPEND in {:.2} s",
             r.counters.sent, r.duration_s
         );
-        crate::report::text::render_imap(r, crate::imap::steps::STEPS, &headline)
+        crate::report::text::summary(r, &headline)
     })
 }

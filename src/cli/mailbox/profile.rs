@@ -236,7 +236,7 @@ pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
                 .map_or("your store".into(), |s| format!("the lab's {}", s.title())),
             r.duration_s
         );
-        crate::report::text::render_profile(r, crate::mailbox::profile::STEPS, &headline)
+        crate::report::text::summary(r, &headline)
     })
     .await?;
     // A search that judged no step found nothing: not a result a script may take for one.

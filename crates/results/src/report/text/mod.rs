@@ -20,13 +20,15 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub use dns::render_dns;
-pub use generator::render;
-pub use imap::render_imap;
-pub use pop3::render_pop3;
-pub use profile::render_profile;
-pub use relay::render_relay;
-pub use sink::render_sink;
+// Every command's end goes through [`summary`], which reads the kind of run from the
+// results; the layouts are not called by name from outside.
+use dns::render_dns;
+use generator::render;
+use imap::render_imap;
+use pop3::render_pop3;
+use profile::render_profile;
+use relay::render_relay;
+use sink::render_sink;
 
 use crate::stats::Results;
 use crate::stats::kind::{self, Layout};
