@@ -833,8 +833,23 @@ fn sigterm_writes_the_results_and_removes_the_lab() {
     let json = dir.0.join("r.json");
     let j = json.to_string_lossy().to_string();
     let args = [
-        "mailbox", "pop3", "-q", "--json", &j, "--lab", "dovecot", "--users", "4", "--fill", "2",
-        "-z", "60s", "-c", "2",
+        "mailbox",
+        "pop3",
+        "-q",
+        "--json",
+        &j,
+        "--lab",
+        "dovecot",
+        "--users",
+        "4",
+        "--fill",
+        "2",
+        "-z",
+        "60s",
+        "-c",
+        "2",
+        "--store-conf",
+        "mail_fsync=never",
     ];
     let mut child = Terminated(
         mailbench()
@@ -861,6 +876,14 @@ fn sigterm_writes_the_results_and_removes_the_lab() {
     );
     let r = results(&json);
     assert_eq!(r["interrupted"], true);
+    // Issue 41: the store's settings are echoed under the flag's name, whatever the store
+    // (they were `doveconf` for Cyrus too).
+    assert_eq!(
+        r["config"]["store"]["store_conf"],
+        serde_json::json!(["mail_fsync=never"]),
+        "config.store in {:#}",
+        r["config"]
+    );
     assert!(
         r["summary"]["completed"].as_u64().unwrap_or(0) > 0,
         "{:#}",

@@ -120,7 +120,7 @@ impl Where {
                     "users": s.options.users,
                     "mail_format": s.options.mail_format,
                     "storage": s.options.placement,
-                    "doveconf": server.store.store_conf,
+                    "store_conf": server.store.store_conf,
                 })
             })
             .into();
