@@ -598,7 +598,7 @@ mod tests {
 
     #[test]
     fn the_labs_that_take_each_fault_are_the_ones_their_files_declare() {
-        assert_eq!(Mta::taking(|f| f.crash), "postfix|exim");
+        assert_eq!(Mta::taking(|f| f.crash), "postfix|exim|sendmail");
         assert_eq!(Mta::taking(|f| f.disk_full), "postfix");
     }
 }

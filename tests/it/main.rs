@@ -23,7 +23,7 @@
 //!   lab Postfix: every message it accepted delivered after the restart, duplicates as
 //!   its own log counts them, nothing left mounted or running; bad `--fault` values
 //!   refused in one line
-//! - `relay_faults_mtas`: issue 42 — the same faults on the other lab MTAs (Exim): lost 0
+//! - `relay_faults_mtas`: issue 42 — the same faults on the other lab MTAs (Exim, Sendmail): lost 0
 //!   and duplicates as each MTA's own log shows, LazyFS dropping none of its message files
 //! - `examples`: issue 25 item 20 — every example of every `--help` and of README.md run
 //!   for real (fixtures made, a sink where they send, SIGINT after a few seconds, no lab

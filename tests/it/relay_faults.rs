@@ -288,7 +288,7 @@ fn bad_fault_values_and_places_are_refused_in_one_line() {
     );
     refused_in_one_line(
         &["relay", "--lab", "qmail", "--fault", "crash@5"],
-        "the qmail lab cannot take this fault yet; it runs on one --lab of postfix|exim",
+        "the qmail lab cannot take this fault yet; it runs on one --lab of postfix|exim|sendmail",
     );
     refused_in_one_line(
         &["relay", "--lab", "exim", "--fault", "disk-full@5"],

@@ -1,11 +1,12 @@
 //! Issue 42: `relay --fault crash@N` and `power-loss@N` on the lab MTAs other than
-//! Postfix (Exim so far). Each run is small (300 messages, the sink pacing deliveries so
-//! that the queue holds mail at the fault) and every figure is checked against the MTA's
-//! own log, kept beside the results: every accepted message logged as received and
-//! delivered, its queue entry completed, some delivered only by the restarted MTA, the
-//! duplicates as the log shows them (or in delivery at the crash), and, after a power
-//! cut, LazyFS's own list of what it dropped naming none of the MTA's message files.
-//! Nothing of the lab (mount, loop device, process) is left afterwards.
+//! Postfix (Exim and Sendmail so far). Each run is small (300 messages, the sink pacing
+//! deliveries so that the queue holds mail at the fault) and every figure is checked
+//! against the MTA's own log, kept beside the results: every accepted message logged as
+//! received and delivered, its queue entry completed (Exim logs it; Sendmail's empty
+//! queue directory says it), some delivered only by the restarted MTA, the duplicates as
+//! the log shows them (or in delivery at the crash), and, after a power cut, LazyFS's own
+//! list of what it dropped naming none of the MTA's message files. Nothing of the lab
+//! (mount, loop device, process) is left afterwards.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -23,8 +24,10 @@ struct LogSays {
     /// Messages received before the restart, first delivered after it: in the queue, or
     /// in delivery, at the crash.
     recovered: BTreeSet<u64>,
-    /// Messages whose queue entry the MTA completed (removed).
-    completed: BTreeSet<u64>,
+    /// Messages whose queue entry the MTA logged as completed (removed); `None` for an
+    /// MTA that logs no such line (Sendmail), whose queue directory, empty at the end,
+    /// says it instead.
+    completed: Option<BTreeSet<u64>>,
 }
 
 /// Exim's main log: `ID <= … id=RUN.SEQ@…` (received), `ID => …` (delivered),
@@ -32,7 +35,10 @@ struct LogSays {
 fn read_exim_log(path: &Path, run: &str) -> LogSays {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("read Exim's log {}: {e}", path.display()));
-    let mut says = LogSays::default();
+    let mut says = LogSays {
+        completed: Some(BTreeSet::new()),
+        ..LogSays::default()
+    };
     let mut seq_of: BTreeMap<String, u64> = BTreeMap::new();
     let mut before: BTreeSet<u64> = BTreeSet::new();
     for l in text.lines() {
@@ -72,11 +78,58 @@ fn read_exim_log(path: &Path, run: &str) -> LogSays {
                 }
             }
             "Completed" => {
-                if let Some(&seq) = seq_of.get(*id) {
-                    says.completed.insert(seq);
+                if let (Some(&seq), Some(c)) = (seq_of.get(*id), says.completed.as_mut()) {
+                    c.insert(seq);
                 }
             }
             _ => {}
+        }
+    }
+    says
+}
+
+/// Sendmail's log (through syslog): `QID: from=…, msgid=<RUN.SEQ@…>` (received),
+/// `QID: to=…, stat=Sent` (delivered), `starting daemon`. It logs no removal.
+fn read_sendmail_log(path: &Path, run: &str) -> LogSays {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("read Sendmail's log {}: {e}", path.display()));
+    let mut says = LogSays::default();
+    let mut seq_of: BTreeMap<String, u64> = BTreeMap::new();
+    let mut before: BTreeSet<u64> = BTreeSet::new();
+    for l in text.lines() {
+        if l.contains("starting daemon (") {
+            says.starts += 1;
+            continue;
+        }
+        let Some(qid) = l
+            .split_whitespace()
+            .nth(4)
+            .and_then(|w| w.strip_suffix(':'))
+        else {
+            continue;
+        };
+        if let Some(at) = l.find("msgid=<") {
+            let id = &l[at + "msgid=<".len()..];
+            let Some((r, rest)) = id.split_once('.') else {
+                continue;
+            };
+            if r != run {
+                continue;
+            }
+            if let Some(seq) = rest.split('@').next().and_then(|s| s.parse().ok()) {
+                seq_of.insert(qid.to_string(), seq);
+                if says.starts < 2 {
+                    before.insert(seq);
+                }
+            }
+        } else if l.contains("stat=Sent")
+            && let Some(&seq) = seq_of.get(qid)
+        {
+            let n = says.sent.entry(seq).or_insert(0);
+            if *n == 0 && says.starts >= 2 && before.contains(&seq) {
+                says.recovered.insert(seq);
+            }
+            *n += 1;
         }
     }
     says
@@ -153,7 +206,7 @@ fn faulted_run(
     let kept: Vec<u64> = accepted
         .iter()
         .copied()
-        .filter(|q| !log.completed.contains(q))
+        .filter(|q| log.completed.as_ref().is_some_and(|c| !c.contains(q)))
         .collect();
     assert_eq!(
         (unsent.as_slice(), kept.as_slice()),
@@ -268,5 +321,41 @@ fn exim_power_cut_mid_injection_loses_nothing_and_drops_only_message_logs() {
         spool,
         Vec::<&&str>::new(),
         "no message (input/) file was unsynced at the cut, only msglog/ files"
+    );
+}
+
+#[test]
+fn sendmail_crash_mid_injection_loses_nothing_it_accepted_as_its_log_shows() {
+    if !unpacked("sendmail", "usr/libexec/sendmail/sendmail") {
+        return;
+    }
+    let r = faulted_run("sendmail", "crash@100", read_sendmail_log, "fault-sm-crash");
+    assert!(r["extra"]["fault"]["unsynced_files"].is_null());
+}
+
+/// Sendmail (SuperSafe=True, its default) fsyncs a message's `df` and `qf` files before
+/// its 250: LazyFS finds nothing of its queue unsynced at the cut.
+#[test]
+fn sendmail_power_cut_mid_injection_loses_nothing_and_finds_nothing_unsynced() {
+    if !unpacked("sendmail", "usr/libexec/sendmail/sendmail") {
+        return;
+    }
+    if let Err(e) = mailbench::lab::fs::lazyfs::check() {
+        panic!("{e}; power-loss needs LazyFS on FUSE (scripts/install-lazyfs.sh)");
+    }
+    let r = faulted_run(
+        "sendmail",
+        "power-loss@100",
+        read_sendmail_log,
+        "fault-sm-power",
+    );
+    assert_eq!(r["config"]["relay"]["queue"], "lazyfs");
+    assert_eq!(
+        r["extra"]["fault"]["unsynced_files"]
+            .as_array()
+            .map(Vec::len),
+        Some(0),
+        "LazyFS's report at the cut: {:#}",
+        r["extra"]["fault"]["unsynced_files"]
     );
 }
