@@ -417,8 +417,16 @@ fn fault_fits(
             "--fault {label}: faults crash and restart a lab MTA; add --lab postfix (an MTA given with --target is not started here)"
         ));
     };
-    if a.lab.len() > 1 || *mta != Mta::Postfix {
-        return Err(format!("--fault {label}: {}", crate::lab::NO_FAULTS));
+    let takes: fn(crate::lab::Faults) -> bool = match f.kind {
+        FaultKind::DiskFull { .. } => |t| t.disk_full,
+        _ => |t| t.crash,
+    };
+    if a.lab.len() > 1 || !takes(mta.faults()) {
+        return Err(format!(
+            "--fault {label}: the {} lab cannot take this fault yet; it runs on one --lab of {}",
+            mta.name(),
+            Mta::taking(takes)
+        ));
     }
     let others = [
         ("--flush", a.flush),

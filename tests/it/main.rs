@@ -23,6 +23,8 @@
 //!   lab Postfix: every message it accepted delivered after the restart, duplicates as
 //!   its own log counts them, nothing left mounted or running; bad `--fault` values
 //!   refused in one line
+//! - `relay_faults_mtas`: issue 42 — the same faults on the other lab MTAs (Exim, Sendmail): lost 0
+//!   and duplicates as each MTA's own log shows, LazyFS dropping none of its message files
 //! - `examples`: issue 25 item 20 — every example of every `--help` and of README.md run
 //!   for real (fixtures made, a sink where they send, SIGINT after a few seconds, no lab
 //!   left behind), each example line fitting the help width, every threshold key a help
@@ -135,6 +137,7 @@ mod recipe_seed004;
 mod recipes;
 mod relay;
 mod relay_faults;
+mod relay_faults_mtas;
 mod relay_figures;
 mod relay_path;
 mod relay_round2;

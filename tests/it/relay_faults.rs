@@ -287,8 +287,12 @@ fn bad_fault_values_and_places_are_refused_in_one_line() {
         "add --lab postfix",
     );
     refused_in_one_line(
-        &["relay", "--lab", "exim", "--fault", "crash@5"],
-        "not supported by this lab MTA",
+        &["relay", "--lab", "qmail", "--fault", "crash@5"],
+        "the qmail lab cannot take this fault yet; it runs on one --lab of postfix|exim|sendmail",
+    );
+    refused_in_one_line(
+        &["relay", "--lab", "exim", "--fault", "disk-full@5"],
+        "the exim lab cannot take this fault yet; it runs on one --lab of postfix",
     );
     refused_in_one_line(
         &[

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use super::fs::queue::LazyQueue;
 use super::host::{self, QueueDir, io};
 use super::{LabError, LabOptions, LabServer, MtaLab, QueueKind};
 use crate::stats::queues::{self, QueueState};
@@ -69,6 +70,8 @@ pub struct Hop {
     pub capture: Option<super::syslog::Capture>,
     /// A command run every few seconds, for an MTA whose retry timer cannot be shortened.
     pub retrier: Option<Periodic>,
+    /// The queue on LazyFS ([`QueueKind::Lazyfs`]), whose power can be cut.
+    pub lazy: Option<std::sync::Mutex<LazyQueue>>,
 }
 
 /// A command run at a fixed interval until dropped.
@@ -194,6 +197,7 @@ impl Hop {
             let _ = c.wait();
         }
         self.capture = None;
+        self.lazy = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -220,6 +224,10 @@ pub const fn kind<F: Flavor>(about: &'static str) -> super::Mta {
         about,
         check: F::check,
         start: start::<F>,
+        faults: super::Faults {
+            crash: F::RESTART.is_some(),
+            disk_full: false,
+        },
     }
 }
 
@@ -246,12 +254,22 @@ pub trait Flavor: Send + Sync + 'static {
     fn queued(queue: &Path) -> usize;
     /// Its queues and the messages in each, as its own queue tool counts them.
     fn states(queue: &Path) -> Vec<QueueState>;
+    /// How to start an instance again after a crash, on the configuration and queue
+    /// [`Flavor::start`] made (returning once the daemon is launched; the chain awaits its
+    /// greeting). `Some` is this MTA's declaration that `relay --fault` can crash, cut the
+    /// power of and restart it; `None`: it cannot yet.
+    const RESTART: Option<Relaunch> = None;
 }
+
+/// Starts a crashed instance again (see [`Flavor::RESTART`]).
+pub type Relaunch = fn(&Hop, &LabOptions) -> Result<(), LabError>;
 
 /// A running chain of one MTA; stopped and cleaned up on drop.
 #[derive(Debug)]
 pub struct Chain<F: Flavor> {
     hops: Vec<Hop>,
+    /// What it was started with, for [`Flavor::RESTART`].
+    opts: LabOptions,
     notices: Vec<String>,
     /// The MTA writes its log (`--mta-logging`, refused off for those that cannot).
     logging: bool,
@@ -265,6 +283,7 @@ impl<F: Flavor> Chain<F> {
         F::check().map_err(LabError::Failed)?;
         let mut chain = Chain {
             hops: Vec::new(),
+            opts: opts.clone(),
             notices: Vec::new(),
             logging: opts.logging != super::MtaLogging::Off,
             _flavor: std::marker::PhantomData,
@@ -298,7 +317,24 @@ impl<F: Flavor> Chain<F> {
         let dir = host::instance_dir(n)?;
         let (queue, notice) = QueueDir::make(&dir, "queue", n, opts.queue == QueueKind::Tmpfs)?;
         self.notices.extend(notice);
+        // Its queue on LazyFS (mounted over the queue directory), for a power cut.
+        let lazy = match opts.queue {
+            QueueKind::Lazyfs if F::RESTART.is_some() => {
+                match LazyQueue::make(&dir, "queue", &[]) {
+                    Ok(q) => Some(std::sync::Mutex::new(q)),
+                    Err(e) => {
+                        let _ = std::fs::remove_dir_all(&dir);
+                        return Err(LabError::Failed(format!(
+                            "lab {}: queue on LazyFS: {e}",
+                            F::NAME
+                        )));
+                    }
+                }
+            }
+            _ => None,
+        };
         let mut hop = Hop {
+            lazy,
             name: format!("lab{n}-{:08x}.mailbench.test", fastrand::u32(..)),
             dir,
             queue,
@@ -415,6 +451,63 @@ impl<F: Flavor> MtaLab for Chain<F> {
             queues::add(&mut all, &F::states(&h.queue.path));
         }
         all
+    }
+
+    fn crash(&self, cut_power: bool) -> Result<super::Crashed, String> {
+        self.crash_all(cut_power)
+    }
+
+    fn restart(&self) -> Result<(), String> {
+        self.restart_all()
+    }
+}
+
+impl<F: Flavor> Chain<F> {
+    /// Every instance's tree killed at once; with `cut_power`, then each LazyFS queue
+    /// drops what was not fsynced, after its report of what that is.
+    fn crash_all(&self, cut_power: bool) -> Result<super::Crashed, String> {
+        let name = F::NAME;
+        if F::RESTART.is_none() {
+            return Err(super::NO_FAULTS.into());
+        }
+        let roots: Vec<PathBuf> = self.hops.iter().map(Hop::pid_file).collect();
+        let mut crashed = super::Crashed {
+            killed: super::crash::kill_trees(&roots).map_err(|e| format!("lab {name}: {e}"))?,
+            ..super::Crashed::default()
+        };
+        if !cut_power {
+            return Ok(crashed);
+        }
+        let (mut files, mut bytes) = (Vec::new(), 0);
+        for h in &self.hops {
+            let Some(q) = &h.lazy else {
+                return Err(format!("lab {name}: a power cut needs the queue on LazyFS"));
+            };
+            let mut q = q.lock().unwrap_or_else(|p| p.into_inner());
+            let u = q.unsynced().map_err(|e| format!("lab {name}: {e}"))?;
+            q.cut_power().map_err(|e| format!("lab {name}: {e}"))?;
+            files.extend(u.files);
+            bytes += u.bytes;
+        }
+        crashed.unsynced_files = Some(files);
+        crashed.unsynced_bytes = Some(bytes);
+        Ok(crashed)
+    }
+
+    /// Each instance started again on its configuration and queue, last hop first, each
+    /// awaited until it greets.
+    fn restart_all(&self) -> Result<(), String> {
+        let name = F::NAME;
+        let Some(relaunch) = F::RESTART else {
+            return Err(super::NO_FAULTS.into());
+        };
+        for hop in self.hops.iter().rev() {
+            relaunch(hop, &self.opts).map_err(|e| format!("lab {name}: restart: {e}"))?;
+            let files = [hop.pid_file()];
+            host::wait_for_greeting(hop.entry, &hop.name, name, &|| host::trees(&files))
+                .map_err(|e| format!("lab {name}: restart: {e}"))?;
+        }
+        Ok(())
     }
 }
 

@@ -104,6 +104,23 @@ begin retry
     ))
 }
 
+/// Starts the daemon (with a queue runner every 2 s) on the configuration `start` wrote.
+fn launch(hop: &Hop, opts: &LabOptions) -> Result<(), LabError> {
+    let args = [
+        "-C".to_string(),
+        hop.dir.join("exim.conf").display().to_string(),
+        "-bd".into(),
+        "-q2s".into(),
+        "-oP".into(),
+        hop.pid_file().display().to_string(),
+    ];
+    let cmd = hop
+        .isolation(opts)?
+        .command(&binary(), &args)
+        .map_err(|e| io("prepare the namespace", e))?;
+    hop.run_daemon(cmd, "exim")
+}
+
 impl Flavor for Exim {
     const LOG: &'static str = "mainlog";
     const NAME: &'static str = "exim";
@@ -140,21 +157,12 @@ impl Flavor for Exim {
                 },
             );
         }
-        let pid = hop.pid_file().display().to_string();
-        let args = [
-            "-C".to_string(),
-            conf.display().to_string(),
-            "-bd".into(),
-            "-q2s".into(),
-            "-oP".into(),
-            pid,
-        ];
-        let cmd = hop
-            .isolation(opts)?
-            .command(&binary(), &args)
-            .map_err(|e| io("prepare the namespace", e))?;
-        hop.run_daemon(cmd, "exim")
+        launch(hop, opts)
     }
+
+    /// Exim keeps each message it accepts in its spool (`-D` data, `-H` header file),
+    /// and on start a queue runner delivers what a crash left there.
+    const RESTART: Option<chain::Relaunch> = Some(launch);
 
     /// ` => ` (a delivery) and ` -> ` (another recipient of the same delivery) lines.
     fn delivered(log: &str) -> usize {

@@ -284,11 +284,12 @@ pub fn trees(pid_files: &[PathBuf]) -> Vec<u32> {
     crate::stats::sut::descendants(&roots)
 }
 
-/// The pid a master wrote into `pid_file`, if it is running (or was).
+/// The pid a master wrote into `pid_file`, if it is running (or was): its first word
+/// (Sendmail writes its command line on the next line).
 pub fn read_pid(pid_file: &Path) -> Option<u32> {
     std::fs::read_to_string(pid_file)
         .ok()
-        .and_then(|s| s.trim().parse().ok())
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
 }
 
 /// Waits up to `limit` for `pid` to exit, so that a lab's directories are removed only
@@ -369,5 +370,26 @@ pub fn chown_to(path: &Path, owner: &str) -> Result<(), LabError> {
             "lab: cannot give {} to {owner} (for an MTA's own user, run scripts/install-mtas.sh)",
             path.display()
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pid_file_s_first_word_is_the_pid() {
+        let dir = std::env::temp_dir().join(format!("mailbench-pidtest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let f = dir.join("daemon.pid");
+        for (text, pid) in [
+            ("123\n/usr/sbin/sendmail -bd -q2s\n", Some(123)),
+            ("    4567\n", Some(4567)),
+            ("", None),
+        ] {
+            std::fs::write(&f, text).expect("write");
+            assert_eq!(read_pid(&f), pid, "{text:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -48,7 +48,8 @@ pub enum QueueKind {
     /// A directory on disk.
     Disk,
     /// A LazyFS mount over a directory on disk, whose writes not fsynced a power cut
-    /// drops (`--fault power-loss`; the Postfix lab only, others take it as `Disk`).
+    /// drops (`--fault power-loss`; the labs whose [`Faults::crash`] is set, others take
+    /// it as `Disk`).
     Lazyfs,
     /// A small real file system of this many bytes, an ext4 image on a loop device, that
     /// `--fault disk-full` fills ([`MtaLab::fill_queue`]); the Postfix lab's entry only,
@@ -270,9 +271,9 @@ pub struct QueueFilled {
     pub free: u64,
 }
 
-/// What a lab that cannot crash and restart yet says.
-pub const NO_FAULTS: &str =
-    "crashing and restarting is not supported by this lab MTA yet; --fault runs on --lab postfix";
+/// What a lab that cannot crash and restart yet says (the labs that can are
+/// [`Mta::taking`] them).
+pub const NO_FAULTS: &str = "crashing and restarting is not supported by this lab MTA yet";
 
 /// What a crash did: the processes killed, and with a power cut, what the queue's file
 /// system held unsynced at the cut (LazyFS's own report), which the cut dropped.
@@ -407,6 +408,18 @@ pub struct Mta {
     about: &'static str,
     check: fn() -> Result<(), String>,
     start: fn(&LabOptions) -> Result<Box<dyn MtaLab>, LabError>,
+    /// The faults its lab can take: each MTA's file declares them
+    /// (`chain::Flavor::RESTART` for the chained ones).
+    faults: Faults,
+}
+
+/// The `relay --fault` kinds a lab MTA can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Faults {
+    /// `crash` and `power-loss`: [`MtaLab::crash`] and [`MtaLab::restart`].
+    pub crash: bool,
+    /// `disk-full`: its entry's queue on [`QueueKind::Loop`], [`MtaLab::fill_queue`].
+    pub disk_full: bool,
 }
 
 /// Every lab MTA, in the order `--lab`'s help lists them.
@@ -438,6 +451,20 @@ impl Mta {
     /// The MTA the registry has under `name`.
     pub fn named(name: &str) -> Option<Mta> {
         MTAS.iter().copied().find(|m| m.name == name)
+    }
+
+    /// The `relay --fault` kinds this lab can take.
+    pub fn faults(self) -> Faults {
+        self.faults
+    }
+
+    /// The labs that take a fault, as a message offers them (`postfix|exim`).
+    pub fn taking(fault: fn(Faults) -> bool) -> String {
+        MTAS.iter()
+            .filter(|m| fault(m.faults))
+            .map(|m| m.name)
+            .collect::<Vec<_>>()
+            .join("|")
     }
 
     /// Checks that this lab can run here; the error says how to fix it.
@@ -570,5 +597,11 @@ mod tests {
         assert_eq!(Mta::named("courier"), None);
         assert_eq!(Store::names(), "dovecot|cyrus");
         assert_eq!(Mta::Postfix.name(), "postfix");
+    }
+
+    #[test]
+    fn the_labs_that_take_each_fault_are_the_ones_their_files_declare() {
+        assert_eq!(Mta::taking(|f| f.crash), "postfix|exim|sendmail");
+        assert_eq!(Mta::taking(|f| f.disk_full), "postfix");
     }
 }

@@ -81,6 +81,10 @@ pub const KIND: super::Mta = super::Mta {
     about: "Postfix from Debian's package",
     check,
     start: |opts| Ok(Box::new(Lab::start(opts)?)),
+    faults: super::Faults {
+        crash: true,
+        disk_full: true,
+    },
 };
 
 /// Checks that a Postfix lab can run here; the error says how to fix it.

@@ -93,6 +93,23 @@ R$*\t$#error $@ 5.7.1 $: \"550 no STARTTLS to the next hop in the lab\"
     ))
 }
 
+/// Starts the daemon (queue runs every 2 s) on the sendmail.cf `start` wrote, in its
+/// namespace whose `/dev/log` is the instance's log socket (which outlives a crash).
+fn launch(hop: &Hop, opts: &LabOptions) -> Result<(), LabError> {
+    let mut iso = hop.isolation(opts)?;
+    iso.dev_log = hop.capture.as_ref().map(|c| c.socket.clone());
+    let args = [
+        "-C".to_string(),
+        hop.dir.join("sendmail.cf").display().to_string(),
+        "-bd".into(),
+        "-q2s".into(),
+    ];
+    let cmd = iso
+        .command(&path(BINARY), &args)
+        .map_err(|e| io("prepare the namespace", e))?;
+    hop.run_daemon(cmd, "sendmail")
+}
+
 impl Flavor for Sendmail {
     const LOG: &'static str = "maillog";
     const NAME: &'static str = "sendmail";
@@ -138,23 +155,19 @@ impl Flavor for Sendmail {
         }
         let cf_path = hop.dir.join("sendmail.cf");
         std::fs::write(&cf_path, cf).map_err(|e| io("write sendmail.cf", e))?;
-        let mut iso = hop.isolation(opts)?;
+        let iso = hop.isolation(opts)?;
         refused(&iso, &cf_path, &opts.settings)?;
         super::host::set_mode(&hop.queue.path, 0o700);
-        let capture = super::syslog::Capture::start(&hop.dir.join("log.sock"), &hop.log())?;
-        iso.dev_log = Some(capture.socket.clone());
-        hop.capture = Some(capture);
-        let args = [
-            "-C".to_string(),
-            cf_path.display().to_string(),
-            "-bd".into(),
-            "-q2s".into(),
-        ];
-        let cmd = iso
-            .command(&path(BINARY), &args)
-            .map_err(|e| io("prepare the namespace", e))?;
-        hop.run_daemon(cmd, "sendmail")
+        hop.capture = Some(super::syslog::Capture::start(
+            &hop.dir.join("log.sock"),
+            &hop.log(),
+        )?);
+        launch(hop, opts)
     }
+
+    /// Sendmail keeps each message it accepts as `df` and `qf` files in its queue
+    /// directory, and its queue runs (every 2 s) deliver what a crash left there.
+    const RESTART: Option<chain::Relaunch> = Some(launch);
 
     /// The recipients of its `stat=Sent` lines (`to=<a>,<b>, …`).
     fn delivered(log: &str) -> usize {
