@@ -290,6 +290,9 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
     if !a.compare_postconf.is_empty() && a.lab.len() > 1 {
         return Err("--compare-postconf compares settings of one MTA; give --lab one MTA".into());
     }
+    if !a.compare_postconf.is_empty() {
+        super::vary::check_settings(&a.compare_postconf, a.lab.first().copied())?;
+    }
     Ok(Planned {
         plan,
         outputs,

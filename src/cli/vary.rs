@@ -105,6 +105,23 @@ fn grid(specs: &[String]) -> Result<Vec<Vec<(String, String)>>, String> {
     Ok(combos)
 }
 
+/// Refuses `--compare-postconf` before any lab starts: its syntax, and on the Postfix lab
+/// a key Postfix does not know (else the first round's lab would refuse it, naming
+/// `--mta-conf`, the flag the user did not type).
+pub(crate) fn check_settings(specs: &[String], mta: Option<Mta>) -> Result<(), String> {
+    let combos = grid(specs)?;
+    if mta != Some(Mta::Postfix) {
+        return Ok(());
+    }
+    let keys: Vec<&str> = combos[0].iter().map(|(k, _)| k.as_str()).collect();
+    match crate::lab::postfix::unknown_parameter(&keys) {
+        Some(k) => Err(format!(
+            "--compare-postconf {k}: Postfix has no such parameter (postconf -d: unknown parameter); check its spelling in postconf(5)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The tag of the `i`th value's results file: `A`, `B`, … as written before there were
 /// more than two.
 fn tag(i: usize) -> char {

@@ -507,6 +507,32 @@ fn issue_9_17_a_misspelt_postconf_key_is_refused() {
     );
 }
 
+/// A key Postfix does not know in `--compare-postconf` is refused before any lab starts
+/// (no "round 1" line), naming the flag the user typed, not `--mta-conf`.
+#[test]
+fn a_misspelt_compare_postconf_key_is_refused_before_a_lab_starts() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let args = [
+        "relay",
+        "--lab",
+        "postfix",
+        "--compare-postconf",
+        "x=1,2",
+        "-n",
+        "1",
+    ];
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    assert_eq!(err.lines().count(), 1, "expected one line, got:\n{err}");
+    assert!(
+        err.contains("--compare-postconf x: Postfix has no such parameter"),
+        "expected the line to name --compare-postconf x, got: {err}"
+    );
+}
+
 /// Runs a lab relay quietly; returns its results and what it printed.
 fn relay_printed(args: &[&str], json: &std::path::Path) -> Option<(serde_json::Value, String)> {
     require("postfix")?;

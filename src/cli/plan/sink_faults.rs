@@ -86,7 +86,17 @@ pub fn fault_plan(f: &FaultFlags) -> Result<FaultPlan, String> {
     Ok(FaultPlan {
         rules,
         tarpit: dur("tarpit", f.tarpit, &file.tarpit)?.unwrap_or_default(),
-        greylist: dur("greylist", f.greylist, &file.greylist)?,
+        greylist: match dur("greylist", f.greylist, &file.greylist)? {
+            // Greylisting for no time defers nothing (and would turn off the 60 s of
+            // `greylist@` addresses): a user who typed it meant some time or none.
+            Some(t) if t.is_zero() => {
+                return Err(format!(
+                    "{} 0s: greylisting for no time defers nothing; give a time (e.g. 60s) or leave it out",
+                    named("greylist", f.greylist.is_some())
+                ));
+            }
+            t => t,
+        },
         max_conns_per_ip: count("max_conns_per_ip", f.max_conns_per_ip)?.or(file.max_conns_per_ip),
         max_msgs_per_conn: count("max_msgs_per_conn", f.max_msgs_per_conn)?
             .or(file.max_msgs_per_conn),
@@ -98,4 +108,37 @@ pub fn fault_plan(f: &FaultFlags) -> Result<FaultPlan, String> {
             .map_err(|e| format!("{}: {e}", named("rate_per_ip", f.rate_per_ip.is_some())))?,
         ..FaultPlan::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags<'a>(greylist: Option<&'a str>, prefix: &'static str) -> FaultFlags<'a> {
+        FaultFlags {
+            rule: &[],
+            rules: None,
+            greylist,
+            tarpit: None,
+            max_conns_per_ip: None,
+            max_msgs_per_conn: None,
+            rate_per_ip: None,
+            prefix,
+        }
+    }
+
+    #[test]
+    fn a_greylist_of_no_time_is_refused_naming_the_flag() {
+        for (prefix, flag) in [("", "--greylist"), ("sink-", "--sink-greylist")] {
+            let e = fault_plan(&flags(Some("0s"), prefix)).map(|p| p.greylist);
+            assert_eq!(
+                e,
+                Err(format!(
+                    "{flag} 0s: greylisting for no time defers nothing; give a time (e.g. 60s) or leave it out"
+                ))
+            );
+        }
+        let p = fault_plan(&flags(Some("1s"), "sink-")).map(|p| p.greylist);
+        assert_eq!(p, Ok(Some(std::time::Duration::from_secs(1))));
+    }
 }

@@ -201,7 +201,12 @@ pub trait LabServer: Send + Sync {
         let mut kept = Vec::new();
         for (i, log) in self.logs().iter().enumerate() {
             let to = base.with_extension(format!("{kind}.{i}"));
-            if std::fs::copy(log, &to).is_ok() {
+            // The copy is the user's to read beside the results, whatever the server's
+            // own log's mode (a store's is 0600, Postfix's 0644): every copy is 0644.
+            let copied = std::fs::copy(log, &to).and_then(|_| {
+                std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            });
+            if copied.is_ok() {
                 kept.push(to.display().to_string());
             }
         }
@@ -603,5 +608,50 @@ mod tests {
     fn the_labs_that_take_each_fault_are_the_ones_their_files_declare() {
         assert_eq!(Mta::taking(|f| f.crash), "postfix|exim|sendmail");
         assert_eq!(Mta::taking(|f| f.disk_full), "postfix");
+    }
+
+    /// A server whose only log is `log`.
+    struct OneLog(PathBuf);
+
+    impl LabServer for OneLog {
+        fn pids(&self) -> Vec<u32> {
+            Vec::new()
+        }
+        fn logs(&self) -> Vec<PathBuf> {
+            vec![self.0.clone()]
+        }
+        fn dirs(&self) -> Vec<PathBuf> {
+            Vec::new()
+        }
+        fn notices(&self) -> &[String] {
+            &[]
+        }
+        fn describe(&self) -> Vec<String> {
+            Vec::new()
+        }
+        fn certificate(&self) -> Option<PathBuf> {
+            None
+        }
+    }
+
+    /// A store's log is 0600; its copy beside the results is 0644 like the maillog's.
+    #[test]
+    fn a_kept_log_is_readable_like_the_maillog_whatever_the_servers_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("mailbench-keep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let log = dir.join("store.log");
+        std::fs::write(&log, "line\n").expect("write log");
+        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let kept = OneLog(log).keep_logs(&dir.join("r.json"), "storelog");
+        let to = dir.join("r.storelog.0");
+        assert_eq!(kept, vec![to.display().to_string()]);
+        let mode = std::fs::metadata(&to)
+            .expect("kept copy")
+            .permissions()
+            .mode()
+            & 0o777;
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(mode, 0o644, "expected the copy 0644, got {mode:o}");
     }
 }

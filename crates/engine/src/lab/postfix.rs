@@ -753,6 +753,26 @@ fn start_failure(conf: &Path) -> String {
     }
 }
 
+/// The first of `keys` Postfix does not know (`postconf -d KEY` warns "KEY: unknown
+/// parameter"), so that a misspelt setting is refused before any lab starts rather than
+/// after one has. `None` when all are known or Postfix cannot be asked (the lab's own
+/// checks then say why).
+pub fn unknown_parameter<'a>(keys: &[&'a str]) -> Option<&'a str> {
+    if keys.is_empty() || check().is_err() {
+        return None;
+    }
+    let out = command::run(
+        Command::new("/usr/sbin/postconf").arg("-d").args(keys),
+        command::SETUP,
+        "postconf -d",
+    )
+    .ok()?;
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    keys.iter()
+        .copied()
+        .find(|k| warnings.contains(&format!(" {k}: unknown parameter")))
+}
+
 /// Postfix only warns about a parameter it does not know ("unused parameter") and runs
 /// on without it, so a misspelt `--postconf` key would quietly benchmark the default.
 /// `postconf -n` reports those warnings; an overridden key among them is refused.

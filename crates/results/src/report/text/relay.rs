@@ -162,6 +162,17 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
             }
         );
     }
+    // The sink's tarpit refuses nothing, so it has no count above: named when set, lest
+    // the MTA's slow deliveries look like its own.
+    if let Some(t) = r.config["relay"]["sink_tarpit_s"]
+        .as_f64()
+        .filter(|t| *t > 0.0)
+    {
+        let _ = writeln!(
+            out,
+            "  receiver   tarpit {t} s before every reply (--sink-tarpit): the MTA's deliveries wait for it"
+        );
+    }
     if s.maillog_sent.is_some() {
         let _ = writeln!(
             out,

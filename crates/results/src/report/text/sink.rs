@@ -44,12 +44,17 @@ pub fn render_sink(r: &Results, headline: &str) -> String {
             h.count
         );
     }
-    let injected: Vec<String> = s
+    let mut injected: Vec<String> = s
         .faults
         .iter()
         .filter(|(_, v)| **v > 0)
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
+    // A tarpit delays every reply rather than firing on some, so it has no count: named
+    // when set, lest the slow replies look like the sink's own.
+    if let Some(t) = r.config["tarpit_s"].as_f64().filter(|t| *t > 0.0) {
+        injected.push(format!("tarpit {t} s before every reply"));
+    }
     if !injected.is_empty() {
         let _ = writeln!(out, "  faults     {}", injected.join("  "));
     }

@@ -313,3 +313,40 @@ fn a_capacity_searchs_summary_says_it_is_the_last_steps() {
     let out = super::summary(&r, "relay");
     assert!(out.contains("the last of the sweep's 3 levels"), "{out}");
 }
+
+/// A tarpit fires on every reply, so it has no count among the faults: the sink's and the
+/// relay's summaries name it from the configuration (0.05 s in, 0.05 s out).
+#[test]
+fn an_active_tarpit_is_named_in_the_sink_and_relay_summaries() {
+    use crate::stats::Recorder;
+    use crate::stats::kind::KINDS;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    for (name, config, want) in [
+        (
+            "sink",
+            serde_json::json!({"tarpit_s": 0.05}),
+            "  faults     tarpit 0.05 s before every reply\n",
+        ),
+        (
+            "relay",
+            serde_json::json!({"relay": {"sink_tarpit_s": 0.05}}),
+            "  receiver   tarpit 0.05 s before every reply (--sink-tarpit)",
+        ),
+    ] {
+        let k = KINDS.iter().find(|k| k.name == name).expect("kind");
+        let r = Results::assemble(RunParts {
+            command: k.name,
+            run_id: 1,
+            started_us: 0,
+            duration_s: 1.0,
+            config,
+            summary: crate::stats::kind::tests::sample(k),
+            steps: k.steps,
+            self_report: SelfReport::default(),
+            total: Recorder::new(),
+            series: Vec::new(),
+        });
+        let out = super::summary(&r, name);
+        assert!(out.contains(want), "{name}: expected {want:?} in\n{out}");
+    }
+}
