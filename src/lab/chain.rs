@@ -214,10 +214,11 @@ pub fn said(out: &[u8]) -> String {
 }
 
 /// The registry entry (see [`super::MTAS`]) of an MTA the chain runs.
-pub const fn kind<F: Flavor>(about: &'static str) -> super::Mta {
+pub const fn kind<F: Flavor>(about: &'static str, features: super::Features) -> super::Mta {
     super::Mta {
         name: F::NAME,
         about,
+        features,
         check: F::check,
         start: start::<F>,
     }

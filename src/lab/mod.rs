@@ -268,8 +268,7 @@ pub struct QueueFilled {
 }
 
 /// What a lab that cannot crash and restart yet says.
-pub const NO_FAULTS: &str =
-    "crashing and restarting is not supported by this lab MTA yet; --fault runs on --lab postfix";
+pub const NO_FAULTS: &str = "crashing and restarting is not supported by this lab MTA yet";
 
 /// What a crash did: the processes killed, and with a power cut, what the queue's file
 /// system held unsynced at the cut (LazyFS's own report), which the cut dropped.
@@ -397,13 +396,77 @@ pub trait StoreLab: LabServer {
 /// results and messages use, its line in `--lab`'s help, and how to check and start it.
 /// Each MTA's file defines its own (`postfix::KIND`), so adding an MTA is that file and
 /// one line in [`MTAS`] (and its install lines in `scripts/install-mtas.sh`). Its
-/// settings are given with `--mta-conf` (alias `--postconf`).
+/// settings are given with `--mta-conf` (alias `--postconf`). What it can do beyond
+/// relaying is its [`Features`], declared in its file too: every refusal and dispatch
+/// asks the kind what it can do, never which it is.
 #[derive(Clone, Copy)]
 pub struct Mta {
     name: &'static str,
     about: &'static str,
+    features: Features,
     check: fn() -> Result<(), String>,
     start: fn(&LabOptions) -> Result<Box<dyn MtaLab>, LabError>,
+}
+
+/// What a lab MTA can do beyond relaying, declared by each MTA's file next to its kind:
+/// the flags that need a feature are refused for an MTA without it, and the refusal names
+/// the MTAs that have it ([`Mta::having`]), so that flipping one here is the whole change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Features {
+    /// STARTTLS on the entry (`--tls starttls`).
+    pub starttls: bool,
+    /// DKIM signing on the entry (`--mta-dkim-key`).
+    pub dkim: bool,
+    /// The last instance delivers over LMTP (`--relay lmtp:`; `mailbox arrival`/`profile`
+    /// inject through it into a store).
+    pub lmtp_onward: bool,
+    /// Holding every accepted message and releasing them at once (`--flush`).
+    pub hold: bool,
+    /// Recipient lookups on the entry (`--mta-lookup`).
+    pub lookups: bool,
+    /// Running without its log (`--mta-logging off`).
+    pub logging_off: bool,
+    /// Logging through daemontools' multilog (`--mta-logging multilog`).
+    pub multilog: bool,
+    /// SIGKILL of the whole MTA and a restart on the same queue (`--fault crash`).
+    pub crash: bool,
+    /// The crash with the queue's unsynced writes dropped, queue on LazyFS
+    /// (`--fault power-loss`).
+    pub power_loss: bool,
+    /// The queue on a small loop-mounted file system filled and freed (`--fault disk-full`).
+    pub disk_full: bool,
+    /// Whose log syntax the relay run reads deliveries and bounces from, when it can.
+    pub log: LogSyntax,
+}
+
+/// Which log syntax a lab MTA writes that the relay run can read per message (queue IDs,
+/// deliveries, bounces); most it cannot read, and their runs count from the sink alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogSyntax {
+    /// Not read per message.
+    #[default]
+    Unread,
+    /// Postfix's maillog lines (`postfix/smtp[pid]: QUEUEID: to=<…>, status=sent`).
+    Postfix,
+    /// OpenSMTPD's `smtp` event lines.
+    Opensmtpd,
+}
+
+impl Features {
+    /// Relaying only: what the chain MTAs start from.
+    pub const RELAY: Features = Features {
+        starttls: false,
+        dkim: false,
+        lmtp_onward: false,
+        hold: false,
+        lookups: false,
+        logging_off: false,
+        multilog: false,
+        crash: false,
+        power_loss: false,
+        disk_full: false,
+        log: LogSyntax::Unread,
+    };
 }
 
 /// Every lab MTA, in the order `--lab`'s help lists them.
@@ -416,12 +479,6 @@ pub const MTAS: &[Mta] = &[
 ];
 
 impl Mta {
-    /// The system's MTA: the one lab with features the others lack yet (STARTTLS on its
-    /// entry, DKIM signing, LMTP onward, holding mail), and the one `mailbox arrival` uses.
-    /// Named as the enum variant it was, so that callers (and tests) read as before.
-    #[allow(non_upper_case_globals)]
-    pub const Postfix: Mta = postfix::KIND;
-
     /// The name in `--lab`, results and messages.
     pub fn name(self) -> &'static str {
         self.name
@@ -432,9 +489,40 @@ impl Mta {
         self.about
     }
 
+    /// What it can do beyond relaying.
+    pub fn features(self) -> Features {
+        self.features
+    }
+
     /// The MTA the registry has under `name`.
     pub fn named(name: &str) -> Option<Mta> {
         MTAS.iter().copied().find(|m| m.name == name)
+    }
+
+    /// The first MTA in the registry that has a feature (the one a command that needs it
+    /// starts, e.g. `mailbox arrival`'s MTA delivering over LMTP).
+    pub fn first_having(has: fn(&Features) -> bool) -> Option<Mta> {
+        MTAS.iter().copied().find(|m| has(&m.features))
+    }
+
+    /// The MTAs that have a feature, as a refusal names them: `--lab postfix`,
+    /// `--lab postfix and qmail`, or `no lab MTA` when none has it yet.
+    pub fn having(has: fn(&Features) -> bool) -> String {
+        Mta::having_as("--lab", has)
+    }
+
+    /// [`Mta::having`] for a flag other than `--lab` that takes an MTA (`--mta postfix`).
+    pub fn having_as(flag: &str, has: fn(&Features) -> bool) -> String {
+        let names: Vec<&str> = MTAS
+            .iter()
+            .filter(|m| has(&m.features))
+            .map(|m| m.name)
+            .collect();
+        match names.split_last() {
+            None => "no lab MTA".into(),
+            Some((last, [])) => format!("{flag} {last}"),
+            Some((last, rest)) => format!("{flag} {} and {last}", rest.join(", ")),
+        }
     }
 
     /// Checks that this lab can run here; the error says how to fix it.
@@ -566,6 +654,19 @@ mod tests {
         }
         assert_eq!(Mta::named("courier"), None);
         assert_eq!(Store::names(), "dovecot|cyrus");
-        assert_eq!(Mta::Postfix.name(), "postfix");
+        assert_eq!(postfix::KIND.name(), "postfix");
+    }
+
+    #[test]
+    fn a_refusal_names_the_labs_that_declare_the_feature_in_registry_order() {
+        assert_eq!(Mta::having(|f| f.multilog), "--lab qmail");
+        assert_eq!(Mta::having(|f| f.logging_off), "--lab postfix and qmail");
+        assert_eq!(
+            Mta::having(|_| true),
+            "--lab postfix, exim, opensmtpd, sendmail and qmail"
+        );
+        assert_eq!(Mta::having(|_| false), "no lab MTA");
+        assert_eq!(Mta::having_as("--mta", |f| f.lmtp_onward), "--mta postfix");
+        assert_eq!(Mta::first_having(|f| f.lmtp_onward), Some(postfix::KIND));
     }
 }
