@@ -5,7 +5,7 @@
 
 use super::args::{DovecotLabArgs, LabCommand, MtaLabArgs};
 use super::exit::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use super::plan::lab::{options, postfix_only, store_options};
+use super::plan::lab::{entry_features, options, store_options};
 use crate::lab::watch::{Watchdog, Watched};
 use crate::lab::{LabError, LabServer, Mta};
 use crate::mailbox::bench::StoreSetup;
@@ -67,7 +67,7 @@ fn relaying_kind(
         LabCommand::Cyrus(a) => return Err(Box::new((crate::lab::cyrus::KIND, a))),
     };
     // Each name is the registry's (pinned by a test below), so none falls through.
-    Ok((Mta::named(name).unwrap_or(Mta::Postfix), a))
+    Ok((Mta::named(name).unwrap_or(crate::lab::MTAS[0]), a))
 }
 
 async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
@@ -78,7 +78,7 @@ async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
     let relay = parse_tcp(next, 2525, "--relay").map_err(|e| (EXIT_USAGE, e))?;
     let mut opts = options(&a.shape, relay, a.starttls).map_err(|e| (EXIT_USAGE, e))?;
     opts.relay_lmtp = lmtp;
-    postfix_only(mta, &opts).map_err(|e| (EXIT_USAGE, e))?;
+    entry_features(mta, &opts).map_err(|e| (EXIT_USAGE, e))?;
     super::plan::lab::logging_knob(mta, &opts).map_err(|e| (EXIT_USAGE, e))?;
     if a.shape.mta_lookup != crate::cli::args::LookupArg::None || !a.shape.ldap_fault.is_empty() {
         return Err((EXIT_USAGE, "--mta-lookup and --ldap-fault need a run's recipients: give them to relay --lab postfix".into()));

@@ -6,7 +6,7 @@ use super::args::{DEFAULT_TO, LoadArgs, RelayArgs};
 use super::exit::{EXIT_FAILED, EXIT_USAGE};
 use super::finish::deliver;
 use super::plan::flagged;
-use super::plan::lab::{logging_knob, lookup, options, postfix_only};
+use super::plan::lab::{entry_features, logging_knob, lookup, options};
 use super::plan::load::Defaults;
 use super::plan::output::OutputPlan;
 use super::plan::send::{Implied, plan as send_plan};
@@ -186,12 +186,13 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
                         mta.name()
                     ));
                 }
-                postfix_only(mta, &opts)?;
+                entry_features(mta, &opts)?;
                 logging_knob(mta, &opts)?;
-                if a.flush && mta != Mta::Postfix {
+                if a.flush && !mta.features().hold {
                     return Err(format!(
-                        "--flush: the {} lab has no hold queue; the flush benchmark runs on --lab postfix",
-                        mta.name()
+                        "--flush: the {} lab has no hold queue; the flush benchmark runs on {}",
+                        mta.name(),
+                        Mta::having(|f| f.hold)
                     ));
                 }
             }
@@ -404,7 +405,7 @@ fn lost_everywhere(r: &crate::stats::Results) -> Option<String> {
     }
 }
 
-/// Whether `--fault` can run as asked: on one lab MTA that can crash and restart (Postfix),
+/// Whether `--fault` can run as asked: on one lab MTA whose features declare this fault,
 /// in a single run (no warm-up, sweep, search, flush or settings comparison, whose other
 /// runs would not be faulted); `power-loss` puts the lab's queue on LazyFS, which must be
 /// there. Each refusal is one line naming the fix.
@@ -415,20 +416,22 @@ fn fault_fits(
     send: &crate::send::SendPlan,
 ) -> Result<FaultPlan, String> {
     let label = f.label();
+    let takes: fn(&crate::lab::Features) -> bool = match f.kind {
+        FaultKind::Crash => |t| t.crash,
+        FaultKind::PowerLoss => |t| t.power_loss,
+        FaultKind::DiskFull { .. } => |t| t.disk_full,
+    };
     let Some((mta, opts)) = lab else {
         return Err(format!(
-            "--fault {label}: faults crash and restart a lab MTA; add --lab postfix (an MTA given with --target is not started here)"
+            "--fault {label}: faults crash and restart a lab MTA; add a --lab that takes it ({}; an MTA given with --target is not started here)",
+            Mta::having(takes)
         ));
     };
-    let takes: fn(crate::lab::Faults) -> bool = match f.kind {
-        FaultKind::DiskFull { .. } => |t| t.disk_full,
-        _ => |t| t.crash,
-    };
-    if a.lab.len() > 1 || !takes(mta.faults()) {
+    if a.lab.len() > 1 || !takes(&mta.features()) {
         return Err(format!(
-            "--fault {label}: the {} lab cannot take this fault yet; it runs on one --lab of {}",
+            "--fault {label}: the {} lab cannot take this fault yet; it runs on {}",
             mta.name(),
-            Mta::taking(takes)
+            Mta::having(takes)
         ));
     }
     let others = [

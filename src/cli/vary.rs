@@ -105,18 +105,19 @@ fn grid(specs: &[String]) -> Result<Vec<Vec<(String, String)>>, String> {
     Ok(combos)
 }
 
-/// Refuses `--compare-postconf` before any lab starts: its syntax, and on the Postfix lab
-/// a key Postfix does not know (else the first round's lab would refuse it, naming
-/// `--mta-conf`, the flag the user did not type).
+/// Refuses `--compare-postconf` before any lab starts: its syntax, and a key the lab MTA
+/// does not know when it can tell ahead (else the first round's lab would refuse it,
+/// naming `--mta-conf`, the flag the user did not type).
 pub(crate) fn check_settings(specs: &[String], mta: Option<Mta>) -> Result<(), String> {
     let combos = grid(specs)?;
-    if mta != Some(Mta::Postfix) {
+    let Some(mta) = mta else {
         return Ok(());
-    }
+    };
     let keys: Vec<&str> = combos[0].iter().map(|(k, _)| k.as_str()).collect();
-    match crate::lab::postfix::unknown_parameter(&keys) {
+    match mta.unknown_setting(&keys) {
         Some(k) => Err(format!(
-            "--compare-postconf {k}: Postfix has no such parameter (postconf -d: unknown parameter); check its spelling in postconf(5)"
+            "--compare-postconf {k}: the {} lab has no such setting; check its spelling in the MTA's documentation",
+            mta.name()
         )),
         None => Ok(()),
     }

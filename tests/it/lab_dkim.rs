@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use mailbench::lab::{DkimSigning, LabOptions, Mta, MtaLogging, QueueKind};
+use mailbench::lab::{DkimSigning, LabOptions, MtaLogging, QueueKind};
 
 use crate::util::{TempDir, describe, free_port, require, results, run, wait_until};
 
@@ -163,7 +163,7 @@ fn dkimpy_verifies_what_the_lab_signed_with_an_ed25519_key() {
     assert!(wait_until(Duration::from_secs(10), || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     }));
-    let lab = Mta::Postfix
+    let lab = mailbench::lab::postfix::KIND
         .start(&LabOptions {
             hops: 1,
             queue: QueueKind::Tmpfs,

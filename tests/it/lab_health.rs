@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mailbench::lab::{LabOptions, Mta, MtaLab, MtaLogging, QueueKind};
+use mailbench::lab::{LabOptions, MtaLab, MtaLogging, QueueKind};
 
 use crate::util::{describe, free_port, mailbench, require, run, wait_until};
 
@@ -29,7 +29,7 @@ fn start_within(
         .collect();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let lab = Mta::Postfix.start(&LabOptions {
+        let lab = mailbench::lab::postfix::KIND.start(&LabOptions {
             hops: 1,
             queue: QueueKind::Tmpfs,
             settings,

@@ -113,7 +113,7 @@ fn postfix_queue_states_equal_postqueue_and_qshape_with_mail_deferred_and_on_hol
         "install postfix's qshape (scripts/install-deps.sh)",
     );
     let lab = stuck_lab(
-        Mta::Postfix,
+        mailbench::lab::postfix::KIND,
         &[
             ("queue_run_delay", "3600s"),
             ("minimal_backoff_time", "3600s"),

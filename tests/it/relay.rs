@@ -528,7 +528,7 @@ fn a_misspelt_compare_postconf_key_is_refused_before_a_lab_starts() {
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     assert_eq!(err.lines().count(), 1, "expected one line, got:\n{err}");
     assert!(
-        err.contains("--compare-postconf x: Postfix has no such parameter"),
+        err.contains("--compare-postconf x: the postfix lab has no such setting"),
         "expected the line to name --compare-postconf x, got: {err}"
     );
 }

@@ -284,15 +284,15 @@ fn bad_fault_values_and_places_are_refused_in_one_line() {
     );
     refused_in_one_line(
         &["relay", "--target", "127.0.0.1:25", "--fault", "crash@5"],
-        "add --lab postfix",
+        "add a --lab that takes it (--lab postfix, exim and sendmail;",
     );
     refused_in_one_line(
         &["relay", "--lab", "qmail", "--fault", "crash@5"],
-        "the qmail lab cannot take this fault yet; it runs on one --lab of postfix|exim|sendmail",
+        "the qmail lab cannot take this fault yet; it runs on --lab postfix, exim and sendmail",
     );
     refused_in_one_line(
         &["relay", "--lab", "exim", "--fault", "disk-full@5"],
-        "the exim lab cannot take this fault yet; it runs on one --lab of postfix",
+        "the exim lab cannot take this fault yet; it runs on --lab postfix",
     );
     refused_in_one_line(
         &[
@@ -322,7 +322,7 @@ fn bad_disk_full_sizes_and_places_are_refused_in_one_line() {
             "--fault",
             "disk-full@5",
         ],
-        "add --lab postfix",
+        "add a --lab that takes it (--lab postfix, exim and sendmail;",
     );
     refused_in_one_line(
         &["relay", "--lab", "postfix", "--queue-fs-size", "64M"],

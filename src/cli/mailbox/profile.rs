@@ -145,10 +145,11 @@ pub(super) fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
         .iter()
         .map(|r| Threshold::parse_as(r, &crate::mailbox::profile::THRESHOLDS, "--capacity-rule"))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(m) = a.mta.filter(|m| *m != Mta::Postfix) {
+    if let Some(m) = a.mta.filter(|m| !m.features().lmtp_onward) {
         return Err(format!(
-            "--mta {}: only the Postfix lab delivers into the store (over LMTP); use --mta postfix",
-            m.name()
+            "--mta {}: this lab does not deliver into the store (over LMTP); use {}",
+            m.name(),
+            Mta::having_as("--mta", |f| f.lmtp_onward)
         ));
     }
     let timeouts = client::Timeouts::plan(&a.client)?;

@@ -9,46 +9,49 @@ use crate::cli::args::{
 };
 use crate::lab::ldap::proxy::Faults;
 use crate::lab::{
-    LabOptions, LookupBackend, MailFormat, Mta, MtaLimits, MtaLogging, QueueKind, RecipientLookup,
-    Store, StoreOptions,
+    Features, LabOptions, LookupBackend, MailFormat, Mta, MtaLimits, MtaLogging, QueueKind,
+    RecipientLookup, Store, StoreOptions,
 };
 use crate::mailbox::bench::StoreSetup;
 use crate::message::address::AddrTemplate;
 use crate::send::plan::Addresses;
 use crate::units;
 
-/// Refuses what only the Postfix lab does (STARTTLS on its entry, DKIM signing through a
-/// milter, LMTP onward) for another MTA, naming the flag.
-pub fn postfix_only(mta: Mta, opts: &LabOptions) -> Result<(), String> {
-    if mta == Mta::Postfix {
-        return Ok(());
+/// Refuses what the MTA's lab does not declare (STARTTLS on its entry, DKIM signing
+/// through a milter, LMTP onward), naming the flag and the labs that do.
+pub fn entry_features(mta: Mta, opts: &LabOptions) -> Result<(), String> {
+    type Has = fn(&Features) -> bool;
+    let asked: [(bool, &str, Has); 3] = [
+        (opts.starttls, "--tls starttls (--starttls)", |f| f.starttls),
+        (opts.dkim.is_some(), "--mta-dkim-key", |f| f.dkim),
+        (opts.relay_lmtp, "--relay lmtp:", |f| f.lmtp_onward),
+    ];
+    match asked
+        .iter()
+        .find(|(on, _, has)| *on && !has(&mta.features()))
+    {
+        Some((_, flag, has)) => Err(format!(
+            "{flag}: the {} lab does not do this yet; only {} does",
+            mta.name(),
+            Mta::having(*has)
+        )),
+        None => Ok(()),
     }
-    let flag = if opts.starttls {
-        "--tls starttls (--starttls)"
-    } else if opts.dkim.is_some() {
-        "--mta-dkim-key"
-    } else if opts.relay_lmtp {
-        "--relay lmtp:"
-    } else {
-        return Ok(());
-    };
-    Err(format!(
-        "{flag}: the {} lab does not do this yet; only --lab postfix does",
-        mta.name()
-    ))
 }
 
 /// Refuses `--mta-logging off` for an MTA whose lab cannot run without its log, and
-/// `multilog` for any but qmail.
+/// `multilog` for one that does not declare it.
 pub fn logging_knob(mta: Mta, opts: &LabOptions) -> Result<(), String> {
+    let has = mta.features();
     match opts.logging {
         MtaLogging::On => Ok(()),
-        MtaLogging::Off if mta == Mta::Postfix || mta.name() == "qmail" => Ok(()),
+        MtaLogging::Off if has.logging_off => Ok(()),
         MtaLogging::Off => Err(format!(
-            "--mta-logging off: the {} lab cannot run without its log yet; only --lab postfix and qmail can",
-            mta.name()
+            "--mta-logging off: the {} lab cannot run without its log yet; only {} can",
+            mta.name(),
+            Mta::having(|f| f.logging_off)
         )),
-        MtaLogging::Multilog if mta.name() == "qmail" => {
+        MtaLogging::Multilog if has.multilog => {
             if std::path::Path::new("/usr/bin/multilog").exists() {
                 Ok(())
             } else {
@@ -56,8 +59,9 @@ pub fn logging_knob(mta: Mta, opts: &LabOptions) -> Result<(), String> {
             }
         }
         MtaLogging::Multilog => Err(format!(
-            "--mta-logging multilog: the {} lab does not log through multilog; only --lab qmail does",
-            mta.name()
+            "--mta-logging multilog: the {} lab does not log through multilog; only {} does",
+            mta.name(),
+            Mta::having(|f| f.multilog)
         )),
     }
 }
@@ -164,10 +168,11 @@ pub fn lookup(
             LookupBackend::Ldap(faults)
         }
     };
-    if let Some(other) = mtas.iter().find(|m| **m != Mta::Postfix) {
+    if let Some(other) = mtas.iter().find(|m| !m.features().lookups) {
         return Err(format!(
-            "--mta-lookup: the {} lab has no recipient lookups yet; only --lab postfix does",
-            other.name()
+            "--mta-lookup: the {} lab has no recipient lookups yet; only {} does",
+            other.name(),
+            Mta::having(|f| f.lookups)
         ));
     }
     Ok(Some(RecipientLookup {

@@ -441,7 +441,7 @@ pub fn postfix_to_sink(
     sink_port: u16,
     queue: mailbench::lab::QueueKind,
 ) -> Box<dyn mailbench::lab::MtaLab> {
-    mailbench::lab::Mta::Postfix
+    mailbench::lab::postfix::KIND
         .start(&mailbench::lab::LabOptions {
             hops: 1,
             queue,

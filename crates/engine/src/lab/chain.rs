@@ -217,17 +217,22 @@ pub fn said(out: &[u8]) -> String {
     }
 }
 
-/// The registry entry (see [`super::MTAS`]) of an MTA the chain runs.
-pub const fn kind<F: Flavor>(about: &'static str) -> super::Mta {
+/// The registry entry (see [`super::MTAS`]) of an MTA the chain runs: `crash` and
+/// `power-loss` are what its file's [`Flavor::RESTART`] declares (a chain's queue goes on
+/// LazyFS like Postfix's), never `disk-full` yet.
+pub const fn kind<F: Flavor>(about: &'static str, features: super::Features) -> super::Mta {
     super::Mta {
         name: F::NAME,
         about,
+        features: super::Features {
+            crash: F::RESTART.is_some(),
+            power_loss: F::RESTART.is_some(),
+            disk_full: false,
+            ..features
+        },
         check: F::check,
         start: start::<F>,
-        faults: super::Faults {
-            crash: F::RESTART.is_some(),
-            disk_full: false,
-        },
+        unknown_setting: |_| None,
     }
 }
 

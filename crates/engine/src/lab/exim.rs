@@ -22,9 +22,14 @@ pub struct Exim;
 /// The Exim lab's chain of instances.
 pub type Lab = chain::Chain<Exim>;
 
+/// What it does beyond relaying (`--fault`s, `--mta-logging`, … are refused without).
+const FEATURES: super::Features = super::Features::RELAY;
+
 /// Exim's line in the lab registry.
-pub const KIND: super::Mta =
-    chain::kind::<Exim>("Exim 4, unpacked beside it by scripts/install-mtas.sh");
+pub const KIND: super::Mta = chain::kind::<Exim>(
+    "Exim 4, unpacked beside it by scripts/install-mtas.sh",
+    FEATURES,
+);
 
 fn binary() -> std::path::PathBuf {
     chain::mta_root().join("exim").join(BINARY)

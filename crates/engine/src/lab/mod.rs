@@ -276,8 +276,7 @@ pub struct QueueFilled {
     pub free: u64,
 }
 
-/// What a lab that cannot crash and restart yet says (the labs that can are
-/// [`Mta::taking`] them).
+/// What a lab that cannot crash and restart yet says.
 pub const NO_FAULTS: &str = "crashing and restarting is not supported by this lab MTA yet";
 
 /// What a crash did: the processes killed, and with a power cut, what the queue's file
@@ -406,25 +405,81 @@ pub trait StoreLab: LabServer {
 /// results and messages use, its line in `--lab`'s help, and how to check and start it.
 /// Each MTA's file defines its own (`postfix::KIND`), so adding an MTA is that file and
 /// one line in [`MTAS`] (and its install lines in `scripts/install-mtas.sh`). Its
-/// settings are given with `--mta-conf` (alias `--postconf`).
+/// settings are given with `--mta-conf` (alias `--postconf`). What it can do beyond
+/// relaying is its [`Features`], declared in its file too: every refusal and dispatch
+/// asks the kind what it can do, never which it is.
 #[derive(Clone, Copy)]
 pub struct Mta {
     name: &'static str,
     about: &'static str,
+    features: Features,
     check: fn() -> Result<(), String>,
     start: fn(&LabOptions) -> Result<Box<dyn MtaLab>, LabError>,
-    /// The faults its lab can take: each MTA's file declares them
-    /// (`chain::Flavor::RESTART` for the chained ones).
-    faults: Faults,
+    /// The first of some `--mta-conf` keys the MTA does not know, asked before any lab
+    /// starts; `None` when all are known or the MTA cannot be asked ahead (its lab then
+    /// refuses the setting when it starts).
+    unknown_setting: for<'a> fn(&[&'a str]) -> Option<&'a str>,
 }
 
-/// The `relay --fault` kinds a lab MTA can take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Faults {
-    /// `crash` and `power-loss`: [`MtaLab::crash`] and [`MtaLab::restart`].
+/// What a lab MTA can do beyond relaying, declared by each MTA's file next to its kind:
+/// the flags that need a feature are refused for an MTA without it, and the refusal names
+/// the MTAs that have it ([`Mta::having`]), so that flipping one here is the whole change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Features {
+    /// STARTTLS on the entry (`--tls starttls`).
+    pub starttls: bool,
+    /// DKIM signing on the entry (`--mta-dkim-key`).
+    pub dkim: bool,
+    /// The last instance delivers over LMTP (`--relay lmtp:`; `mailbox arrival`/`profile`
+    /// inject through it into a store).
+    pub lmtp_onward: bool,
+    /// Holding every accepted message and releasing them at once (`--flush`).
+    pub hold: bool,
+    /// Recipient lookups on the entry (`--mta-lookup`).
+    pub lookups: bool,
+    /// Running without its log (`--mta-logging off`).
+    pub logging_off: bool,
+    /// Logging through daemontools' multilog (`--mta-logging multilog`).
+    pub multilog: bool,
+    /// SIGKILL of the whole MTA and a restart on the same queue (`--fault crash`).
     pub crash: bool,
-    /// `disk-full`: its entry's queue on [`QueueKind::Loop`], [`MtaLab::fill_queue`].
+    /// The crash with the queue's unsynced writes dropped, queue on LazyFS
+    /// (`--fault power-loss`).
+    pub power_loss: bool,
+    /// The queue on a small loop-mounted file system filled and freed (`--fault disk-full`).
     pub disk_full: bool,
+    /// Whose log syntax the relay run reads deliveries and bounces from, when it can.
+    pub log: LogSyntax,
+}
+
+/// Which log syntax a lab MTA writes that the relay run can read per message (queue IDs,
+/// deliveries, bounces); most it cannot read, and their runs count from the sink alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogSyntax {
+    /// Not read per message.
+    #[default]
+    Unread,
+    /// Postfix's maillog lines (`postfix/smtp[pid]: QUEUEID: to=<…>, status=sent`).
+    Postfix,
+    /// OpenSMTPD's `smtp` event lines.
+    Opensmtpd,
+}
+
+impl Features {
+    /// Relaying only: what the chain MTAs start from.
+    pub const RELAY: Features = Features {
+        starttls: false,
+        dkim: false,
+        lmtp_onward: false,
+        hold: false,
+        lookups: false,
+        logging_off: false,
+        multilog: false,
+        crash: false,
+        power_loss: false,
+        disk_full: false,
+        log: LogSyntax::Unread,
+    };
 }
 
 /// Every lab MTA, in the order `--lab`'s help lists them.
@@ -437,12 +492,6 @@ pub const MTAS: &[Mta] = &[
 ];
 
 impl Mta {
-    /// The system's MTA: the one lab with features the others lack yet (STARTTLS on its
-    /// entry, DKIM signing, LMTP onward, holding mail), and the one `mailbox arrival` uses.
-    /// Named as the enum variant it was, so that callers (and tests) read as before.
-    #[allow(non_upper_case_globals)]
-    pub const Postfix: Mta = postfix::KIND;
-
     /// The name in `--lab`, results and messages.
     pub fn name(self) -> &'static str {
         self.name
@@ -453,23 +502,46 @@ impl Mta {
         self.about
     }
 
+    /// What it can do beyond relaying.
+    pub fn features(self) -> Features {
+        self.features
+    }
+
+    /// The first of `keys` (settings' names) this MTA does not know, when it can tell
+    /// before a lab starts.
+    pub fn unknown_setting<'a>(self, keys: &[&'a str]) -> Option<&'a str> {
+        (self.unknown_setting)(keys)
+    }
+
     /// The MTA the registry has under `name`.
     pub fn named(name: &str) -> Option<Mta> {
         MTAS.iter().copied().find(|m| m.name == name)
     }
 
-    /// The `relay --fault` kinds this lab can take.
-    pub fn faults(self) -> Faults {
-        self.faults
+    /// The first MTA in the registry that has a feature (the one a command that needs it
+    /// starts, e.g. `mailbox arrival`'s MTA delivering over LMTP).
+    pub fn first_having(has: fn(&Features) -> bool) -> Option<Mta> {
+        MTAS.iter().copied().find(|m| has(&m.features))
     }
 
-    /// The labs that take a fault, as a message offers them (`postfix|exim`).
-    pub fn taking(fault: fn(Faults) -> bool) -> String {
-        MTAS.iter()
-            .filter(|m| fault(m.faults))
+    /// The MTAs that have a feature, as a refusal names them: `--lab postfix`,
+    /// `--lab postfix and qmail`, or `no lab MTA` when none has it yet.
+    pub fn having(has: fn(&Features) -> bool) -> String {
+        Mta::having_as("--lab", has)
+    }
+
+    /// [`Mta::having`] for a flag other than `--lab` that takes an MTA (`--mta postfix`).
+    pub fn having_as(flag: &str, has: fn(&Features) -> bool) -> String {
+        let names: Vec<&str> = MTAS
+            .iter()
+            .filter(|m| has(&m.features))
             .map(|m| m.name)
-            .collect::<Vec<_>>()
-            .join("|")
+            .collect();
+        match names.split_last() {
+            None => "no lab MTA".into(),
+            Some((last, [])) => format!("{flag} {last}"),
+            Some((last, rest)) => format!("{flag} {} and {last}", rest.join(", ")),
+        }
     }
 
     /// Checks that this lab can run here; the error says how to fix it.
@@ -601,13 +673,27 @@ mod tests {
         }
         assert_eq!(Mta::named("courier"), None);
         assert_eq!(Store::names(), "dovecot|cyrus");
-        assert_eq!(Mta::Postfix.name(), "postfix");
+        assert_eq!(postfix::KIND.name(), "postfix");
+    }
+
+    #[test]
+    fn a_refusal_names_the_labs_that_declare_the_feature_in_registry_order() {
+        assert_eq!(Mta::having(|f| f.multilog), "--lab qmail");
+        assert_eq!(Mta::having(|f| f.logging_off), "--lab postfix and qmail");
+        assert_eq!(
+            Mta::having(|_| true),
+            "--lab postfix, exim, opensmtpd, sendmail and qmail"
+        );
+        assert_eq!(Mta::having(|_| false), "no lab MTA");
+        assert_eq!(Mta::having_as("--mta", |f| f.lmtp_onward), "--mta postfix");
+        assert_eq!(Mta::first_having(|f| f.lmtp_onward), Some(postfix::KIND));
     }
 
     #[test]
     fn the_labs_that_take_each_fault_are_the_ones_their_files_declare() {
-        assert_eq!(Mta::taking(|f| f.crash), "postfix|exim|sendmail");
-        assert_eq!(Mta::taking(|f| f.disk_full), "postfix");
+        assert_eq!(Mta::having(|f| f.crash), "--lab postfix, exim and sendmail");
+        assert_eq!(Mta::having(|f| f.power_loss), "--lab postfix, exim and sendmail");
+        assert_eq!(Mta::having(|f| f.disk_full), "--lab postfix");
     }
 
     /// A server whose only log is `log`.

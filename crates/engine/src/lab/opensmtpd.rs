@@ -24,9 +24,17 @@ pub struct OpenSmtpd;
 /// The OpenSMTPD lab's chain of instances.
 pub type Lab = chain::Chain<OpenSmtpd>;
 
+/// What it does beyond relaying (`--fault`s, `--mta-logging`, … are refused without).
+const FEATURES: super::Features = super::Features {
+    log: super::LogSyntax::Opensmtpd,
+    ..super::Features::RELAY
+};
+
 /// OpenSMTPD's line in the lab registry.
-pub const KIND: super::Mta =
-    chain::kind::<OpenSmtpd>("OpenSMTPD, unpacked beside it by scripts/install-mtas.sh");
+pub const KIND: super::Mta = chain::kind::<OpenSmtpd>(
+    "OpenSMTPD, unpacked beside it by scripts/install-mtas.sh",
+    FEATURES,
+);
 
 fn path(rel: &str) -> PathBuf {
     chain::mta_root().join("opensmtpd").join(rel)

@@ -79,12 +79,22 @@ pub struct Lab {
 pub const KIND: super::Mta = super::Mta {
     name: "postfix",
     about: "Postfix from Debian's package",
+    features: super::Features {
+        starttls: true,
+        dkim: true,
+        lmtp_onward: true,
+        hold: true,
+        lookups: true,
+        logging_off: true,
+        multilog: false,
+        crash: true,
+        power_loss: true,
+        disk_full: true,
+        log: super::LogSyntax::Postfix,
+    },
     check,
     start: |opts| Ok(Box::new(Lab::start(opts)?)),
-    faults: super::Faults {
-        crash: true,
-        disk_full: true,
-    },
+    unknown_setting: unknown_parameter,
 };
 
 /// Checks that a Postfix lab can run here; the error says how to fix it.

@@ -61,9 +61,18 @@ pub struct Qmail;
 /// The qmail lab's chain of instances.
 pub type Lab = chain::Chain<Qmail>;
 
+/// What it does beyond relaying (`--fault`s, `--mta-logging`, … are refused without).
+const FEATURES: super::Features = super::Features {
+    logging_off: true,
+    multilog: true,
+    ..super::Features::RELAY
+};
+
 /// qmail's line in the lab registry.
-pub const KIND: super::Mta =
-    chain::kind::<Qmail>("qmail (notqmail 1.09), built beside it by scripts/install-mtas.sh");
+pub const KIND: super::Mta = chain::kind::<Qmail>(
+    "qmail (notqmail 1.09), built beside it by scripts/install-mtas.sh",
+    FEATURES,
+);
 
 fn built(rel: &str) -> PathBuf {
     chain::mta_root().join("qmail").join(HOME).join(rel)

@@ -24,9 +24,14 @@ pub struct Sendmail;
 /// The Sendmail lab's chain of instances.
 pub type Lab = chain::Chain<Sendmail>;
 
+/// What it does beyond relaying (`--fault`s, `--mta-logging`, … are refused without).
+const FEATURES: super::Features = super::Features::RELAY;
+
 /// Sendmail's line in the lab registry.
-pub const KIND: super::Mta =
-    chain::kind::<Sendmail>("Sendmail, unpacked beside it by scripts/install-mtas.sh");
+pub const KIND: super::Mta = chain::kind::<Sendmail>(
+    "Sendmail, unpacked beside it by scripts/install-mtas.sh",
+    FEATURES,
+);
 
 fn path(rel: &str) -> PathBuf {
     chain::mta_root().join("sendmail").join(rel)

@@ -177,7 +177,7 @@ pub async fn run(
             .map(|l| crate::stats::host::Device::holding(&l.queue_dir())),
         flush: false,
         trace_io: false,
-        mta: mta.as_ref().map(|_| crate::lab::Mta::Postfix),
+        mta: mta.as_ref().and_then(|_| labs::store_mta()),
         fault: None,
     };
     let mut results = crate::relay::run::run(r, mta.clone(), shutdown)

@@ -101,10 +101,19 @@ async fn start(s: StoreSetup) -> Result<Arc<dyn StoreLab>, MailboxError> {
     }
 }
 
-/// Starts a lab Postfix (off the runtime); a setting it refuses is the user's input.
+/// The lab MTA that injects into a store: the first in the registry that delivers over
+/// LMTP.
+pub fn store_mta() -> Option<Mta> {
+    Mta::first_having(|f| f.lmtp_onward)
+}
+
+/// Starts the lab MTA that delivers into a store ([`store_mta`]) off the runtime; a
+/// setting it refuses is the user's input.
 pub async fn start_mta(opts: LabOptions) -> Result<Arc<dyn MtaLab>, MailboxError> {
-    Mta::Postfix.check().map_err(MailboxError::Usage)?;
-    match tokio::task::spawn_blocking(move || Mta::Postfix.start(&opts)).await {
+    let mta = store_mta()
+        .ok_or_else(|| MailboxError::Usage("no lab MTA delivers over LMTP yet".into()))?;
+    mta.check().map_err(MailboxError::Usage)?;
+    match tokio::task::spawn_blocking(move || mta.start(&opts)).await {
         Ok(Ok(lab)) => Ok(Arc::from(lab)),
         Ok(Err(e @ LabError::Setting(_))) => Err(MailboxError::Usage(e.to_string())),
         Ok(Err(e)) => Err(MailboxError::Failed(e.to_string())),

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::lab::Mta;
+use crate::lab::{LogSyntax, Mta};
 
 /// Where each of a lab's logs ended when a run began.
 #[derive(Debug, Clone, Default)]
@@ -95,15 +95,15 @@ impl LogSays {
 }
 
 /// What the logs of `mta` say about run `run` since `mark`, when this module can read
-/// that MTA's log (Postfix, OpenSMTPD).
+/// the log syntax the MTA's features declare (Postfix's, OpenSMTPD's).
 pub(super) fn read(mta: Mta, mark: &Mark, run: u64) -> Option<LogSays> {
-    match mta.name() {
-        "postfix" => Some(postfix(
+    match mta.features().log {
+        LogSyntax::Postfix => Some(postfix(
             &mark.since_where(|p| begins_with_word(p, "postfix/")),
             run,
         )),
-        "opensmtpd" => Some(opensmtpd(&mark.since())),
-        _ => None,
+        LogSyntax::Opensmtpd => Some(opensmtpd(&mark.since())),
+        LogSyntax::Unread => None,
     }
 }
 
