@@ -42,32 +42,10 @@ pub fn keep_store_logs(setup: &mut Option<StoreSetup>, json: Option<&std::path::
 /// Runs `lab postfix|exim|opensmtpd|sendmail|qmail` or `lab dovecot|cyrus`: start, print where
 /// it listens, wait for Ctrl-C or SIGTERM, clean up.
 pub async fn lab(c: LabCommand) -> Result<u8, (u8, String)> {
-    match relaying_kind(c) {
-        Ok((mta, a)) => relaying(mta, a).await,
-        Err(store) => {
-            let (kind, a) = *store;
-            store_lab(kind, a).await
-        }
+    match c {
+        LabCommand::Mta(mta, a) => relaying(mta, a).await,
+        LabCommand::Store(kind, a) => store_lab(kind, a).await,
     }
-}
-
-/// The registry's MTA a `lab` subcommand names, by the subcommand's name (the MTA's own):
-/// every MTA lab runs the one generic [`relaying`]; a store (its own flags) goes to
-/// [`store_lab`].
-fn relaying_kind(
-    c: LabCommand,
-) -> Result<(Mta, MtaLabArgs), Box<(crate::lab::Store, DovecotLabArgs)>> {
-    let (name, a) = match c {
-        LabCommand::Postfix(a) => ("postfix", a),
-        LabCommand::Exim(a) => ("exim", a),
-        LabCommand::Opensmtpd(a) => ("opensmtpd", a),
-        LabCommand::Sendmail(a) => ("sendmail", a),
-        LabCommand::Qmail(a) => ("qmail", a),
-        LabCommand::Dovecot(a) => return Err(Box::new((crate::lab::dovecot::KIND, a))),
-        LabCommand::Cyrus(a) => return Err(Box::new((crate::lab::cyrus::KIND, a))),
-    };
-    // Each name is the registry's (pinned by a test below), so none falls through.
-    Ok((Mta::named(name).unwrap_or(crate::lab::MTAS[0]), a))
 }
 
 async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
@@ -186,7 +164,7 @@ mod tests {
             let crate::cli::args::Command::Lab(c) = cli.command else {
                 panic!("`lab {}` parsed as another command", m.name());
             };
-            let Ok((kind, _)) = relaying_kind(c) else {
+            let LabCommand::Mta(kind, _) = c else {
                 panic!("`lab {}` is not an MTA lab", m.name());
             };
             assert_eq!(kind, *m);

@@ -40,6 +40,7 @@
 //! - `install`: issue 31 — scripts/install.sh into a temp prefix: man renders every
 //!   command's page, bash and fish complete with the installed scripts, zsh parses its;
 //!   `--version` names git's commit, `unknown` without a checkout
+//! - `lab_names`: issue 41 — no lab named outside its own file and the registry (a grep)
 //! - `layout`: the source tree's rules: import layers, sans-IO protocol cores
 //! - `live`: the live view under tmux (figures while running, the summary intact after a
 //!   resize), `/metrics` parsed by the Prometheus client's OpenMetrics parser and equal to
@@ -120,6 +121,7 @@ mod install;
 mod iotrace;
 mod lab_dkim;
 mod lab_health;
+mod lab_names;
 mod layout;
 mod leftovers;
 mod live;

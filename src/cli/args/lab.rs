@@ -121,24 +121,66 @@ pub struct LabShape {
     pub mta_logging: LoggingArg,
 }
 
-/// `mailbench lab`'s servers.
-#[derive(Debug, Subcommand)]
+/// `mailbench lab`'s servers: one subcommand per lab in the registry ([`MTAS`],
+/// [`STORES`]), named and described by it, so that a new lab needs no edit here.
+#[derive(Debug)]
 pub enum LabCommand {
-    /// A disposable Postfix that relays to --relay.
-    Postfix(MtaLabArgs),
-    /// A disposable Exim that relays to --relay (scripts/install-mtas.sh unpacks it).
-    Exim(MtaLabArgs),
-    /// A disposable OpenSMTPD that relays to --relay (scripts/install-mtas.sh unpacks it).
-    Opensmtpd(MtaLabArgs),
-    /// A disposable Sendmail that relays to --relay (scripts/install-mtas.sh unpacks it).
-    Sendmail(MtaLabArgs),
-    /// A disposable qmail (notqmail) that relays to --relay (scripts/install-mtas.sh builds it).
-    Qmail(MtaLabArgs),
-    /// A disposable Dovecot (IMAP, POP3, LMTP) with numbered users.
-    Dovecot(DovecotLabArgs),
-    /// A disposable Cyrus IMAP (IMAP, POP3, LMTP) with numbered users
-    /// (scripts/install-cyrus.sh unpacks it).
-    Cyrus(DovecotLabArgs),
+    /// A disposable MTA that relays to --relay.
+    Mta(Mta, MtaLabArgs),
+    /// A disposable mail store with numbered users.
+    Store(Store, DovecotLabArgs),
+}
+
+impl clap::FromArgMatches for LabCommand {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let Some((name, sub)) = m.subcommand() else {
+            return Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand));
+        };
+        if let Some(mta) = Mta::named(name) {
+            return Ok(LabCommand::Mta(mta, MtaLabArgs::from_arg_matches(sub)?));
+        }
+        match Store::named(name) {
+            Some(store) => Ok(LabCommand::Store(
+                store,
+                DovecotLabArgs::from_arg_matches(sub)?,
+            )),
+            None => Err(clap::Error::new(clap::error::ErrorKind::InvalidSubcommand)),
+        }
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for LabCommand {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        let cmd = MTAS.iter().fold(cmd, |cmd, m| {
+            cmd.subcommand(
+                MtaLabArgs::augment_args(clap::Command::new(m.name())).about(format!(
+                    "A disposable MTA that relays to --relay: {}.",
+                    m.about()
+                )),
+            )
+        });
+        STORES.iter().fold(cmd, |cmd, s| {
+            cmd.subcommand(
+                DovecotLabArgs::augment_args(clap::Command::new(s.name())).about(format!(
+                    "A disposable mail store with numbered users: {}.",
+                    s.about()
+                )),
+            )
+        })
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        Mta::named(name).is_some() || Store::named(name).is_some()
+    }
 }
 
 /// Flags of `mailbench lab postfix|exim|opensmtpd|sendmail|qmail`.
