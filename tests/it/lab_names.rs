@@ -1,6 +1,7 @@
 //! Issue 41: labs are asked what they can do, never who they are. No lab's name (as a
 //! string, `"qmail"`) and no reach into one lab's own file (`lab::dovecot::`) appears in
-//! src/ outside that lab's file and the registry (src/lab/mod.rs), apart from the
+//! the sources (`src/`, `crates/`) outside that lab's file and the registry
+//! (crates/engine/src/lab/mod.rs), apart from the
 //! exceptions listed here with why. Unit tests (`#[cfg(test)]` onwards) are not read:
 //! they use lab names as results data (a run called "postfix"), never to branch.
 
@@ -20,7 +21,7 @@ const LABS: &[&str] = &[
 /// (file, what it names, why it may).
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
     (
-        "src/relay/maillog.rs",
+        "crates/engine/src/relay/maillog.rs",
         "\"postfix\"",
         "the parser of Postfix's log syntax finds Postfix's own syslog tag in a line; which \
          parser runs is the descriptor's `log`",
@@ -49,6 +50,7 @@ fn no_lab_is_named_outside_its_own_file_and_the_registry() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("crates"), &mut files);
     let mut found = Vec::new();
     for path in files {
         let rel = path
@@ -57,13 +59,13 @@ fn no_lab_is_named_outside_its_own_file_and_the_registry() {
             .to_string_lossy()
             .into_owned();
         // A `tests.rs` is a unit-test module: it passes `--lab postfix` as a user would.
-        if rel == "src/lab/mod.rs" || rel.ends_with("/tests.rs") {
+        if rel == "crates/engine/src/lab/mod.rs" || rel.ends_with("/tests.rs") {
             continue;
         }
         let text = std::fs::read_to_string(&path).expect("read source");
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         for lab in LABS {
-            if rel == format!("src/lab/{lab}.rs") {
+            if rel == format!("crates/engine/src/lab/{lab}.rs") {
                 continue;
             }
             for token in [format!("\"{lab}\""), format!("lab::{lab}::")] {

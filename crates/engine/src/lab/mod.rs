@@ -48,7 +48,7 @@ pub enum QueueKind {
     /// A directory on disk.
     Disk,
     /// A LazyFS mount over a directory on disk, whose writes not fsynced a power cut
-    /// drops (`--fault power-loss`; the labs whose [`Faults::crash`] is set, others take
+    /// drops (`--fault power-loss`; the labs whose [`Features::power_loss`] is set, others take
     /// it as `Disk`).
     Lazyfs,
     /// A small real file system of this many bytes, an ext4 image on a loop device, that
