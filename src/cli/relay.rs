@@ -423,7 +423,7 @@ fn fault_fits(
     };
     let Some((mta, opts)) = lab else {
         return Err(format!(
-            "--fault {label}: faults crash and restart a lab MTA; add a --lab that takes it ({}; an MTA given with --target is not started here)",
+            "--fault {label}: a fault acts on a lab MTA started here; add a --lab that takes it ({}; an MTA given with --target is not started here)",
             Mta::having(takes)
         ));
     };

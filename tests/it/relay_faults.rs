@@ -322,7 +322,7 @@ fn bad_disk_full_sizes_and_places_are_refused_in_one_line() {
             "--fault",
             "disk-full@5",
         ],
-        "add a --lab that takes it (--lab postfix, exim and sendmail;",
+        "add a --lab that takes it (--lab postfix;",
     );
     refused_in_one_line(
         &["relay", "--lab", "postfix", "--queue-fs-size", "64M"],
