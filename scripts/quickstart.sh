@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh --postfix
-echo "quickstart: building mailbench (about 2 minutes the first time on 2 cores)" >&2
+echo "quickstart: building mailbench (about 4 minutes the first time on 2 cores)" >&2
 cargo build --release --quiet
 mkdir -p results
 out="results/relay-$(date +%Y%m%d-%H%M%S).json"
