@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::mailbox::{Store, count, python, run_json};
 use crate::sink::Sink;
 use crate::util::{
-    Proc, TempDir, Terminated, mailbench, refused_in_one_line, require, results, run_expect,
+    Proc, TempDir, Terminated, mailbench, refused_in_one_line, require, results, run, run_expect,
     sigterm, wait_until,
 };
 
@@ -323,10 +323,34 @@ fn bad_profile_input_is_one_line_and_exit_1() {
             .concat(),
             "IMAP server 127.0.0.1:1 is not reachable",
         ),
+        // A lab MTA delivers into a lab store only: with a server of one's own it is
+        // refused by name (it said "missing --users-file … and --lab … or --users-file").
+        (
+            [&remote[..], &["--mta", "exim"]].concat(),
+            "--imap cannot be used with --mta; drop one",
+        ),
+        // A lab MTA that cannot deliver over LMTP is refused with the reason.
+        (
+            vec!["mailbox", "profile", "--lab", "dovecot", "--mta", "exim"],
+            "--mta exim: this lab does not deliver into the store (over LMTP); use --mta postfix",
+        ),
     ];
     for (args, needle) in cases {
         refused_in_one_line(&args, needle);
     }
+    // --mta's help offers only the labs that deliver into a store (it listed all five).
+    let help = run(&["mailbox", "profile", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let offered: Vec<&str> = help
+        .split("--mta <MTA>")
+        .nth(1)
+        .and_then(|h| h.split("\n\n      --").next())
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .filter_map(|l| l.split(':').next())
+        .collect();
+    assert_eq!(offered, ["postfix"], "--mta's values in:\n{help}");
 }
 
 /// The lab store's users file with the passwords of all but the first `good` users made

@@ -5,14 +5,18 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::lab::{MTAS, Mta, STORES, Store};
+use crate::lab::{Features, MTAS, Mta, STORES, Store};
 
 /// `--lab`'s values for an MTA: the lab registry's names, each with its help, so that a
-/// new MTA needs no edit here.
-pub(super) fn mta_parser() -> impl TypedValueParser<Value = Mta> {
-    let values = MTAS
-        .iter()
-        .map(|m| PossibleValue::new(m.name()).help(m.about()));
+/// new MTA needs no edit here. `offered` picks the labs the help lists (by what they can
+/// do); the others are still parsed, so that the command refuses them with the reason
+/// rather than clap with a bare list.
+pub(super) fn mta_parser(offered: fn(&Features) -> bool) -> impl TypedValueParser<Value = Mta> {
+    let values = MTAS.iter().map(move |m| {
+        PossibleValue::new(m.name())
+            .help(m.about())
+            .hide(!offered(&m.features()))
+    });
     PossibleValuesParser::new(values)
         .try_map(|name| Mta::named(&name).ok_or_else(|| format!("no lab MTA {name}")))
 }

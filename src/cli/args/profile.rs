@@ -43,9 +43,15 @@ pub struct ProfileArgs {
     /// Without it (and without --mta), sends are delivered over the store's LMTP.
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "mta")]
     pub smtp: Option<String>,
-    /// With --lab dovecot: the users' sends go through a lab MTA that delivers into the
-    /// store over LMTP.
-    #[arg(long, value_parser = mta_parser(), value_name = "MTA", requires = "lab")]
+    /// With --lab: the users' sends go through a lab MTA that delivers into the lab
+    /// store over LMTP. (A server of your own, --imap and the like, takes --smtp instead.)
+    #[arg(
+        long,
+        value_parser = mta_parser(|f| f.lmtp_onward),
+        value_name = "MTA",
+        requires = "lab",
+        conflicts_with_all = ["imap", "pop3", "lmtp"]
+    )]
     pub mta: Option<Mta>,
     /// A lab store's filling.
     #[command(flatten)]

@@ -39,7 +39,7 @@ pub struct RelayArgs {
     /// with --rounds) whose order rotates, ending with one table.
     #[arg(
         long,
-        value_parser = mta_parser(),
+        value_parser = mta_parser(|_| true),
         value_delimiter = ',',
         value_name = "MTA[,MTA…]",
         conflicts_with = "target"

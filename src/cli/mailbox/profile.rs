@@ -163,7 +163,7 @@ pub(super) fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
         },
         "capacity_rules": a.capacity_rule,
         "run_limit_s": run_limit.map(|d| d.as_secs_f64()),
-        "send_via": if a.mta.is_some() { "lab postfix" } else if a.smtp.is_some() { "smtp" } else { "lmtp" },
+        "send_via": match (a.mta, &a.smtp) { (Some(m), _) => format!("lab {}", m.name()), (None, Some(_)) => "smtp".into(), (None, None) => "lmtp".into() },
         "thresholds": a.out.threshold,
         "interval_s": progress.interval.as_secs_f64(),
         "seed": a.seed,
