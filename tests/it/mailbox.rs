@@ -1153,6 +1153,63 @@ fn a_refused_setting_and_an_unreachable_server_are_one_line() {
     assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
 }
 
+/// Issue 43: what the lab store complained of while it started is a notice and in
+/// `extra.lab_notices`, not only in its log: an obsolete setting given with --store-conf
+/// (a warning Dovecot is known to log), and every `Error:`/`Warning:` line of the kept log
+/// (the reference) among the notices. Dovecot's `setrlimit(RLIMIT_NPROC …)` error in a
+/// sandbox was in its log and nowhere else.
+#[test]
+fn what_the_store_logged_at_start_is_a_notice() {
+    let dir = TempDir::new("store-notices");
+    let json = dir.0.join("r.json");
+    let j = json.to_string_lossy().to_string();
+    let args = [
+        "mailbox",
+        "pop3",
+        "-q",
+        "-n",
+        "2",
+        "--lab",
+        "dovecot",
+        "--store-conf",
+        "ssl_protocols=TLSv1.2",
+        "--json",
+        &j,
+    ];
+    let out = run_expect(&args, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let r = results(&json);
+    let notices: Vec<String> = r["extra"]["lab_notices"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n.as_str())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let obsolete = "ssl_protocols has been replaced by ssl_min_protocol";
+    assert!(
+        notices.iter().any(|n| n.contains(obsolete)),
+        "expected {obsolete:?} in extra.lab_notices: {notices:?}"
+    );
+    assert!(err.contains(obsolete), "{}", describe(&args, &out));
+    let log = std::fs::read_to_string(dir.0.join("r.storelog.0")).expect("the kept store log");
+    let complaints: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(": Error: ") || l.contains(": Warning: "))
+        .collect();
+    assert!(!complaints.is_empty(), "no warning in the kept log:\n{log}");
+    for line in complaints {
+        assert!(
+            notices
+                .iter()
+                .any(|n| line.ends_with(n.trim_start_matches("Dovecot logged at start: "))),
+            "the store log's line {line:?} is not among the notices {notices:?}"
+        );
+    }
+}
+
 /// Issue 31: `populate --via imap` results read back as the IMAP run they are (kind
 /// `populate_imap`): `compare` shows their commands per second; `report`, with no series to
 /// chart, says why in one line instead of "its populate summary is unreadable".

@@ -172,6 +172,10 @@ impl Lab {
         let pids = || lab.pids();
         host::wait_for_greeting(lab.endpoints.imap, &lab.name, "dovecot", &pids)?;
         host::wait_for_greeting(lab.endpoints.pop3, &lab.name, "dovecot", &pids)?;
+        let mut lab = lab;
+        let log = lab.dir.join("log/dovecot.log");
+        let said = host::start_complaints(&log, &["Fatal: ", "Error: ", "Warning: "], "Dovecot");
+        lab.notices.extend(said);
         Ok(lab)
     }
 

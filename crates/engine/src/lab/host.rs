@@ -252,6 +252,27 @@ pub fn count_lines_with(log: &Path, needle: &str, any_of: &[&str]) -> usize {
         .count()
 }
 
+/// What a server complained of in its log while it started (lines holding one of
+/// `markers`, e.g. Dovecot's `Error:`), each once, as notices: a start that went on
+/// despite them (a limit it could not raise) is the user's to know before trusting a
+/// figure taken near that limit.
+pub fn start_complaints(log: &Path, markers: &[&str], server: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let Some(at) = markers.iter().filter_map(|m| line.find(m)).min() else {
+            continue;
+        };
+        // From the process name before the marker on: the time stamp differs each line.
+        let from = line[..at].trim_end().rfind(' ').map_or(0, |s| s + 1);
+        let notice = format!("{server} logged at start: {}", &line[from..]);
+        if !out.contains(&notice) {
+            out.push(notice);
+        }
+    }
+    out
+}
+
 /// Gives a chrooted MTA process its own resolver: `ROOT/etc/resolv.conf` names the test
 /// DNS server at `ip`, beside the few files the C library reads on a lookup (what
 /// Debian's `configure-instance.sh` copies into Postfix's chroot). The machine's own

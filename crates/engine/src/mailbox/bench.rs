@@ -266,11 +266,15 @@ pub async fn append(
 }
 
 /// What every lab run keeps of its store: the directories it made (kept in the results so
-/// that a leftover can be traced), its log beside the results file (`keep`) and, when
+/// that a leftover can be traced), what it warned of at start (`lab_notices`), its log beside the results file (`keep`) and, when
 /// asked for, the store's own statistics.
 fn lab_extras(lab: &dyn StoreLab, keep: Option<&std::path::Path>, r: &mut Results) {
     let dirs: Vec<String> = lab.dirs().iter().map(|d| d.display().to_string()).collect();
     r.extra.insert("lab_dirs".into(), dirs.into());
+    if !lab.notices().is_empty() {
+        r.extra
+            .insert("lab_notices".into(), lab.notices().to_vec().into());
+    }
     if let Some(base) = keep {
         r.extra
             .insert("store_logs".into(), lab.keep_logs(base, "storelog").into());
