@@ -1194,6 +1194,15 @@ fn what_the_store_logged_at_start_is_a_notice() {
         "expected {obsolete:?} in extra.lab_notices: {notices:?}"
     );
     assert!(err.contains(obsolete), "{}", describe(&args, &out));
+    // The summary names the log kept beside the results (issue 43: no summary did).
+    let kept = dir.0.join("r.storelog.0").display().to_string();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("  logs ") && l.ends_with(&format!(": {kept}"))),
+        "expected a logs line naming {kept}: {}",
+        describe(&args, &out)
+    );
     let log = std::fs::read_to_string(dir.0.join("r.storelog.0")).expect("the kept store log");
     let complaints: Vec<&str> = log
         .lines()

@@ -327,6 +327,19 @@ pub(super) fn render_tail(r: &Results, out: &mut String) {
             w["counters"]["accepted"]
         );
     }
+    let kept: Vec<&str> = ["mta_logs", "store_logs"]
+        .iter()
+        .filter_map(|k| r.extra.get(*k)?.as_array())
+        .flatten()
+        .filter_map(|p| p.as_str())
+        .collect();
+    if !kept.is_empty() {
+        let _ = writeln!(
+            out,
+            "  logs       the servers' own, kept to check the figures against: {}",
+            kept.join(", ")
+        );
+    }
     for t in &r.thresholds {
         let _ = writeln!(
             out,

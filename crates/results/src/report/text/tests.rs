@@ -59,29 +59,55 @@ fn issue_25_13_every_rate_of_the_send_line_is_over_one_named_span() {
     assert!(out.contains(want), "expected {want:?} in:\n{out}");
 }
 
+/// The logs kept beside a results file (an MTA's, then a store's) are named in one line
+/// of the summary's tail, so that the check against the servers' own logs is one step.
+#[test]
+fn the_kept_logs_are_named_in_the_tail() {
+    let mut r = sample_results(&crate::stats::kind::KINDS[0]);
+    let mut out = String::new();
+    super::parts::render_tail(&r, &mut out);
+    assert!(!out.contains("  logs "), "no log was kept: {out}");
+    r.extra.insert(
+        "mta_logs".into(),
+        serde_json::json!(["/r/a.maillog.0", "/r/a.maillog.1"]),
+    );
+    r.extra
+        .insert("store_logs".into(), serde_json::json!(["/r/a.storelog.0"]));
+    let mut out = String::new();
+    super::parts::render_tail(&r, &mut out);
+    let want = "  logs       the servers' own, kept to check the figures against: /r/a.maillog.0, /r/a.maillog.1, /r/a.storelog.0\n";
+    assert!(out.contains(want), "expected {want:?} in:\n{out}");
+}
+
+/// A results file of kind `k` around its sample summary, as a run of one second writes it.
+fn sample_results(k: &crate::stats::kind::Kind) -> crate::stats::results::Results {
+    use crate::stats::Recorder;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    Results::assemble(RunParts {
+        command: k.name,
+        run_id: 1,
+        started_us: 0,
+        duration_s: 1.0,
+        config: serde_json::json!({}),
+        summary: crate::stats::kind::tests::sample(k),
+        steps: k.steps,
+        self_report: SelfReport::default(),
+        total: Recorder::new(),
+        series: Vec::new(),
+    })
+}
+
 /// Every kind of run in the registry: a results file of it is read back to the same
 /// summary, and shown in its own layout, headline to tail.
 #[test]
 fn every_kind_of_run_reads_back_and_renders() {
-    use crate::stats::Recorder;
     use crate::stats::kind::KINDS;
-    use crate::stats::results::{Results, RunParts, SelfReport};
+    use crate::stats::results::Results;
     let dir = std::env::temp_dir().join(format!("mailbench-kinds-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     for k in KINDS {
-        let summary = crate::stats::kind::tests::sample(k);
-        let r = Results::assemble(RunParts {
-            command: k.name,
-            run_id: 1,
-            started_us: 0,
-            duration_s: 1.0,
-            config: serde_json::json!({}),
-            summary: summary.clone(),
-            steps: k.steps,
-            self_report: SelfReport::default(),
-            total: Recorder::new(),
-            series: Vec::new(),
-        });
+        let r = sample_results(k);
+        let summary = r.summary.clone();
         let path = dir.join(format!("{}.json", k.name));
         r.write(&path).expect("write");
         let back = Results::read(&path).expect("read back");
