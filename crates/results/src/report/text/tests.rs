@@ -63,7 +63,7 @@ fn issue_25_13_every_rate_of_the_send_line_is_over_one_named_span() {
 /// of the summary's tail, so that the check against the servers' own logs is one step.
 #[test]
 fn the_kept_logs_are_named_in_the_tail() {
-    let mut r = sample_results(&crate::stats::kind::KINDS[0]);
+    let mut r = sample_results(crate::stats::kind::KINDS[0]);
     let mut out = String::new();
     super::parts::render_tail(&r, &mut out);
     assert!(!out.contains("  logs "), "no log was kept: {out}");
