@@ -352,3 +352,49 @@ fn banner_timeouts_are_counted_and_their_cause_named() {
         describe(&args, &out)
     );
 }
+
+/// Issue 43: a server whose accept queue is full (listening, never accepting, its
+/// backlog taken) lets no connection through; on loopback nothing else drops a SYN, so the
+/// one line names the full queue (it said "check the address and firewall").
+#[test]
+fn a_full_accept_queue_is_named_as_such() {
+    // A listener with a backlog of 0 whose queue four connections of its own fill; it
+    // never accepts, and lives until it is killed.
+    let script = r#"
+import socket, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(0)
+held = []
+for _ in range(4):
+    c = socket.socket(); c.setblocking(False)
+    try: c.connect(l.getsockname())
+    except BlockingIOError: pass
+    held.append(c)
+print(l.getsockname()[1], flush=True)
+time.sleep(60)
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut port = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut port)
+        .expect("the listener's port");
+    let target = format!("127.0.0.1:{}", port.trim());
+    let args = ["send", &target, "-n", "1", "--connect-timeout", "1s", "-q"];
+    let out = run(&args);
+    let _ = child.kill();
+    let _ = child.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    let want = format!(
+        "mailbench: target {target} did not accept a connection in time: its accept queue is full"
+    );
+    assert!(
+        err.contains(&want),
+        "expected {want:?}: {}",
+        describe(&args, &out)
+    );
+    assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
+}

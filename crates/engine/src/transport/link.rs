@@ -92,9 +92,17 @@ impl<P: LinkPhase> LinkError<P> {
             return None;
         };
         Some(if source.kind() == io::ErrorKind::TimedOut {
-            format!(
-                "{what} {target} did not accept a connection in time; check the address and firewall"
-            )
+            // Nothing drops a SYN on loopback but a full accept queue: a server that
+            // stopped calling accept, or whose backlog is too small for the load.
+            let why = match target.parse::<std::net::SocketAddr>() {
+                Ok(a) if a.ip().is_loopback() => {
+                    "its accept queue is full (a server that stopped accepting, or a listen backlog too small); check the server is accepting"
+                }
+                _ => {
+                    "its accept queue is full or a firewall drops the connection; check the server is accepting, then the address and firewall"
+                }
+            };
+            format!("{what} {target} did not accept a connection in time: {why}")
         } else {
             format!(
                 "{what} {target} is not reachable: {source}; is the server running and listening there?"
