@@ -79,11 +79,18 @@ if ! podman image exists "$rust"; then
   mkdir -p "$ctx/rust"
   # bin and lib are the compiler, cargo and the standard library; share is docs and man pages.
   cp -aL "$tc/bin" "$tc/lib" "$ctx/rust/"
+  # The certificate authorities this host adds to Debian's (a TLS-inspecting proxy's, say):
+  # without them cargo cannot reach crates.io from the build where the host can. Only the
+  # build base trusts them; the mailbench image does not.
+  mkdir -p "$ctx/local-ca"
+  cp /usr/local/share/ca-certificates/*.crt "$ctx/local-ca/" 2>/dev/null || true
   cat >"$ctx/Containerfile" <<CF
 FROM $base
 RUN apt-get update \\
  && apt-get install -y --no-install-recommends gcc libc6-dev ca-certificates \\
  && rm -rf /var/lib/apt/lists/*
+COPY local-ca /usr/local/share/ca-certificates/
+RUN update-ca-certificates
 COPY rust /usr/local/rust
 ENV CARGO_HOME=/usr/local/cargo PATH=/usr/local/cargo/bin:/usr/local/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 RUN rustc --version && cargo --version
