@@ -87,7 +87,7 @@ for name, h in m["latency"].items():
         bad.append(f"latency {name}: merged buckets differ from the agents' sum")
 print(f"host agent accepted {a['summary']['accepted']}, container agent {b['summary']['accepted']}, "
       f"merged {m['summary']['accepted']}, sink counted {sink['summary']['messages']}; "
-      f"{len(m['latency'])} latency histograms merged bucket by bucket")
+      f"{len(m['latency'])} latency histograms compared bucket by bucket")
 for line in bad:
     print("FAIL:", line)
 sys.exit(1 if bad else 0)
