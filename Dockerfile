@@ -3,7 +3,13 @@
 # The binary links only glibc (TLS is rustls on ring, no OpenSSL), so the runtime image
 # needs nothing but the CA certificates for --tls against real servers.
 #   docker build -t mailbench:latest .
-FROM rust:1.95-slim-bookworm AS build
+# Both bases are build arguments so that a machine without Docker Hub can build it from
+# images made locally (deploy/container/build.sh: debootstrap -> podman import, the host's
+# Rust 1.95 toolchain copied in); the defaults stay the public images.
+ARG BUILD_IMAGE=rust:1.95-slim-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
+
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
 COPY crates ./crates
@@ -12,7 +18,7 @@ COPY examples ./examples
 COPY tests ./tests
 RUN cargo build --release --locked --bin mailbench
 
-FROM debian:bookworm-slim
+FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/*
