@@ -25,6 +25,7 @@ pub fn doctor(a: &DoctorArgs) -> Result<u8, (u8, String)> {
         sides: if a.relay { 2 } else { 1 },
         new_conns_per_s: rate,
         loopback: !a.remote,
+        lab: true,
     };
     let mut findings = examine(&needs, Some(steal_over));
     findings.push(crate::doctor::checks::leftover_labs(
@@ -57,9 +58,18 @@ pub fn doctor(a: &DoctorArgs) -> Result<u8, (u8, String)> {
 }
 
 /// The preflight of a run: its warnings, printed now (`who` names the command) and kept
-/// for the results file.
-pub fn preflight_run(who: &str, load: &LoadPlan, targets: &[Target], sides: u64) -> Vec<String> {
-    let lines = preflight(&needs(load, targets, sides));
+/// for the results file. `lab`: the run starts a lab.
+pub fn preflight_run(
+    who: &str,
+    load: &LoadPlan,
+    targets: &[Target],
+    sides: u64,
+    lab: bool,
+) -> Vec<String> {
+    let lines = preflight(&Needs {
+        lab,
+        ..needs(load, targets, sides)
+    });
     for l in &lines {
         crate::run::live::say(&format!("mailbench {who}: preflight: {l}"));
     }
@@ -85,5 +95,6 @@ fn needs(load: &LoadPlan, targets: &[Target], sides: u64) -> Needs {
             Target::Tcp { addr, .. } => addr.ip().is_loopback(),
             _ => true,
         }),
+        lab: false,
     }
 }

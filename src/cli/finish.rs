@@ -12,7 +12,8 @@ use crate::stats::summary::Summary;
 /// Runs `send` (`rounds` times) and reports. Errors carry their exit code.
 pub async fn send(plan: SendPlan, outputs: OutputPlan, rounds: u32) -> Result<u8, (u8, String)> {
     crate::limits::raise_nofile();
-    let preflight = super::doctor::preflight_run("send", &plan.load, &plan.client.targets, 1);
+    let preflight =
+        super::doctor::preflight_run("send", &plan.load, &plan.client.targets, 1, false);
     let shutdown = Shutdown::install();
     let mut results = in_rounds(rounds, &shutdown, |_| {
         let (plan, shutdown) = (plan.clone(), shutdown.clone());

@@ -321,8 +321,8 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
     if mtas.len() > 1 {
         return super::vary::mtas(&mtas, rounds, plan, outputs.files.json.clone()).await;
     }
-    let preflight =
-        super::doctor::preflight_run("relay", &plan.send.load, &plan.send.client.targets, 2);
+    let (load, targets) = (&plan.send.load, &plan.send.client.targets);
+    let preflight = super::doctor::preflight_run("relay", load, targets, 2, !mtas.is_empty());
     let shutdown = Shutdown::install_saying(crate::relay::SIGNAL_NOTICE);
     // Each round is a whole benchmark: with --lab, on a fresh lab.
     let mut results = super::finish::in_rounds(rounds, &shutdown, |round| {

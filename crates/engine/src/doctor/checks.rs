@@ -242,6 +242,7 @@ mod tests {
             sides: 1,
             new_conns_per_s: rate,
             loopback: false,
+            lab: false,
         }
     }
 

@@ -23,6 +23,9 @@ pub struct Needs {
     pub new_conns_per_s: Option<f64>,
     /// Every target is on loopback (`tcp_tw_reuse = 2` covers it).
     pub loopback: bool,
+    /// The run starts a lab, whose queue or mailboxes go to a RAM disk: only then is
+    /// the room for one worth a warning (a `send` against one's own server has none).
+    pub lab: bool,
 }
 
 impl Needs {
@@ -97,7 +100,7 @@ pub fn examine(needs: &Needs, steal_over: Option<Duration>) -> Vec<Finding> {
             .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
             .unwrap_or(0)
     };
-    vec![
+    let mut findings = vec![
         checks::descriptors(crate::limits::nofile_hard(), needs),
         checks::ports(
             port_range(),
@@ -109,11 +112,15 @@ pub fn examine(needs: &Needs, steal_over: Option<Duration>) -> Vec<Finding> {
             number("/proc/sys/net/netfilter/nf_conntrack_count").unwrap_or(0),
             needs,
         ),
-        checks::tmpfs(crate::limits::is_root(), cap_sys_admin(), shm_free_mib()),
         checks::governors(&governors()),
         checks::steal(steal_pct, &over),
         checks::swap(mem("SwapTotal:"), mem("SwapFree:")),
-    ]
+    ];
+    if needs.lab {
+        let tmpfs = checks::tmpfs(crate::limits::is_root(), cap_sys_admin(), shm_free_mib());
+        findings.insert(3, tmpfs);
+    }
+    findings
 }
 
 /// The preflight before a run: the lines of the findings that are not ok.
@@ -199,4 +206,26 @@ fn governors() -> Vec<String> {
         .collect();
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Needs, examine};
+
+    /// Room on a RAM disk is asked of the machine only for a run that starts a lab (a
+    /// `send` in a container warned that "a lab's tmpfs queue may fill").
+    #[test]
+    fn the_ram_disk_is_checked_only_for_a_lab() {
+        let needs = |lab| Needs {
+            connections: 1,
+            sides: 1,
+            new_conns_per_s: None,
+            loopback: true,
+            lab,
+        };
+        let checks =
+            |lab| -> Vec<&str> { examine(&needs(lab), None).iter().map(|f| f.check).collect() };
+        assert!(!checks(false).contains(&"tmpfs"), "{:?}", checks(false));
+        assert!(checks(true).contains(&"tmpfs"), "{:?}", checks(true));
+    }
 }
