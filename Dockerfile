@@ -16,7 +16,10 @@ COPY crates ./crates
 COPY src ./src
 COPY examples ./examples
 COPY tests ./tests
-RUN cargo build --release --locked --bin mailbench
+# The build context has no .git: the commit `--version` names comes in as an argument
+# (deploy/container/build.sh passes it; `unknown` otherwise).
+ARG MAILBENCH_COMMIT=
+RUN MAILBENCH_COMMIT="${MAILBENCH_COMMIT}" cargo build --release --locked --bin mailbench
 
 FROM ${RUNTIME_IMAGE}
 RUN apt-get update \

@@ -3,7 +3,8 @@
 //! when the files the binary is built from ([`BUILT_FROM`]) differ from it (an edited
 //! README does not make a different binary, nor rebuild it); `unknown` when the source is not a git checkout of
 //! its own (a source tarball, a crate unpacked inside a packager's repository) or git is
-//! missing. Never fails the build.
+//! missing, unless the builder names it in `MAILBENCH_COMMIT` (an image built from a
+//! context without `.git`: the Dockerfile's build argument). Never fails the build.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,8 +14,12 @@ const BUILT_FROM: [&str; 5] = ["src", "crates", "build.rs", "Cargo.toml", "Cargo
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let commit = commit(&manifest).unwrap_or_else(|| "unknown".to_string());
+    let given = std::env::var("MAILBENCH_COMMIT").ok().filter(|c| !c.trim().is_empty());
+    let commit = given
+        .or_else(|| commit(&manifest))
+        .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=MAILBENCH_COMMIT={commit}");
+    println!("cargo:rerun-if-env-changed=MAILBENCH_COMMIT");
     // Rerun when the sources change (the dirty flag) or HEAD moves (a commit, a checkout);
     // naming any path turns off Cargo's default of rerunning on every package file, so an
     // edited test or script reruns nothing. A rerun recompiles this crate only (the command

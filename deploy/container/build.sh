@@ -105,6 +105,7 @@ echo "== $tag: the Dockerfile (a release build: minutes on two cores)"
 start=$(date +%s)
 timeout 60m podman build "${runtime[@]}" "${limits[@]}" --network host \
   --build-arg BUILD_IMAGE="$rust" --build-arg RUNTIME_IMAGE="$base" \
+  --build-arg MAILBENCH_COMMIT="$(git -C "$repo" rev-parse --short HEAD 2>/dev/null)" \
   -t "$tag" -f "$repo/Dockerfile" "$repo" >"$work/mailbench-image.log" 2>&1 ||
   die "building $tag failed or took over 60 minutes: see $work/mailbench-image.log"
 echo "built $tag in $(($(date +%s) - start)) s"
