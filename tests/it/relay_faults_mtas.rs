@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::durability::left_behind;
-use crate::util::{TempDir, results, run_expect};
+use crate::relay_faults::run_faulted;
+use crate::util::TempDir;
 
 /// What an MTA's log says of one run's messages, by sequence number.
 #[derive(Debug, Default)]
@@ -146,52 +147,9 @@ fn faulted_run(
 ) -> serde_json::Value {
     let dir = TempDir::new(tag);
     let json = dir.0.join("relay.json");
-    let j = json.to_string_lossy().to_string();
-    run_expect(
-        &[
-            "relay",
-            "--lab",
-            mta,
-            "-n",
-            "300",
-            "-c",
-            "4",
-            "--size",
-            "1k",
-            "--rate",
-            "100/s",
-            "--sink-rule",
-            "data_end:pace=60/s",
-            "--fault",
-            fault,
-            "--drain-timeout",
-            "60s",
-            "-q",
-            "--json",
-            &j,
-        ],
-        0,
-    );
-    let r = results(&json);
+    let (r, accepted) = run_faulted(mta, 300, fault, 100, 200, &[], &json);
     let s = &r["summary"];
     let f = &r["extra"]["fault"];
-    assert_eq!(f["fired"], true, "the fault fired: {f:#}");
-    assert_eq!(s["fault_accepted_before"].as_u64(), Some(100), "{s:#}");
-    let accepted: BTreeSet<u64> = f["accepted_seqs"]
-        .as_array()
-        .expect("accepted_seqs")
-        .iter()
-        .flat_map(|r| r[0].as_u64().expect("first")..=r[1].as_u64().expect("last"))
-        .collect();
-    assert_eq!(
-        accepted.len() as u64,
-        s["accepted"].as_u64().expect("accepted")
-    );
-    assert!(
-        accepted.len() >= 200,
-        "most of the 300 were accepted, the crash's window refused the rest: {}",
-        accepted.len()
-    );
     let run = f["trace_run"].as_str().expect("trace_run");
     let log = read(&json.with_extension("maillog.0"), run);
     assert_eq!(
@@ -214,6 +172,11 @@ fn faulted_run(
         "{mta}'s log: every accepted message delivered and its queue entry completed"
     );
     assert_eq!(s["lost"].as_u64(), Some(0), "mailbench agrees: lost 0");
+    assert_eq!(
+        s["damaged"].as_u64(),
+        Some(0),
+        "and every body arrived intact"
+    );
     assert_eq!(f["lost_seqs"].as_array().map(Vec::len), Some(0));
     assert_eq!(
         s["queued_left"].as_u64(),
