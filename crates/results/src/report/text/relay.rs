@@ -84,7 +84,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         s.delivered_messages,
         if s.damaged > 0 {
             format!(
-                ": {} intact, {} damaged (arrived cut or altered)",
+                ": {} intact, {} damaged, cut or altered",
                 s.delivered_messages.saturating_sub(s.damaged),
                 s.damaged
             )
