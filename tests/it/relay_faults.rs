@@ -103,8 +103,9 @@ fn read_maillog(path: &Path, run: &str) -> LogSays {
 /// Runs `relay --lab MTA` with `fault` (`crash@150`: after `before` accepted messages) of
 /// `n` messages of 1 kB, the sink
 /// delivering at 60/s while the MTA accepts 100/s (so that its queue holds mail at the
-/// fault), with `more` arguments, and checks that the fault fired there and that at least
-/// `min_accepted` were accepted (the fault's window refuses the rest); returns the results and
+/// fault), with `more` arguments, expecting exit `code` (2: mail lost or damaged), and
+/// checks that the fault fired there and that at least `min_accepted` were accepted (the
+/// fault's window refuses the rest); returns the results and
 /// the accepted sequence numbers. Shared by the fault tests of every lab MTA.
 pub(crate) fn run_faulted(
     mta: &str,
@@ -113,6 +114,7 @@ pub(crate) fn run_faulted(
     before: u64,
     min_accepted: u64,
     more: &[&str],
+    code: i32,
     json: &Path,
 ) -> (serde_json::Value, BTreeSet<u64>) {
     let n_arg = n.to_string();
@@ -133,14 +135,15 @@ pub(crate) fn run_faulted(
         "data_end:pace=60/s",
         "--fault",
         fault,
-        "--drain-timeout",
-        "60s",
         "-q",
         "--json",
         &j,
     ];
     args.extend_from_slice(more);
-    run_expect(&args, 0);
+    if !more.contains(&"--drain-timeout") {
+        args.extend_from_slice(&["--drain-timeout", "60s"]);
+    }
+    run_expect(&args, code);
     let r = results(json);
     let s = &r["summary"];
     let f = &r["extra"]["fault"];
@@ -171,7 +174,7 @@ pub(crate) fn run_faulted(
 fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
     let dir = TempDir::new(tag);
     let json = dir.0.join("relay.json");
-    let (r, accepted) = run_faulted("postfix", 400, fault, 150, 300, &[], &json);
+    let (r, accepted) = run_faulted("postfix", 400, fault, 150, 300, &[], 0, &json);
     let s = &r["summary"];
     let f = &r["extra"]["fault"];
     let run = f["trace_run"].as_str().expect("trace_run");
