@@ -100,7 +100,7 @@ fn read_maillog(path: &Path, run: &str) -> LogSays {
     says
 }
 
-/// Runs `relay --lab MTA` with `fault` (`crash@150`: after `before` accepted messages) of
+/// Runs `relay --lab MTA` with `fault` (`crash@150`: after 150 accepted messages) of
 /// `n` messages of 1 kB, the sink
 /// delivering at 60/s while the MTA accepts 100/s (so that its queue holds mail at the
 /// fault), with `more` arguments, expecting exit `code` (2: mail lost or damaged), and
@@ -111,13 +111,16 @@ pub(crate) fn run_faulted(
     mta: &str,
     n: u64,
     fault: &str,
-    before: u64,
     min_accepted: u64,
     more: &[&str],
     code: i32,
     json: &Path,
 ) -> (serde_json::Value, BTreeSet<u64>) {
     let n_arg = n.to_string();
+    let before: u64 = fault
+        .rsplit_once('@')
+        .and_then(|(_, k)| k.parse().ok())
+        .expect("a fault after a count");
     let j = json.to_string_lossy().to_string();
     let mut args = vec![
         "relay",
@@ -174,7 +177,7 @@ pub(crate) fn run_faulted(
 fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
     let dir = TempDir::new(tag);
     let json = dir.0.join("relay.json");
-    let (r, accepted) = run_faulted("postfix", 400, fault, 150, 300, &[], 0, &json);
+    let (r, accepted) = run_faulted("postfix", 400, fault, 300, &[], 0, &json);
     let s = &r["summary"];
     let f = &r["extra"]["fault"];
     let run = f["trace_run"].as_str().expect("trace_run");

@@ -147,7 +147,7 @@ fn faulted_run(
 ) -> serde_json::Value {
     let dir = TempDir::new(tag);
     let json = dir.0.join("relay.json");
-    let (r, accepted) = run_faulted(mta, 300, fault, 100, 200, &[], 0, &json);
+    let (r, accepted) = run_faulted(mta, 300, fault, 200, &[], 0, &json);
     let s = &r["summary"];
     let f = &r["extra"]["fault"];
     let run = f["trace_run"].as_str().expect("trace_run");
@@ -344,7 +344,6 @@ fn sendmail_without_supersafe_loses_what_lazyfs_dropped_at_a_power_cut() {
         "sendmail",
         300,
         "power-loss@100",
-        100,
         200,
         &["--mta-conf", "SuperSafe=False", "--drain-timeout", "10s"],
         2,
