@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 /// process stuck in the kernel, e.g. on a hung FUSE mount, takes long).
 const GONE_LIMIT: Duration = Duration::from_secs(10);
 
-/// Kills the trees rooted at the pids in `pid_files`, and those of the processes working
-/// in one of `queues`, with SIGKILL (roots first) and waits until none of them runs; how
+/// Kills the trees rooted at the pids in `pid_files` with SIGKILL (roots first), then those
+/// of the processes still working in one of `queues`, and waits until none of them runs; how
 /// many were killed, or which still ran at the deadline. A delivery process an MTA forked
 /// twice, so that it left the tree (Sendmail's background delivery), still works in its
 /// queue and holds its messages: a crash that spared it would let it deliver from its
 /// memory what the cut dropped from the disk.
 pub fn kill_trees(pid_files: &[PathBuf], queues: &[&Path]) -> Result<usize, String> {
-    let mut roots: Vec<u32> = pid_files
+    let roots: Vec<u32> = pid_files
         .iter()
         .filter_map(|f| super::host::read_pid(f))
         .filter(|p| super::leftovers::running(*p))
@@ -25,17 +25,24 @@ pub fn kill_trees(pid_files: &[PathBuf], queues: &[&Path]) -> Result<usize, Stri
     if roots.is_empty() {
         return Err("no process to crash: the server's master is not running".into());
     }
-    for p in working_in(queues) {
-        if !roots.contains(&p) {
-            roots.push(p);
-        }
-    }
-    let all = crate::stats::sut::descendants(&roots);
+    let mut all = crate::stats::sut::descendants(&roots);
     for pid in roots
         .iter()
         .chain(all.iter().filter(|p| !roots.contains(p)))
     {
         kill9(*pid);
+    }
+    // Then those that left the tree (looked for once the tree is down, so that the cut
+    // comes no later than it did without them).
+    let strays: Vec<u32> = working_in(queues)
+        .into_iter()
+        .filter(|p| !all.contains(p))
+        .collect();
+    for pid in crate::stats::sut::descendants(&strays) {
+        kill9(pid);
+        if !all.contains(&pid) {
+            all.push(pid);
+        }
     }
     let end = Instant::now() + GONE_LIMIT;
     loop {
