@@ -365,7 +365,8 @@ pub async fn relay(a: RelayArgs) -> Result<u8, (u8, String)> {
 }
 
 /// Why a relay run failed by losing mail, if it did: a message the MTA accepted and
-/// neither delivered nor bounced within the drain is a failed run (issue 42's rule),
+/// neither delivered nor bounced within the drain, or delivered only cut or altered, is a
+/// failed run (issue 42's rule),
 /// a run that lost all of them most plainly; in a sweep, any level's. A capacity search
 /// loses mail in the steps that fail by design: its answer is the rate, not the loss.
 fn lost_everywhere(r: &crate::stats::Results) -> Option<String> {
@@ -399,6 +400,11 @@ fn lost_everywhere(r: &crate::stats::Results) -> Option<String> {
     } else if swept > 0 {
         Some(format!(
             "{swept} recipients were lost over the sweep's levels"
+        ))
+    } else if s.damaged > 0 {
+        Some(format!(
+            "{} of the messages the MTA accepted arrived only damaged (cut or altered)",
+            s.damaged
         ))
     } else {
         None

@@ -100,44 +100,59 @@ fn read_maillog(path: &Path, run: &str) -> LogSays {
     says
 }
 
-/// Runs `relay --lab postfix` with `fault` after 150 of 400 messages, the sink delivering
-/// at 60/s while Postfix accepts 100/s (so that its queue holds mail at the crash), and
-/// checks every figure against Postfix's log; returns the results.
-fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
-    let dir = TempDir::new(tag);
-    let json = dir.0.join("relay.json");
+/// Runs `relay --lab MTA` with `fault` (`crash@150`: after 150 accepted messages) of
+/// `n` messages of 1 kB, the sink
+/// delivering at 60/s while the MTA accepts 100/s (so that its queue holds mail at the
+/// fault), with `more` arguments, expecting exit `code` (2: mail lost or damaged), and
+/// checks that the fault fired there and that at least `min_accepted` were accepted (the
+/// fault's window refuses the rest); returns the results and
+/// the accepted sequence numbers. Shared by the fault tests of every lab MTA.
+pub(crate) fn run_faulted(
+    mta: &str,
+    n: u64,
+    fault: &str,
+    min_accepted: u64,
+    more: &[&str],
+    code: i32,
+    json: &Path,
+) -> (serde_json::Value, BTreeSet<u64>) {
+    let n_arg = n.to_string();
+    let before: u64 = fault
+        .rsplit_once('@')
+        .and_then(|(_, k)| k.parse().ok())
+        .expect("a fault after a count");
     let j = json.to_string_lossy().to_string();
-    run_expect(
-        &[
-            "relay",
-            "--lab",
-            "postfix",
-            "-n",
-            "400",
-            "-c",
-            "4",
-            "--size",
-            "1k",
-            "--rate",
-            "100/s",
-            "--sink-rule",
-            "data_end:pace=60/s",
-            "--fault",
-            fault,
-            "--drain-timeout",
-            "60s",
-            "-q",
-            "--json",
-            &j,
-        ],
-        0,
-    );
-    let r = results(&json);
+    let mut args = vec![
+        "relay",
+        "--lab",
+        mta,
+        "-n",
+        &n_arg,
+        "-c",
+        "4",
+        "--size",
+        "1k",
+        "--rate",
+        "100/s",
+        "--sink-rule",
+        "data_end:pace=60/s",
+        "--fault",
+        fault,
+        "-q",
+        "--json",
+        &j,
+    ];
+    args.extend_from_slice(more);
+    if !more.contains(&"--drain-timeout") {
+        args.extend_from_slice(&["--drain-timeout", "60s"]);
+    }
+    run_expect(&args, code);
+    let r = results(json);
     let s = &r["summary"];
     let f = &r["extra"]["fault"];
     assert_eq!(f["fired"], true, "the fault fired: {f:#}");
     assert_eq!(s["fault"].as_str(), Some(fault));
-    assert_eq!(s["fault_accepted_before"].as_u64(), Some(150), "{s:#}");
+    assert_eq!(s["fault_accepted_before"].as_u64(), Some(before), "{s:#}");
     let accepted: BTreeSet<u64> = f["accepted_seqs"]
         .as_array()
         .expect("accepted_seqs")
@@ -150,10 +165,21 @@ fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
         "the listed accepted messages are all of them"
     );
     assert!(
-        accepted.len() >= 300,
-        "most of the 400 were accepted, the crash's window refused the rest: {}",
+        accepted.len() as u64 >= min_accepted,
+        "most of the {n} were accepted, the fault's window refused the rest: {}",
         accepted.len()
     );
+    (r, accepted)
+}
+
+/// Runs `relay --lab postfix` with `fault` after 150 of 400 messages and checks every
+/// figure against Postfix's log; returns the results.
+fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
+    let dir = TempDir::new(tag);
+    let json = dir.0.join("relay.json");
+    let (r, accepted) = run_faulted("postfix", 400, fault, 300, &[], 0, &json);
+    let s = &r["summary"];
+    let f = &r["extra"]["fault"];
     let run = f["trace_run"].as_str().expect("trace_run");
     let log = read_maillog(&json.with_extension("maillog.0"), run);
     assert_eq!(
@@ -176,6 +202,11 @@ fn faulted_run(fault: &str, tag: &str) -> serde_json::Value {
         "Postfix's log: every accepted message sent and its queue file removed"
     );
     assert_eq!(s["lost"].as_u64(), Some(0), "mailbench agrees: lost 0");
+    assert_eq!(
+        s["damaged"].as_u64(),
+        Some(0),
+        "and every body arrived intact"
+    );
     assert_eq!(f["lost_seqs"].as_array().map(Vec::len), Some(0));
     assert!(
         !log.recovered.is_empty(),
@@ -716,5 +747,83 @@ fn a_crash_at_a_time_fires_then_and_the_run_still_delivers_everything() {
         s["delivered_messages"].as_u64().expect("delivered")
             + s["aborted_delivered"].as_u64().unwrap_or(0),
         "Postfix's log and the sink count the same deliveries"
+    );
+}
+
+/// Issue 42: a message that arrives with a body other than the one sent is counted
+/// damaged — delivered (it arrived, it is not lost) but not intact — exactly. Three
+/// message files go round-robin; Postfix's `body_checks` rewrites one line of the second
+/// (`REPLACE`), so a known third of 300 (sequence numbers 1, 4, 7, …) arrive altered, as
+/// many as Postfix logs `replace: body` lines; the headers Postfix adds (Received,
+/// Message-ID) are not the body and alter nothing. A damaged message fails the run (exit
+/// 2, like a lost one).
+#[test]
+fn issue_42_bodies_postfix_rewrote_are_counted_damaged_as_its_log_shows() {
+    let dir = TempDir::new("damaged-body");
+    let eml = dir.0.join("eml");
+    std::fs::create_dir_all(&eml).expect("mkdir");
+    for (name, body) in [
+        ("a.eml", "first line\r\nleave me be\r\n"),
+        ("b.eml", "first line\r\nALTER-ME-42\r\nlast line\r\n"),
+        ("c.eml", "third\r\n"),
+    ] {
+        let text =
+            format!("From: a@example.org\r\nTo: b@example.com\r\nSubject: {name}\r\n\r\n{body}");
+        std::fs::write(eml.join(name), text).expect("write eml");
+    }
+    let json = dir.0.join("relay.json");
+    let (e, j) = (eml.to_string_lossy(), json.to_string_lossy());
+    let out = run_expect(
+        &[
+            "relay",
+            "--lab",
+            "postfix",
+            "-n",
+            "300",
+            "-c",
+            "4",
+            "--eml",
+            &e,
+            "--mta-conf",
+            "body_checks=regexp:{{/^ALTER-ME-42/ REPLACE altered-by-postfix}}",
+            "-q",
+            "--json",
+            &j,
+        ],
+        2,
+    );
+    let r = results(&json);
+    let s = &r["summary"];
+    let want: Vec<u64> = (0..300).filter(|q| q % 3 == 1).collect();
+    assert_eq!(
+        (
+            s["accepted"].as_u64(),
+            s["delivered_messages"].as_u64(),
+            s["lost"].as_u64(),
+            s["damaged"].as_u64()
+        ),
+        (Some(300), Some(300), Some(0), Some(100)),
+        "accepted, delivered, lost, damaged: {s:#}"
+    );
+    let said: Vec<u64> = r["extra"]["damaged_seqs"]
+        .as_array()
+        .expect("damaged_seqs")
+        .iter()
+        .map(|v| v.as_u64().expect("seq"))
+        .collect();
+    assert_eq!(said, want, "the damaged ones are the second file's");
+    let log = std::fs::read_to_string(json.with_extension("maillog.0")).expect("Postfix's log");
+    let replaced = log
+        .lines()
+        .filter(|l| l.contains(": replace: body ALTER-ME-42 "))
+        .count();
+    assert_eq!(
+        replaced, 100,
+        "Postfix's own count of the bodies it rewrote"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("100 of the messages the MTA accepted arrived only damaged"),
+        "the run says why it failed: {err}"
     );
 }

@@ -476,8 +476,11 @@ impl<F: Flavor> Chain<F> {
             return Err(super::NO_FAULTS.into());
         }
         let roots: Vec<PathBuf> = self.hops.iter().map(Hop::pid_file).collect();
+        let queues: Vec<&std::path::Path> =
+            self.hops.iter().map(|h| h.queue.path.as_path()).collect();
         let mut crashed = super::Crashed {
-            killed: super::crash::kill_trees(&roots).map_err(|e| format!("lab {name}: {e}"))?,
+            killed: super::crash::kill_trees(&roots, &queues)
+                .map_err(|e| format!("lab {name}: {e}"))?,
             ..super::Crashed::default()
         };
         if !cut_power {

@@ -3,16 +3,20 @@
 //! the page cache survives), the master first so that it respawns nothing, then the wait
 //! until the kernel has reaped them all, with a deadline.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long the killed processes get to be gone (SIGKILL cannot be caught: only a
 /// process stuck in the kernel, e.g. on a hung FUSE mount, takes long).
 const GONE_LIMIT: Duration = Duration::from_secs(10);
 
-/// Kills the trees rooted at the pids in `pid_files` with SIGKILL (roots first) and waits
-/// until none of them runs; how many were killed, or which still ran at the deadline.
-pub fn kill_trees(pid_files: &[PathBuf]) -> Result<usize, String> {
+/// Kills the trees rooted at the pids in `pid_files` with SIGKILL (roots first), then those
+/// of the processes still working in one of `queues`, and waits until none of them runs; how
+/// many were killed, or which still ran at the deadline. A delivery process an MTA forked
+/// twice, so that it left the tree (Sendmail's background delivery), still works in its
+/// queue and holds its messages: a crash that spared it would let it deliver from its
+/// memory what the cut dropped from the disk.
+pub fn kill_trees(pid_files: &[PathBuf], queues: &[&Path]) -> Result<usize, String> {
     let roots: Vec<u32> = pid_files
         .iter()
         .filter_map(|f| super::host::read_pid(f))
@@ -21,12 +25,24 @@ pub fn kill_trees(pid_files: &[PathBuf]) -> Result<usize, String> {
     if roots.is_empty() {
         return Err("no process to crash: the server's master is not running".into());
     }
-    let all = crate::stats::sut::descendants(&roots);
+    let mut all = crate::stats::sut::descendants(&roots);
     for pid in roots
         .iter()
         .chain(all.iter().filter(|p| !roots.contains(p)))
     {
         kill9(*pid);
+    }
+    // Then those that left the tree (looked for once the tree is down, so that the cut
+    // comes no later than it did without them).
+    let strays: Vec<u32> = working_in(queues)
+        .into_iter()
+        .filter(|p| !all.contains(p))
+        .collect();
+    for pid in crate::stats::sut::descendants(&strays) {
+        kill9(pid);
+        if !all.contains(&pid) {
+            all.push(pid);
+        }
     }
     let end = Instant::now() + GONE_LIMIT;
     loop {
@@ -45,6 +61,24 @@ pub fn kill_trees(pid_files: &[PathBuf]) -> Result<usize, String> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The processes whose working directory is one of `dirs` or below it.
+fn working_in(dirs: &[&Path]) -> Vec<u32> {
+    if dirs.is_empty() {
+        return Vec::new();
+    }
+    let me = std::process::id();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
+            (pid != me && dirs.iter().any(|d| cwd.starts_with(d))).then_some(pid)
+        })
+        .collect()
 }
 
 /// SIGKILL to `pid` (one already gone is no error).

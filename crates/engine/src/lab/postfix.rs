@@ -629,7 +629,8 @@ impl MtaLab for Lab {
             .map(|i| i.queue.path.join("pid/master.pid"))
             .collect();
         let mut crashed = super::Crashed {
-            killed: super::crash::kill_trees(&masters).map_err(|e| format!("lab postfix: {e}"))?,
+            killed: super::crash::kill_trees(&masters, &[])
+                .map_err(|e| format!("lab postfix: {e}"))?,
             ..super::Crashed::default()
         };
         if !cut_power {

@@ -501,6 +501,8 @@ impl Watcher {
                     trace,
                     bounced: 0,
                     delayed: 0,
+                    // Only the headers are fetched: the body is not checked here.
+                    damaged: false,
                     keys: &keys,
                     null_sender: false,
                 };

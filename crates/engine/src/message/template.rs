@@ -8,6 +8,7 @@ use bytes::Bytes;
 use mail_builder::MessageBuilder;
 use mail_builder::headers::address::Address;
 
+use super::trace::BodySum;
 use crate::smtp::proto::data::{dot_stuff, needs_no_stuffing, normalize_crlf};
 
 /// A message body ready for the wire in both forms.
@@ -19,6 +20,9 @@ pub struct Template {
     pub stuffed: Bytes,
     /// Contains octets above 127.
     pub eight_bit: bool,
+    /// Where the body starts in `raw`: after the header section's empty line (the end when
+    /// there is none).
+    pub body_at: usize,
 }
 
 impl Template {
@@ -30,8 +34,14 @@ impl Template {
         } else {
             Bytes::from(dot_stuff(&raw))
         };
+        let body_at = if raw.starts_with(b"\r\n") {
+            2
+        } else {
+            memchr::memmem::find(&raw, b"\r\n\r\n").map_or(raw.len(), |p| p + 4)
+        };
         Template {
             eight_bit: raw.iter().any(|b| *b >= 0x80),
+            body_at,
             raw,
             stuffed,
         }
@@ -78,6 +88,19 @@ pub struct Body {
     pub suffix: Bytes,
     /// Contains octets above 127.
     pub eight_bit: bool,
+    /// Where the body (after the header section) starts in `raw`; it runs on through
+    /// `suffix`.
+    pub body_at: usize,
+}
+
+impl Body {
+    /// The sum of the body as sent, for the trace header.
+    pub fn sum(&self) -> BodySum {
+        BodySum::of(&[
+            self.raw.get(self.body_at..).unwrap_or_default(),
+            &self.suffix,
+        ])
+    }
 }
 
 /// The content of a run.
@@ -226,6 +249,7 @@ impl Content {
                         stuffed: msg.stuffed.clone(),
                         suffix: Bytes::new(),
                         eight_bit: msg.eight_bit,
+                        body_at: msg.body_at,
                     };
                 }
                 let want = if size.min == size.max {
@@ -242,6 +266,7 @@ impl Content {
                     stuffed: b,
                     suffix: tail.slice(tail.len() - last..),
                     eight_bit: false,
+                    body_at: *header_len,
                 }
             }
             Content::Files(list) => {
@@ -251,6 +276,7 @@ impl Content {
                     stuffed: t.stuffed.clone(),
                     suffix: Bytes::new(),
                     eight_bit: t.eight_bit,
+                    body_at: t.body_at,
                 }
             }
         }

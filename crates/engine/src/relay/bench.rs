@@ -553,6 +553,7 @@ fn evidence(r: &Results) -> serde_json::Value {
         "delivered": s.delivered,
         "bounced": s.bounced,
         "lost": s.lost,
+        "damaged": s.damaged,
         "drained": s.drained,
         "errors": s.injection.errors,
     })
@@ -584,6 +585,8 @@ fn level_verdict(r: &Results) -> String {
         format!("drain aborted: {} undelivered", s.undelivered)
     } else if s.lost > 0 {
         format!("{} lost", s.lost)
+    } else if s.damaged > 0 {
+        format!("{} damaged (arrived cut or altered)", s.damaged)
     } else if !s.drained {
         "not drained within --drain-timeout".into()
     } else if failed > 0 {

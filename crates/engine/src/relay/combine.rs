@@ -211,6 +211,8 @@ pub(super) fn combine(
         .saturating_sub(acc.recipients + bounced.recipients);
     let aborted = x.drain_end == DrainEnd::Aborted;
     let (lost, undelivered) = if aborted { (0, left) } else { (left, 0) };
+    // Arrived, but only cut or altered: not lost, not delivered intact.
+    let damaged_seqs = delivery.damaged_only(|seq| x.accepts.contains_key(&seq));
     let mut arrived = arrived(x, &delivery.arrivals, &bounced.by_seq);
     if left == 0 {
         // Every one that did not arrive was bounced, some by a count the log gives
@@ -333,6 +335,7 @@ pub(super) fn combine(
         delivered_messages: acc.messages,
         bounced: bounced.recipients,
         lost,
+        damaged: damaged_seqs.len() as u64,
         undelivered,
         drain_aborted: aborted,
         duplicates,
@@ -436,6 +439,14 @@ pub(super) fn combine(
         "lost_seqs"
     };
     send.extra.insert(seqs_key.into(), arrived.lost_seqs.into());
+    send.extra.insert(
+        "damaged_seqs".into(),
+        damaged_seqs
+            .into_iter()
+            .take(1000)
+            .collect::<Vec<_>>()
+            .into(),
+    );
     send.extra.insert(
         "sink".into(),
         serde_json::to_value(&sink.summary).unwrap_or_default(),

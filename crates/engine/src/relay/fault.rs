@@ -200,7 +200,7 @@ impl Armed {
 }
 
 /// Puts the fault's outcome in the results: the summary's `fault_*` fields, and
-/// `extra.fault` with the lost and duplicated messages by sequence number (with the run's
+/// `extra.fault` with the lost, damaged and duplicated messages by sequence number (with the run's
 /// trace id, to look each one up in the MTA's log).
 pub(super) fn record(
     results: &mut Results,
@@ -212,6 +212,11 @@ pub(super) fn record(
 ) {
     let run = results.run_id.clone();
     let lost_seqs = results.extra.get("lost_seqs").cloned().unwrap_or_default();
+    let damaged_seqs = results
+        .extra
+        .get("damaged_seqs")
+        .cloned()
+        .unwrap_or_default();
     let Summary::Relay(s) = &mut results.summary else {
         return;
     };
@@ -288,6 +293,7 @@ pub(super) fn record(
             "unsynced_bytes": f.crashed.unsynced_bytes,
             "accepted_seqs": ranges(accepts),
             "lost_seqs": lost_seqs,
+            "damaged_seqs": damaged_seqs,
             "duplicated_seqs": by_seq.iter().map(|(q, n)| [*q, *n]).collect::<Vec<_>>(),
             "errors": s.injection.errors,
             "rejected": s.injection.rejected,

@@ -1,7 +1,7 @@
 //! Whether a relay step at an offered rate was sustained, for the capacity search: the
 //! offered rate injected (the MTA took it as fast as it was offered), delivered (the MTA
 //! passed it on as fast), and the backlog not growing over the step; besides, nothing
-//! lost, under 1 % failed injections and end to end under a limit. A step that was
+//! lost or damaged, under 1 % failed injections and end to end under a limit. A step that was
 //! offered more than the MTA delivers fails however much its queue soaks up.
 
 use std::time::Duration;
@@ -32,6 +32,9 @@ pub fn judge(r: &Results, rate: f64, rules: &StepRules) -> Result<(), String> {
     let failed = i.errors + i.rejected;
     if s.lost > 0 {
         return Err(format!("{} lost", s.lost));
+    }
+    if s.damaged > 0 {
+        return Err(format!("{} damaged (arrived cut or altered)", s.damaged));
     }
     if s.undelivered > 0 {
         return Err(format!(

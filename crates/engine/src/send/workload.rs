@@ -9,7 +9,7 @@ use bytes::BytesMut;
 use super::plan::{Addresses, MessagePlan};
 use crate::message::dkim::Signer;
 use crate::message::template::Content;
-use crate::message::trace::Trace;
+use crate::message::trace::{BodySum, Trace};
 use crate::smtp::proto::Transaction;
 
 /// Builds transactions for a run.
@@ -67,6 +67,9 @@ impl Workload {
             self.content.wants_message_id(),
         );
         let body = self.content.pick(seq, prefix.len(), rng);
+        // The trace line comes first and ends with its sum's slot and CRLF.
+        let slot = trace_line_len(&prefix) - 2 - BodySum::WIDTH;
+        body.sum().put(&mut prefix[slot..slot + BodySum::WIDTH]);
         if let Some(signer) = &self.dkim
             && let Some(h) = sign(signer, &[&prefix, &body.raw, &body.suffix])
         {
@@ -88,12 +91,17 @@ impl Workload {
     }
 }
 
-/// A message's own header lines, above the shared template: its trace header and, for a
-/// generated message, its Message-ID (`<RUN.SEQ@mailbench.test>`, which MTAs log and
+/// The length of the first line of `prefix`, its CRLF included.
+fn trace_line_len(prefix: &[u8]) -> usize {
+    memchr::memchr(b'\n', prefix).map_or(prefix.len(), |p| p + 1)
+}
+
+/// A message's own header lines, above the shared template: its trace header (with a slot
+/// for its body's sum) and, for a generated message, its Message-ID (`<RUN.SEQ@mailbench.test>`, which MTAs log and
 /// the relay reads back from their logs).
 fn prefix(trace: Trace, message_id: bool) -> BytesMut {
     let mut prefix = BytesMut::with_capacity(160);
-    trace.write(&mut prefix);
+    trace.write_with_sum_slot(&mut prefix);
     if message_id {
         let _ = write!(
             prefix,
@@ -131,5 +139,67 @@ fn sign(signer: &Signer, parts: &[&[u8]]) -> Option<String> {
         tokio::task::block_in_place(|| signer.sign(parts))
     } else {
         signer.sign(parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::address::AddrTemplate;
+    use crate::message::template::{GenSpec, SizeRange, Template};
+    use crate::message::trace::Traced;
+
+    fn workload(content: Content) -> Workload {
+        let addr = |s: &str| Addresses::Template(AddrTemplate::parse(s).expect("address"));
+        Workload::new(
+            &MessagePlan {
+                from: addr("a@example.org"),
+                to: addr("b@example.com"),
+                rcpts: 1,
+                content: Arc::new(content),
+                dkim: None,
+            },
+            0xabc,
+        )
+    }
+
+    /// Issue 42: every message's trace header carries the sum of the body it is sent with,
+    /// generated (of any size, the last line cut to fit) or read from a file, and its size
+    /// is still the one asked for.
+    #[test]
+    fn issue_42_each_message_carries_its_bodys_sum() {
+        let generated = Content::generate(&GenSpec {
+            size: SizeRange {
+                min: 300,
+                max: 5000,
+            },
+            attach: 0,
+            from: "a@example.org".into(),
+            to: "b@example.com".into(),
+        })
+        .expect("generate");
+        let file = Content::Files(vec![Template::from_message(
+            b"Subject: x\n\n.dot line\nend\n",
+        )]);
+        for (what, c) in [("generated", generated), ("file", file)] {
+            let w = workload(c);
+            let mut rng = fastrand::Rng::with_seed(4);
+            for seq in [0, 9, 123_456_789] {
+                let t = w.transaction(seq, None, &mut rng);
+                let whole = [&t.prefix[..], &t.raw[..], &t.suffix[..]].concat();
+                let got = Traced::find(&whole).expect("traced");
+                assert_eq!(
+                    (got.trace.seq, got.intact),
+                    (seq, Some(true)),
+                    "{what} {seq}"
+                );
+                if what == "generated" {
+                    assert!((300..=5000).contains(&whole.len()), "{}", whole.len());
+                }
+                let mut cut = whole.clone();
+                cut.truncate(whole.len() - 3);
+                assert_eq!(Traced::find(&cut).and_then(|t| t.intact), Some(false));
+            }
+        }
     }
 }

@@ -18,7 +18,7 @@ use super::delivery::{Confirmed, Delivery};
 use super::faults::{FaultKind, FaultState};
 use super::plan::SinkPlan;
 use super::store::{Store, StoreCounts, StoreError};
-use crate::message::trace::Trace;
+use crate::message::trace::{Trace, Traced};
 use crate::smtp::proto::server::{
     Command, Decision, Envelope, Handler, Out, Received, ServerSession, SessionCounts, Verdict,
     reply,
@@ -80,6 +80,8 @@ struct Accepted {
     bounced: u64,
     /// For a notice to the null sender: the recipients it reports only late.
     delayed: u64,
+    /// Its body is not the one its trace header describes (cut or altered on the way).
+    damaged: bool,
     /// Its recipients' correlation keys in `ConnHandler::keys`.
     keys: Range<usize>,
     recipients: u64,
@@ -159,18 +161,23 @@ impl ConnHandler {
         let c = &self.sh.delivery.correlator;
         self.keys.extend(m.env.rcpts.iter().map(|r| c.key(r)));
         let null_sender = m.env.from == "<>";
-        // A bounce is about the message whose headers it returns.
-        let (trace, bounced, delayed) = if null_sender {
-            crate::message::trace::notice(m.data)
-                .map_or((None, 0, 0), |n| (Some(n.trace), n.failed, n.delayed))
+        // A bounce is about the message whose headers it returns; another message's body is
+        // checked against the sum its trace header carries.
+        let (trace, bounced, delayed, damaged) = if null_sender {
+            crate::message::trace::notice(m.data).map_or((None, 0, 0, false), |n| {
+                (Some(n.trace), n.failed, n.delayed, false)
+            })
         } else {
-            (Trace::find(m.data), 0, 0)
+            Traced::find(m.data).map_or((None, 0, 0, false), |t| {
+                (Some(t.trace), 0, 0, t.intact == Some(false))
+            })
         };
         self.accepted.push(Accepted {
             held: !d.delay.is_zero(),
             trace,
             bounced,
             delayed,
+            damaged,
             keys: first..self.keys.len(),
             recipients: m.env.rcpts.len() as u64,
             bytes: m.data.len() as u64,
@@ -223,6 +230,7 @@ impl ConnHandler {
                     trace: a.trace,
                     bounced: a.bounced,
                     delayed: a.delayed,
+                    damaged: a.damaged,
                     keys: &self.keys[a.keys],
                     null_sender: a.null_sender,
                 },

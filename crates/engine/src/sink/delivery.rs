@@ -2,9 +2,11 @@
 //! only once the sink's accepting reply has reached the client (an MTA that gave up
 //! waiting for it will send the message again), and only messages of the run being
 //! measured count as its deliveries — bounces (null sender) and mail without the run's
-//! trace header are counted apart.
+//! trace header are counted apart. A message whose body is not the one its trace header
+//! describes (cut or altered on the way) still arrived — it is not lost — but is counted
+//! damaged, unless an intact copy of it arrived too.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -45,6 +47,11 @@ pub struct Delivery {
     pub delay_notices: AtomicU64,
     /// Messages with no readable trace header, or (with `run` set) another run's.
     pub untraced: AtomicU64,
+    /// Copies of any run's messages whose body was not the one sent (cut or altered).
+    pub damaged_copies: AtomicU64,
+    /// `run`'s messages of which a damaged copy arrived, by sequence number, each with
+    /// whether an intact copy arrived too. Bounded by `TimeLog::CAP`.
+    pub damaged: Mutex<BTreeMap<u64, bool>>,
     /// Milliseconds after the sink's start of the latest confirmed delivery of any kind.
     pub last_any_ms: AtomicU64,
 }
@@ -58,6 +65,8 @@ pub struct Confirmed<'a> {
     pub bounced: u64,
     /// For a notice to the null sender, how many recipients it reports only late.
     pub delayed: u64,
+    /// Its body is not the one its trace header describes.
+    pub damaged: bool,
     /// Correlation keys of the recipients it was accepted for.
     pub keys: &'a [u64],
     /// The envelope sender was null.
@@ -98,11 +107,18 @@ impl Delivery {
             return;
         };
         let a = self.correlator.arrived(&t, c.keys);
+        if c.damaged {
+            self.damaged_copies.fetch_add(1, Ordering::Relaxed);
+        }
         if self.run.is_some_and(|run| run != t.run) {
             self.untraced.fetch_add(1, Ordering::Relaxed);
             return;
         }
         if self.run.is_some() {
+            // Only once something arrived damaged is an intact copy looked up.
+            if c.damaged || self.damaged_copies.load(Ordering::Relaxed) > 0 {
+                self.note_body(t.seq, c.damaged, a.new_message);
+            }
             self.arrivals.record_at(t.seq, now_us);
             if a.duplicates > 0 && a.new_recipients == 0 {
                 let mut d = self.duplicated.lock().unwrap_or_else(|p| p.into_inner());
@@ -129,6 +145,30 @@ impl Delivery {
     }
 }
 
+impl Delivery {
+    /// Notes a copy of `run`'s message `seq` whose body was `damaged` or not; `new` when
+    /// it is the message's first copy (otherwise an earlier copy that is not noted damaged
+    /// was intact: every damaged copy is noted).
+    fn note_body(&self, seq: u64, damaged: bool, new: bool) {
+        let mut d = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(intact) = d.get_mut(&seq) {
+            *intact |= !damaged;
+        } else if damaged && d.len() < TimeLog::CAP {
+            d.insert(seq, !new);
+        }
+    }
+
+    /// The messages `accepted(seq)` says the upstream had accepted that arrived only
+    /// damaged (no intact copy), in order.
+    pub fn damaged_only(&self, accepted: impl Fn(u64) -> bool) -> Vec<u64> {
+        let d = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
+        d.iter()
+            .filter(|(seq, intact)| !**intact && accepted(**seq))
+            .map(|(seq, _)| *seq)
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +188,7 @@ mod tests {
             trace: trace(7, 1),
             bounced: 0,
             delayed: 0,
+            damaged: false,
             keys: &keys,
             null_sender: false,
         };
@@ -158,6 +199,7 @@ mod tests {
                 trace: trace(7, 2),
                 bounced: 1,
                 delayed: 0,
+                damaged: false,
                 keys: &keys[..1],
                 null_sender: true,
             },
@@ -169,6 +211,7 @@ mod tests {
                 trace: None,
                 bounced: 0,
                 delayed: 0,
+                damaged: false,
                 keys: &keys[..1],
                 null_sender: false,
             },
@@ -180,6 +223,7 @@ mod tests {
                 trace: trace(8, 1),
                 bounced: 0,
                 delayed: 0,
+                damaged: false,
                 keys: &keys[..1],
                 null_sender: false,
             },
@@ -192,6 +236,7 @@ mod tests {
                 trace: trace(7, 3),
                 bounced: 0,
                 delayed: 1,
+                damaged: false,
                 keys: &keys[..1],
                 null_sender: true,
             },
@@ -217,5 +262,36 @@ mod tests {
             "but it says which message bounced"
         );
         assert_eq!(bounced.get(&3), None, "a delay notice is no bounce");
+    }
+
+    /// Issue 42: a message that arrived only cut or altered is damaged (and still
+    /// delivered: it arrived); one with an intact copy too, before or after, is not.
+    #[test]
+    fn issue_42_a_message_that_arrived_only_cut_is_damaged() {
+        let d = Delivery::tracking(7);
+        let keys = [d.correlator.key("a@x")];
+        let copy = |seq, damaged| Confirmed {
+            trace: Some(Trace {
+                run: 7,
+                seq,
+                sent_us: 0,
+            }),
+            bounced: 0,
+            delayed: 0,
+            damaged,
+            keys: &keys,
+            null_sender: false,
+        };
+        d.confirm(&copy(1, false), 1, 1);
+        d.confirm(&copy(2, true), 2, 2); // cut, and nothing else of it
+        d.confirm(&copy(3, true), 3, 3); // cut, then an intact copy
+        d.confirm(&copy(3, false), 4, 4);
+        d.confirm(&copy(1, true), 5, 5); // intact first, then a cut copy
+        d.confirm(&copy(4, true), 6, 6); // cut, but not accepted upstream
+        d.confirm(&copy(5, true), 7, 7); // cut twice
+        d.confirm(&copy(5, true), 8, 8);
+        assert_eq!(d.damaged_only(|seq| seq != 4), vec![2, 5]);
+        assert_eq!(d.damaged_copies.load(Ordering::Relaxed), 6);
+        assert_eq!(d.messages.load(Ordering::Relaxed), 5, "all arrived");
     }
 }

@@ -298,6 +298,12 @@ pub struct RelaySummary {
     /// the drain timeout passed); 0 when a signal cut the drain short (those are
     /// `undelivered`, not lost).
     pub lost: u64,
+    /// Accepted messages that arrived, but only with a body other than the one sent (cut
+    /// or altered on the way: a queue file a power cut truncated); no intact copy arrived.
+    /// They count in `delivered` (they arrived; `lost` is what never did): delivered
+    /// intact is `delivered_messages − damaged`.
+    #[serde(default)]
+    pub damaged: u64,
     /// When a signal cut the drain short: the recipients neither delivered nor
     /// bounced by then — still with the MTA (see `queued_left`) or on their way, not lost.
     #[serde(default)]

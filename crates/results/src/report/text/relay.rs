@@ -78,10 +78,19 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     };
     let _ = writeln!(
         out,
-        "  delivered  {} of {} recipients ({} messages)  bounced {}  {}  duplicates {}{}   {drain}",
+        "  delivered  {} of {} recipients ({} messages{})  bounced {}  {}  duplicates {}{}   {drain}",
         s.delivered,
         s.expected_recipients,
         s.delivered_messages,
+        if s.damaged > 0 {
+            format!(
+                ": {} intact, {} damaged, cut or altered",
+                s.delivered_messages.saturating_sub(s.damaged),
+                s.damaged
+            )
+        } else {
+            String::new()
+        },
         s.bounced,
         if s.drain_aborted {
             format!(
@@ -337,8 +346,8 @@ fn cell(v: &serde_json::Value, decimals: usize) -> String {
         .map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
 }
 
-/// `--fault`'s line: when the MTA was killed, how long it was down, what it lost and
-/// duplicated, and how soon it delivered again.
+/// `--fault`'s line: when the MTA was killed, how long it was down, what it lost, damaged
+/// and duplicated, and how soon it delivered again.
 fn fault_line(out: &mut String, s: &crate::stats::summary::RelaySummary) {
     let Some(fault) = &s.fault else {
         return;
@@ -361,8 +370,9 @@ fn fault_line(out: &mut String, s: &crate::stats::summary::RelaySummary) {
         };
         let _ = writeln!(
             out,
-            "  fault      {fault} at {at:.2} s ({before} accepted): disk full for {down:.2} s, {refused} replies 4xx (see errors); {after}; lost {}, duplicated {} messages",
+            "  fault      {fault} at {at:.2} s ({before} accepted): disk full for {down:.2} s, {refused} replies 4xx (see errors); {after}; lost {}, damaged {} (arrived cut or altered), duplicated {} messages",
             s.lost,
+            s.damaged,
             s.fault_duplicated_messages.unwrap_or(0)
         );
         return;
@@ -376,8 +386,9 @@ fn fault_line(out: &mut String, s: &crate::stats::summary::RelaySummary) {
     });
     let _ = writeln!(
         out,
-        "  fault      {fault} at {at:.2} s ({before} accepted): down {down:.2} s{unsynced}; {after}; lost {}, duplicated {} messages",
+        "  fault      {fault} at {at:.2} s ({before} accepted): down {down:.2} s{unsynced}; {after}; lost {}, damaged {} (arrived cut or altered), duplicated {} messages",
         s.lost,
+        s.damaged,
         s.fault_duplicated_messages.unwrap_or(0)
     );
 }

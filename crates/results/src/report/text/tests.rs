@@ -376,3 +376,62 @@ fn an_active_tarpit_is_named_in_the_sink_and_relay_summaries() {
         assert!(out.contains(want), "{name}: expected {want:?} in\n{out}");
     }
 }
+
+/// Issue 42: a run in which messages arrived cut or altered says how many of the delivered
+/// arrived intact and how many damaged, on the delivery line and the fault line; a run
+/// without any says nothing more than before.
+#[test]
+fn issue_42_the_delivery_and_fault_lines_tell_intact_from_damaged() {
+    use crate::stats::Recorder;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    use crate::stats::summary::{RelaySummary, Summary};
+    let relay = |damaged| RelaySummary {
+        expected_recipients: 300,
+        delivered: 294,
+        delivered_messages: 294,
+        lost: 6,
+        damaged,
+        fault: Some("power-loss@100".into()),
+        fault_at_s: Some(1.0),
+        fault_accepted_before: Some(100),
+        fault_down_s: Some(0.13),
+        fault_duplicated_messages: Some(0),
+        fault_unsynced_files: Some(86),
+        ..RelaySummary::default()
+    };
+    let text = |s: RelaySummary| {
+        let r = Results::assemble(RunParts {
+            command: "relay",
+            run_id: 1,
+            started_us: 0,
+            duration_s: 1.0,
+            config: serde_json::json!({}),
+            summary: Summary::Relay(s),
+            steps: crate::stats::kind::KINDS[0].steps,
+            self_report: SelfReport::default(),
+            total: Recorder::new(),
+            series: Vec::new(),
+        });
+        super::summary(&r, "relay")
+    };
+    let out = text(relay(7));
+    assert!(
+        out.contains(
+            "delivered  294 of 300 recipients (294 messages: 287 intact, 7 damaged, cut or altered)  bounced 0  lost 6"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("86 queue files unsynced at the cut; nothing delivered after the restart; lost 6, damaged 7 (arrived cut or altered), duplicated 0 messages"),
+        "{out}"
+    );
+    let out = text(relay(0));
+    assert!(
+        out.contains("delivered  294 of 300 recipients (294 messages)  bounced 0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("lost 6, damaged 0 (arrived cut or altered)"),
+        "{out}"
+    );
+}

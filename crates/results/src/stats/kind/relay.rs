@@ -22,6 +22,7 @@ pub const RELAY: Kind = Kind {
                 "delivered",
                 "delivered_messages",
                 "lost",
+                "damaged",
                 "undelivered",
                 "drain_aborted",
                 "duplicates",
