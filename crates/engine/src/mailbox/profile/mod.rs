@@ -6,7 +6,6 @@
 //! time series (users running, actions per interval, the store's resources) is its own
 //! (`series`).
 
-pub mod capacity;
 pub mod ledger;
 pub mod scenario;
 pub mod series;
@@ -29,6 +28,10 @@ use crate::stats::{IntervalPoint, Metric, Recorder, Steps, SutPoint};
 use crate::transport::connect::ConnectOptions;
 use crate::transport::count::NetTally;
 use crate::transport::target::Target;
+/// The capacity search (kept with the results, where `merge` judges a split run's
+/// steps again by the same rule).
+pub use crate::report::capacity;
+pub use capacity::Population;
 use capacity::{Step, StepPlan, Waits};
 use ledger::{Ledger, Pending};
 use scenario::{Action, Scenario};
@@ -54,29 +57,6 @@ pub fn metric(a: Option<Action>) -> Metric {
 /// What `mailbox profile`'s `--threshold` and `--capacity-rule` may name (its kind of run
 /// holds it).
 pub const THRESHOLDS: Vocabulary = crate::stats::kind::profile::PROFILE.thresholds;
-
-/// How many users, for how long.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Population {
-    /// A fixed count for `for`.
-    Fixed {
-        /// Virtual users.
-        users: u64,
-        /// How long.
-        run_for: Duration,
-    },
-    /// `start`, then `step` more every `period`, until a rule breaks or `max` is passed.
-    Ramp {
-        /// Users of the first step.
-        start: u64,
-        /// Users added per step.
-        step: u64,
-        /// Each step's length.
-        period: Duration,
-        /// No step above this many users.
-        max: u64,
-    },
-}
 
 /// A validated `mailbox profile` run.
 #[derive(Clone)]
