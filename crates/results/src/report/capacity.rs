@@ -10,15 +10,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::stats::kind::profile::STEPS;
 use crate::report::threshold::Threshold;
-use crate::stats::hist::ms;
-use crate::stats::kind::profile::verdict_text;
-use crate::stats::results::{Results, ThresholdResult};
-use crate::stats::summary::{ProfileSummary, Summary};
 use crate::stats::hist::HistJson;
+use crate::stats::hist::ms;
+use crate::stats::kind::profile::STEPS;
+use crate::stats::kind::profile::verdict_text;
 use crate::stats::merge::Input;
 use crate::stats::recorder::Counters;
+use crate::stats::results::{Results, ThresholdResult};
+use crate::stats::summary::{ProfileSummary, Summary};
 use crate::stats::{Metric, Recorder, SutPoint};
 
 /// How many users, for how long.
@@ -353,7 +353,6 @@ impl Verdict {
     }
 }
 
-
 /// A split profile's capacity judged again on its agents' steps (`merge`): step k of
 /// every agent (the same instants on the shared clock) added up — users, counters and
 /// histograms bucket by bucket, the actions not begun and the users left waiting — and
@@ -406,7 +405,9 @@ pub fn merged(
             .extra
             .get("capacity")
             .and_then(|c| c["steps"].as_array())
-            .ok_or_else(|| format!("{file}: no extra.capacity.steps (not a profile agent's results)"))?;
+            .ok_or_else(|| {
+                format!("{file}: no extra.capacity.steps (not a profile agent's results)")
+            })?;
         lists.push((*file, steps));
     }
     let n = lists.iter().map(|(_, s)| s.len()).min().unwrap_or(0);
@@ -431,10 +432,8 @@ pub fn merged(
             let counters: Counters = serde_json::from_value(s["counters"].clone())
                 .map_err(|e| format!("{file}: step {k}'s counters are unreadable ({e}): written by a mailbench older than profile merging; run the agents again"))?;
             rec.counters.add(&counters);
-            let latency: BTreeMap<String, HistJson> =
-                serde_json::from_value(s["latency"].clone()).map_err(|e| {
-                    format!("{file}: step {k}'s histograms are unreadable ({e})")
-                })?;
+            let latency: BTreeMap<String, HistJson> = serde_json::from_value(s["latency"].clone())
+                .map_err(|e| format!("{file}: step {k}'s histograms are unreadable ({e})"))?;
             for (name, h) in &latency {
                 let m = STEPS
                     .find(name)
@@ -506,7 +505,9 @@ pub fn judge_merged(inputs: &[Input], merged_run: &mut Results) -> Result<(), St
         .iter()
         .map(|i| (i.name.as_str(), &i.results))
         .collect();
-    let watcher = inputs.iter().position(|i| i.results.extra.contains_key("sut"));
+    let watcher = inputs
+        .iter()
+        .position(|i| i.results.extra.contains_key("sut"));
     let missing: Vec<String> = merged_run.extra["merge"]["missing_shards"]
         .as_array()
         .into_iter()

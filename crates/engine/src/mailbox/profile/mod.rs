@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::lab::StoreUser;
+/// The capacity search (kept with the results, where `merge` judges a split run's
+/// steps again by the same rule).
+pub use crate::report::capacity;
 use crate::report::threshold::Threshold;
 use crate::run::sampler::Pids;
 use crate::shutdown::Shutdown;
@@ -28,9 +31,6 @@ use crate::stats::{IntervalPoint, Metric, Recorder, Steps, SutPoint};
 use crate::transport::connect::ConnectOptions;
 use crate::transport::count::NetTally;
 use crate::transport::target::Target;
-/// The capacity search (kept with the results, where `merge` judges a split run's
-/// steps again by the same rule).
-pub use crate::report::capacity;
 pub use capacity::Population;
 use capacity::{Step, StepPlan, Waits};
 use ledger::{Ledger, Pending};
