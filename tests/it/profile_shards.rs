@@ -34,8 +34,8 @@ const WORKLOAD: [&str; 12] = [
     "mean(action)>1s",
 ];
 
-/// Runs a profile with `own` flags after the store's and the workload's; its results.
-fn profile(store: &Store, json: &PathBuf, own: &[String]) -> std::process::Child {
+/// Starts a profile with `own` flags after the store's and the workload's, writing `json`.
+fn profile(store: &Store, json: &std::path::Path, own: &[String]) -> std::process::Child {
     let mut args: Vec<String> = ["mailbox", "profile", "-q", "--json"]
         .iter()
         .map(|s| s.to_string())
