@@ -60,7 +60,8 @@ pub fn merge(a: &MergeArgs) -> Result<u8, (u8, String)> {
         .first()
         .and_then(|i| crate::stats::kind::find(&i.results.command))
         .map_or(crate::stats::Steps::NONE, |k| k.steps);
-    let merged = crate::stats::merge::merge(&inputs, steps, a.force).map_err(usage)?;
+    let mut merged = crate::stats::merge::merge(&inputs, steps, a.force).map_err(usage)?;
+    crate::report::capacity::judge_merged(&inputs, &mut merged).map_err(usage)?;
     let vocabulary = crate::stats::kind::find(&merged.command)
         .unwrap_or(&crate::stats::kind::send::SEND)
         .thresholds;

@@ -59,6 +59,9 @@
 //! - `mailbox_shards`: issue 44 — `mailbox pop3` and `imap` split in three against one
 //!   `lab dovecot` and merged: counts equal the agents' sums, poplib's, imaplib's and
 //!   Dovecot's log; histograms added count by count; bad splits refused in one line
+//! - `profile_shards`: issue 44 — `mailbox profile` split in three against one `lab
+//!   dovecot` and merged: sums, Dovecot's log, the capacity judged again as one agent with
+//!   all the users judges it; a missing agent leaves it unjudged; bad splits refused
 //! - `preflight`: `doctor` and a run's preflight under a low `ulimit -n` set in a child
 //!   shell (the warning, its fix, the run going on, the line kept in the results)
 //! - `recipe_seed001`: docs/recipes/seed-001.md's small-scale commands give its table and
@@ -131,6 +134,7 @@ mod mta_lookup;
 mod mtas;
 mod preflight;
 mod profile;
+mod profile_shards;
 mod qmail;
 mod queue_states;
 mod quickstart;

@@ -45,7 +45,8 @@ pub enum MailboxCommand {
     /// Virtual users of a scenario (the Domino study's method), each on its own open-loop
     /// schedule; with --ramp-users, added in steps until a capacity rule breaks.
     #[command(after_help = PROFILE_EXAMPLES, mut_arg("threshold", |a| a.help(threshold_help!(
-        "'p95(action)<1s', 'errors==0', 'actions_per_min>100'"))))]
+        "'p95(action)<1s', 'errors==0', 'actions_per_min>100'"))),
+        mut_arg("shard", |a| a.help(PROFILE_SHARD_HELP)))]
     Profile(Box<ProfileArgs>),
     /// SMTP in, IMAP out: messages injected into an MTA that delivers into the store, each
     /// timed until it is visible over IMAP (IDLE), with the relay benchmark's figures.
@@ -64,6 +65,14 @@ const SHARD_HELP: &str = "Be agent I of N (from 0) against one store (--target):
 N-th user of --users-file (no two agents log in as one user), every N-th unit of the run's \
 schedule and 1/N of -c; give every agent the same --run-id. auto/N takes I from \
 JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID, SLURM_PROCID, NOMAD_ALLOC_INDEX or PARALLEL_SEQ";
+
+/// `--shard` as `profile` takes it: virtual users are dealt, every step on one clock.
+const PROFILE_SHARD_HELP: &str = "Be agent I of N (from 0) against one store (--imap, \
+--users-file): run virtual users n with n mod N = I (user n logs in as mailbox n, so no two \
+agents share one), each step opening at the same instant on every agent; give every agent \
+the same --run-id and one UTC --start-at, and `mailbench merge` their files to judge the \
+capacity on all of them. auto/N takes I from JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID, \
+SLURM_PROCID, NOMAD_ALLOC_INDEX or PARALLEL_SEQ";
 
 const ARRIVAL_EXAMPLES: &str = "\
 Examples:

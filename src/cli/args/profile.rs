@@ -103,6 +103,9 @@ pub struct ProfileArgs {
     /// least that gives each row a noise verdict; 2 or 3 give the table without them].
     #[arg(long, value_name = "N")]
     pub rounds: Option<u32>,
+    /// Split the run over agents (`--shard`, `--start-at`, `--run-id`).
+    #[command(flatten)]
+    pub scale: super::send::ScaleArgs,
     /// Outputs and thresholds.
     #[command(flatten)]
     pub out: OutputArgs,

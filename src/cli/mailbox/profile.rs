@@ -44,8 +44,12 @@ fn ramp_users(spec: &str, max: u64) -> Result<Population, String> {
     })
 }
 
-/// Validates `mailbox profile`'s flags.
-pub(super) fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
+/// Validates `mailbox profile`'s flags; `env` looks up the launcher's index variables
+/// (`--shard auto/N`).
+pub(super) fn profile_plan(
+    a: &ProfileArgs,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<store::Planned, String> {
     let (outputs, progress) = output::plan(&a.out, None, &crate::mailbox::profile::THRESHOLDS)?;
     let scenario = Scenario::load(&a.scenario)?;
     let setup = lab::store_setup(&a.server, false)?;
@@ -152,6 +156,11 @@ pub(super) fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
             Mta::having_as("--mta", |f| f.lmtp_onward)
         ));
     }
+    let first_step = match population {
+        Population::Fixed { users, .. } => users,
+        Population::Ramp { start, .. } => start,
+    };
+    let split = super::shard::profile(&a.scale, lab, first_step, env)?;
     let timeouts = client::Timeouts::plan(&a.client)?;
     let mut config_json = serde_json::json!({
         "protocol": "imap",
@@ -210,6 +219,9 @@ pub(super) fn profile_plan(a: &ProfileArgs) -> Result<store::Planned, String> {
         run_limit,
         config_json,
         seed: a.seed,
+        shard: split.shard,
+        start_at: split.start_at,
+        run_id: split.run_id,
     };
     Ok(w.planned(Workload::Profile(Box::new(plan)), &a.sut_pid, outputs))
 }
@@ -226,7 +238,7 @@ pub(super) async fn profile(a: ProfileArgs) -> Result<u8, (u8, String)> {
         ));
     }
     let nothing_judged = std::cell::Cell::new(false);
-    let code = super::run(profile_plan(&a), |r| {
+    let code = super::run(profile_plan(&a, |v| std::env::var(v).ok()), |r| {
         nothing_judged.set(judged_nothing(r));
         let headline = format!(
             "mailbench mailbox profile: scenario {} against {} in {:.2} s",

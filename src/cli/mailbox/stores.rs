@@ -72,7 +72,7 @@ fn variants(a: &ProfileArgs, seed: u64) -> Result<Vec<Variant>, String> {
     };
     // Every variant's flags are checked before the first round starts.
     for v in &out {
-        profile_plan(&v.args).map_err(|e| format!("{}: {e}", v.label))?;
+        profile_plan(&v.args, |_| None).map_err(|e| format!("{}: {e}", v.label))?;
     }
     Ok(out)
 }
@@ -113,7 +113,7 @@ pub(super) async fn compare(a: ProfileArgs) -> Result<u8, (u8, String)> {
             .as_deref()
             .map(|j| rounds::round_logs(j, &variants[t.side].label, t.round));
         async move {
-            let mut p = profile_plan(&args).map_err(|e| (EXIT_USAGE, e))?;
+            let mut p = profile_plan(&args, |_| None).map_err(|e| (EXIT_USAGE, e))?;
             crate::cli::lab::clean_before_store(&p.setup);
             crate::cli::lab::keep_store_logs(&mut p.setup, logs.as_deref());
             crate::mailbox::bench::workload(p.work, p.setup, p.fill, p.sut_pids, shutdown)

@@ -100,7 +100,7 @@ pub fn run_id(text: &str, flag: &str) -> Result<u64, String> {
 }
 
 /// When the load starts: RFC 3339 in UTC, or `+DURATION` from `now`.
-fn start_at(text: &str, now: SystemTime) -> Result<SystemTime, String> {
+pub fn start_at(text: &str, now: SystemTime) -> Result<SystemTime, String> {
     let t = text.trim();
     let at = match t.strip_prefix('+') {
         Some(d) => now + units::duration(d).map_err(|e| format!("--start-at {text}: {e}"))?,

@@ -410,7 +410,7 @@ impl Crashed {
 /// schedule and series stay on the grid the other agents share: its first units start
 /// late, and that lateness is measured, not hidden. A stop during the wait starts at once
 /// (the workers see the stop and the run ends empty).
-async fn start_at(
+pub(crate) async fn start_at(
     at: std::time::SystemTime,
     shutdown: &Shutdown,
     quiet: bool,

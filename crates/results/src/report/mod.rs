@@ -1,8 +1,9 @@
 //! The output stage: turning results into things people read — the text summary
 //! (`text`), CSV files (`csv`), the HTML report (`html`), the comparison of several runs
-//! (`compare`), several rounds kept as one (`rounds`) — and checking `--threshold`s (`threshold`). It reads results documents
+//! (`compare`), several rounds kept as one (`rounds`), a profile's capacity judged on its steps (`capacity`) — and checking `--threshold`s (`threshold`). It reads results documents
 //! only; progress while a run goes is `run::live`.
 
+pub mod capacity;
 pub mod compare;
 pub mod csv;
 pub mod html;

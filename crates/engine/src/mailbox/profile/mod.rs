@@ -6,7 +6,6 @@
 //! time series (users running, actions per interval, the store's resources) is its own
 //! (`series`).
 
-pub mod capacity;
 pub mod ledger;
 pub mod scenario;
 pub mod series;
@@ -19,6 +18,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::lab::StoreUser;
+/// The capacity search (kept with the results, where `merge` judges a split run's
+/// steps again by the same rule).
+pub use crate::report::capacity;
 use crate::report::threshold::Threshold;
 use crate::run::sampler::Pids;
 use crate::shutdown::Shutdown;
@@ -29,6 +31,7 @@ use crate::stats::{IntervalPoint, Metric, Recorder, Steps, SutPoint};
 use crate::transport::connect::ConnectOptions;
 use crate::transport::count::NetTally;
 use crate::transport::target::Target;
+pub use capacity::Population;
 use capacity::{Step, StepPlan, Waits};
 use ledger::{Ledger, Pending};
 use scenario::{Action, Scenario};
@@ -54,29 +57,6 @@ pub fn metric(a: Option<Action>) -> Metric {
 /// What `mailbox profile`'s `--threshold` and `--capacity-rule` may name (its kind of run
 /// holds it).
 pub const THRESHOLDS: Vocabulary = crate::stats::kind::profile::PROFILE.thresholds;
-
-/// How many users, for how long.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Population {
-    /// A fixed count for `for`.
-    Fixed {
-        /// Virtual users.
-        users: u64,
-        /// How long.
-        run_for: Duration,
-    },
-    /// `start`, then `step` more every `period`, until a rule breaks or `max` is passed.
-    Ramp {
-        /// Users of the first step.
-        start: u64,
-        /// Users added per step.
-        step: u64,
-        /// Each step's length.
-        period: Duration,
-        /// No step above this many users.
-        max: u64,
-    },
-}
 
 /// A validated `mailbox profile` run.
 #[derive(Clone)]
@@ -115,6 +95,15 @@ pub struct ProfilePlan {
     /// Seeds every user's draws (when its actions fall due, which message, whom it sends
     /// to): two runs of one seed ask two stores for the same things. `None`: the run's id.
     pub seed: Option<u64>,
+    /// This agent's part of a profile split over several (`--shard`): it runs virtual
+    /// users `n` with `n mod N = I` (each on mailbox `n`, so no two agents log in as one
+    /// user), and its steps count its own users.
+    pub shard: crate::load::shard::Shard,
+    /// The shared start (`--start-at`): every agent's steps begin at the same instants,
+    /// counted from it.
+    pub start_at: Option<std::time::SystemTime>,
+    /// The run id every agent of a split run shares (`--run-id`); `None`: a new one.
+    pub run_id: Option<u64>,
 }
 
 /// The servers a profile's actions connect to.
@@ -358,7 +347,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         )),
         _ => Ok(given.clone()),
     };
-    let run_id = crate::run::new_run_id();
+    let run_id = plan.run_id.unwrap_or_else(crate::run::new_run_id);
     let shards_n = crate::stats::collector::shards_for(usize::MAX);
     let users_stop = CancellationToken::new();
     // Every connection's bytes are counted (with the store's sampler, when it watches).
@@ -386,8 +375,18 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         connect_failures: AtomicU64::new(0),
         reach: Default::default(),
     });
-    let start = Instant::now();
-    let started_us = crate::stats::clock::unix_us();
+    // A shared start: every agent's steps begin at its instants (late, the steps still
+    // count from it).
+    let (start, start_offset_s) = match plan.start_at {
+        Some(at) => crate::load::start_at(at, &shutdown, plan.quiet).await,
+        None => (Instant::now(), None),
+    };
+    let started_us = match plan.start_at {
+        Some(at) => at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64),
+        None => crate::stats::clock::unix_us(),
+    };
     let cpu0 = CpuTimes::of_self();
     let mut tasks = tokio::task::JoinSet::new();
     let mut spawned = 0u64;
@@ -408,15 +407,29 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     let mut running = Recorder::new();
     let run_end = plan.run_limit.map(|d| start + d);
     let mut plans = StepPlan::all(&plan.population).into_iter().peekable();
-    while let Some(sp) = plans.next() {
-        // A step opens where the last one ended: every due time falls in one.
-        let t0 = tick_at;
+    // Where the next step opens on the run's clock: where the last one was planned to end
+    // (every due time falls in one step, and every agent of a split run opens its steps
+    // at the same instants).
+    let mut planned_t0 = start;
+    // Virtual users of the run spawned so far (this agent's: `mine`).
+    let mut run_users = 0u64;
+    while let Some(run_sp) = plans.next() {
+        let t0 = planned_t0.min(tick_at);
+        planned_t0 = t0 + run_sp.length;
         let index = runs.len();
         ctx.ledger.open_step(t0);
-        while spawned < sp.users {
-            tasks.spawn(user::run(ctx.clone(), spawned, Instant::now()));
-            spawned += 1;
+        while run_users < run_sp.users {
+            if plan.shard.owns(run_users) {
+                tasks.spawn(user::run(ctx.clone(), run_users, t0));
+                spawned += 1;
+            }
+            run_users += 1;
         }
+        // This agent's step: its own users.
+        let sp = StepPlan {
+            users: plan.shard.share(run_sp.users),
+            length: run_sp.length,
+        };
         let before = store.sample().await;
         let step_end = run_end.map_or(t0 + sp.length, |e| e.min(t0 + sp.length));
         let (iv, point, reading) = loop {
@@ -607,6 +620,17 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         series,
     });
     r.interrupted = shutdown.interrupted();
+    if let Some(mut s) = crate::load::shard::record(plan.shard, plan.start_at, start_offset_s) {
+        if !plan.shard.is_whole() {
+            // Virtual user n logs in as mailbox n: this agent's are every N-th.
+            let mine: Vec<&str> = (0..run_users)
+                .filter(|n| plan.shard.owns(*n))
+                .filter_map(|n| plan.users.get(n as usize).map(|u| u.address.as_str()))
+                .collect();
+            s["users"] = mine.into();
+        }
+        r.extra.insert("shard".into(), s);
+    }
     r.extra.insert(
         "capacity".into(),
         verdict.to_json(&steps, &plan.rules, &plan.population),

@@ -108,6 +108,9 @@ pub enum Generator {
     Pop3,
     /// `mailbox imap`'s: its agents log in as disjoint users of one store.
     Imap,
+    /// `mailbox profile`'s: its agents run disjoint virtual users of one store; the
+    /// capacity is judged again on the summed steps (`report::capacity::merged`).
+    Profile,
 }
 
 impl Generator {
@@ -129,6 +132,14 @@ impl Generator {
             Generator::Imap => {
                 Summary::Imap(ImapSummary::derive(total, intended, duration_s, active_s))
             }
+            Generator::Profile => {
+                let all = profile::STEPS
+                    .find("action")
+                    .unwrap_or(super::metric::Metric::Step(0));
+                Summary::Profile(super::summary::ProfileSummary::derive(
+                    total, all, duration_s,
+                ))
+            }
         }
     }
 
@@ -144,6 +155,7 @@ const MERGED: &[(&Kind, Merge)] = &[
     (&send::SEND, Merge::Agents(Generator::Smtp)),
     (&pop3::POP3, Merge::Agents(Generator::Pop3)),
     (&imap::IMAP, Merge::Agents(Generator::Imap)),
+    (&profile::PROFILE, Merge::Agents(Generator::Profile)),
     (&sink::SINK, Merge::Receivers),
 ];
 
@@ -184,7 +196,8 @@ pub(crate) mod tests {
         assert_eq!(merging("pop3"), Some(Merge::Agents(Generator::Pop3)));
         assert_eq!(merging("imap"), Some(Merge::Agents(Generator::Imap)));
         assert_eq!(merging("sink"), Some(Merge::Receivers));
-        for k in ["relay", "populate", "populate_imap", "profile", "nope"] {
+        assert_eq!(merging("profile"), Some(Merge::Agents(Generator::Profile)));
+        for k in ["relay", "populate", "populate_imap", "nope"] {
             assert_eq!(merging(k), None, "{k}");
         }
     }

@@ -2,19 +2,52 @@
 //! figures (users, actions per minute, response times per action, errors, late actions,
 //! the store's CPU, disk and memory) judged against the capacity rules, and the verdict:
 //! capacity = the largest user count whose step broke no rule, below the first that did.
+//! A run's own search and `merge`'s judgment of a split run's steps (`merged`) use the
+//! same rule.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Population, STEPS};
 use crate::report::threshold::Threshold;
+use crate::stats::hist::HistJson;
 use crate::stats::hist::ms;
+use crate::stats::kind::profile::STEPS;
 use crate::stats::kind::profile::verdict_text;
+use crate::stats::merge::Input;
+use crate::stats::recorder::Counters;
 use crate::stats::results::{Results, ThresholdResult};
 use crate::stats::summary::{ProfileSummary, Summary};
 use crate::stats::{Metric, Recorder, SutPoint};
+
+/// How many users, for how long.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Population {
+    /// A fixed count for `for`.
+    Fixed {
+        /// Virtual users.
+        users: u64,
+        /// How long.
+        run_for: Duration,
+    },
+    /// `start`, then `step` more every `period`, until a rule breaks or `max` is passed.
+    Ramp {
+        /// Users of the first step.
+        start: u64,
+        /// Users added per step.
+        step: u64,
+        /// Each step's length.
+        period: Duration,
+        /// No step above this many users.
+        max: u64,
+    },
+}
+
+/// The row of every action together (those never done included).
+pub fn action() -> Metric {
+    STEPS.find("action").unwrap_or(Metric::Step(0))
+}
 
 /// One step as planned: how many users, for how long.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,6 +121,11 @@ pub struct Step {
     pub summary: ProfileSummary,
     /// Per action type (and `action`: all, with the overdue ones).
     pub actions: BTreeMap<String, ActionRow>,
+    /// What the step counted, as a recorder holds it: `merge` adds the agents' up.
+    pub counters: Counters,
+    /// The step's latency histograms (its rows of `STEPS`): `merge` adds the agents'
+    /// up bucket by bucket and judges the sum.
+    pub latency: BTreeMap<String, HistJson>,
     /// The store over the step; absent when no store process was watched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store: Option<SutPoint>,
@@ -131,7 +169,7 @@ impl Step {
             sut_cpu: store.as_ref().map(|s| s.cpu_user_pct + s.cpu_sys_pct),
             unstarted: waits.unstarted,
             stuck_users: waits.stuck_users,
-            ..ProfileSummary::derive(rec, super::metric(None), seconds)
+            ..ProfileSummary::derive(rec, action(), seconds)
         };
         let (latency, _) = Results::tables(rec, STEPS);
         let rules: Vec<ThresholdResult> = rules
@@ -156,6 +194,8 @@ impl Step {
         let failed = summary.errors + summary.refused;
         let stuck_users = summary.stuck_users;
         let mut step = Step {
+            counters: rec.counters.clone(),
+            latency,
             users: plan.users,
             seconds,
             planned_s: plan.length.as_secs_f64(),
@@ -313,6 +353,179 @@ impl Verdict {
     }
 }
 
+/// A split profile's capacity judged again on its agents' steps (`merge`): step k of
+/// every agent (the same instants on the shared clock) added up — users, counters and
+/// histograms bucket by bucket, the actions not begun and the users left waiting — and
+/// judged by the run's capacity rules with [`Step::judge`] and [`verdict`], the rule the
+/// run applies to its own steps, now to all agents' actions together. The store's
+/// figures are those of the agent that watched it (`watcher`). The merged ramp is as long
+/// as the shortest agent's: an agent that ended sooner (its own step broke, or it
+/// failed) ends it, and is named; a shard missing from the files, or an agent that was
+/// interrupted, leaves the capacity unjudged (`capacity_users` null, `partial` says why),
+/// never a smaller ramp passed off as the run's. `agents` are (file, results) pairs.
+pub fn merged(
+    agents: &[(&str, &Results)],
+    watcher: Option<usize>,
+    missing: &[String],
+) -> Result<(serde_json::Value, ProfileSummary), String> {
+    let Some((_, first)) = agents.first() else {
+        return Err("merge: no profile agents".into());
+    };
+    let config = &first.config;
+    let rules = config["capacity_rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str())
+        .map(|r| {
+            Threshold::parse_as(
+                r,
+                &crate::stats::kind::profile::PROFILE.thresholds,
+                "--capacity-rule",
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let pop = &config["population"];
+    let secs = |k: &str| Duration::from_secs_f64(pop[k].as_f64().unwrap_or(0.0).max(0.0));
+    let population = match pop["ramp_start"].as_u64() {
+        Some(start) => Population::Ramp {
+            start,
+            step: pop["ramp_step"].as_u64().unwrap_or(0),
+            period: secs("step_s"),
+            max: pop["max_users"].as_u64().unwrap_or(0),
+        },
+        None => Population::Fixed {
+            users: pop["users"].as_u64().unwrap_or(0),
+            run_for: secs("duration_s"),
+        },
+    };
+    let mut lists = Vec::new();
+    for (file, r) in agents {
+        let steps = r
+            .extra
+            .get("capacity")
+            .and_then(|c| c["steps"].as_array())
+            .ok_or_else(|| {
+                format!("{file}: no extra.capacity.steps (not a profile agent's results)")
+            })?;
+        lists.push((*file, steps));
+    }
+    let n = lists.iter().map(|(_, s)| s.len()).min().unwrap_or(0);
+    let ended_sooner: Vec<serde_json::Value> = lists
+        .iter()
+        .filter(|(_, s)| s.len() == n && lists.iter().any(|(_, o)| o.len() > n))
+        .map(|(f, _)| serde_json::Value::from(*f))
+        .collect();
+    let mut steps = Vec::new();
+    for k in 0..n {
+        let mut rec = Recorder::new();
+        let (mut users, mut seconds, mut planned_s) = (0u64, 0.0f64, 0.0f64);
+        let (mut waits, mut cut_short) = (Waits::default(), false);
+        for (file, list) in &lists {
+            let s = &list[k];
+            users += s["users"].as_u64().unwrap_or(0);
+            seconds = seconds.max(s["seconds"].as_f64().unwrap_or(0.0));
+            planned_s = planned_s.max(s["planned_s"].as_f64().unwrap_or(0.0));
+            cut_short |= s["cut_short"].as_bool().unwrap_or(false);
+            waits.unstarted += s["summary"]["unstarted"].as_u64().unwrap_or(0);
+            waits.stuck_users += s["summary"]["stuck_users"].as_u64().unwrap_or(0);
+            let counters: Counters = serde_json::from_value(s["counters"].clone())
+                .map_err(|e| format!("{file}: step {k}'s counters are unreadable ({e}): written by a mailbench older than profile merging; run the agents again"))?;
+            rec.counters.add(&counters);
+            let latency: BTreeMap<String, HistJson> = serde_json::from_value(s["latency"].clone())
+                .map_err(|e| format!("{file}: step {k}'s histograms are unreadable ({e})"))?;
+            for (name, h) in &latency {
+                let m = STEPS
+                    .find(name)
+                    .ok_or_else(|| format!("{file}: step {k}: {name:?} is not a profile row"))?;
+                rec.add_samples(m, &h.to_hist());
+            }
+        }
+        let store = watcher
+            .and_then(|w| lists.get(w))
+            .and_then(|(_, l)| serde_json::from_value(l[k]["store"].clone()).ok());
+        let plan = StepPlan {
+            users,
+            length: Duration::from_secs_f64(planned_s),
+        };
+        steps.push(Step::judge(
+            &plan, seconds, &rec, store, &rules, waits, cut_short,
+        ));
+    }
+    let mut v = verdict(&steps, &population);
+    let interrupted: Vec<&str> = agents
+        .iter()
+        .filter(|(_, r)| r.interrupted)
+        .map(|(f, _)| *f)
+        .collect();
+    let partial = if !missing.is_empty() {
+        Some(format!(
+            "shard(s) {} missing: the capacity of part of the run's users is not the run's",
+            missing.join(", ")
+        ))
+    } else if !interrupted.is_empty() {
+        Some(format!(
+            "{} interrupted: its last step was not run to its end",
+            interrupted.join(", ")
+        ))
+    } else {
+        None
+    };
+    if partial.is_some() {
+        v.users = None;
+    }
+    let mut json = v.to_json(&steps, &rules, &population);
+    json["partial"] = partial.into();
+    json["ended_by"] = ended_sooner.into();
+    let sum = |k: &str| -> u64 {
+        agents
+            .iter()
+            .map(|(_, r)| r.summary.number(k).unwrap_or(0.0) as u64)
+            .sum()
+    };
+    let summary = ProfileSummary {
+        users: sum("users"),
+        capacity_users: v.users,
+        unstarted: sum("unstarted"),
+        stuck_users: sum("stuck_users"),
+        sut_cpu: steps.last().and_then(|s| s.summary.sut_cpu),
+        ..ProfileSummary::default()
+    };
+    Ok((json, summary))
+}
+
+/// Judges a merged profile run's capacity again (`merged`) and puts it in the merged
+/// results: `extra.capacity` and the summary's users, capacity and waits. Other kinds
+/// are left as they are.
+pub fn judge_merged(inputs: &[Input], merged_run: &mut Results) -> Result<(), String> {
+    if merged_run.command != crate::stats::kind::profile::PROFILE.name {
+        return Ok(());
+    }
+    let agents: Vec<(&str, &Results)> = inputs
+        .iter()
+        .map(|i| (i.name.as_str(), &i.results))
+        .collect();
+    let watcher = inputs
+        .iter()
+        .position(|i| i.results.extra.contains_key("sut"));
+    let missing: Vec<String> = merged_run.extra["merge"]["missing_shards"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(String::from))
+        .collect();
+    let (capacity, judged) = merged(&agents, watcher, &missing)?;
+    if let Summary::Profile(s) = &mut merged_run.summary {
+        s.users = judged.users;
+        s.capacity_users = judged.capacity_users;
+        s.unstarted = judged.unstarted;
+        s.stuck_users = judged.stuck_users;
+        s.sut_cpu = judged.sut_cpu;
+    }
+    merged_run.extra.insert("capacity".into(), capacity);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,6 +540,8 @@ mod tests {
                 ..ProfileSummary::default()
             },
             actions: BTreeMap::new(),
+            counters: Counters::default(),
+            latency: BTreeMap::new(),
             store: None,
             rules: Vec::new(),
             failed: 0,
@@ -415,14 +630,15 @@ mod tests {
 
     #[test]
     fn a_step_breaks_when_a_rule_holds() {
-        use crate::mailbox::profile::THRESHOLDS;
+        use crate::stats::kind::profile::PROFILE;
+        let thresholds = PROFILE.thresholds;
         let mut rec = Recorder::new();
         for ms in [400u64, 1600, 1900] {
-            rec.record(super::super::metric(None), Duration::from_millis(ms));
+            rec.record(action(), Duration::from_millis(ms));
         }
         rec.counters.sent = 3;
         rec.counters.accepted = 3;
-        let rule = |e: &str| Threshold::parse(e, &THRESHOLDS).expect(e);
+        let rule = |e: &str| Threshold::parse(e, &thresholds).expect(e);
         let s = Step::judge(
             &one_second(10),
             1.0,
@@ -473,11 +689,12 @@ mod tests {
     /// rule says; a step cut short is not judged; neither counts as capacity.
     #[test]
     fn failed_actions_and_a_cut_short_step_do_not_hold() {
-        use crate::mailbox::profile::THRESHOLDS;
-        let rule = Threshold::parse("mean(action)>1s", &THRESHOLDS).expect("rule");
+        use crate::stats::kind::profile::PROFILE;
+        let thresholds = PROFILE.thresholds;
+        let rule = Threshold::parse("mean(action)>1s", &thresholds).expect("rule");
         let mut rec = Recorder::new();
         for _ in 0..4 {
-            rec.record(super::super::metric(None), Duration::from_millis(3));
+            rec.record(action(), Duration::from_millis(3));
         }
         rec.counters.sent = 4;
         rec.counters.accepted = 1;
