@@ -14,7 +14,9 @@ const BUILT_FROM: [&str; 5] = ["src", "crates", "build.rs", "Cargo.toml", "Cargo
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let given = std::env::var("MAILBENCH_COMMIT").ok().filter(|c| !c.trim().is_empty());
+    let given = std::env::var("MAILBENCH_COMMIT")
+        .ok()
+        .filter(|c| !c.trim().is_empty());
     let commit = given
         .or_else(|| commit(&manifest))
         .unwrap_or_else(|| "unknown".to_string());

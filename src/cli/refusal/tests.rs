@@ -170,6 +170,7 @@ fn issue_40_every_flag_given_a_bad_value_is_one_line_naming_it() {
         let enum_values: Vec<String> = arg
             .get_possible_values()
             .iter()
+            .filter(|v| !v.is_hide_set())
             .map(|v| v.get_name().to_string())
             .collect();
         for bad in ["no-such-value", "0", "-3"] {
