@@ -3,7 +3,8 @@
 //! histograms and connections equal the agents' sums and what Dovecot's own log says
 //! connected; the capacity judged again on the summed steps equals what one agent with
 //! all the users finds on the same seed; a missing agent leaves the capacity unjudged;
-//! bad splits are refused in one line.
+//! bad splits are refused in one line. The same split started by a real Slurm (`srun`)
+//! merges the same way.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -80,6 +81,67 @@ fn steps(r: &Value) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// What every split of the nine users in three must show once merged: users dealt i,
+/// i+3, i+6; merged counts, steps and histograms the agents' sums; connections as
+/// Dovecot's log counts them (since `before`: its IMAP logins and LMTP connections); the
+/// capacity judged again on all actions: every step held.
+fn check_split(store: &Store, before: (usize, usize), parts: &[Value], m: &Value) {
+    // Users dealt: agent i runs virtual users i, i+3, i+6.
+    for (i, a) in parts.iter().enumerate() {
+        let users: Vec<&str> = a["extra"]["shard"]["users"]
+            .as_array()
+            .expect("the agent's users")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let want: Vec<String> = (0..3)
+            .map(|k| format!("user{}@store.test", i + 3 * k + 1))
+            .collect();
+        assert_eq!(users, want, "agent {i}'s users");
+        assert_eq!(steps(a).iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3]);
+    }
+    for key in ["actions", "completed", "late", "users"] {
+        let sum: u64 = parts.iter().map(|a| n(a, key)).sum();
+        assert_eq!(n(m, key), sum, "merged {key} against the agents' sum");
+    }
+    // Step by step: users and actions added up on the shared clock.
+    let merged_steps = steps(m);
+    for (k, s) in merged_steps.iter().enumerate() {
+        let sum = parts.iter().fold((0, 0), |acc, a| {
+            let p = steps(a)[k];
+            (acc.0 + p.0, acc.1 + p.1)
+        });
+        assert_eq!(*s, sum, "merged step {k} against the agents' sum");
+    }
+    for row in ["action", "login"] {
+        let sum: u64 = parts
+            .iter()
+            .map(|a| a["latency"][row]["count"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(m["latency"][row]["count"].as_u64(), Some(sum), "{row}");
+    }
+    assert_eq!((n(m, "errors"), n(m, "refused")), (0, 0));
+    // Dovecot's log: one IMAP login per virtual user, one LMTP connection per delivery.
+    let connections = m["counters"]["connections"].as_u64().unwrap_or(0) as usize;
+    let connected = || {
+        store.logged(&["imap-login: Info: Login: "]) - before.0
+            + store.logged(&["lmtp(", "Connect from"])
+            - before.1
+    };
+    crate::util::wait_until(Duration::from_secs(3), || connected() >= connections);
+    assert_eq!(connections, connected(), "connections vs Dovecot's log");
+    assert_eq!(
+        store.logged(&["imap-login: Info: Login: "]) - before.0,
+        9,
+        "nine users logged in once each"
+    );
+    // The capacity judged on all actions: every step held (far below a mean of 1 s).
+    let cap = &m["extra"]["capacity"];
+    assert_eq!(cap["capacity_users"], 9, "{cap:#}");
+    assert_eq!(n(m, "capacity_users"), 9);
+    assert!(cap["partial"].is_null() && cap["ended_by"] == serde_json::json!([]));
+}
+
 /// Split in three, merged: exact sums, Dovecot's log, and the capacity judged again as
 /// one agent with all nine users judges it on the same seed.
 #[test]
@@ -117,60 +179,8 @@ fn a_profile_split_in_three_merges_and_is_judged_again() {
     }
     let parts: Vec<Value> = files.iter().map(|f| results(f)).collect();
     let m = crate::util::split::merged(&files, &dir.0.join("merged.json"));
-    // Users dealt: agent i runs virtual users i, i+3, i+6.
-    for (i, a) in parts.iter().enumerate() {
-        let users: Vec<&str> = a["extra"]["shard"]["users"]
-            .as_array()
-            .expect("the agent's users")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        let want: Vec<String> = (0..3)
-            .map(|k| format!("user{}@store.test", i + 3 * k + 1))
-            .collect();
-        assert_eq!(users, want, "agent {i}'s users");
-        assert_eq!(steps(a).iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3]);
-    }
-    for key in ["actions", "completed", "late", "users"] {
-        let sum: u64 = parts.iter().map(|a| n(a, key)).sum();
-        assert_eq!(n(&m, key), sum, "merged {key} against the agents' sum");
-    }
-    // Step by step: users and actions added up on the shared clock.
+    check_split(&store, before, &parts, &m);
     let merged_steps = steps(&m);
-    for (k, s) in merged_steps.iter().enumerate() {
-        let sum = parts.iter().fold((0, 0), |acc, a| {
-            let p = steps(a)[k];
-            (acc.0 + p.0, acc.1 + p.1)
-        });
-        assert_eq!(*s, sum, "merged step {k} against the agents' sum");
-    }
-    for row in ["action", "login"] {
-        let sum: u64 = parts
-            .iter()
-            .map(|a| a["latency"][row]["count"].as_u64().unwrap_or(0))
-            .sum();
-        assert_eq!(m["latency"][row]["count"].as_u64(), Some(sum), "{row}");
-    }
-    assert_eq!((n(&m, "errors"), n(&m, "refused")), (0, 0));
-    // Dovecot's log: one IMAP login per virtual user, one LMTP connection per delivery.
-    let connections = m["counters"]["connections"].as_u64().unwrap_or(0) as usize;
-    let connected = || {
-        store.logged(&["imap-login: Info: Login: "]) - before.0
-            + store.logged(&["lmtp(", "Connect from"])
-            - before.1
-    };
-    crate::util::wait_until(Duration::from_secs(3), || connected() >= connections);
-    assert_eq!(connections, connected(), "connections vs Dovecot's log");
-    assert_eq!(
-        store.logged(&["imap-login: Info: Login: "]) - before.0,
-        9,
-        "nine users logged in once each"
-    );
-    // The capacity judged on all actions: every step held (far below a mean of 1 s).
-    let cap = &m["extra"]["capacity"];
-    assert_eq!(cap["capacity_users"], 9, "{cap:#}");
-    assert_eq!(n(&m, "capacity_users"), 9);
-    assert!(cap["partial"].is_null() && cap["ended_by"] == serde_json::json!([]));
 
     // One agent with all nine users on the same seed: the same steps and capacity; every
     // action the same draw, so the steps' counts agree within what the end of a run cuts.
@@ -227,6 +237,49 @@ fn a_profile_split_in_three_merges_and_is_judged_again() {
         .expect("merge");
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("2/3"));
+}
+
+/// The same split started by a real Slurm (`srun -n 3`, each agent its index from
+/// `SLURM_PROCID` through `--shard auto/3`) against the lab Dovecot: the merge shows what
+/// the local split does, as one agent with all nine users judges it (capacity 9).
+#[test]
+fn a_profile_split_by_srun_merges_as_the_local_split() {
+    let Some(store) = Store::start(&["--users", "9", "--fill", "5", "--fill-size", "2k"]) else {
+        return;
+    };
+    let cluster = crate::util::slurm::Slurm::start("slurm-profile", 4);
+    let dir = cluster.dir.clone();
+    let before = (
+        store.logged(&["imap-login: Info: Login: "]),
+        store.logged(&["lmtp(", "Connect from"]),
+    );
+    let at = start_in(Duration::from_secs(4));
+    let mut srun = cluster.command("srun");
+    srun.args(["-n", "3", "--time=2", "sh", "-c"])
+        .arg(format!(
+            r#"exec "$0" "$@" --json {}/p-$SLURM_PROCID.json"#,
+            dir.display()
+        ))
+        .args([env!("CARGO_BIN_EXE_mailbench"), "mailbox", "profile", "-q"])
+        .args(store.servers())
+        .args(WORKLOAD)
+        .args(["--shard", "auto/3", "--run-id", RUN_ID, "--start-at", &at]);
+    let out = cluster.run(srun, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "srun: {}\n{}",
+        describe(&["srun -n 3 mailbox profile"], &out),
+        cluster.logs()
+    );
+    let files: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("p-{i}.json"))).collect();
+    let parts: Vec<Value> = files.iter().map(|f| results(f)).collect();
+    let m = crate::util::split::merged(&files, &dir.join("merged.json"));
+    check_split(&store, before, &parts, &m);
+    let left = cluster.stop();
+    assert!(
+        left.is_empty(),
+        "left running after the cluster stopped: {left:?}"
+    );
 }
 
 /// Bad splits of a profile are refused in one line before anything runs.
