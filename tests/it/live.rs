@@ -420,3 +420,35 @@ fn issue_25_a_relays_metrics_show_its_deliveries_through_the_hold() {
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(0), "SIGTERM ends the hold");
 }
+
+/// Issue 44: a split agent's live lines name its shard (`/metrics` labels its series with
+/// it), so that agents' terminals side by side say which is which.
+#[test]
+fn a_split_agents_live_lines_name_its_shard() {
+    let sink = Sink::start(&[]);
+    let target = sink.target();
+    let at = crate::util::split::start_in(Duration::from_millis(1200));
+    let args = [
+        "send",
+        &target,
+        "--shard",
+        "1/2",
+        "--run-id",
+        "5a4d",
+        "--start-at",
+        &at,
+        "--rate",
+        "100/s",
+        "-z",
+        "2s",
+    ];
+    let out = mailbench().args(args).output().expect("mailbench send");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains(" msg/s ")).collect();
+    assert!(
+        !lines.is_empty() && lines.iter().all(|l| l.contains("s [shard 1/2] ")),
+        "expected every live line to name [shard 1/2]:\n{err}"
+    );
+    let _ = sink.stop();
+}

@@ -101,9 +101,16 @@ pub struct Snapshot {
 /// The shard label of this process, once `label_shard` set it.
 static SHARD: OnceLock<String> = OnceLock::new();
 
-/// Labels every series this process serves with `shard="I/N"`.
+/// Labels every series this process serves with `shard="I/N"`, and the live view's
+/// lines with it.
 pub fn label_shard(label: String) {
     let _ = SHARD.set(label);
+}
+
+/// This agent's shard (`I/N`), once `label_shard` set it: the live view names it, so
+/// that agents' terminals side by side say which is which.
+pub fn shard() -> Option<&'static str> {
+    SHARD.get().map(String::as_str)
 }
 
 impl Snapshot {

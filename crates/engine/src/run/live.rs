@@ -141,10 +141,11 @@ impl Live {
 
     /// An interval's figures: one line in Lines form, one labelled row each on screen.
     fn show(&self, t_s: f64, figures: &[(&str, String)]) {
+        let shard = super::exporter::shard().map_or(String::new(), |s| format!(" [shard {s}]"));
         match self {
             Live::Off => {}
             Live::Screen(s) => {
-                let rows: Vec<String> = std::iter::once(format!("mailbench   {t_s:.1} s"))
+                let rows: Vec<String> = std::iter::once(format!("mailbench   {t_s:.1} s{shard}"))
                     .chain(
                         figures
                             .iter()
@@ -155,7 +156,7 @@ impl Live {
             }
             Live::Lines => {
                 let line: Vec<&str> = figures.iter().map(|(_, f)| f.as_str()).collect();
-                say(&format!("{t_s:>7.1}s {}", line.join("  ")));
+                say(&format!("{t_s:>7.1}s{shard} {}", line.join("  ")));
             }
         }
     }
