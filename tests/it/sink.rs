@@ -609,7 +609,7 @@ fn issue_40_a_sink_seeing_half_a_run_stays_flat_and_counts_exactly() {
     let total = n.to_string();
     let half = |shard: &str, n: &str| {
         [
-            "send", &target, "-n", n, "-c", "4", "--size", "400", "--shard", shard, "--run-id",
+            "send", &target, "-n", n, "-c", "4", "--size", "512", "--shard", shard, "--run-id",
             run_id, "-q",
         ]
         .map(String::from)
@@ -749,5 +749,52 @@ fn the_sink_rate_is_over_its_active_span_not_the_idle_tail() {
     assert!(
         printed.contains("over the active span") && printed.contains(&format!("{rate:.1} msg/s")),
         "{printed}"
+    );
+}
+
+/// Issue 42: a standalone sink counts the traced messages whose body is not the one their
+/// trace header describes. Python's smtplib sends three, their `len` and `crc` made with
+/// zlib's CRC-32 (the standard one, not mailbench's code); the third's body is changed
+/// after its sum was taken: damaged 1, and the two intact ones not.
+#[test]
+fn the_sink_counts_a_body_altered_after_its_sum_as_damaged() {
+    let dir = TempDir::new("sink-damaged");
+    let json = dir.0.join("sink.json");
+    let sink = Sink::start(&["--json", &json.to_string_lossy()]);
+    let script = r#"
+import smtplib, sys, zlib
+s = smtplib.SMTP("127.0.0.1", int(sys.argv[1]), timeout=10)
+for seq in (1, 2, 3):
+    body = b"line one\r\nline %d\r\n" % seq
+    head = b"X-Mailbench-Trace: run=00000000000d4a9e; seq=%d; t=1; len=%010d; crc=%08x\r\nSubject: s\r\n" % (seq, len(body), zlib.crc32(body))
+    if seq == 3:
+        body = body.replace(b"one", b"0ne")
+    s.sendmail("a@x.test", ["b@y.test"], head + b"\r\n" + body)
+s.quit()
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &sink.port.to_string()])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        describe(&["python3 smtplib"], &out)
+    );
+    let (code, printed) = sink.stop();
+    assert_eq!(code, Some(0), "{printed}");
+    let s = results(&json)["summary"].clone();
+    assert_eq!(
+        (
+            s["messages"].as_u64(),
+            s["damaged"].as_u64(),
+            s["untracked"].as_u64()
+        ),
+        (Some(3), Some(1), Some(0)),
+        "3 arrived, 1 of them altered: {s:#}"
+    );
+    assert!(
+        printed.contains("damaged 1 (cut or altered)"),
+        "the summary's traced line: {printed}"
     );
 }

@@ -232,6 +232,7 @@ fn summarize(sh: &Shared, f: &Finished, runs: &BTreeMap<String, RunReport>) -> S
         untracked: d.correlator.untracked(),
         duplicates: d.correlator.duplicates(),
         missing: runs.values().map(|r| r.missing_count).sum(),
+        damaged: load(&d.damaged_copies),
         faults: sh
             .faults
             .counts()

@@ -188,6 +188,10 @@ pub struct SinkSummary {
     pub null_sender: u64,
     /// Arrivals without a readable trace header.
     pub untracked: u64,
+    /// Copies of traced messages whose body is not the one their trace header describes
+    /// (length and CRC-32): cut or altered on the way, though they arrived.
+    #[serde(default)]
+    pub damaged: u64,
     /// Messages per second over `active_s`.
     pub msgs_per_sec: f64,
     /// The same per minute.
@@ -228,6 +232,8 @@ pub struct SinkTallies {
     pub duplicates: u64,
     /// Sequence numbers below the highest seen that never arrived.
     pub missing: u64,
+    /// Copies whose body is not the one their trace header describes.
+    pub damaged: u64,
     /// Injected faults by kind.
     pub faults: BTreeMap<String, u64>,
     /// DSNs sent.
@@ -265,6 +271,7 @@ impl SinkSummary {
                 .saturating_sub(t.refused + t.abandoned + t.unconfirmed),
             null_sender: t.null_sender,
             untracked: t.untracked,
+            damaged: t.damaged,
             msgs_per_sec: c.accepted as f64 / span,
             mpm: c.accepted as f64 / span * 60.0,
             active_s,

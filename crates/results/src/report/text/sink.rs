@@ -26,8 +26,8 @@ pub fn render_sink(r: &Results, headline: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "  traced     missing {}  of them lost {}  duplicates {}  given up by the client {}  reply never delivered {}  null sender {}",
-        s.missing, s.lost, s.duplicates, s.abandoned, s.unconfirmed, s.null_sender
+        "  traced     missing {}  of them lost {}  duplicates {}  damaged {} (cut or altered)  given up by the client {}  reply never delivered {}  null sender {}",
+        s.missing, s.lost, s.duplicates, s.damaged, s.abandoned, s.unconfirmed, s.null_sender
     );
     let _ = writeln!(
         out,

@@ -31,6 +31,7 @@ pub const SINK: Kind = Kind {
             "lost",
             "null_sender",
             "untracked",
+            "damaged",
             "msgs_per_sec",
             "mpm",
             "active_s",

@@ -498,6 +498,7 @@ fn sink_summary(
         untracked: sum(|s| s.untracked),
         duplicates: runs.values().map(|r| r.duplicates).sum(),
         missing: runs.values().map(|r| r.missing_count).sum(),
+        damaged: sum(|s| s.damaged),
         faults,
         bounces,
     };
