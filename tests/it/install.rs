@@ -218,13 +218,21 @@ fn version_without_git_is_unknown_not_a_failed_build() {
     );
     let src = dir.0.join("mailbench-0.1.0");
     std::fs::create_dir_all(&src).expect("mkdir");
+    // Cargo hands a build script's rustc-env to the tests it runs: this process has
+    // MAILBENCH_COMMIT, which the script would take as the builder's.
+    let stamp = |given: Option<&str>| {
+        let mut c = Command::new(&exe);
+        c.current_dir(&src)
+            .env("CARGO_MANIFEST_DIR", &src)
+            .env("GIT_CEILING_DIRECTORIES", &dir.0)
+            .env_remove("MAILBENCH_COMMIT");
+        if let Some(g) = given {
+            c.env("MAILBENCH_COMMIT", g);
+        }
+        stdout_of(&mut c)
+    };
     let unknown = |why: &str| {
-        let out = stdout_of(
-            Command::new(&exe)
-                .current_dir(&src)
-                .env("CARGO_MANIFEST_DIR", &src)
-                .env("GIT_CEILING_DIRECTORIES", &dir.0),
-        );
+        let out = stamp(None);
         assert!(
             out.lines()
                 .any(|l| l == "cargo:rustc-env=MAILBENCH_COMMIT=unknown"),
@@ -232,6 +240,13 @@ fn version_without_git_is_unknown_not_a_failed_build() {
         );
     };
     unknown("no git at all");
+    // An image's build names the commit itself (the Dockerfile's build argument).
+    let out = stamp(Some("feedbee"));
+    assert!(
+        out.lines()
+            .any(|l| l == "cargo:rustc-env=MAILBENCH_COMMIT=feedbee"),
+        "the builder's MAILBENCH_COMMIT: {out}"
+    );
     // Unpacked inside a packager's own repository: not that repository's commit.
     let git = tool("git", "git");
     stdout_of(Command::new(&git).args(["init", "-q"]).arg(&dir.0));
@@ -245,7 +260,8 @@ fn version_without_git_is_unknown_not_a_failed_build() {
     let out = stdout_of(
         Command::new(&exe)
             .current_dir(&src)
-            .env("CARGO_MANIFEST_DIR", &src),
+            .env("CARGO_MANIFEST_DIR", &src)
+            .env_remove("MAILBENCH_COMMIT"),
     );
     assert!(
         out.lines()
