@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use super::host::{self, QueueDir, io};
 use super::{
@@ -174,6 +175,15 @@ impl Lab {
         host::wait_for_greeting(lab.endpoints.pop3, &lab.name, "dovecot", &pids)?;
         let mut lab = lab;
         let log = lab.dir.join("log/dovecot.log");
+        // Dovecot's processes log through its log process, a moment later: what they said
+        // while starting is in the file once the greeting probes' own `pop3-login:` line
+        // is (a deadline, for a logging setting that leaves it out).
+        let probed = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < probed
+            && !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("pop3-login: "))
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let said = host::start_complaints(&log, &["Fatal: ", "Error: ", "Warning: "], "Dovecot");
         lab.notices.extend(said);
         Ok(lab)
