@@ -152,7 +152,7 @@ pub(crate) fn run_faulted(
     let f = &r["extra"]["fault"];
     assert_eq!(f["fired"], true, "the fault fired: {f:#}");
     assert_eq!(s["fault"].as_str(), Some(fault));
-    assert_eq!(s["fault_accepted_before"].as_u64(), Some(before), "{s:#}");
+    assert_fired_after(s, before);
     let accepted: BTreeSet<u64> = f["accepted_seqs"]
         .as_array()
         .expect("accepted_seqs")
@@ -170,6 +170,20 @@ pub(crate) fn run_faulted(
         accepted.len()
     );
     (r, accepted)
+}
+
+/// Checks that a fault set to fire after `before` accepted messages fired there. The
+/// trigger looks at the count every 2 ms while 4 connections send, so an accept or two
+/// more can land between the count reaching `before` and the trigger seeing it (a CI run
+/// counted 101 for crash@100): the figure is what had been accepted when the fault
+/// fired, never below the trigger and at most one reply per connection above it.
+pub(crate) fn assert_fired_after(summary: &serde_json::Value, before: u64) {
+    let at = summary["fault_accepted_before"].as_u64().unwrap_or(0);
+    assert!(
+        (before..=before + 4).contains(&at),
+        "fault_accepted_before: expected {before} to {}, got {at}: {summary:#}",
+        before + 4
+    );
 }
 
 /// Runs `relay --lab postfix` with `fault` after 150 of 400 messages and checks every
@@ -460,7 +474,7 @@ fn a_full_disk_draws_452s_counted_as_postfix_logs_them_and_loses_nothing() {
         Some(64 << 20)
     );
     assert_eq!(f["fired"], true, "{f:#}");
-    assert_eq!(s["fault_accepted_before"].as_u64(), Some(100), "{s:#}");
+    assert_fired_after(s, 100);
     // 1 MiB free, give or take what Postfix wrote or removed between the fill and the
     // look (a few blocks).
     assert_eq!(f["queue_fs_bytes"].as_u64(), Some(64 << 20), "{f:#}");
