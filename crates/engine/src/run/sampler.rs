@@ -138,6 +138,8 @@ pub struct Observed {
     interval_s: f64,
     readings: Vec<Reading>,
     grown: Vec<Grown>,
+    /// The CPUs the watched processes can use at most: no point shows more.
+    cores: f64,
 }
 
 /// The counters grown since the first reading, at one reading. A count that went down (a
@@ -349,6 +351,7 @@ impl Observed {
             interval_s,
             readings,
             grown,
+            cores: crate::stats::cpu::online_cpus() as f64,
         }
     }
 
@@ -428,7 +431,8 @@ impl Observed {
         let (first, last) = self.span();
         let offset = (zero_us as f64 - self.origin_us as f64) / 1e6;
         let disk = self.readings.iter().all(|r| r.disk.is_some());
-        for p in series.iter_mut() {
+        let mut watched = vec![0.0; series.len()];
+        for (p, watched) in series.iter_mut().zip(watched.iter_mut()) {
             let (from, to) = (p.t_s - p.dt_s + offset, p.t_s + offset);
             let (a, b) = (from.max(first), to.min(last));
             if b - a <= 1e-6 {
@@ -436,6 +440,7 @@ impl Observed {
                 p.relay.queue = None;
                 continue;
             }
+            *watched = b - a;
             let (ga, gb) = (self.grown_at(a), self.grown_at(b));
             let dt = b - a;
             let per_s = |x: f64, y: f64| (y - x) / dt;
@@ -482,6 +487,7 @@ impl Observed {
             p.relay.sut = Some(point);
             p.relay.queue = end.and_then(|r| r.queue);
         }
+        level_cpu(series, &watched, self.cores);
     }
 
     /// The whole run's report (`extra.sut` in the results): totals from the first reading
@@ -706,6 +712,54 @@ fn first_number(text: &str) -> Option<f64> {
     text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
         .find(|t| !t.is_empty() && t.chars().any(|c| c.is_ascii_digit()))
         .and_then(|t| t.parse().ok())
+}
+
+/// Gives back to the points before it the CPU a point shows beyond what `cores` can do in
+/// its `watched` seconds. `/proc` shows CPU late: a process's reaped children only when
+/// it reaps them, a process born since the last reading with all it used before it was
+/// found; a point can so show more than the machine has (201 % on two cores), work done
+/// in the points before it. The excess goes to the nearest earlier point with room (to
+/// later ones when the first is full too), the user/system split kept, so the points
+/// still add up to the run's total and none is above the machine.
+fn level_cpu(series: &mut [IntervalPoint], watched: &[f64], cores: f64) {
+    let secs = |p: &IntervalPoint, w: f64| {
+        p.relay
+            .sut
+            .as_ref()
+            .map_or(0.0, |s| (s.cpu_user_pct + s.cpu_sys_pct) / 100.0 * w)
+    };
+    let mut used: Vec<f64> = series
+        .iter()
+        .zip(watched)
+        .map(|(p, w)| secs(p, *w))
+        .collect();
+    let room = |i: usize| cores * watched[i];
+    let n = used.len();
+    let mut spill = 0.0;
+    for i in (0..n).rev().chain(0..n) {
+        if series[i].relay.sut.is_none() {
+            continue;
+        }
+        let have = used[i] + spill;
+        used[i] = have.min(room(i));
+        spill = have - used[i];
+    }
+    // Every point full (the readings disagree with the clock): the total is kept.
+    if let Some(last) = (0..n).rev().find(|i| series[*i].relay.sut.is_some()) {
+        used[last] += spill;
+    }
+    for (i, p) in series.iter_mut().enumerate() {
+        let Some(s) = p.relay.sut.as_mut() else {
+            continue;
+        };
+        let was = s.cpu_user_pct + s.cpu_sys_pct;
+        let now = used[i] / watched[i].max(1e-9) * 100.0;
+        if (now - was).abs() > 1e-9 {
+            let sys = if was > 0.0 { s.cpu_sys_pct / was } else { 0.0 };
+            s.cpu_sys_pct = now * sys;
+            s.cpu_user_pct = now - s.cpu_sys_pct;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -69,6 +69,18 @@ pub fn cpu_count() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The machine's CPUs, however many this process may use: what a server under test (in
+/// its own cgroup, on its own cores) can use at most.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf reads a system constant and has no preconditions.
+    #[allow(unsafe_code)]
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n)
+        .ok()
+        .filter(|n| *n > 0)
+        .unwrap_or_else(cpu_count)
+}
+
 /// This thread's CPU time, ns: one clock_gettime, for costs of tens of µs or more (a
 /// signature) measured apart from the wall clock a busy machine stretches.
 pub fn thread_ns() -> u64 {

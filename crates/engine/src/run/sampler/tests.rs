@@ -49,6 +49,7 @@ fn each_point_gets_what_grew_over_its_own_span_and_the_points_add_up_to_the_tota
             at(4.16, 4.2, 400),
         ],
     );
+    let o = Observed { cores: 2.0, ..o };
     let mut series = vec![
         point(1.0, 1.0),
         point(2.0, 1.0),
@@ -81,6 +82,63 @@ fn each_point_gets_what_grew_over_its_own_span_and_the_points_add_up_to_the_tota
     assert!((r["cpu_peak_pct"].as_f64().unwrap_or(0.0) - 180.0).abs() < 1e-9);
     assert_eq!(r["disk_write_kib"], 400.0);
     assert!((r["disk_write_kib_per_s"].as_f64().unwrap_or(0.0) - 400.0 / 4.16).abs() < 1e-9);
+}
+
+#[test]
+fn cpu_shown_late_beyond_the_machine_goes_back_to_the_points_before_it() {
+    // Two cores. /proc showed 2.6 s in the third second (children reaped then, used over
+    // the seconds before): 0.6 s more than two cores can do in a second goes back to the
+    // second (1.5 s: room for 0.5) and then the first (1.0 s: 0.1 of its room). A first
+    // point over the machine gives its excess forward.
+    let o = Observed::new(
+        None,
+        0,
+        1.0,
+        vec![
+            at(0.0, 0.0, 0),
+            at(1.0, 1.0, 0),
+            at(2.0, 2.5, 0),
+            at(3.0, 5.1, 0),
+            at(4.0, 5.6, 0),
+        ],
+    );
+    let o = Observed { cores: 2.0, ..o };
+    let mut series = vec![
+        point(1.0, 1.0),
+        point(2.0, 1.0),
+        point(3.0, 1.0),
+        point(4.0, 1.0),
+    ];
+    o.fill(&mut series, 0);
+    let got: Vec<f64> = series
+        .iter()
+        .map(|p| (cpu(p) * 1e6).round() / 1e6)
+        .collect();
+    assert_eq!(got, [110.0, 200.0, 200.0, 50.0], "CPU per point");
+    let s = series[0].relay.sut.as_ref().expect("a reading");
+    assert!(
+        (s.cpu_sys_pct - 22.0).abs() < 1e-9,
+        "the split is kept: {}",
+        s.cpu_sys_pct
+    );
+    let r = o.report(&series);
+    assert!((r["cpu_peak_pct"].as_f64().unwrap_or(0.0) - 200.0).abs() < 1e-9);
+    assert!((r["cpu_avg_pct"].as_f64().unwrap_or(0.0) - 5.6 / 4.0 * 100.0).abs() < 1e-9);
+
+    let o = Observed::new(
+        None,
+        0,
+        1.0,
+        vec![at(0.0, 0.0, 0), at(1.0, 2.3, 0), at(2.0, 2.5, 0)],
+    );
+    let o = Observed { cores: 2.0, ..o };
+    let mut series = vec![point(1.0, 1.0), point(2.0, 1.0)];
+    o.fill(&mut series, 0);
+    let got: Vec<f64> = series
+        .iter()
+        .map(|p| (cpu(p) * 1e6).round() / 1e6)
+        .collect();
+    assert_eq!(got, [200.0, 50.0], "the first point's excess goes forward");
 }
 
 #[test]
@@ -117,6 +175,7 @@ fn a_process_that_leaves_the_tree_takes_nothing_back() {
             at(3.0, 1.0, 0),
         ],
     );
+    let o = Observed { cores: 2.0, ..o };
     let mut series = vec![point(1.0, 1.0), point(2.0, 1.0), point(3.0, 1.0)];
     o.fill(&mut series, 0);
     let got: Vec<f64> = series.iter().map(cpu).collect();
