@@ -399,20 +399,26 @@ fn issue_9_6_26_a_reply_the_mta_gave_up_on_is_no_delivery_and_the_drain_waits_fo
     );
 }
 
-#[test]
-fn issue_9_7_the_mtas_bounces_are_not_deliveries_and_not_losses() {
-    // One recipient in ten asks the sink for a permanent refusal: Postfix bounces those
-    // messages to the sender, through the same sink.
-    let dir = TempDir::new("relay-bounce");
+/// Relays `n` messages (with `content`: `--size 2k`, or `--eml FILE`) to a list whose
+/// every tenth recipient the sink refuses for good, so that Postfix bounces those to the
+/// sender through the same sink; returns the results (`r.json` in `dir`, Postfix's log
+/// beside it).
+fn bounced_run(dir: &TempDir, n: u64, content: &[&str]) -> Option<serde_json::Value> {
     let list = dir.0.join("rcpts.txt");
     let mut text = String::from("permfail@example.com\n");
     for i in 1..10 {
         text += &format!("user{i}@example.com\n");
     }
     std::fs::write(&list, text).expect("recipient list");
-    let l = list.to_string_lossy().to_string();
-    let args = ["-n", "1000", "--size", "2k", "--recipients", &l];
-    let Some(r) = relay(&args, &dir.0.join("r.json")) else {
+    let (l, n) = (list.to_string_lossy().to_string(), n.to_string());
+    let args = [&["-n", &n, "--recipients", &l][..], content].concat();
+    relay(&args, &dir.0.join("r.json"))
+}
+
+#[test]
+fn issue_9_7_the_mtas_bounces_are_not_deliveries_and_not_losses() {
+    let dir = TempDir::new("relay-bounce");
+    let Some(r) = bounced_run(&dir, 1000, &["--size", "2k"]) else {
         return;
     };
     let s = &r["summary"];
@@ -422,10 +428,63 @@ fn issue_9_7_the_mtas_bounces_are_not_deliveries_and_not_losses() {
     assert_eq!(s["bounced"], 100, "{s:#}");
     assert_eq!(s["bounces"], 100, "{s:#}");
     assert_eq!(s["lost"], 0, "{s:#}");
+    assert_eq!(
+        s["maillog_sent"], 900,
+        "Postfix logged the deliveries: {s:#}"
+    );
     assert_eq!(s["drained"], true, "{s:#}");
     assert!(
         s["drain_s"].as_f64() < Some(60.0),
         "the drain ends when the queue is empty, not at the timeout: {s:#}"
+    );
+}
+
+/// A message file carrying its own Message-ID is sent with the run's per copy (it was
+/// sent as is: Postfix's log named every copy by the file's Message-ID, the relay read
+/// none of them back, said `maillog_sent 0` and counted Postfix's bounces lost). Postfix's
+/// log is read here directly: each copy has its own run Message-ID, the file's is gone.
+#[test]
+fn a_message_files_copies_are_each_named_in_postfixs_log() {
+    let dir = TempDir::new("relay-bounce-eml");
+    let eml = dir.0.join("own-id.eml");
+    std::fs::write(
+        &eml,
+        "From: a@example.org\nTo: b@example.com\nSubject: its own id\nMessage-ID: <fixed@example.org>\n\nhello\n.dot line\n",
+    )
+    .expect("write the file");
+    let e = eml.to_string_lossy().to_string();
+    let Some(r) = bounced_run(&dir, 200, &["--eml", &e]) else {
+        return;
+    };
+    let s = &r["summary"];
+    assert_eq!(
+        (
+            s["delivered"].as_u64(),
+            s["bounced"].as_u64(),
+            s["lost"].as_u64(),
+            s["damaged"].as_u64(),
+            s["maillog_sent"].as_u64()
+        ),
+        (Some(180), Some(20), Some(0), Some(0), Some(180)),
+        "delivered, bounced, lost, damaged, maillog_sent: {s:#}"
+    );
+    let log_path = dir.0.join("r.maillog.0");
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let ids: std::collections::BTreeSet<&str> = log
+        .lines()
+        .filter(|l| l.contains("postfix/cleanup") && l.contains("message-id=<"))
+        .filter_map(|l| l.split("message-id=<").nth(1)?.split('>').next())
+        .filter(|id| id.ends_with("@mailbench.test"))
+        .collect();
+    assert_eq!(
+        ids.len(),
+        200,
+        "one Message-ID per copy in {}",
+        log_path.display()
+    );
+    assert!(
+        !log.contains("fixed@example.org"),
+        "the file's own Message-ID is gone"
     );
 }
 

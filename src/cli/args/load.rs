@@ -134,10 +134,12 @@ pub struct MessageArgs {
     /// a smaller size is refused, and a range below it starts there.
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
-    /// Send this message file (headers and body) instead of generated messages.
+    /// Send this message file (headers and body) instead of generated messages. Each copy
+    /// gets its own Message-ID (the file's is replaced) and a trace header.
     #[arg(long, value_name = "FILE", conflicts_with = "eml")]
     pub body: Option<PathBuf>,
-    /// Send the *.eml files of this directory, round-robin.
+    /// Send the *.eml files of this directory, round-robin (each copy with its own
+    /// Message-ID and trace header, as --body).
     #[arg(long, value_name = "DIR")]
     pub eml: Option<PathBuf>,
     /// Add a base64 attachment of this size to generated messages.

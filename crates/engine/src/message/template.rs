@@ -119,7 +119,8 @@ pub enum Content {
         /// `LINE - 1` characters and CRLF; its ends are the short last lines.
         tail: Bytes,
     },
-    /// Real messages, used round-robin; they carry their own Message-ID.
+    /// Real messages, used round-robin; their own Message-ID removed (each copy gets the
+    /// run's).
     Files(Vec<Template>),
 }
 
@@ -154,7 +155,7 @@ impl Content {
         let built = builder
             .write_to_vec()
             .map_err(|e| format!("cannot build the message template: {e}"))?;
-        let built = strip_header_line(&built, "Message-ID:");
+        let built = strip_header_field(&built, "Message-ID");
         let header_len = memchr::memmem::find(&built, b"\r\n\r\n")
             .map(|p| p + 4)
             .ok_or("generated message has no header/body separator")?;
@@ -208,7 +209,12 @@ impl Content {
             if text.is_empty() {
                 return Err(format!("message file {} is empty", f.display()));
             }
-            templates.push(Template::from_message(&text));
+            // The file's own Message-ID would be every copy's: the run's per message
+            // replaces it (MTAs log it, and the relay reads its messages back by it).
+            templates.push(Template::from_message(&strip_header_field(
+                &normalize_crlf(&text),
+                "Message-ID",
+            )));
         }
         Ok(Content::Files(templates))
     }
@@ -223,11 +229,6 @@ impl Content {
             } if !fixed => Some(header_len + prefix_len),
             _ => None,
         }
-    }
-
-    /// True when per-message prefixes should add a Message-ID.
-    pub fn wants_message_id(&self) -> bool {
-        matches!(self, Content::Generated { .. })
     }
 
     /// The body of message `seq`, whose per-message prefix is `prefix_len` octets long. A
@@ -294,24 +295,31 @@ fn split_body(n: usize) -> (usize, usize) {
     }
 }
 
-/// Removes the first header line starting with `name` (case-insensitive) from the header
-/// section.
-fn strip_header_line(msg: &[u8], name: &str) -> Vec<u8> {
+/// Removes every field `name` (case-insensitive, with its folded continuation lines) from
+/// the header section of `msg` (CRLF lines).
+fn strip_header_field(msg: &[u8], name: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(msg.len());
     let mut pos = 0;
+    let mut dropping = false;
     while pos < msg.len() {
         let end = memchr::memchr(b'\n', &msg[pos..]).map_or(msg.len(), |p| pos + p + 1);
         let line = &msg[pos..end];
         if line == b"\r\n" {
             break;
         }
-        if line.len() >= name.len() && line[..name.len()].eq_ignore_ascii_case(name.as_bytes()) {
-            let mut out = msg[..pos].to_vec();
-            out.extend_from_slice(&msg[end..]);
-            return out;
+        let folded = line.first().is_some_and(|b| *b == b' ' || *b == b'\t');
+        if !folded {
+            dropping = line.len() > name.len()
+                && line[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+                && line[name.len()] == b':';
+        }
+        if !dropping {
+            out.extend_from_slice(line);
         }
         pos = end;
     }
-    msg.to_vec()
+    out.extend_from_slice(&msg[pos..]);
+    out
 }
 
 #[cfg(test)]
@@ -391,6 +399,27 @@ mod tests {
         assert!(text.contains("Content-Transfer-Encoding: base64"));
         assert!(raw.len() > 97 * 1024 * 4 / 3);
         assert!(Content::generate(&spec(1, 2, 10)).is_err());
+    }
+
+    #[test]
+    fn a_files_own_message_id_is_removed_folded_lines_and_all() {
+        let dir = std::env::temp_dir().join(format!("mb-eml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let f = dir.join("a.eml");
+        std::fs::write(
+            &f,
+            "Subject: x\nmessage-id:\n <own@example.org>\nMessage-IDX: kept\nTo: b\n\nMessage-ID: <in the body>\n",
+        )
+        .expect("write");
+        let c = Content::from_path(&f).expect("read");
+        let _ = std::fs::remove_dir_all(&dir);
+        let Content::Files(t) = c else {
+            panic!("files")
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&t[0].raw),
+            "Subject: x\r\nMessage-IDX: kept\r\nTo: b\r\n\r\nMessage-ID: <in the body>\r\n"
+        );
     }
 
     #[test]

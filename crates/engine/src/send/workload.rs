@@ -58,14 +58,11 @@ impl Workload {
             })
             .collect();
         let sent_us = crate::stats::clock::unix_us();
-        let mut prefix = prefix(
-            Trace {
-                run: self.run_id,
-                seq,
-                sent_us,
-            },
-            self.content.wants_message_id(),
-        );
+        let mut prefix = prefix(Trace {
+            run: self.run_id,
+            seq,
+            sent_us,
+        });
         let body = self.content.pick(seq, prefix.len(), rng);
         // The trace line comes first and ends with its sum's slot and CRLF.
         let slot = trace_line_len(&prefix) - 2 - BodySum::WIDTH;
@@ -97,18 +94,16 @@ fn trace_line_len(prefix: &[u8]) -> usize {
 }
 
 /// A message's own header lines, above the shared template: its trace header (with a slot
-/// for its body's sum) and, for a generated message, its Message-ID (`<RUN.SEQ@mailbench.test>`, which MTAs log and
-/// the relay reads back from their logs).
-fn prefix(trace: Trace, message_id: bool) -> BytesMut {
+/// for its body's sum) and its Message-ID (`<RUN.SEQ@mailbench.test>`, which MTAs log and
+/// the relay reads back from their logs; a message file's own is removed when read).
+fn prefix(trace: Trace) -> BytesMut {
     let mut prefix = BytesMut::with_capacity(160);
     trace.write_with_sum_slot(&mut prefix);
-    if message_id {
-        let _ = write!(
-            prefix,
-            "Message-ID: <{:016x}.{}@mailbench.test>\r\n",
-            trace.run, trace.seq
-        );
-    }
+    let _ = write!(
+        prefix,
+        "Message-ID: <{:016x}.{}@mailbench.test>\r\n",
+        trace.run, trace.seq
+    );
     prefix
 }
 
@@ -117,14 +112,11 @@ fn prefix(trace: Trace, message_id: bool) -> BytesMut {
 /// message asked for a size below its header section and these cannot be made that
 /// small.
 pub fn longest_prefix() -> usize {
-    prefix(
-        Trace {
-            run: u64::MAX,
-            seq: u64::MAX,
-            sent_us: 9_999_999_999_999_999,
-        },
-        true,
-    )
+    prefix(Trace {
+        run: u64::MAX,
+        seq: u64::MAX,
+        sent_us: 9_999_999_999_999_999,
+    })
     .len()
 }
 
