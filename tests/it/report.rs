@@ -382,6 +382,7 @@ fn reports_of_every_command_draw_in_a_real_browser_and_match_their_results() {
                 fig(&r, "drain_mpm", "/summary/drain_mpm"),
                 fig(&r, "delivered", "/summary/delivered"),
                 fig(&r, "lost", "/summary/lost"),
+                fig(&r, "damaged", "/summary/damaged"),
                 fig(&r, "duplicates", "/summary/duplicates"),
                 fig(&r, "e2e_p50_ms", "/summary/e2e_p50_ms"),
                 fig(&r, "e2e_p99_ms", "/summary/e2e_p99_ms"),

@@ -85,6 +85,12 @@ pub const RELAY: Headline = Headline {
             value: |d| at(d, "/summary/lost"),
         },
         Figure {
+            id: "damaged",
+            label: "damaged (arrived cut or altered)",
+            unit: "",
+            value: |d| at(d, "/summary/damaged"),
+        },
+        Figure {
             id: "duplicates",
             label: "duplicates",
             unit: "",
@@ -354,7 +360,7 @@ mod tests {
     #[test]
     fn figures_read_their_place_and_work_out_the_rest() {
         let doc = serde_json::json!({
-            "summary": {"drain_mpm": 1234.5, "delivered_messages": 400, "lost": 0},
+            "summary": {"drain_mpm": 1234.5, "delivered_messages": 400, "lost": 0, "damaged": 2},
             "extra": {"sut": {"cpu_user_s": 1.0, "cpu_sys_s": 0.5},
                       "dns": {"faults": [{"fired": 3}, {"fired": 4}]}},
             "config": {"relay": {"lab": null}},
@@ -365,6 +371,7 @@ mod tests {
         };
         assert_eq!(get(&RELAY, "drain_mpm"), Some(1234.5.into()));
         assert_eq!(get(&RELAY, "lost"), Some(0.into()));
+        assert_eq!(get(&RELAY, "damaged"), Some(2.into()));
         assert_eq!(get(&RELAY, "mta"), None, "a relay without a lab MTA");
         assert_eq!(get(&RELAY, "mta_cpu_ms_per_message"), Some(3.75.into()));
         assert_eq!(get(&DNS, "faults_fired"), Some(7.into()));
