@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the side-by-side benchmarks (send, sink, relay, pop3, imap), the report's size, the
 # live view's overhead, DKIM's cost, the flush benchmark, the test DNS against NSD, DNS
-# in the relay and the four lab MTAs compared, and keeps their output in
+# in the relay, the lab MTAs compared and their durability under faults, and keeps their output in
 # bench/runs/<date>-<host>/. Usage: bench/run.sh [--quick] [--no-postal]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,3 +29,4 @@ command -v dnsperf >/dev/null 2>&1 || apt-get install -y -qq --no-install-recomm
 python3 bench/dns_vs_nsd.py --out "$dir"
 python3 bench/relay_dns.py --out "$dir"
 python3 bench/mta_compare.py --out "$dir"
+python3 bench/durability.py --out "$dir"

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Does each lab MTA keep the mail it accepted? Every lab MTA under each fault (issue 42),
+in rounds, in one run: `mailbench relay --lab MTA --fault KIND@N` sends N messages at 100/s
+while the sink takes 60/s (so the queue holds mail when the fault fires), then the MTA is
+crashed (SIGKILL of every process), its power cut (the queue on LazyFS, unsynced writes
+dropped) or its disk filled (the queue on a small ext4 held full for a second), restarted
+on the same queue and drained. Each cell is the median of the rounds and their range:
+accepted, lost (accepted and never delivered), damaged (arrived cut or altered), duplicated,
+the 4xx refused while the disk was full, files LazyFS listed unsynced at the cut, and the
+time from the restart to the last delivery. A configuration documented as unsafe runs
+beside the defaults (`--variant`). A fault a lab does not take yet is shown as such: its
+one-line refusal is mailbench's own.
+
+Usage: bench/durability.py [--rounds 3] [-n 300] [--at 100]
+       [--mtas postfix,exim,opensmtpd,sendmail,qmail] [--faults crash,power-loss,disk-full]
+       [--variant sendmail:SuperSafe=False] [--no-variant] [--bin PATH] [--out DIR]
+Needs root, FUSE (LazyFS: scripts/install-deps.sh builds it), Postfix and
+scripts/install-mtas.sh. Loopback only; every run is bounded in count and time (a
+drain of 60 s at most).
+"""
+import json, os, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import arg, flag, scratch  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MTAS = arg("--mtas", "postfix,exim,opensmtpd,sendmail,qmail").split(",")
+FAULTS = arg("--faults", "crash,power-loss,disk-full").split(",")
+ROUNDS, N, AT = arg("--rounds", 3), arg("-n", 300), arg("--at", 100)
+VARIANT = None if flag("--no-variant") else arg("--variant", "sendmail:SuperSafe=False")
+MB = arg("--bin", "") or os.path.join(ROOT, "target", "release", "mailbench")
+OUT = arg("--out", "")
+# The figures of a cell, as the relay summary spells them, and their column heads.
+FIGURES = [("accepted", "accepted"), ("lost", "lost"), ("damaged", "damaged"),
+           ("fault_duplicated_messages", "dup"), ("fault_refused_4xx", "4xx"),
+           ("fault_unsynced_files", "unsynced"), ("restart_last_delivery_s", "drain s")]
+
+
+def one(mta, conf, fault, work):
+    """One faulted run: the relay summary, or the line mailbench refused it with."""
+    json_path = os.path.join(work, f"{mta}-{fault}-{time.monotonic_ns()}.json")
+    cmd = [MB, "relay", "--lab", mta, "-n", str(N), "-c", "4", "--size", "1k",
+           "--rate", "100/s", "--sink-rule", "data_end:pace=60/s",
+           "--fault", f"{fault}@{AT}", "--drain-timeout", "60s", "-q", "--json", json_path]
+    if fault == "disk-full":
+        cmd += ["--fault-hold", "1s", "--queue-fs-size", "64M"]
+    if conf:
+        cmd += ["--mta-conf", conf]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode == 1 or not os.path.exists(json_path):
+        lines = (p.stderr.strip() or p.stdout.strip() or f"exit {p.returncode}").splitlines()
+        return None, lines[-1]
+    return json.load(open(json_path))["summary"], None
+
+
+def cell(values):
+    """Median and range of a figure over the rounds ('-' where the runs have none)."""
+    v = [x for x in values if isinstance(x, (int, float))]
+    if not v:
+        return "-"
+    med = statistics.median(v)
+    fmt = (lambda x: f"{x:.1f}") if any(isinstance(x, float) for x in v) else (lambda x: f"{x:g}")
+    return fmt(med) if min(v) == max(v) else f"{fmt(med)} ({fmt(min(v))}-{fmt(max(v))})"
+
+
+def main():
+    if not os.path.exists(MB) or not flag("--bin"):
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "mailbench"],
+                       cwd=ROOT, check=True)
+    work = scratch("mb-durability-")
+    setups = [(m, None) for m in MTAS]
+    if VARIANT:
+        mta, conf = VARIANT.split(":", 1)
+        setups.append((mta, conf))
+    runs = {}
+    refused = {}
+    t0 = time.monotonic()
+    # Rounds rotate through the cells, so that a slow minute of the machine falls on all.
+    for _ in range(ROUNDS):
+        for mta, conf in setups:
+            for fault in FAULTS:
+                key = (mta, conf, fault)
+                if key in refused:
+                    continue
+                summary, why = one(mta, conf, fault, work)
+                if why:
+                    refused[key] = why
+                else:
+                    runs.setdefault(key, []).append(summary)
+    head = f"{'mta':<28}{'fault':<12}" + "".join(f"{h:>16}" for _, h in FIGURES)
+    lines = [f"# durability: {N} messages at 100/s, the fault after {AT} accepted, "
+             f"{ROUNDS} rounds (median (min-max)); {time.monotonic() - t0:.0f} s", head]
+    for mta, conf in setups:
+        for fault in FAULTS:
+            key = (mta, conf, fault)
+            name = mta + (f" {conf}" if conf else "")
+            if key in refused:
+                lines.append(f"{name:<28}{fault:<12}  not taken: {refused[key]}")
+                continue
+            got = runs.get(key, [])
+            lines.append(f"{name:<28}{fault:<12}"
+                         + "".join(f"{cell([s.get(k) for s in got]):>16}" for k, _ in FIGURES))
+    text = "\n".join(lines)
+    print(text)
+    if OUT:
+        os.makedirs(OUT, exist_ok=True)
+        with open(os.path.join(OUT, "durability.txt"), "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
