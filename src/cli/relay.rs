@@ -260,6 +260,24 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             send.config_json["relay"]["queue_fs_bytes"] = (*size).into();
         }
     }
+    let links = a
+        .link
+        .iter()
+        .map(|l| super::plan::link::link(l))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(l) = links
+        .iter()
+        .enumerate()
+        .find(|(i, l)| links[..*i].iter().any(|m| m.hop == l.hop))
+    {
+        return Err(format!(
+            "--link {}: that hop is shaped twice; give one --link per hop",
+            a.link[l.0]
+        ));
+    }
+    if !links.is_empty() {
+        send.config_json["relay"]["links"] = serde_json::to_value(&links).unwrap_or_default();
+    }
     let plan = RelayPlan {
         send,
         lab,
@@ -287,6 +305,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
             .transpose()?,
         dns,
         fault,
+        links,
     };
     if !a.compare_postconf.is_empty() && a.lab.len() > 1 {
         return Err("--compare-postconf compares settings of one MTA; give --lab one MTA".into());

@@ -10,6 +10,26 @@ fn bad_flags_give_one_line_and_exit_1() {
         (&["send", "127.0.0.1:0"], "invalid port"),
         (&["send", "::1"], "[::1]"),
         (&["send", &target, "--rate", "fast"], "--rate: invalid rate"),
+        (
+            &["relay", "--target", &target, "--link", "mx:delay=5ms"],
+            "--link mx:delay=5ms: no hop",
+        ),
+        (
+            &["relay", "--target", &target, "--link", "mta:delay=soon"],
+            "--link mta:delay=soon: invalid duration",
+        ),
+        (
+            &[
+                "relay",
+                "--target",
+                &target,
+                "--link",
+                "sink:delay=5ms",
+                "--link",
+                "sink:rate=1M",
+            ],
+            "shaped twice",
+        ),
         (&["send", &target, "--size", "12q"], "--size: invalid size"),
         (
             &["send", &target, "-z", "soon"],

@@ -831,3 +831,92 @@ fn issue_25_10_a_message_delivered_before_its_250_is_counted_and_timed_from_its_
     assert!(r["extra"]["sut"].is_null(), "{:#}", r["extra"]["sut"]);
     assert!(!printed.contains("MTA cost"), "{printed}");
 }
+
+/// Postfix's `delays=a/b/c/d` of each delivery its log says was sent: `c` (connection
+/// set-up: greeting, EHLO) and `d` (transmission) in seconds.
+fn postfix_c_d(log: &std::path::Path) -> Vec<(f64, f64)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("status=sent"))
+        .filter_map(|l| {
+            let d: Vec<f64> = l
+                .split("delays=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .split('/')
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            (d.len() == 4).then(|| (d[2], d[3]))
+        })
+        .collect()
+}
+
+/// Issue 43: a shaped hop adds what it claims. `--link mta:delay=50ms` (mailbench to
+/// Postfix) adds 50 ms to the banner (one way) and 100 ms to EHLO and the end of data (a
+/// round trip each); `--link sink:delay=50ms` (Postfix to the sink) is read in Postfix's
+/// own log: its SMTP client's connection set-up (`c`: the greeting and EHLO, 150 ms; a
+/// reused connection's RSET, 100 ms) and transmission (`d`: MAIL/RCPT/DATA pipelined and
+/// the message, two round trips, 200 ms); `sink:rate=100k` makes 50 kB messages take half
+/// a second to cross (`d`).
+#[test]
+fn issue_43_a_shaped_hop_adds_its_delay_where_it_is_crossed() {
+    let dir = TempDir::new("relay-link");
+    let json = dir.0.join("r.json");
+    let Some(r) = relay(&["-n", "40", "-c", "2", "--link", "mta:delay=50ms"], &json) else {
+        return;
+    };
+    let p50 = |phase: &str| r["latency"][phase]["p50_us"].as_f64().unwrap_or(0.0) / 1e3;
+    for (phase, lo, hi) in [
+        ("banner", 50.0, 60.0),
+        ("ehlo", 100.0, 110.0),
+        ("data_end", 100.0, 115.0),
+    ] {
+        let got = p50(phase);
+        assert!(
+            (lo..hi).contains(&got),
+            "{phase} p50 across 50 ms each way: expected {lo} to {hi} ms, got {got} ms"
+        );
+    }
+    assert_eq!(r["summary"]["lost"], 0);
+    assert_eq!(r["config"]["relay"]["links"][0]["delay"], 50.0);
+
+    let Some(r) = relay(&["-n", "40", "-c", "2", "--link", "sink:delay=50ms"], &json) else {
+        return;
+    };
+    assert_eq!(r["summary"]["delivered"], 40);
+    let cd = postfix_c_d(&json.with_extension("maillog.0"));
+    assert_eq!(cd.len(), 40, "Postfix logged 40 deliveries: {cd:?}");
+    assert!(
+        cd.iter()
+            .all(|(c, d)| (0.10..=0.17).contains(c) && (0.20..=0.22).contains(d)),
+        "Postfix's c (set-up, 0.10 or 0.15 s) and d (transmission, 0.20 s) across 50 ms each way: {cd:?}"
+    );
+    assert!(
+        cd.iter().any(|(c, _)| *c >= 0.15),
+        "a new connection's greeting and EHLO: 150 ms: {cd:?}"
+    );
+
+    let Some(r) = relay(
+        &[
+            "-n",
+            "6",
+            "-c",
+            "1",
+            "--size",
+            "50k",
+            "--link",
+            "sink:rate=100k",
+        ],
+        &json,
+    ) else {
+        return;
+    };
+    assert_eq!(r["summary"]["delivered"], 6);
+    let cd = postfix_c_d(&json.with_extension("maillog.0"));
+    assert!(
+        cd.len() == 6 && cd.iter().all(|(_, d)| (0.48..=0.6).contains(d)),
+        "50 kB at 100 KiB/s: Postfix's d about 0.49 s: {cd:?}"
+    );
+}

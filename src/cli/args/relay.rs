@@ -111,6 +111,13 @@ pub struct RelayArgs {
     /// The synthetic zones' details.
     #[command(flatten)]
     pub dns_zone: ZoneArgs,
+    /// Shape a hop's network (repeatable; this kernel has no netem): HOP:delay=D[:jitter=D]
+    /// [:rate=SIZE], each way, with HOP `mta` (mailbench to the MTA) or `sink` (the MTA to
+    /// the sink). A round trip across a hop takes twice its delay more: e.g.
+    /// mta:delay=50ms adds 50 ms to the banner and 100 ms to EHLO; sink:rate=1M caps the
+    /// deliveries at 1 MiB/s each way.
+    #[arg(long, value_name = "HOP:SHAPE")]
+    pub link: Vec<String>,
     /// Longest wait for deliveries after injection; what has not arrived is lost.
     #[arg(long, default_value = "120s", value_name = "DURATION")]
     pub drain_timeout: String,

@@ -1,7 +1,7 @@
 //! Flags → validated plans, one planner per flag group: `load` (the shape), `message`,
 //! `dkim`, `client` (TLS, the SMTP client, mailbox timeouts), `send` (the load groups put
 //! together), `output`, `scale` (split runs), `dns` (zones and faults), `lab` (lab MTAs
-//! and stores), `fault` (a relay's `--fault` on its lab MTA), `sink_faults` (the sink's
+//! and stores), `fault` (a relay's `--fault` on its lab MTA), `link` (a relay's `--link`, a hop's shape), `sink_faults` (the sink's
 //! faults, read once for `sink` and for a relay's embedded sink), `fill` (filling a store) and `store` (where a mailbox workload runs and
 //! as whom), with `config` putting their parts of the results' configuration record
 //! together. Planners take typed defaults and name their own flags, so commands compose
@@ -14,6 +14,7 @@ pub mod dns;
 pub mod fault;
 pub mod fill;
 pub mod lab;
+pub mod link;
 pub mod load;
 pub mod message;
 pub mod output;

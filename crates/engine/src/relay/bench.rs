@@ -26,6 +26,8 @@ use crate::stats::host::Device;
 use crate::stats::summary::Summary;
 use crate::stats::timelog::TimeLog;
 use crate::transport::listen::{Listen, Listener, bind, local_addrs};
+use crate::transport::shape::{Hop, LinkShape};
+use crate::transport::shaper::Shaper;
 use crate::transport::target::Target;
 
 /// A validated relay benchmark.
@@ -72,6 +74,9 @@ pub struct RelayPlan {
     /// `--fault`: the lab MTA crashed (or its power cut) during injection, restarted, and
     /// every accepted message judged delivered, lost or duplicated.
     pub fault: Option<super::fault::FaultPlan>,
+    /// `--link`: hops whose network is shaped (a delay, a jitter, a rate), each through
+    /// a shaping relay of its own for the whole benchmark.
+    pub links: Vec<LinkShape>,
 }
 
 impl RelayPlan {
@@ -161,9 +166,20 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         )),
         None => None,
     };
+    let link = |hop: Hop| plan.links.iter().find(|l| l.hop == hop).copied();
+    // The MTA reaches the sink through the sink hop's link, when it is shaped.
+    let sink_link = match link(Hop::Sink) {
+        Some(_) if plan.dns.is_some() => {
+            return Err(RelayError::Usage(
+                "--link sink: with --dns-domains the MTA reaches the sink at several addresses; shape --link mta, or leave out --dns-domains".into(),
+            ));
+        }
+        Some(shape) => Some(shaper(sink_addr, shape).await?),
+        None => None,
+    };
     let lab = match plan.lab.take() {
         Some((mta, mut opts)) => {
-            opts.relay = sink_addr;
+            opts.relay = sink_link.as_ref().map_or(sink_addr, Shaper::addr);
             opts.hold = plan.flush;
             opts.dns = embedded.as_ref().map(|e| crate::lab::LabDns {
                 resolver: e.resolver,
@@ -178,6 +194,33 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
                 host: lab.entry().ip().to_string(),
             }];
             Some((mta, lab))
+        }
+        None => None,
+    };
+    // mailbench reaches the MTA through the mta hop's link, when it is shaped (kept
+    // until the benchmark ends, as the sink hop's).
+    let _mta_link = match link(Hop::Mta) {
+        Some(shape) => {
+            let Some(Target::Tcp { addr, host }) = plan.send.client.targets.first().cloned() else {
+                return Err(RelayError::Usage(
+                    "--link mta: the MTA is not at a TCP address; give --target HOST:PORT or --lab"
+                        .into(),
+                ));
+            };
+            if plan.send.client.targets.len() > 1 {
+                return Err(RelayError::Usage(
+                    "--link mta: shapes the way to one MTA; give one --target".into(),
+                ));
+            }
+            let s = shaper(addr, shape).await?;
+            // The results name the MTA as the target, and the link's end as where
+            // mailbench connected (`targets`).
+            plan.send.config_json["target"] = addr.to_string().into();
+            plan.send.client.targets = vec![Target::Tcp {
+                addr: s.addr(),
+                host,
+            }];
+            Some(s)
         }
         None => None,
     };
@@ -511,6 +554,13 @@ async fn run_once(
 
 /// Whether `--trace-io` can count anything, checked before the lab starts: the kernel must
 /// let this process trace, and there must be MTA processes to trace.
+/// A shaping relay in front of `server`.
+async fn shaper(server: SocketAddr, shape: LinkShape) -> Result<Shaper, RelayError> {
+    Shaper::start(server, shape)
+        .await
+        .map_err(|e| RelayError::Failed(format!("--link: cannot listen on loopback: {e}")))
+}
+
 fn trace_io_possible(plan: &RelayPlan) -> Result<(), String> {
     if plan.lab.is_none() && plan.sut_pids.is_empty() {
         return Err(

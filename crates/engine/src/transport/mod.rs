@@ -4,8 +4,9 @@
 //! alarm clock), what a client read and has not decoded yet (`inbox`), which mail
 //! protocol a server's greeting speaks (`greeting`),
 //! where to listen and accepting (`listen`), TLS set-up and upgrades for both sides
-//! (`tls`), and the bytes a run's client connections moved each way (`count`: loopback
-//! keeps no per-process byte count).
+//! (`tls`), the bytes a run's client connections moved each way (`count`: loopback
+//! keeps no per-process byte count), and a link between two hops made slower on purpose
+//! (`shape` says how, `shaper` relays the bytes so: this kernel has no netem).
 
 pub mod connect;
 pub mod count;
@@ -14,6 +15,8 @@ pub mod inbox;
 pub mod link;
 pub mod listen;
 pub mod patience;
+pub mod shape;
+pub mod shaper;
 pub mod stream;
 pub mod target;
 pub mod tls;

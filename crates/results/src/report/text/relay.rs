@@ -30,6 +30,37 @@ fn after_injection(out: &mut String, s: &crate::stats::summary::RelaySummary) {
     }
 }
 
+/// The hops `--link` shaped (`config.relay.links`), one line: a run's latencies and
+/// drain include them.
+fn links(out: &mut String, r: &Results) {
+    let Some(links) = r.config["relay"]["links"].as_array() else {
+        return;
+    };
+    let shown: Vec<String> = links
+        .iter()
+        .map(|l| {
+            let ms = |k: &str| l[k].as_f64().unwrap_or(0.0);
+            let mut parts = Vec::new();
+            if ms("delay") > 0.0 {
+                let jitter = match ms("jitter") {
+                    j if j > 0.0 => format!(" ± {j} ms"),
+                    _ => String::new(),
+                };
+                parts.push(format!("{} ms{jitter} delay", ms("delay")));
+            }
+            if let Some(rate) = l["rate_bytes_s"].as_u64() {
+                parts.push(format!("{rate} bytes/s per connection"));
+            }
+            let hop = match l["hop"].as_str() {
+                Some("mta") => "mailbench to MTA",
+                _ => "MTA to sink",
+            };
+            format!("{hop}: {}", parts.join(", "))
+        })
+        .collect();
+    let _ = writeln!(out, "  link       {} each way (--link)", shown.join("; "));
+}
+
 /// Renders the summary of a relay run; `steps` name the injection's latency rows.
 pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     let mut out = String::new();
@@ -115,6 +146,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     }
     fault_line(&mut out, s);
     after_injection(&mut out, s);
+    links(&mut out, r);
     let _ = writeln!(
         out,
         "  end to end {}   max backlog {}{}",
