@@ -855,7 +855,7 @@ fn postfix_c_d(log: &std::path::Path) -> Vec<(f64, f64)> {
 
 /// Issue 43: a shaped hop adds what it claims. `--link mta:delay=50ms` (mailbench to
 /// Postfix) adds 50 ms to the banner (one way) and 100 ms to EHLO and the end of data (a
-/// round trip each); `--link sink:delay=50ms` (Postfix to the sink) is read in Postfix's
+/// round trip each, within 10 %); `--link sink:delay=50ms` (Postfix to the sink) is read in Postfix's
 /// own log: its SMTP client's connection set-up (`c`: the greeting and EHLO, 150 ms; a
 /// reused connection's RSET, 100 ms) and transmission (`d`: MAIL/RCPT/DATA pipelined and
 /// the message, two round trips, 200 ms); `sink:rate=100k` makes 50 kB messages take half
@@ -868,11 +868,15 @@ fn issue_43_a_shaped_hop_adds_its_delay_where_it_is_crossed() {
         return;
     };
     let p50 = |phase: &str| r["latency"][phase]["p50_us"].as_f64().unwrap_or(0.0) / 1e3;
-    for (phase, lo, hi) in [
-        ("banner", 50.0, 60.0),
-        ("ehlo", 100.0, 110.0),
-        ("data_end", 100.0, 115.0),
-    ] {
+    // The banner also waits for Postfix to start its smtpd (7 to 20 ms here, more under
+    // load): only its least is the link's. EHLO and the end of data are answered at once
+    // on loopback (under 2 ms): they are the round trip's.
+    let banner = p50("banner");
+    assert!(
+        banner >= 50.0,
+        "the banner crosses 50 ms one way: expected at least 50 ms, got {banner} ms"
+    );
+    for (phase, lo, hi) in [("ehlo", 100.0, 110.0), ("data_end", 100.0, 115.0)] {
         let got = p50(phase);
         assert!(
             (lo..hi).contains(&got),
