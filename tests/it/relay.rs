@@ -892,14 +892,19 @@ fn issue_43_a_shaped_hop_adds_its_delay_where_it_is_crossed() {
     assert_eq!(r["summary"]["delivered"], 40);
     let cd = postfix_c_d(&json.with_extension("maillog.0"));
     assert_eq!(cd.len(), 40, "Postfix logged 40 deliveries: {cd:?}");
+    // Each at least what the link adds; the typical one within 10 % of it (a loaded
+    // machine adds its own scheduling to a few).
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let new_conns: Vec<f64> = cd.iter().map(|x| x.0).filter(|c| *c >= 0.145).collect();
+    let (d_median, c_median) = (median(cd.iter().map(|x| x.1).collect()), median(new_conns));
     assert!(
-        cd.iter()
-            .all(|(c, d)| (0.10..=0.17).contains(c) && (0.20..=0.22).contains(d)),
-        "Postfix's c (set-up, 0.10 or 0.15 s) and d (transmission, 0.20 s) across 50 ms each way: {cd:?}"
-    );
-    assert!(
-        cd.iter().any(|(c, _)| *c >= 0.15),
-        "a new connection's greeting and EHLO: 150 ms: {cd:?}"
+        cd.iter().all(|(c, d)| *c >= 0.099 && *d >= 0.199)
+            && (0.20..=0.22).contains(&d_median)
+            && (0.15..=0.165).contains(&c_median),
+        "Postfix's c (set-up: 0.15 s on a new connection, 0.10 on a reused one) and d (transmission, 0.20 s) across 50 ms each way: medians c {c_median} (new connections), d {d_median}: {cd:?}"
     );
 
     let Some(r) = relay(
@@ -919,8 +924,9 @@ fn issue_43_a_shaped_hop_adds_its_delay_where_it_is_crossed() {
     };
     assert_eq!(r["summary"]["delivered"], 6);
     let cd = postfix_c_d(&json.with_extension("maillog.0"));
+    let d_median = median(cd.iter().map(|x| x.1).collect());
     assert!(
-        cd.len() == 6 && cd.iter().all(|(_, d)| (0.48..=0.6).contains(d)),
-        "50 kB at 100 KiB/s: Postfix's d about 0.49 s: {cd:?}"
+        cd.len() == 6 && cd.iter().all(|(_, d)| *d >= 0.48) && (0.48..=0.55).contains(&d_median),
+        "50 kB at 100 KiB/s: Postfix's d about 0.49 s (median {d_median}): {cd:?}"
     );
 }
