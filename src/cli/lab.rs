@@ -77,7 +77,8 @@ async fn relaying(mta: Mta, a: MtaLabArgs) -> Result<u8, (u8, String)> {
             Err(e @ LabError::Setting(_)) => return Err((EXIT_USAGE, e.to_string())),
             Err(e) => return Err((EXIT_FAILED, e.to_string())),
         };
-    let mut text = describe(lab.as_ref());
+    let mut text = notices(lab.as_ref());
+    text += &describe(lab.as_ref());
     text += &format!(
         "relaying to {relay}{}; inject into {}; Ctrl-C stops and removes everything\n",
         if lmtp { " over LMTP" } else { "" },
@@ -121,7 +122,8 @@ async fn store_lab(store: crate::lab::Store, a: DovecotLabArgs) -> Result<u8, (u
     let shutdown = Shutdown::install_saying(
         "mailbench lab: stopping the lab store and removing its directories",
     );
-    // The fill has said what it delivered, as it ended.
+    // The fill has said what it delivered, as it ended; the start, the store's notices
+    // (on stderr, where a workload's notices go): not repeated below.
     let (lab, _filled) = crate::mailbox::bench::store(setup, fill, &shutdown)
         .await
         .map_err(super::exit::mailbox)?;
@@ -136,12 +138,18 @@ async fn store_lab(store: crate::lab::Store, a: DovecotLabArgs) -> Result<u8, (u
     Ok(EXIT_OK)
 }
 
+/// What a lab MTA complained of while it started, one `notice:` line each (a lab store's
+/// start says its own).
+fn notices(lab: &(impl LabServer + ?Sized)) -> String {
+    lab.notices()
+        .iter()
+        .map(|n| format!("notice: {n}\n"))
+        .collect()
+}
+
 /// What `mailbench lab` prints about any lab server.
 fn describe(lab: &(impl LabServer + ?Sized)) -> String {
     let mut text = String::new();
-    for n in lab.notices() {
-        text += &format!("notice: {n}\n");
-    }
     for line in lab.describe() {
         text += &format!("{line}\n");
     }

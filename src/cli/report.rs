@@ -89,10 +89,22 @@ pub fn merge(a: &MergeArgs) -> Result<u8, (u8, String)> {
         .flatten()
         .filter_map(|s| s.as_str())
         .collect();
-    let partial = if missing.is_empty() {
-        String::new()
-    } else {
-        format!(" — PARTIAL, forced: shard {} missing", missing.join(", "))
+    // What --force overrode heads the summary: figures merged despite it are not one
+    // run's unless the reader knows why they were merged anyway.
+    let forced: Vec<&str> = merged.extra["merge"]["forced"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str())
+        .collect();
+    let more = match forced.len() {
+        0 | 1 => String::new(),
+        n => format!(" (and {} more: extra.merge.forced)", n - 1),
+    };
+    let partial = match (missing.is_empty(), forced.first()) {
+        (false, _) => format!(" — PARTIAL, forced: shard {} missing", missing.join(", ")),
+        (true, Some(why)) => format!("\nFORCED (--force): {why}{more}"),
+        (true, None) => String::new(),
     };
     let headline = format!(
         "mailbench merge: {} files, {agents} agents of run {} over {:.2} s{partial}",

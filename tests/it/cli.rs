@@ -256,6 +256,11 @@ fn clap_s_refusals_are_one_line_naming_the_input_and_the_fix() {
             &["mailbox", "imap"],
             "missing --target <HOST:PORT> (the IMAP server) or --lab dovecot",
         ),
+        (
+            &["relay"],
+            "mailbench relay: missing --target <HOST:PORT> (the MTA under test) or --lab \
+             postfix (start a disposable MTA for the run)",
+        ),
         (&["sink", "--key", "k.pem"], "missing --cert <FILE>"),
         (
             &["dns", "--zone-file"],

@@ -1153,6 +1153,43 @@ fn a_refused_setting_and_an_unreachable_server_are_one_line() {
     assert_eq!(err.lines().count(), 1, "{}", describe(&args, &out));
 }
 
+/// A newcomer's finding: `mailbench lab dovecot` printed each start notice twice, on
+/// stderr ("mailbench mailbox: notice: …") and again on stdout. Said once: Dovecot's
+/// warning of an obsolete setting (the reference: its own log) appears once in all the
+/// lab printed. About 2 s.
+#[test]
+fn lab_dovecot_says_each_start_notice_once() {
+    if require("dovecot").is_none() {
+        return;
+    }
+    let args = ["lab", "dovecot", "--store-conf", "ssl_protocols=TLSv1.2"];
+    let mut child = mailbench()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mailbench lab dovecot");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut said = String::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("read the lab's output");
+        said += &line;
+        said += "\n";
+        if line.starts_with("users and passwords") {
+            break;
+        }
+    }
+    sigterm(&child);
+    let out = child.wait_with_output().expect("the lab stops");
+    said += &String::from_utf8_lossy(&out.stderr);
+    let obsolete = "ssl_protocols has been replaced by ssl_min_protocol";
+    assert_eq!(
+        said.matches(obsolete).count(),
+        1,
+        "expected {obsolete:?} once in what the lab printed:\n{said}"
+    );
+}
+
 /// Issue 43: what the lab store complained of while it started is a notice and in
 /// `extra.lab_notices`, not only in its log: an obsolete setting given with --store-conf
 /// (a warning Dovecot is known to log), and every `Error:`/`Warning:` line of the kept log

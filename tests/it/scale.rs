@@ -365,7 +365,7 @@ fn bad_splits_and_merges_are_refused_in_one_line() {
         ],
         "has run id 000000000000aaaa",
     );
-    run_expect(
+    let said = run_expect(
         &[
             "merge",
             &path(&files[0]),
@@ -375,6 +375,22 @@ fn bad_splits_and_merges_are_refused_in_one_line() {
             "--force",
         ],
         0,
+    );
+    // The summary's first lines say the merge was forced, and over what (a newcomer's
+    // finding: nothing in the text said so).
+    let said = String::from_utf8_lossy(&said.stdout);
+    let head: Vec<&str> = said.lines().take(2).collect();
+    assert_eq!(
+        head.get(1).copied(),
+        Some(
+            format!(
+                "FORCED (--force): {} has run id 000000000000aaaa and {} has 000000000000bbbb: not agents of one run (give every agent the same --run-id)",
+                path(&files[0]),
+                path(&files[1])
+            )
+            .as_str()
+        ),
+        "{said}"
     );
     let forced = results(&out);
     assert_eq!(forced["summary"]["accepted"], 40);
@@ -546,7 +562,11 @@ fn issue_40_a_missing_shard_or_a_different_start_is_refused() {
     let two: Vec<&str> = two.iter().map(String::as_str).collect();
     refused_in_one_line(
         &two,
-        "shard 1/3 of the run is in no file (the files hold 0/3, 2/3)",
+        &format!(
+            "shard 1/3 of the run is in no file (the files hold 0/3 ({}), 2/3 ({}))",
+            path(&files[0]),
+            path(&files[2])
+        ),
     );
     let forced = merge(&[&files[0], &files[2]], true);
     let forced: Vec<&str> = forced.iter().map(String::as_str).collect();

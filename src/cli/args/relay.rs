@@ -53,7 +53,12 @@ pub struct RelayArgs {
     #[arg(long, value_name = "KEY=V1,V2[,…]", requires = "lab")]
     pub compare_postconf: Vec<String>,
     /// The MTA under test (when not using --lab).
-    #[arg(long, value_name = "HOST:PORT", required_unless_present = "lab")]
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        required_unless_present = "lab",
+        conflicts_with = "lab"
+    )]
     pub target: Option<String>,
     /// Where the embedded sink listens (the MTA's relayhost); default a free loopback port
     /// with --lab, 127.0.0.1:2525 otherwise.

@@ -54,7 +54,13 @@ fn each_kind_of_mistake_is_one_line_naming_the_input_and_the_fix() {
         (
             &["mailbox", "imap"],
             "mailbench mailbox imap: missing --target <HOST:PORT> (the IMAP server) or \
-             --lab dovecot; see mailbench mailbox imap --help",
+             --lab dovecot (start a disposable store for the run); see mailbench mailbox \
+             imap --help",
+        ),
+        (
+            &["relay"],
+            "mailbench relay: missing --target <HOST:PORT> (the MTA under test) or --lab \
+             postfix (start a disposable MTA for the run); see mailbench relay --help",
         ),
         (
             &["relay", "--target", "h:1", "--lab", "postfix"],

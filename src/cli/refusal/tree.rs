@@ -62,9 +62,10 @@ pub fn find_arg<'a>(
 }
 
 /// A required argument that was not given (`shown` as clap shows it), with what it is for
-/// and the flags that would do instead: an argument both required and in conflict with
-/// another is required only without that other (`--target` or `--lab`), else the other
-/// could never be given.
+/// and the flags that would do instead, each with what it is for: an argument both
+/// required and in conflict with another is required only without that other (`--target`
+/// or `--lab`), else the other could never be given. The conflict must be declared on the
+/// required argument (`conflicts_with` on `--target`) to be offered here.
 pub fn missing_one(path: &[&clap::Command], shown: &str) -> String {
     let Some((owner, arg)) = find_arg(path, &flag_of(shown)) else {
         return shown.to_string();
@@ -84,7 +85,9 @@ pub fn missing_one(path: &[&clap::Command], shown: &str) -> String {
                     .map(|v| format!(" <{v}>"))
                     .unwrap_or_default(),
             };
-            Some(format!("--{long}{value}"))
+            // What the other is for: `--lab postfix` alone does not say it starts an MTA.
+            let what = clause(a).map(|c| format!(" ({c})")).unwrap_or_default();
+            Some(format!("--{long}{value}{what}"))
         })
         .collect();
     if instead.is_empty() {

@@ -400,10 +400,9 @@ pub(super) fn combine(
         .queued_left
         .map_or(String::new(), |q| format!(" ({q} messages still queued)"));
     match x.drain_end {
-        DrainEnd::Drained => {}
-        DrainEnd::TimedOut => send.self_report.warnings.push(format!(
-            "the drain timeout passed before the MTA had delivered everything{held}: what had not arrived is counted lost; raise --drain-timeout if the MTA was only slow"
-        )),
+        // A timeout's warning depends on the fault, recorded after this
+        // (`drain::timed_out_warning`).
+        DrainEnd::Drained | DrainEnd::TimedOut => {}
         DrainEnd::Aborted => send.self_report.warnings.push(format!(
             "a signal cut the drain short{held}: {undelivered} recipients were not delivered yet, not lost; the delivery figures cover what arrived until then"
         )),

@@ -289,6 +289,12 @@ pub async fn run(
     if let Some((plan, fired)) = fault {
         super::fault::record(&mut results, plan, fired, &delivery, &r.accepts, origin_us);
     }
+    if drain_end == super::drain::DrainEnd::TimedOut
+        && let crate::stats::summary::Summary::Relay(s) = &results.summary
+    {
+        let w = super::drain::timed_out_warning(s);
+        results.self_report.warnings.push(w);
+    }
     if let Some(io) = io.map_err(RelayError::Failed)? {
         per_message(&mut results, &io);
     }

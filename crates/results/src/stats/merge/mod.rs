@@ -368,11 +368,18 @@ fn missing_shards(agents: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// The line that names the shards no file holds, and those that are here.
+/// The line that names the shards no file holds, and those that are here with the file
+/// each came in (a label alone does not say which file to look at).
 fn missing_line(agents: &[Value], missing: &[String]) -> String {
-    let here: Vec<&str> = agents
+    let here: Vec<String> = agents
         .iter()
-        .filter_map(|a| a["shard"]["label"].as_str())
+        .filter_map(|a| {
+            let label = a["shard"]["label"].as_str()?;
+            Some(match a["file"].as_str() {
+                Some(file) => format!("{label} ({file})"),
+                None => label.to_string(),
+            })
+        })
         .collect();
     let (one, is) = match missing.len() {
         1 => ("shard", "is"),

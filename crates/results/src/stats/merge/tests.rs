@@ -409,8 +409,9 @@ fn issue_40_a_split_run_with_a_shard_missing_is_refused_or_marked_partial() {
     };
     let err = merge_send(&two_of_three(), false).expect_err("a shard is missing");
     assert!(
-        err.starts_with("shard 1/3 of the run is in no file (the files hold 0/3, 2/3)")
-            && err.ends_with("--force merges anyway")
+        err.starts_with(
+            "shard 1/3 of the run is in no file (the files hold 0/3 (a.json), 2/3 (c.json))"
+        ) && err.ends_with("--force merges anyway")
             && !err.contains('\n'),
         "got {err:?}"
     );
