@@ -516,11 +516,12 @@ fn exim_full_spool_draws_452s_counted_as_its_log_shows_and_loses_nothing() {
         checks.len(),
         "mailbench's 4xx count and Exim's failed space checks agree"
     );
-    // Exim's figure is in KiB: each refusal saw about the 1 MiB left, below its
-    // check_spool_space default (10M).
+    // Exim's figure is in KiB: each refusal saw the 1 MiB left (less a few blocks), or
+    // more as the messages accepted before the fill were delivered and their spool files
+    // removed (seen: up to 1152 KiB), far below its check_spool_space default (10M).
     assert!(
-        checks.iter().all(|k| near_1_mib(k * 1024)),
-        "each refusal saw about 1 MiB free: {checks:?}"
+        checks.iter().all(|k| (960..=2048).contains(k)),
+        "each refusal saw 1 to 2 MiB free: {checks:?}"
     );
     let rows = f["refusals_4xx"].as_array().expect("refusals_4xx");
     assert_eq!(
