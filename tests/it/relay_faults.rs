@@ -336,8 +336,8 @@ fn bad_fault_values_and_places_are_refused_in_one_line() {
         "the qmail lab cannot take this fault yet; it runs on --lab postfix, exim and sendmail",
     );
     refused_in_one_line(
-        &["relay", "--lab", "exim", "--fault", "disk-full@5"],
-        "the exim lab cannot take this fault yet; it runs on --lab postfix",
+        &["relay", "--lab", "sendmail", "--fault", "disk-full@5"],
+        "the sendmail lab cannot take this fault yet; it runs on --lab postfix and exim",
     );
     refused_in_one_line(
         &[
@@ -367,7 +367,7 @@ fn bad_disk_full_sizes_and_places_are_refused_in_one_line() {
             "--fault",
             "disk-full@5",
         ],
-        "add a --lab that takes it (--lab postfix;",
+        "add a --lab that takes it (--lab postfix and exim;",
     );
     refused_in_one_line(
         &["relay", "--lab", "postfix", "--queue-fs-size", "64M"],

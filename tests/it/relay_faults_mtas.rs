@@ -7,13 +7,18 @@
 //! the log shows them (or in delivery at the crash), and, after a power cut, LazyFS's own
 //! list of what it dropped naming none of the MTA's message files. Nothing of the lab
 //! (mount, loop device, process) is left afterwards.
+//!
+//! `disk-full` on Exim: its 452s at MAIL FROM counted against its failed spool space
+//! checks, the sessions it drops against its log, nothing lost. (Sendmail is not offered
+//! it: its free-space figure is refreshed at most every 300 s, so seconds of a full disk
+//! draw no 4xx; see the README.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::durability::left_behind;
 use crate::relay_faults::run_faulted;
-use crate::util::TempDir;
+use crate::util::{TempDir, results, run_expect};
 
 /// What an MTA's log says of one run's messages, by sequence number.
 #[derive(Debug, Default)]
@@ -429,4 +434,172 @@ fn sendmail_without_supersafe_loses_what_lazyfs_dropped_at_a_power_cut() {
         dropped.len() - bad.len() <= 4,
         "at most one delivery per connection cut unlogged: lost or damaged {bad:?}, unsynced and never logged sent {dropped:?}"
     );
+}
+
+/// Exim's main log of a disk-full run: the free space (KiB) each `spool directory space
+/// check failed` line saw (one per `452 Space shortage` at MAIL FROM), and the sessions it
+/// dropped after too many RSETs (`smtp_accept_max_nonmail`).
+fn read_exim_space_checks(path: &Path) -> (Vec<u64>, usize) {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("read Exim's log {}: {e}", path.display()));
+    let failed = text
+        .lines()
+        .filter_map(|l| l.split("spool directory space check failed: space=").nth(1))
+        .map(|t| {
+            t.split(' ')
+                .next()
+                .and_then(|k| k.parse().ok())
+                .unwrap_or_else(|| panic!("a space figure in {t:?}"))
+        })
+        .collect();
+    let dropped = text
+        .lines()
+        .filter(|l| l.contains("dropped: too many nonmail commands"))
+        .count();
+    (failed, dropped)
+}
+
+#[test]
+fn exim_full_spool_draws_452s_counted_as_its_log_shows_and_loses_nothing() {
+    if !unpacked("exim", "usr/sbin/exim4") {
+        return;
+    }
+    let dir = TempDir::new("fault-exim-disk-full");
+    let json = dir.0.join("relay.json");
+    let j = json.to_string_lossy().to_string();
+    let t0 = std::time::Instant::now();
+    let out = run_expect(
+        &[
+            "relay",
+            "--lab",
+            "exim",
+            "-n",
+            "300",
+            "-c",
+            "4",
+            "--size",
+            "1k",
+            "--rate",
+            "100/s",
+            "--fault",
+            "disk-full@100",
+            "--fault-hold",
+            "1s",
+            "--queue-fs-size",
+            "64M",
+            "--drain-timeout",
+            "60s",
+            "--json",
+            &j,
+        ],
+        0,
+    );
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let took = t0.elapsed();
+    let r = results(&json);
+    let s = &r["summary"];
+    let f = &r["extra"]["fault"];
+    assert_eq!(r["config"]["relay"]["queue"], "loop", "{:#}", r["config"]);
+    assert_eq!(f["fired"], true, "{f:#}");
+    assert_eq!(f["queue_fs_bytes"].as_u64(), Some(64 << 20), "{f:#}");
+    // 1 MiB free, give or take the few blocks Exim wrote or removed meanwhile.
+    let near_1_mib = |b: u64| ((1 << 20) - (64 << 10)..=(1 << 20) + (64 << 10)).contains(&b);
+    assert!(
+        f["free_bytes_left"].as_u64().is_some_and(near_1_mib),
+        "the disk filled to 1 MiB free: {f:#}"
+    );
+    let (checks, dropped) = read_exim_space_checks(&json.with_extension("maillog.0"));
+    let refused = s["fault_refused_4xx"].as_u64().expect("fault_refused_4xx");
+    assert!(refused > 0, "the full spool drew refusals: {s:#}");
+    assert_eq!(
+        refused as usize,
+        checks.len(),
+        "mailbench's 4xx count and Exim's failed space checks agree"
+    );
+    // Exim's figure is in KiB: each refusal saw the 1 MiB left (less a few blocks), or
+    // more as the messages accepted before the fill were delivered and their spool files
+    // removed (seen: up to 1152 KiB), far below its check_spool_space default (10M).
+    assert!(
+        checks.iter().all(|k| (960..=2048).contains(k)),
+        "each refusal saw 1 to 2 MiB free: {checks:?}"
+    );
+    let rows = f["refusals_4xx"].as_array().expect("refusals_4xx");
+    assert_eq!(
+        rows.iter()
+            .map(|r| (
+                r["code"].as_u64(),
+                r["phase"].as_str(),
+                r["count"].as_u64(),
+                r["sample"].as_str()
+            ))
+            .collect::<Vec<_>>(),
+        vec![(
+            Some(452),
+            Some("mail"),
+            Some(refused),
+            Some("452 Space shortage, please try later")
+        )],
+        "{rows:#?}"
+    );
+    // A session refused more than smtp_accept_max_nonmail (10) times, each refusal
+    // followed by RSET, is dropped: mailbench's errors are Exim's dropped sessions.
+    let errors = f["errors"].as_u64().expect("errors");
+    assert_eq!(
+        errors as usize, dropped,
+        "mailbench's errors and Exim's dropped sessions agree: {f:#}"
+    );
+    let accepted = s["accepted"].as_u64().expect("accepted");
+    assert_eq!(accepted + refused + errors, 300, "{s:#}");
+    let accepted_seqs: BTreeSet<u64> = f["accepted_seqs"]
+        .as_array()
+        .expect("accepted_seqs")
+        .iter()
+        .flat_map(|r| r[0].as_u64().expect("first")..=r[1].as_u64().expect("last"))
+        .collect();
+    assert_eq!(accepted_seqs.len() as u64, accepted);
+    let run = f["trace_run"].as_str().expect("trace_run");
+    let log = read_exim_log(&json.with_extension("maillog.0"), run);
+    let once: BTreeSet<u64> = log
+        .sent
+        .iter()
+        .filter(|(_, n)| **n == 1)
+        .map(|(q, _)| *q)
+        .collect();
+    assert_eq!(
+        (once, log.completed),
+        (accepted_seqs.clone(), Some(accepted_seqs)),
+        "Exim delivered and completed each accepted message once, and no other"
+    );
+    assert_eq!(
+        (
+            s["lost"].as_u64(),
+            s["damaged"].as_u64(),
+            s["duplicates"].as_u64(),
+            s["delivered_messages"].as_u64(),
+            s["queued_left"].as_u64()
+        ),
+        (Some(0), Some(0), Some(0), Some(accepted), Some(0)),
+        "{s:#}"
+    );
+    let line = format!(
+        "disk full for {:.2} s, {refused} replies 4xx",
+        s["fault_down_s"].as_f64().expect("down")
+    );
+    assert!(out.contains(&line), "expected {line:?} in:\n{out}");
+    // The run ended by itself when the drain completed, well inside its 60 s limit.
+    assert!(took.as_secs() < 45, "the run took {took:?}");
+    eprintln!(
+        "exim disk-full@100: accepted {accepted}, refused {refused} (Exim's space checks {}), sessions dropped {dropped}, lost 0; the run took {:.1} s",
+        checks.len(),
+        took.as_secs_f64()
+    );
+    for d in r["extra"]["lab_dirs"].as_array().expect("lab_dirs") {
+        let d = Path::new(d.as_str().expect("dir"));
+        assert_eq!(
+            left_behind(d),
+            Vec::<String>::new(),
+            "left behind by the lab"
+        );
+        assert!(!d.exists(), "{} removed", d.display());
+    }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use super::fs::loopfs::LoopFs;
 use super::fs::queue::LazyQueue;
 use super::host::{self, QueueDir, io};
 use super::{LabError, LabOptions, LabServer, MtaLab, QueueKind};
@@ -72,6 +73,8 @@ pub struct Hop {
     pub retrier: Option<Periodic>,
     /// The queue on LazyFS ([`QueueKind::Lazyfs`]), whose power can be cut.
     pub lazy: Option<std::sync::Mutex<LazyQueue>>,
+    /// The entry's queue on a small ext4 image ([`QueueKind::Loop`]), which can fill.
+    pub disk: Option<std::sync::Mutex<LoopFs>>,
 }
 
 /// A command run at a fixed interval until dropped.
@@ -198,6 +201,7 @@ impl Hop {
         }
         self.capture = None;
         self.lazy = None;
+        self.disk = None;
         self.queue.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -219,7 +223,7 @@ pub fn said(out: &[u8]) -> String {
 
 /// The registry entry (see [`super::MTAS`]) of an MTA the chain runs: `crash` and
 /// `power-loss` are what its file's [`Flavor::RESTART`] declares (a chain's queue goes on
-/// LazyFS like Postfix's), never `disk-full` yet.
+/// LazyFS like Postfix's), `disk-full` what its [`Flavor::DISK_FULL`] declares.
 pub const fn kind<F: Flavor>(about: &'static str, features: super::Features) -> super::Mta {
     super::Mta {
         name: F::NAME,
@@ -227,7 +231,7 @@ pub const fn kind<F: Flavor>(about: &'static str, features: super::Features) -> 
         features: super::Features {
             crash: F::RESTART.is_some(),
             power_loss: F::RESTART.is_some(),
-            disk_full: false,
+            disk_full: F::DISK_FULL,
             ..features
         },
         check: F::check,
@@ -264,6 +268,11 @@ pub trait Flavor: Send + Sync + 'static {
     /// greeting). `Some` is this MTA's declaration that `relay --fault` can crash, cut the
     /// power of and restart it; `None`: it cannot yet.
     const RESTART: Option<Relaunch> = None;
+    /// `true` is this MTA's declaration that `relay --fault disk-full` can put the
+    /// entry's queue on a small loop-mounted file system and fill it: the MTA refuses
+    /// with a 4xx when its queue's file system is nearly full (its own check, set in its
+    /// file), rather than losing what it accepted.
+    const DISK_FULL: bool = false;
 }
 
 /// Starts a crashed instance again (see [`Flavor::RESTART`]).
@@ -338,8 +347,25 @@ impl<F: Flavor> Chain<F> {
             }
             _ => None,
         };
+        // The entry's queue on a small real file system, mounted over its directory.
+        let disk = match opts.queue {
+            QueueKind::Loop(size) if n == 0 && F::DISK_FULL => {
+                match LoopFs::make(&dir.join("queue.img"), &queue.path, size) {
+                    Ok(d) => Some(std::sync::Mutex::new(d)),
+                    Err(e) => {
+                        let _ = std::fs::remove_dir_all(&dir);
+                        return Err(LabError::Failed(format!(
+                            "lab {}: queue on a loop device: {e}",
+                            F::NAME
+                        )));
+                    }
+                }
+            }
+            _ => None,
+        };
         let mut hop = Hop {
             lazy,
+            disk,
             name: format!("lab{n}-{:08x}.mailbench.test", fastrand::u32(..)),
             dir,
             queue,
@@ -465,9 +491,42 @@ impl<F: Flavor> MtaLab for Chain<F> {
     fn restart(&self) -> Result<(), String> {
         self.restart_all()
     }
+
+    /// The ballast in the entry's loop-mounted queue file system.
+    fn fill_queue(&self, leave: u64) -> Result<super::QueueFilled, String> {
+        let name = F::NAME;
+        let mut d = self.entry_disk()?.lock().unwrap_or_else(|p| p.into_inner());
+        let ballast = d.fill(leave).map_err(|e| format!("lab {name}: {e}"))?;
+        Ok(super::QueueFilled {
+            size: d.size(),
+            ballast,
+            free: d.free_bytes().map_err(|e| format!("lab {name}: {e}"))?,
+        })
+    }
+
+    fn free_queue(&self) -> Result<(), String> {
+        let mut d = self.entry_disk()?.lock().unwrap_or_else(|p| p.into_inner());
+        d.free().map_err(|e| format!("lab {}: {e}", F::NAME))
+    }
 }
 
 impl<F: Flavor> Chain<F> {
+    /// The entry's loop-mounted queue file system, or why there is none.
+    fn entry_disk(&self) -> Result<&std::sync::Mutex<LoopFs>, String> {
+        if !F::DISK_FULL {
+            return Err(super::NO_FAULTS.into());
+        }
+        self.hops
+            .first()
+            .and_then(|h| h.disk.as_ref())
+            .ok_or_else(|| {
+                format!(
+                    "lab {}: filling the queue needs it on a loop device",
+                    F::NAME
+                )
+            })
+    }
+
     /// Every instance's tree killed at once; with `cut_power`, then each LazyFS queue
     /// drops what was not fsynced, after its report of what that is.
     fn crash_all(&self, cut_power: bool) -> Result<super::Crashed, String> {

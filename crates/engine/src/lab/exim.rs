@@ -73,6 +73,11 @@ hostlist relay_from_hosts = 127.0.0.0/8
         port = hop.entry.port(),
         processes = processes.unwrap_or(512),
     );
+    // A client Exim drops (after more than smtp_accept_max_nonmail RSETs, as when a
+    // full spool answers each MAIL FROM with a 452) is logged only with these.
+    if !opts.settings.iter().any(|(k, _)| k == "log_selector") {
+        main.push_str("log_selector = +smtp_protocol_error +smtp_syntax_error\n");
+    }
     for (k, v) in &opts.settings {
         main.push_str(&format!("{k} = {v}\n"));
     }
@@ -168,6 +173,12 @@ impl Flavor for Exim {
     /// Exim keeps each message it accepts in its spool (`-D` data, `-H` header file),
     /// and on start a queue runner delivers what a crash left there.
     const RESTART: Option<chain::Relaunch> = Some(launch);
+
+    /// Exim checks its spool's free space before it takes a message: below
+    /// `check_spool_space` (10M by default since 4.88; the SIZE of MAIL FROM added) it
+    /// answers MAIL FROM with a 452 and logs the refusal, so a nearly full disk is
+    /// refused rather than written to.
+    const DISK_FULL: bool = true;
 
     /// ` => ` (a delivery) and ` -> ` (another recipient of the same delivery) lines.
     fn delivered(log: &str) -> usize {

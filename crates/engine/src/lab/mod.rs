@@ -52,8 +52,8 @@ pub enum QueueKind {
     /// it as `Disk`).
     Lazyfs,
     /// A small real file system of this many bytes, an ext4 image on a loop device, that
-    /// `--fault disk-full` fills ([`MtaLab::fill_queue`]); the Postfix lab's entry only,
-    /// others take it as `Disk`.
+    /// `--fault disk-full` fills ([`MtaLab::fill_queue`]); the entry of a lab whose
+    /// [`Features::disk_full`] is set only, others take it as `Disk`.
     Loop(u64),
 }
 
@@ -696,7 +696,7 @@ mod tests {
             Mta::having(|f| f.power_loss),
             "--lab postfix, exim and sendmail"
         );
-        assert_eq!(Mta::having(|f| f.disk_full), "--lab postfix");
+        assert_eq!(Mta::having(|f| f.disk_full), "--lab postfix and exim");
     }
 
     /// A server whose only log is `log`.
