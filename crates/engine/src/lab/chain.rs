@@ -64,8 +64,9 @@ pub struct Hop {
     pub last: bool,
     /// Its log file's name in `dir`.
     pub log_name: &'static str,
-    /// The daemon's process, when it stays in the foreground.
-    pub child: Option<Child>,
+    /// The daemon's process, when it stays in the foreground (behind a lock, so that a
+    /// restart after a crash, which has the hop shared, can put the new one there).
+    pub child: std::sync::Mutex<Option<Child>>,
     /// Its log socket, when it logs through syslog only.
     pub capture: Option<super::syslog::Capture>,
     /// A command run every few seconds, for an MTA whose retry timer cannot be shortened.
@@ -132,8 +133,9 @@ impl Hop {
         )))
     }
 
-    /// Runs `cmd` as a foreground daemon whose output is its log.
-    pub fn spawn_daemon(&mut self, mut cmd: Command, what: &str) -> Result<(), LabError> {
+    /// Runs `cmd` as a foreground daemon whose output is its log (after a crash, the
+    /// killed one it replaces is reaped).
+    pub fn spawn_daemon(&self, mut cmd: Command, what: &str) -> Result<(), LabError> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -148,7 +150,11 @@ impl Hop {
             .map_err(|e| io(&format!("run {what}"), e))?;
         std::fs::write(self.pid_file(), child.id().to_string())
             .map_err(|e| io("write the pid file", e))?;
-        self.child = Some(child);
+        let mut slot = self.child.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(mut old) = slot.replace(child) {
+            let _ = old.kill();
+            let _ = old.wait();
+        }
         Ok(())
     }
 
@@ -192,7 +198,8 @@ impl Hop {
             std::thread::sleep(Duration::from_millis(50));
         }
         super::leftovers::end(&[&self.dir, &self.queue.path], &roots, Duration::ZERO);
-        if let Some(mut c) = self.child.take() {
+        let child = self.child.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(mut c) = child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -218,7 +225,8 @@ pub fn said(out: &[u8]) -> String {
 }
 
 /// The registry entry (see [`super::MTAS`]) of an MTA the chain runs: `crash` and
-/// `power-loss` are what its file's [`Flavor::RESTART`] declares (a chain's queue goes on
+/// `power-loss` are what its file's [`Flavor::RESTART`] declares (`power-loss` only where
+/// [`Flavor::ON_LAZYFS`]) (a chain's queue goes on
 /// LazyFS like Postfix's), never `disk-full` yet.
 pub const fn kind<F: Flavor>(about: &'static str, features: super::Features) -> super::Mta {
     super::Mta {
@@ -226,7 +234,7 @@ pub const fn kind<F: Flavor>(about: &'static str, features: super::Features) -> 
         about,
         features: super::Features {
             crash: F::RESTART.is_some(),
-            power_loss: F::RESTART.is_some(),
+            power_loss: F::RESTART.is_some() && F::ON_LAZYFS,
             disk_full: false,
             ..features
         },
@@ -264,6 +272,10 @@ pub trait Flavor: Send + Sync + 'static {
     /// greeting). `Some` is this MTA's declaration that `relay --fault` can crash, cut the
     /// power of and restart it; `None`: it cannot yet.
     const RESTART: Option<Relaunch> = None;
+    /// Whether its queue works on LazyFS, so that `power-loss` can cut its power: false
+    /// for an MTA that checks its queue files' owner (LazyFS creates every file as its own
+    /// user, root).
+    const ON_LAZYFS: bool = true;
 }
 
 /// Starts a crashed instance again (see [`Flavor::RESTART`]).
@@ -324,7 +336,7 @@ impl<F: Flavor> Chain<F> {
         self.notices.extend(notice);
         // Its queue on LazyFS (mounted over the queue directory), for a power cut.
         let lazy = match opts.queue {
-            QueueKind::Lazyfs if F::RESTART.is_some() => {
+            QueueKind::Lazyfs if F::RESTART.is_some() && F::ON_LAZYFS => {
                 match LazyQueue::make(&dir, "queue", &[]) {
                     Ok(q) => Some(std::sync::Mutex::new(q)),
                     Err(e) => {
@@ -347,7 +359,7 @@ impl<F: Flavor> Chain<F> {
             next,
             last,
             log_name: F::LOG,
-            child: None,
+            child: std::sync::Mutex::new(None),
             capture: None,
             retrier: None,
         };
