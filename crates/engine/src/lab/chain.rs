@@ -65,8 +65,9 @@ pub struct Hop {
     pub last: bool,
     /// Its log file's name in `dir`.
     pub log_name: &'static str,
-    /// The daemon's process, when it stays in the foreground.
-    pub child: Option<Child>,
+    /// The daemon's process, when it stays in the foreground (behind a lock, so that a
+    /// restart after a crash, which has the hop shared, can put the new one there).
+    pub child: std::sync::Mutex<Option<Child>>,
     /// Its log socket, when it logs through syslog only.
     pub capture: Option<super::syslog::Capture>,
     /// A command run every few seconds, for an MTA whose retry timer cannot be shortened.
@@ -135,8 +136,9 @@ impl Hop {
         )))
     }
 
-    /// Runs `cmd` as a foreground daemon whose output is its log.
-    pub fn spawn_daemon(&mut self, mut cmd: Command, what: &str) -> Result<(), LabError> {
+    /// Runs `cmd` as a foreground daemon whose output is its log (after a crash, the
+    /// killed one it replaces is reaped).
+    pub fn spawn_daemon(&self, mut cmd: Command, what: &str) -> Result<(), LabError> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -151,7 +153,11 @@ impl Hop {
             .map_err(|e| io(&format!("run {what}"), e))?;
         std::fs::write(self.pid_file(), child.id().to_string())
             .map_err(|e| io("write the pid file", e))?;
-        self.child = Some(child);
+        let mut slot = self.child.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(mut old) = slot.replace(child) {
+            let _ = old.kill();
+            let _ = old.wait();
+        }
         Ok(())
     }
 
@@ -195,7 +201,8 @@ impl Hop {
             std::thread::sleep(Duration::from_millis(50));
         }
         super::leftovers::end(&[&self.dir, &self.queue.path], &roots, Duration::ZERO);
-        if let Some(mut c) = self.child.take() {
+        let child = self.child.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(mut c) = child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -222,15 +229,16 @@ pub fn said(out: &[u8]) -> String {
 }
 
 /// The registry entry (see [`super::MTAS`]) of an MTA the chain runs: `crash` and
-/// `power-loss` are what its file's [`Flavor::RESTART`] declares (a chain's queue goes on
-/// LazyFS like Postfix's), `disk-full` what its [`Flavor::DISK_FULL`] declares.
+/// `power-loss` are what its file's [`Flavor::RESTART`] declares (`power-loss` only where
+/// [`Flavor::ON_LAZYFS`]: a chain's queue goes on LazyFS like Postfix's), `disk-full`
+/// what its [`Flavor::DISK_FULL`] declares.
 pub const fn kind<F: Flavor>(about: &'static str, features: super::Features) -> super::Mta {
     super::Mta {
         name: F::NAME,
         about,
         features: super::Features {
             crash: F::RESTART.is_some(),
-            power_loss: F::RESTART.is_some(),
+            power_loss: F::RESTART.is_some() && F::ON_LAZYFS,
             disk_full: F::DISK_FULL,
             ..features
         },
@@ -273,6 +281,10 @@ pub trait Flavor: Send + Sync + 'static {
     /// with a 4xx when its queue's file system is nearly full (its own check, set in its
     /// file), rather than losing what it accepted.
     const DISK_FULL: bool = false;
+    /// Whether its queue works on LazyFS, so that `power-loss` can cut its power: false
+    /// for an MTA that checks its queue files' owner (LazyFS creates every file as its own
+    /// user, root).
+    const ON_LAZYFS: bool = true;
 }
 
 /// Starts a crashed instance again (see [`Flavor::RESTART`]).
@@ -333,7 +345,7 @@ impl<F: Flavor> Chain<F> {
         self.notices.extend(notice);
         // Its queue on LazyFS (mounted over the queue directory), for a power cut.
         let lazy = match opts.queue {
-            QueueKind::Lazyfs if F::RESTART.is_some() => {
+            QueueKind::Lazyfs if F::RESTART.is_some() && F::ON_LAZYFS => {
                 match LazyQueue::make(&dir, "queue", &[]) {
                     Ok(q) => Some(std::sync::Mutex::new(q)),
                     Err(e) => {
@@ -373,7 +385,7 @@ impl<F: Flavor> Chain<F> {
             next,
             last,
             log_name: F::LOG,
-            child: None,
+            child: std::sync::Mutex::new(None),
             capture: None,
             retrier: None,
         };

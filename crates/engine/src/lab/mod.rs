@@ -691,7 +691,10 @@ mod tests {
 
     #[test]
     fn the_labs_that_take_each_fault_are_the_ones_their_files_declare() {
-        assert_eq!(Mta::having(|f| f.crash), "--lab postfix, exim and sendmail");
+        assert_eq!(
+            Mta::having(|f| f.crash),
+            "--lab postfix, exim, sendmail and qmail"
+        );
         assert_eq!(
             Mta::having(|f| f.power_loss),
             "--lab postfix, exim and sendmail"

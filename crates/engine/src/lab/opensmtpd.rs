@@ -126,7 +126,12 @@ impl Flavor for OpenSmtpd {
             .command(&path(BINARY), &args)
             .map_err(|e| io("prepare the namespace", e))?;
         hop.spawn_daemon(cmd, "smtpd")?;
-        let pid = hop.child.as_ref().map_or(0, std::process::Child::id);
+        let pid = hop
+            .child
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, std::process::Child::id);
         hop.retry_every(
             std::time::Duration::from_secs(2),
             vec![

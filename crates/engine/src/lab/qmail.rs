@@ -162,7 +162,7 @@ kill $smtpd
         // the file the lab counts deliveries in); it ends when qmail-send closes the pipe.
         multilog = match opts.logging {
             MtaLogging::Multilog => {
-                "mkfifo ./logpipe\nmultilog s16777215 n20 ./multilog <./logpipe &\n"
+                "[ -p ./logpipe ] || mkfifo ./logpipe\nmultilog s16777215 n20 ./multilog <./logpipe &\n"
             }
             _ => "",
         },
@@ -209,6 +209,22 @@ fn make_queue(queue: &Path) -> Result<(), LabError> {
     Ok(())
 }
 
+/// Starts qmail (`services`) in its namespace, where its home, programs and queue are
+/// bound over the compiled-in paths: at start, and again on the same queue after a crash.
+fn launch(hop: &Hop, opts: &LabOptions) -> Result<(), LabError> {
+    let mut iso = hop.isolation(opts)?;
+    let compiled = PathBuf::from(COMPILED_HOME);
+    iso.binds.push((hop.dir.join("home"), compiled.clone()));
+    iso.binds.push((built("bin"), compiled.join("bin")));
+    iso.binds
+        .push((hop.queue.path.clone(), compiled.join("queue")));
+    let args = ["-c".to_string(), services(hop, opts), "qmail".into()];
+    let cmd = iso
+        .command(Path::new("/bin/sh"), &args)
+        .map_err(|e| io("prepare the namespace", e))?;
+    hop.spawn_daemon(cmd, "qmail")
+}
+
 impl Flavor for Qmail {
     const LOG: &'static str = "maillog";
     const NAME: &'static str = "qmail";
@@ -234,16 +250,6 @@ impl Flavor for Qmail {
                 .map_err(|e| io(&format!("write control/{name}"), e))?;
         }
         make_queue(&hop.queue.path)?;
-        let mut iso = hop.isolation(opts)?;
-        let compiled = PathBuf::from(COMPILED_HOME);
-        iso.binds.push((home, compiled.clone()));
-        iso.binds.push((built("bin"), compiled.join("bin")));
-        iso.binds
-            .push((hop.queue.path.clone(), compiled.join("queue")));
-        let args = ["-c".to_string(), services(hop, opts), "qmail".into()];
-        let cmd = iso
-            .command(Path::new("/bin/sh"), &args)
-            .map_err(|e| io("prepare the namespace", e))?;
         if opts.logging == MtaLogging::Multilog {
             // qmail-send's lines are in multilog's `current` (what the shell itself says
             // goes there too until multilog starts, then into a file multilog sets aside).
@@ -251,7 +257,7 @@ impl Flavor for Qmail {
                 .map_err(|e| io("create multilog's directory", e))?;
             hop.log_name = "multilog/current";
         }
-        hop.spawn_daemon(cmd, "qmail")?;
+        launch(hop, opts)?;
         // Without its log there is no status line to wait for: the greeting check that
         // follows, and the drain, tell whether it runs.
         if opts.logging != MtaLogging::Off {
@@ -267,6 +273,16 @@ impl Flavor for Qmail {
         );
         Ok(())
     }
+
+    /// qmail keeps each message it accepts in its queue (`mess/`, with its envelope in
+    /// `intd/`, then `todo/`, `info/` and `remote/`), and qmail-send, started again,
+    /// delivers what a crash left there (its retry signal follows the new pid file).
+    const RESTART: Option<chain::Relaunch> = Some(launch);
+
+    /// Not on LazyFS: LazyFS creates every file as root, and qmail-rspawn refuses to
+    /// deliver a message file not owned by qmailq (`deferral: Sorry, message has wrong
+    /// owner. (#4.3.5)`, every message, forever): a power-loss run lost all it accepted.
+    const ON_LAZYFS: bool = false;
 
     /// `delivery N: success: …` lines, one per recipient.
     fn delivered(log: &str) -> usize {
