@@ -329,11 +329,11 @@ fn bad_fault_values_and_places_are_refused_in_one_line() {
     );
     refused_in_one_line(
         &["relay", "--target", "127.0.0.1:25", "--fault", "crash@5"],
-        "add a --lab that takes it (--lab postfix, exim, sendmail and qmail;",
+        "add a --lab that takes it (--lab postfix, exim, opensmtpd, sendmail and qmail;",
     );
     refused_in_one_line(
         &["relay", "--lab", "qmail", "--fault", "power-loss@5"],
-        "the qmail lab cannot take this fault yet; it runs on --lab postfix, exim and sendmail",
+        "the qmail lab cannot take this fault yet; it runs on --lab postfix, exim, opensmtpd and sendmail",
     );
     refused_in_one_line(
         &["relay", "--lab", "sendmail", "--fault", "disk-full@5"],

@@ -173,8 +173,8 @@ pub struct RelayArgs {
     /// disk-full@… puts the queue on a small ext4 image on a loop device
     /// (--queue-fs-size) and fills it for --fault-hold, then frees it: the MTA's 4xx
     /// replies meanwhile are counted and quoted.
-    /// Lab MTAs only: crash on --lab postfix, exim, sendmail or qmail, power-loss on postfix,
-    /// exim or sendmail, disk-full on postfix or exim.
+    /// Lab MTAs only: crash on --lab postfix, exim, opensmtpd, sendmail or qmail,
+    /// power-loss on postfix, exim, opensmtpd or sendmail, disk-full on postfix or exim.
     #[arg(long, value_name = "KIND@WHEN")]
     pub fault: Option<String>,
     /// With --fault disk-full: the size of the queue's file system (an ext4 image on a

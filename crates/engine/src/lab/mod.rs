@@ -693,11 +693,11 @@ mod tests {
     fn the_labs_that_take_each_fault_are_the_ones_their_files_declare() {
         assert_eq!(
             Mta::having(|f| f.crash),
-            "--lab postfix, exim, sendmail and qmail"
+            "--lab postfix, exim, opensmtpd, sendmail and qmail"
         );
         assert_eq!(
             Mta::having(|f| f.power_loss),
-            "--lab postfix, exim and sendmail"
+            "--lab postfix, exim, opensmtpd and sendmail"
         );
         assert_eq!(Mta::having(|f| f.disk_full), "--lab postfix and exim");
     }

@@ -87,6 +87,24 @@ match from any for any action \"onward\"
     Ok(conf)
 }
 
+/// Starts `smtpd -d` in its namespace on the configuration and spool `start` made (again
+/// after a crash).
+fn launch(hop: &Hop, opts: &LabOptions) -> Result<(), LabError> {
+    let conf = hop.dir.join("smtpd.conf");
+    // Its spool must belong to root and let others only through.
+    super::host::set_mode(&hop.queue.path, 0o711);
+    let mut iso = hop.isolation(opts)?;
+    iso.tmpfs = vec!["/var/spool".into(), "/var/lib".into(), "/run".into()];
+    iso.dirs = vec!["/var/lib/opensmtpd/empty".into()];
+    iso.binds
+        .push((hop.queue.path.clone(), PathBuf::from("/var/spool/smtpd")));
+    let args = ["-d".to_string(), "-f".into(), conf.display().to_string()];
+    let cmd = iso
+        .command(&path(BINARY), &args)
+        .map_err(|e| io("prepare the namespace", e))?;
+    hop.spawn_daemon(cmd, "smtpd")
+}
+
 impl Flavor for OpenSmtpd {
     const LOG: &'static str = "maillog";
     const NAME: &'static str = "opensmtpd";
@@ -114,37 +132,23 @@ impl Flavor for OpenSmtpd {
                 ))
             });
         }
-        // Its spool must belong to root and let others only through.
-        super::host::set_mode(&hop.queue.path, 0o711);
-        let mut iso = hop.isolation(opts)?;
-        iso.tmpfs = vec!["/var/spool".into(), "/var/lib".into(), "/run".into()];
-        iso.dirs = vec!["/var/lib/opensmtpd/empty".into()];
-        iso.binds
-            .push((hop.queue.path.clone(), PathBuf::from("/var/spool/smtpd")));
-        let args = ["-d".to_string(), "-f".into(), conf.display().to_string()];
-        let cmd = iso
-            .command(&path(BINARY), &args)
-            .map_err(|e| io("prepare the namespace", e))?;
-        hop.spawn_daemon(cmd, "smtpd")?;
-        let pid = hop
-            .child
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map_or(0, std::process::Child::id);
+        launch(hop, opts)?;
+        // The daemon's pid is read at each retry: a restart after a crash has a new one.
+        let ctl = format!(
+            "nsenter --mount --target=\"$(cat '{}')\" '{}' schedule all",
+            hop.pid_file().display(),
+            path(CTL).display()
+        );
         hop.retry_every(
             std::time::Duration::from_secs(2),
-            vec![
-                "nsenter".into(),
-                "--mount".into(),
-                format!("--target={pid}"),
-                path(CTL).display().to_string(),
-                "schedule".into(),
-                "all".into(),
-            ],
+            vec!["sh".into(), "-c".into(), ctl],
         );
         Ok(())
     }
+
+    /// OpenSMTPD commits each message it accepts to its spool (`queue/`) before the 250,
+    /// and on start schedules what a crash left there.
+    const RESTART: Option<chain::Relaunch> = Some(launch);
 
     /// `mta delivery … result="Ok"` lines, one per recipient.
     fn delivered(log: &str) -> usize {
