@@ -16,7 +16,8 @@ Usage: bench/durability.py [--rounds 3] [-n 300] [--at 100]
        [--variant sendmail:SuperSafe=False] [--no-variant] [--bin PATH] [--out DIR]
 Needs root, FUSE (LazyFS: scripts/install-deps.sh builds it), Postfix and
 scripts/install-mtas.sh. Loopback only; every run is bounded in count and time (a
-drain of 60 s at most).
+drain of 60 s at most). With --out DIR each run's results file and the MTA's log
+(FILE.maillog.0) are kept in DIR/runs beside the table, to check a cell against them.
 """
 import json, os, statistics, subprocess, sys, time
 
@@ -38,7 +39,8 @@ FIGURES = [("accepted", "accepted"), ("lost", "lost"), ("damaged", "damaged"),
 
 def one(mta, conf, fault, work):
     """One faulted run: the relay summary, or the line mailbench refused it with."""
-    json_path = os.path.join(work, f"{mta}-{fault}-{time.monotonic_ns()}.json")
+    name = f"{mta}-{conf.replace('=', '-')}" if conf else mta
+    json_path = os.path.join(work, f"{name}-{fault}-{time.monotonic_ns()}.json")
     cmd = [MB, "relay", "--lab", mta, "-n", str(N), "-c", "4", "--size", "1k",
            "--rate", "100/s", "--sink-rule", "data_end:pace=60/s",
            "--fault", f"{fault}@{AT}", "--drain-timeout", "60s", "-q", "--json", json_path]
@@ -67,7 +69,10 @@ def main():
     if not os.path.exists(MB) or not flag("--bin"):
         subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "mailbench"],
                        cwd=ROOT, check=True)
-    work = scratch("mb-durability-")
+    # Each run's results and the MTA's log, kept with the table when it is kept, so that
+    # every cell can be checked against the server's own log.
+    work = os.path.join(OUT, "runs") if OUT else scratch("mb-durability-")
+    os.makedirs(work, exist_ok=True)
     setups = [(m, None) for m in MTAS]
     if VARIANT:
         mta, conf = VARIANT.split(":", 1)

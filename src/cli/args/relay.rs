@@ -118,7 +118,8 @@ pub struct RelayArgs {
     pub dns_zone: ZoneArgs,
     /// Shape a hop's network (repeatable; this kernel has no netem): HOP:delay=D[:jitter=D]
     /// [:rate=SIZE], each way, with HOP `mta` (mailbench to the MTA) or `sink` (the MTA to
-    /// the sink). A round trip across a hop takes twice its delay more: e.g.
+    /// the sink); a delay and jitter with their unit, 10 s at most. A round trip across a
+    /// hop takes twice its delay more: e.g.
     /// mta:delay=50ms adds 50 ms to the banner and 100 ms to EHLO; sink:rate=1M caps the
     /// deliveries at 1 MiB/s each way.
     #[arg(long, value_name = "HOP:SHAPE")]

@@ -30,8 +30,8 @@ pub fn link(spec: &str) -> Result<LinkShape, String> {
             .split_once('=')
             .ok_or_else(|| bad(&format!("{part:?} is not KEY=VALUE")))?;
         match key {
-            "delay" => shape.delay = units::duration(value).map_err(|e| bad(&e))?,
-            "jitter" => shape.jitter = units::duration(value).map_err(|e| bad(&e))?,
+            "delay" => shape.delay = latency(value).map_err(|e| bad(&e))?,
+            "jitter" => shape.jitter = latency(value).map_err(|e| bad(&e))?,
             "rate" => {
                 let r = units::size(value).map_err(|e| bad(&e))?;
                 if r == 0 {
@@ -49,6 +49,28 @@ pub fn link(spec: &str) -> Result<LinkShape, String> {
         return Err(bad("nothing to shape"));
     }
     Ok(shape)
+}
+
+/// The longest delay or jitter a link takes: a slow satellite hop is 0.6 s each way.
+const LONGEST: Duration = Duration::from_secs(10);
+
+/// A link's delay or jitter: with its unit (a bare `50` would be 50 s, never what a
+/// network delay means) and at most [`LONGEST`].
+fn latency(value: &str) -> Result<Duration, String> {
+    if !value
+        .trim_end()
+        .ends_with(|c: char| c.is_ascii_alphabetic())
+    {
+        return Err(format!("{value:?} has no unit; write e.g. 50ms or 1s"));
+    }
+    let d = units::duration(value)?;
+    if d > LONGEST {
+        return Err(format!(
+            "{value} is longer than any network's delay ({}s at most); write e.g. 50ms",
+            LONGEST.as_secs()
+        ));
+    }
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -78,6 +100,8 @@ mod tests {
             ("mta:loss=1%", "no setting \"loss\""),
             ("mta:delay=5ms:jitter=10ms", "jitter is larger"),
             ("mta:rate=0", "rate of 0"),
+            ("mta:delay=50", "has no unit"),
+            ("mta:delay=1h", "longer than any network's delay"),
         ] {
             let e = link(spec).expect_err(spec);
             assert!(
