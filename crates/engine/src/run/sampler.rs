@@ -166,17 +166,7 @@ impl Grown {
     fn after(&self, a: &Reading, b: &Reading) -> Grown {
         let up = |now: f64, then: f64| (now - then).max(0.0);
         let upc = |now: u64, then: u64| now.saturating_sub(then) as f64;
-        // The tree's sum drops when a process leaves it unreaped (Sendmail's double-forked
-        // children, reparented away), taking its CPU with it, and the others' growth over
-        // that span is lost in the drop; the names count each process's own growth, so
-        // the tree grew by at least as much as its names did (else `(unnamed)`, the
-        // total less the names, went negative).
-        let named = |r: &Reading| r.names.values().map(|c| c.cpu_s).sum::<f64>();
-        let names_grew = match (a.names.is_empty(), b.names.is_empty()) {
-            (false, false) => up(named(b), named(a)),
-            _ => 0.0,
-        };
-        let cpu = up(b.sut.cpu_s(), a.sut.cpu_s()).max(names_grew);
+        let cpu = up(b.sut.cpu_s(), a.sut.cpu_s());
         let (net_in, net_out) = match (a.sut.net, b.sut.net) {
             (Some(x), Some(y)) => (
                 upc(y.into_store, x.into_store),

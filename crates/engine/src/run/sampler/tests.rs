@@ -1,6 +1,4 @@
-use std::collections::BTreeMap;
-
-use super::{NameCount, NetBytes, Observed, Reading, Sample, first_number};
+use super::{NetBytes, Observed, Reading, Sample, first_number};
 use crate::stats::IntervalPoint;
 
 /// A reading at `t_s` of a tree that has used `cpu_s` (a fifth of it system time) and
@@ -184,70 +182,6 @@ fn a_process_that_leaves_the_tree_takes_nothing_back() {
     assert_eq!(got, [200.0, 0.0, 50.0]);
     let r = o.report(&series);
     assert!((r["cpu_avg_pct"].as_f64().unwrap_or(0.0) - 2.5 / 3.0 * 100.0).abs() < 1e-9);
-}
-
-/// A newcomer's finding: the CPU by process name showed `(unnamed)` negative. A process
-/// that leaves the tree unreaped (reparented away) takes its CPU out of the tree's sum,
-/// and what the others used meanwhile was lost in the drop, while the names count every
-/// process's own growth: the names summed more than the tree. Here b (0.5 s) leaves and
-/// a uses 0.4 s more: the tree grew by 1.4 s, all of it named.
-#[test]
-fn the_tree_grows_by_at_least_what_its_names_used_and_nothing_is_negative() {
-    let names = |a: f64, b: f64| -> BTreeMap<String, NameCount> {
-        [("a", a), ("b", b)]
-            .into_iter()
-            .map(|(n, cpu_s)| {
-                (
-                    n.to_string(),
-                    NameCount {
-                        cpu_s,
-                        sys_s: cpu_s * 0.2,
-                        rss_kib: 1000,
-                        procs: 1,
-                    },
-                )
-            })
-            .collect()
-    };
-    let with = |t_s: f64, cpu_s: f64, named: BTreeMap<String, NameCount>| Reading {
-        names: named,
-        ..at(t_s, cpu_s, 0)
-    };
-    let o = Observed::new(
-        None,
-        0,
-        1.0,
-        vec![
-            with(0.0, 0.0, names(0.0, 0.0)),
-            with(1.0, 1.0, names(0.5, 0.5)),
-            with(2.0, 0.9, names(0.9, 0.5)),
-        ],
-    );
-    let o = Observed { cores: 2.0, ..o };
-    let mut series = vec![point(1.0, 1.0), point(2.0, 1.0)];
-    o.fill(&mut series, 0);
-    let got: Vec<f64> = series
-        .iter()
-        .map(|p| (cpu(p) * 1e6).round() / 1e6)
-        .collect();
-    assert_eq!(got, [100.0, 40.0], "CPU per point");
-    let r = o.report(&series);
-    let unnamed = r["cpu_unnamed_s"].as_f64().expect("cpu_unnamed_s");
-    assert!(
-        unnamed.abs() < 1e-9,
-        "nothing unnamed, got {unnamed}: {r:#}"
-    );
-    let shares: Vec<f64> = r["by_process"]
-        .as_array()
-        .expect("by_process")
-        .iter()
-        .map(|row| (row["share_pct"].as_f64().unwrap_or(-1.0) * 1e6).round() / 1e6)
-        .collect();
-    assert_eq!(
-        shares,
-        [64.285714, 35.714286],
-        "a 0.9 s and b 0.5 s of 1.4 s"
-    );
 }
 
 #[test]
