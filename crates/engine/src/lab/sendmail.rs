@@ -198,11 +198,15 @@ impl Flavor for Sendmail {
             .count()
     }
 
-    /// Each message is a `qf` file.
+    /// Each message is a `qf` file with something in it. A zero-length `qf` is what a
+    /// power cut left of a message whose control file was never written to disk: Sendmail
+    /// never delivers it (it leaves it alone for 10 minutes, then removes it), so counting
+    /// it kept the drain waiting for nothing and told of a message still queued.
     fn queued(queue: &Path) -> usize {
         std::fs::read_dir(queue).map_or(0, |rd| {
             rd.filter_map(Result::ok)
                 .filter(|e| e.file_name().to_string_lossy().starts_with("qf"))
+                .filter(|e| e.metadata().is_ok_and(|m| m.len() > 0))
                 .count()
         })
     }

@@ -134,8 +134,7 @@ pub(super) async fn drain(
 /// slow (or waiting to retry) and a longer `--drain-timeout` would have seen the rest
 /// arrive. After a power cut that dropped queue files the MTA had not synced, with nothing
 /// arriving for the drain's last second or more, what had not arrived went with those
-/// files: lost for good, and the MTA may still list the emptied files in its queue
-/// (Sendmail leaves a zero-length `qf` alone for 10 minutes), which kept the drain waiting.
+/// files: lost for good.
 pub(super) fn timed_out_warning(s: &RelaySummary) -> String {
     let held = s
         .queued_left
