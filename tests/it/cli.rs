@@ -15,6 +15,10 @@ fn bad_flags_give_one_line_and_exit_1() {
             "--link mx:delay=5ms: no hop",
         ),
         (
+            &["relay", "--target", &target, "--link", "mta-mta:delay=5ms"],
+            "--link mta-mta: shapes the way from one lab MTA to the next; give --lab with --hops 2",
+        ),
+        (
             &["relay", "--target", &target, "--link", "mta:delay=soon"],
             "--link mta:delay=soon: invalid duration",
         ),

@@ -533,6 +533,7 @@ fn a_saturated_qmail_of_ones_own_read_from_proc_stays_within_the_machine_and_its
             dns: None,
             lookup: None,
             logging: mailbench::lab::MtaLogging::On,
+            between: None,
         })
         .unwrap_or_else(|e| panic!("the qmail lab starts (tests run as root): {e}"));
     let cg = Cgroup::new("qmail-proc");

@@ -181,6 +181,7 @@ fn dkimpy_verifies_what_the_lab_signed_with_an_ed25519_key() {
             dns: None,
             lookup: None,
             logging: MtaLogging::On,
+            between: None,
         })
         .expect("the lab starts (tests run as root)");
     let entry = lab.entry().to_string();

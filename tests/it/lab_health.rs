@@ -42,6 +42,7 @@ fn start_within(
             dns: None,
             lookup: None,
             logging: MtaLogging::On,
+            between: None,
         });
         let _ = tx.send(lab.map_err(|e| e.to_string()));
     });

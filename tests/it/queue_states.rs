@@ -36,6 +36,7 @@ fn stuck_lab(mta: Mta, settings: &[(&str, &str)]) -> Box<dyn MtaLab> {
         dns: None,
         lookup: None,
         logging: mailbench::lab::MtaLogging::On,
+        between: None,
     })
     .unwrap_or_else(|e| panic!("the {} lab starts (tests run as root): {e}", mta.name()))
 }

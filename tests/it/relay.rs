@@ -859,7 +859,8 @@ fn postfix_c_d(log: &std::path::Path) -> Vec<(f64, f64)> {
 /// own log: its SMTP client's connection set-up (`c`: the greeting and EHLO, 150 ms; a
 /// reused connection's RSET, 100 ms) and transmission (`d`: MAIL/RCPT/DATA pipelined and
 /// the message, two round trips, 200 ms); `sink:rate=100k` makes 50 kB messages take half
-/// a second to cross (`d`).
+/// a second to cross (`d`); `mta-mta:delay=50ms` gives the first of two Postfixes the
+/// sink hop's figures and the second none.
 #[test]
 fn issue_43_a_shaped_hop_adds_its_delay_where_it_is_crossed() {
     let dir = TempDir::new("relay-link");
@@ -898,13 +899,52 @@ fn issue_43_a_shaped_hop_adds_its_delay_where_it_is_crossed() {
         v.sort_by(f64::total_cmp);
         v.get(v.len() / 2).copied().unwrap_or(0.0)
     };
-    let new_conns: Vec<f64> = cd.iter().map(|x| x.0).filter(|c| *c >= 0.145).collect();
-    let (d_median, c_median) = (median(cd.iter().map(|x| x.1).collect()), median(new_conns));
+    let crossed = |cd: &[(f64, f64)]| {
+        let new_conns: Vec<f64> = cd.iter().map(|x| x.0).filter(|c| *c >= 0.145).collect();
+        let (d_median, c_median) = (median(cd.iter().map(|x| x.1).collect()), median(new_conns));
+        assert!(
+            cd.iter().all(|(c, d)| *c >= 0.099 && *d >= 0.199)
+                && (0.20..=0.22).contains(&d_median)
+                && (0.15..=0.165).contains(&c_median),
+            "Postfix's c (set-up: 0.15 s on a new connection, 0.10 on a reused one) and d (transmission, 0.20 s) across 50 ms each way: medians c {c_median} (new connections), d {d_median}: {cd:?}"
+        );
+    };
+    crossed(&cd);
+
+    // Between two lab Postfixes (`--hops 2`): the first one's deliveries to the second
+    // cross the link, the second one's to the sink do not.
+    let Some(r) = relay(
+        &[
+            "-n",
+            "40",
+            "-c",
+            "2",
+            "--hops",
+            "2",
+            "--link",
+            "mta-mta:delay=50ms",
+        ],
+        &json,
+    ) else {
+        return;
+    };
+    assert_eq!(r["summary"]["delivered"], 40);
+    assert_eq!(r["config"]["relay"]["links"][0]["hop"], "mta-mta");
+    let first = postfix_c_d(&json.with_extension("maillog.0"));
+    // Its `c` also holds the second Postfix's start of an smtpd for each connection (the
+    // sink greets at once): only `d`, two round trips, is the link's alone.
+    let d_first = median(first.iter().map(|x| x.1).collect());
     assert!(
-        cd.iter().all(|(c, d)| *c >= 0.099 && *d >= 0.199)
-            && (0.20..=0.22).contains(&d_median)
-            && (0.15..=0.165).contains(&c_median),
-        "Postfix's c (set-up: 0.15 s on a new connection, 0.10 on a reused one) and d (transmission, 0.20 s) across 50 ms each way: medians c {c_median} (new connections), d {d_median}: {cd:?}"
+        first.len() == 40
+            && first.iter().all(|(c, d)| *c >= 0.099 && *d >= 0.199)
+            && (0.20..=0.22).contains(&d_first),
+        "the first Postfix relayed 40 across 50 ms each way: each c at least 0.10 s, d at least 0.20 s (median {d_first}): {first:?}"
+    );
+    let last = postfix_c_d(&json.with_extension("maillog.1"));
+    let d_last = median(last.iter().map(|x| x.1).collect());
+    assert!(
+        last.len() == 40 && d_last < 0.05,
+        "the second Postfix's deliveries to the sink cross no link: d median {d_last} s: {last:?}"
     );
 
     let Some(r) = relay(

@@ -117,8 +117,9 @@ pub struct RelayArgs {
     #[command(flatten)]
     pub dns_zone: ZoneArgs,
     /// Shape a hop's network (repeatable; this kernel has no netem): HOP:delay=D[:jitter=D]
-    /// [:rate=SIZE], each way, with HOP `mta` (mailbench to the MTA) or `sink` (the MTA to
-    /// the sink); a delay and jitter with their unit, 10 s at most. A round trip across a
+    /// [:rate=SIZE], each way, with HOP `mta` (mailbench to the MTA), `sink` (the MTA to
+    /// the sink) or `mta-mta` (each lab MTA to the next, with --hops); a delay and jitter
+    /// with their unit, 10 s at most. A round trip across a
     /// hop takes twice its delay more: e.g.
     /// mta:delay=50ms adds 50 ms to the banner and 100 ms to EHLO; sink:rate=1M caps the
     /// deliveries at 1 MiB/s each way.

@@ -134,6 +134,7 @@ pub fn options(shape: &LabShape, relay: SocketAddr, starttls: bool) -> Result<La
             LoggingArg::Off => MtaLogging::Off,
             LoggingArg::Multilog => MtaLogging::Multilog,
         },
+        between: None,
     })
 }
 

@@ -10,13 +10,14 @@ use crate::units;
 pub fn link(spec: &str) -> Result<LinkShape, String> {
     let bad = |why: &str| {
         format!(
-            "--link {spec}: {why}; give HOP:delay=DURATION[:jitter=DURATION][:rate=SIZE] with HOP mta or sink, e.g. mta:delay=50ms"
+            "--link {spec}: {why}; give HOP:delay=DURATION[:jitter=DURATION][:rate=SIZE] with HOP mta, sink or mta-mta, e.g. mta:delay=50ms"
         )
     };
     let mut parts = spec.split(':');
     let hop = match parts.next().unwrap_or_default() {
         "mta" => Hop::Mta,
         "sink" => Hop::Sink,
+        "mta-mta" => Hop::MtaMta,
         other => return Err(bad(&format!("no hop {other:?}"))),
     };
     let mut shape = LinkShape {
@@ -92,6 +93,10 @@ mod tests {
         assert_eq!(
             link("sink:rate=10k").map(|l| (l.hop, l.delay)),
             Ok((Hop::Sink, Duration::ZERO))
+        );
+        assert_eq!(
+            link("mta-mta:delay=20ms").map(|l| (l.hop, l.delay)),
+            Ok((Hop::MtaMta, Duration::from_millis(20)))
         );
         for (spec, why) in [
             ("mx:delay=5ms", "no hop \"mx\""),

@@ -455,6 +455,7 @@ pub fn postfix_to_sink(
             dns: None,
             lookup: None,
             logging: mailbench::lab::MtaLogging::On,
+            between: None,
         })
         .expect("lab Postfix starts (CI runs as root)")
 }

@@ -15,6 +15,7 @@ use super::fs::queue::LazyQueue;
 use super::host::{self, QueueDir, io};
 use super::{LabError, LabOptions, LabServer, MtaLab, QueueKind};
 use crate::stats::queues::{self, QueueState};
+use crate::transport::shaper::Shaper;
 
 /// Where `scripts/install-mtas.sh` unpacks the MTAs (`$MAILBENCH_MTAS` overrides it).
 pub fn mta_root() -> PathBuf {
@@ -294,6 +295,9 @@ pub type Relaunch = fn(&Hop, &LabOptions) -> Result<(), LabError>;
 #[derive(Debug)]
 pub struct Chain<F: Flavor> {
     hops: Vec<Hop>,
+    /// The shaped links between one hop and the next (`--link mta-mta:…`), kept as long
+    /// as the chain runs (a restarted hop is reached through the same link).
+    links: Vec<Shaper>,
     /// What it was started with, for [`Flavor::RESTART`].
     opts: LabOptions,
     notices: Vec<String>,
@@ -309,6 +313,7 @@ impl<F: Flavor> Chain<F> {
         F::check().map_err(LabError::Failed)?;
         let mut chain = Chain {
             hops: Vec::new(),
+            links: Vec::new(),
             opts: opts.clone(),
             notices: Vec::new(),
             logging: opts.logging != super::MtaLogging::Off,
@@ -327,7 +332,7 @@ impl<F: Flavor> Chain<F> {
                     Err(e) => return Err(e),
                 }
             };
-            next = hop.entry;
+            next = super::between::reached_at(hop.entry, n, opts, &mut chain.links)?;
             chain.hops.insert(0, hop);
         }
         Ok(chain)

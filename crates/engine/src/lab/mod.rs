@@ -15,6 +15,7 @@
 //! purpose (a LazyFS mount whose power is cut, a small ext4 that fills up); for recipient
 //! lookups, `ldap` is a private directory behind a counting proxy.
 
+mod between;
 pub mod chain;
 pub mod command;
 pub mod crash;
@@ -90,6 +91,10 @@ pub struct LabOptions {
     pub lookup: Option<RecipientLookup>,
     /// How the MTA logs (seed 004: multilog cost qmail half its rate).
     pub logging: MtaLogging,
+    /// The shape of the network between one instance and the next of a chain (`--link
+    /// mta-mta:…`); `None`: loopback. Started with the chain, so it needs the runtime
+    /// the chain starts on.
+    pub between: Option<crate::transport::shape::LinkShape>,
 }
 
 /// How a lab MTA logs (`--mta-logging`).

@@ -29,6 +29,7 @@ use super::{
     ldap,
 };
 use crate::stats::queues::QueueState;
+use crate::transport::shaper::Shaper;
 
 const POSTFIX: &str = "/usr/sbin/postfix";
 
@@ -73,6 +74,8 @@ pub struct Lab {
     /// The LDAP directory the entry looks recipients up in (`--mta-lookup ldap`); dropped
     /// after the instances, which are stopped first.
     directory: Option<ldap::Directory>,
+    /// The shaped links between one instance and the next (`--link mta-mta:…`).
+    links: Vec<Shaper>,
 }
 
 /// Postfix's line in the lab registry.
@@ -118,6 +121,7 @@ impl Lab {
             starttls: opts.starttls,
             logging: opts.logging != MtaLogging::Off,
             directory: None,
+            links: Vec::new(),
         };
         if let Some(RecipientLookup {
             backend: LookupBackend::Ldap(faults),
@@ -140,7 +144,7 @@ impl Lab {
                     Err(e) => return Err(e),
                 }
             };
-            next = inst.smtpd;
+            next = super::between::reached_at(inst.smtpd, hop, opts, &mut lab.links)?;
             lab.instances.insert(0, inst);
         }
         Ok(lab)

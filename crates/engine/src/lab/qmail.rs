@@ -335,6 +335,7 @@ mod tests {
             dns: None,
             lookup: None,
             logging: MtaLogging::On,
+            between: None,
         }
     }
 

@@ -100,6 +100,7 @@ pub async fn run(
                 dns: None,
                 lookup: None,
                 logging: crate::lab::MtaLogging::On,
+                between: None,
                 dkim: None,
                 relay_lmtp: true,
                 starttls: false,

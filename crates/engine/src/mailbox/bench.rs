@@ -146,6 +146,7 @@ pub async fn workload(
                 dns: None,
                 lookup: None,
                 logging: crate::lab::MtaLogging::On,
+                between: None,
                 dkim: None,
                 relay_lmtp: true,
                 starttls: false,

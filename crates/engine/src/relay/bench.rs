@@ -177,9 +177,16 @@ pub async fn bench(mut plan: RelayPlan, shutdown: Shutdown) -> Result<Results, R
         Some(shape) => Some(shaper(sink_addr, shape).await?),
         None => None,
     };
+    let between = link(Hop::MtaMta);
+    if between.is_some() && plan.lab.as_ref().is_none_or(|(_, o)| o.hops < 2) {
+        return Err(RelayError::Usage(
+            "--link mta-mta: shapes the way from one lab MTA to the next; give --lab with --hops 2 or more".into(),
+        ));
+    }
     let lab = match plan.lab.take() {
         Some((mta, mut opts)) => {
             opts.relay = sink_link.as_ref().map_or(sink_addr, Shaper::addr);
+            opts.between = between;
             opts.hold = plan.flush;
             opts.dns = embedded.as_ref().map(|e| crate::lab::LabDns {
                 resolver: e.resolver,
@@ -552,8 +559,6 @@ async fn run_once(
     run(r, lab, shutdown.clone()).await
 }
 
-/// Whether `--trace-io` can count anything, checked before the lab starts: the kernel must
-/// let this process trace, and there must be MTA processes to trace.
 /// A shaping relay in front of `server`.
 async fn shaper(server: SocketAddr, shape: LinkShape) -> Result<Shaper, RelayError> {
     Shaper::start(server, shape)
@@ -561,6 +566,8 @@ async fn shaper(server: SocketAddr, shape: LinkShape) -> Result<Shaper, RelayErr
         .map_err(|e| RelayError::Failed(format!("--link: cannot listen on loopback: {e}")))
 }
 
+/// Whether `--trace-io` can count anything, checked before the lab starts: the kernel must
+/// let this process trace, and there must be MTA processes to trace.
 fn trace_io_possible(plan: &RelayPlan) -> Result<(), String> {
     if plan.lab.is_none() && plan.sut_pids.is_empty() {
         return Err(

@@ -8,12 +8,15 @@ use std::time::Duration;
 
 /// Which hop of a relay run a link shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Hop {
     /// mailbench's generator to the MTA (and the MTA's replies back).
     Mta,
     /// The MTA's deliveries to the sink (and the sink's replies back).
     Sink,
+    /// Each lab MTA's relaying to the next one of a `--hops` chain (seed 000's mail
+    /// passing through several relays, each link a network apart).
+    MtaMta,
 }
 
 /// The shape of a link, each way: a byte that crosses it arrives `delay` (± up to

@@ -29,6 +29,7 @@ const RUN: usize = 16 * 1024;
 const SEGMENT: usize = 1448;
 
 /// A running shaped link; dropping it closes the listener and every connection.
+#[derive(Debug)]
 pub struct Shaper {
     addr: SocketAddr,
     stop: CancellationToken,

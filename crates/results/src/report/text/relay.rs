@@ -53,6 +53,7 @@ fn links(out: &mut String, r: &Results) {
             }
             let hop = match l["hop"].as_str() {
                 Some("mta") => "mailbench to MTA",
+                Some("mta-mta") => "MTA to MTA",
                 _ => "MTA to sink",
             };
             format!("{hop}: {}", parts.join(", "))

@@ -341,7 +341,8 @@ fn a_capacity_searchs_summary_says_it_is_the_last_steps() {
 }
 
 /// A tarpit fires on every reply, so it has no count among the faults: the sink's and the
-/// relay's summaries name it from the configuration (0.05 s in, 0.05 s out).
+/// relay's summaries name it from the configuration (0.05 s in, 0.05 s out); so are the
+/// shaped links.
 #[test]
 fn an_active_tarpit_is_named_in_the_sink_and_relay_summaries() {
     use crate::stats::Recorder;
@@ -357,6 +358,15 @@ fn an_active_tarpit_is_named_in_the_sink_and_relay_summaries() {
             "relay",
             serde_json::json!({"relay": {"sink_tarpit_s": 0.05}}),
             "  receiver   tarpit 0.05 s before every reply (--sink-tarpit)",
+        ),
+        // Issue 43: each shaped hop named by where it is, with its shape.
+        (
+            "relay",
+            serde_json::json!({"relay": {"links": [
+                {"hop": "mta-mta", "delay": 50.0, "jitter": 5.0, "rate_bytes_s": null},
+                {"hop": "sink", "delay": 0.0, "jitter": 0.0, "rate_bytes_s": 1000},
+            ]}}),
+            "  link       MTA to MTA: 50 ms ± 5 ms delay; MTA to sink: 1000 bytes/s per connection each way (--link)\n",
         ),
     ] {
         let k = KINDS.iter().find(|k| k.name == name).expect("kind");
