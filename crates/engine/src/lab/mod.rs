@@ -13,7 +13,8 @@
 //! a signal during a lab's start cuts the start short (`interrupt`). For durability runs,
 //! `crash` kills a lab's whole tree at once and `fs` gives it file systems that fail on
 //! purpose (a LazyFS mount whose power is cut, a small ext4 that fills up); for recipient
-//! lookups, `ldap` is a private directory behind a counting proxy.
+//! lookups, `ldap` is a private directory behind a counting proxy; `between` shapes the
+//! network from one MTA of a chain to the next.
 
 mod between;
 pub mod chain;
