@@ -435,3 +435,74 @@ fn issue_42_the_delivery_and_fault_lines_tell_intact_from_damaged() {
         "{out}"
     );
 }
+
+/// A newcomer's finding: a crash run with a paced sink showed "negative replies 0 (sink
+/// rules fired: paced 337)" with 295 deliveries. A pace refuses nothing, and it counts
+/// the replies it held, one per copy the MTA sent (again after the crash, or twice): the
+/// held replies get their own line saying so, the negative replies keep the rules that
+/// refused.
+#[test]
+fn a_paces_held_replies_are_not_among_the_negative_replies() {
+    use crate::stats::Recorder;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    use crate::stats::summary::{RelaySummary, Summary};
+    let text = |rejected: u64, faults: serde_json::Value| {
+        let mut r = Results::assemble(RunParts {
+            command: "relay",
+            run_id: 1,
+            started_us: 0,
+            duration_s: 1.0,
+            config: serde_json::json!({}),
+            summary: Summary::Relay(RelaySummary {
+                expected_recipients: 300,
+                delivered: 295,
+                delivered_messages: 295,
+                receiver_rejected: Some(rejected),
+                ..RelaySummary::default()
+            }),
+            steps: crate::stats::kind::KINDS[0].steps,
+            self_report: SelfReport::default(),
+            total: Recorder::new(),
+            series: Vec::new(),
+        });
+        r.extra
+            .insert("sink".into(), serde_json::json!({ "faults": faults }));
+        super::summary(&r, "relay")
+    };
+    let lines = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with("  receiver "))
+            .map(String::from)
+            .collect()
+    };
+    let out = text(
+        0,
+        serde_json::json!({"paced": 337, "reply_4xx": 0, "delay": 0}),
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "  receiver   negative replies 0: each a delivery the MTA had to try again or bounce",
+            "  receiver   replies held, none refused: paced 337 (sink rules' replies that waited: one per reply sent, every copy or retry of a message counted again)",
+        ],
+        "in\n{out}"
+    );
+    let out = text(
+        7,
+        serde_json::json!({"paced": 0, "reply_4xx": 4, "greylist": 3, "delay": 12}),
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "  receiver   negative replies 7 (sink rules fired: greylist 3  reply_4xx 4): each a delivery the MTA had to try again or bounce",
+            "  receiver   replies held, none refused: delay 12 (sink rules' replies that waited: one per reply sent, every copy or retry of a message counted again)",
+        ],
+        "in\n{out}"
+    );
+    let out = text(0, serde_json::json!({"paced": 0}));
+    assert_eq!(
+        lines(&out),
+        ["  receiver   negative replies 0: each a delivery the MTA had to try again or bounce"],
+        "no held line when nothing was held, in\n{out}"
+    );
+}
