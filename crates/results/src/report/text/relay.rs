@@ -102,8 +102,9 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     let drain = match (s.drain_mpm, s.drain_s) {
         (Some(mpm), Some(d)) => format!(
             "drain {mpm:.0} {unit}/min (last arrival {d:.2} s after the {from}){}",
-            s.delivery_per_sec
-                .map_or(String::new(), |r| format!(", delivering at {r:.1}/s"))
+            s.delivery_per_sec.map_or(String::new(), |r| format!(
+                ", delivering at {r:.1}/s (the pace between the first and last 5 % of arrivals)"
+            ))
         ),
         _ => "no message arrived".to_string(),
     };
