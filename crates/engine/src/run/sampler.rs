@@ -488,6 +488,10 @@ impl Observed {
             p.relay.queue = end.and_then(|r| r.queue);
         }
         level_cpu(series, &watched, self.cores);
+        for s in series.iter_mut().filter_map(|p| p.relay.sut.as_mut()) {
+            let k = names_within(s.by_process.values().sum(), s.cpu_user_pct + s.cpu_sys_pct);
+            s.by_process.values_mut().for_each(|pct| *pct *= k);
+        }
     }
 
     /// The whole run's report (`extra.sut` in the results): totals from the first reading
@@ -550,13 +554,14 @@ impl Observed {
             report["net_in_bytes_per_s"] = per_s(g.net_in).into();
             report["net_out_bytes_per_s"] = per_s(g.net_out).into();
         }
-        if let Some(by) = self.by_process(series, g.cpu_s) {
+        let named: f64 = self
+            .readings
+            .last()
+            .map_or(0.0, |r| r.names.values().map(|c| c.cpu_s).sum());
+        let k = names_within(named, g.cpu_s);
+        if let Some(by) = self.by_process(series, g.cpu_s, k) {
             report["by_process"] = by;
-            let named: f64 = self
-                .readings
-                .last()
-                .map_or(0.0, |r| r.names.values().map(|c| c.cpu_s).sum());
-            report["cpu_unnamed_s"] = (g.cpu_s - named).into();
+            report["cpu_unnamed_s"] = (g.cpu_s - named).max(0.0).into();
         }
         if let Some(load) = self
             .readings
@@ -581,10 +586,27 @@ impl Observed {
     /// The CPU by process name over the watch (`extra.sut.by_process`), busiest first:
     /// each name's CPU seconds (user, system), its share of the tree's `total_s`, its
     /// busiest point in `series` (% of a core), and its most memory and processes at a
-    /// reading; `None` when no process was read.
-    fn by_process(&self, series: &[IntervalPoint], total_s: f64) -> Option<serde_json::Value> {
+    /// reading; `None` when no process was read. Each name's CPU is taken times `k`
+    /// ([`names_within`]), so that the names never sum more than the tree.
+    fn by_process(
+        &self,
+        series: &[IntervalPoint],
+        total_s: f64,
+        k: f64,
+    ) -> Option<serde_json::Value> {
         let last = self.readings.last().filter(|r| !r.names.is_empty())?;
-        let mut rows: Vec<(&String, &NameCount)> = last.names.iter().collect();
+        let mut rows: Vec<(&String, NameCount)> = last
+            .names
+            .iter()
+            .map(|(n, c)| {
+                let c = NameCount {
+                    cpu_s: c.cpu_s * k,
+                    sys_s: c.sys_s * k,
+                    ..*c
+                };
+                (n, c)
+            })
+            .collect();
         rows.sort_by(|x, y| y.1.cpu_s.total_cmp(&x.1.cpu_s).then(x.0.cmp(y.0)));
         let most = |name: &str, f: fn(&NameCount) -> u64| {
             self.readings
@@ -688,6 +710,23 @@ async fn sample_loop(
         let grew = Grown::default().after(prev, &reading);
         latest.set(grew.cpu_s / (t_s - prev.t_s).max(1e-9) * 100.0);
         out.push(reading);
+    }
+}
+
+/// What the names' CPU is taken times so that it sums no more than the tree's, `named`
+/// and `tree` over the same span: 1 when it does not, else `tree / named`. The tree's
+/// count is the truth (the kernel's count of the cgroup, or `/proc`'s); the names are
+/// read process by process after it, so CPU used while a reading walked the processes
+/// is in the names but not yet in the tree, and a process leaving the tree unreaped
+/// (Sendmail's double-forked children, reparented away) drops the tree's `/proc` sum
+/// and the others' growth meanwhile with it, never the names'. Either way the names'
+/// excess is a reading's skew: they are scaled into the tree, which is kept exact, and
+/// `(unnamed)`, the tree less the names, is never below 0.
+fn names_within(named: f64, tree: f64) -> f64 {
+    if named > tree && named > 0.0 {
+        (tree / named).max(0.0)
+    } else {
+        1.0
     }
 }
 

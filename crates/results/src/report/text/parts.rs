@@ -94,27 +94,55 @@ pub(super) fn sut_table(out: &mut String, series: &[crate::stats::IntervalPoint]
     }
 }
 
-/// Latency per step, one row each, in the order `steps` names them.
+/// A step's latency in the table, ms: a sample is kept in whole µs, rounded down, so one
+/// of 0 µs (the results file's 0) was under 1 µs, printed `<0.001`, not a 0 that reads
+/// as "no wait measured".
+fn step_ms(us: u64) -> String {
+    if us == 0 { "<0.001".into() } else { ms(us) }
+}
+
+/// Latency per step, one row each, in the order `steps` names them; when a figure was
+/// under 1 µs, a note says why (a reply already read when its wait began), and with
+/// pipelining which steps carry the round trip.
 pub(super) fn latency_table(out: &mut String, r: &Results, steps: Steps) {
     let _ = writeln!(
         out,
         "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "latency ms", "count", "p50", "p90", "p99", "p99.9", "max"
     );
+    // The steps whose median was under 1 µs.
+    let mut under_1us = Vec::new();
     for m in steps.metrics() {
         if let Some(h) = r.latency.get(steps.name(m)) {
+            if h.count > 0 && h.p50_us == 0 {
+                under_1us.push(steps.name(m));
+            }
             let _ = writeln!(
                 out,
                 "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 shown_step(r, steps.name(m)),
                 h.count,
-                ms(h.p50_us),
-                ms(h.p90_us),
-                ms(h.p99_us),
-                ms(h.p999_us),
-                ms(h.max_us)
+                step_ms(h.p50_us),
+                step_ms(h.p90_us),
+                step_ms(h.p99_us),
+                step_ms(h.p999_us),
+                step_ms(h.max_us)
             );
         }
+    }
+    if under_1us.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  (a step is timed from the reply before it, or the connect, to its own reply: <0.001, under 1 µs, is a reply\n   already there when its wait began, as a greeting sent at once)"
+    );
+    let grouped = ["mail", "rcpt", "data"];
+    if r.config["pipelining"] == true && under_1us.iter().any(|s| grouped.contains(s)) {
+        let _ = writeln!(
+            out,
+            "  (pipelined: MAIL, RCPT and DATA go in one write and their replies come back together, so the round trip\n   is in the group's first reply, mail's, or data_end's when the next transaction went with it; rcpt and\n   data show the wait after it, none)"
+        );
     }
 }
 

@@ -103,8 +103,9 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     let drain = match (s.drain_mpm, s.drain_s) {
         (Some(mpm), Some(d)) => format!(
             "drain {mpm:.0} {unit}/min (last arrival {d:.2} s after the {from}){}",
-            s.delivery_per_sec
-                .map_or(String::new(), |r| format!(", delivering at {r:.1}/s"))
+            s.delivery_per_sec.map_or(String::new(), |r| format!(
+                ", delivering at {r:.1}/s (the pace between the first and last 5 % of arrivals)"
+            ))
         ),
         _ => "no message arrived".to_string(),
     };
@@ -184,25 +185,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         s.bounces, s.delay_notices, s.untraced, s.aborted_delivered
     );
     if let Some(n) = s.receiver_rejected {
-        let faults = r.extra["sink"]["faults"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-            })
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  receiver   negative replies {n}{}: each a delivery the MTA had to try again or bounce",
-            if faults.is_empty() {
-                String::new()
-            } else {
-                format!(" (sink rules fired: {faults})")
-            }
-        );
+        receiver(&mut out, n, &r.extra["sink"]["faults"]);
     }
     // The sink's tarpit refuses nothing, so it has no count above: named when set, lest
     // the MTA's slow deliveries look like its own.
@@ -377,6 +360,48 @@ fn io_per_message(out: &mut String, r: &Results) {
 fn cell(v: &serde_json::Value, decimals: usize) -> String {
     v.as_f64()
         .map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
+}
+
+/// The sink's fault kinds that hold a reply and refuse nothing: a `delay=` rule's and a
+/// `pace=RATE` rule's. Every other kind is a negative reply (or none at all).
+const HELD: [&str; 2] = ["delay", "paced"];
+
+/// The receiver's lines: its `n` negative replies with the sink rules that gave them, and
+/// apart from them the replies its delay and pace rules held (`faults`: the sink's count
+/// per kind). A held reply is counted per reply the sink sent, so a message the MTA
+/// sent again (after a crash, or in duplicate) counts once per copy: a crash run with a
+/// pace showed `paced 337` of 295 deliveries, among the negative replies.
+fn receiver(out: &mut String, n: u64, faults: &serde_json::Value) {
+    let fired = |held: bool| {
+        faults
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, v)| {
+                        v.as_u64().unwrap_or(0) > 0 && HELD.contains(&k.as_str()) == held
+                    })
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            })
+            .unwrap_or_default()
+    };
+    let (refused, held) = (fired(false), fired(true));
+    let _ = writeln!(
+        out,
+        "  receiver   negative replies {n}{}: each a delivery the MTA had to try again or bounce",
+        if refused.is_empty() {
+            String::new()
+        } else {
+            format!(" (sink rules fired: {refused})")
+        }
+    );
+    if !held.is_empty() {
+        let _ = writeln!(
+            out,
+            "  receiver   replies held, none refused: {held} (sink rules' replies that waited: one per reply sent, every copy or retry of a message counted again)"
+        );
+    }
 }
 
 /// `--fault`'s line: when the MTA was killed, how long it was down, what it lost, damaged

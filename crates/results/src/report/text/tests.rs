@@ -445,3 +445,170 @@ fn issue_42_the_delivery_and_fault_lines_tell_intact_from_damaged() {
         "{out}"
     );
 }
+
+/// A newcomer's finding: a crash run with a paced sink showed "negative replies 0 (sink
+/// rules fired: paced 337)" with 295 deliveries. A pace refuses nothing, and it counts
+/// the replies it held, one per copy the MTA sent (again after the crash, or twice): the
+/// held replies get their own line saying so, the negative replies keep the rules that
+/// refused.
+#[test]
+fn a_paces_held_replies_are_not_among_the_negative_replies() {
+    use crate::stats::Recorder;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    use crate::stats::summary::{RelaySummary, Summary};
+    let text = |rejected: u64, faults: serde_json::Value| {
+        let mut r = Results::assemble(RunParts {
+            command: "relay",
+            run_id: 1,
+            started_us: 0,
+            duration_s: 1.0,
+            config: serde_json::json!({}),
+            summary: Summary::Relay(RelaySummary {
+                expected_recipients: 300,
+                delivered: 295,
+                delivered_messages: 295,
+                receiver_rejected: Some(rejected),
+                ..RelaySummary::default()
+            }),
+            steps: crate::stats::kind::KINDS[0].steps,
+            self_report: SelfReport::default(),
+            total: Recorder::new(),
+            series: Vec::new(),
+        });
+        r.extra
+            .insert("sink".into(), serde_json::json!({ "faults": faults }));
+        super::summary(&r, "relay")
+    };
+    let lines = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with("  receiver "))
+            .map(String::from)
+            .collect()
+    };
+    let out = text(
+        0,
+        serde_json::json!({"paced": 337, "reply_4xx": 0, "delay": 0}),
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "  receiver   negative replies 0: each a delivery the MTA had to try again or bounce",
+            "  receiver   replies held, none refused: paced 337 (sink rules' replies that waited: one per reply sent, every copy or retry of a message counted again)",
+        ],
+        "in\n{out}"
+    );
+    let out = text(
+        7,
+        serde_json::json!({"paced": 0, "reply_4xx": 4, "greylist": 3, "delay": 12}),
+    );
+    assert_eq!(
+        lines(&out),
+        [
+            "  receiver   negative replies 7 (sink rules fired: greylist 3  reply_4xx 4): each a delivery the MTA had to try again or bounce",
+            "  receiver   replies held, none refused: delay 12 (sink rules' replies that waited: one per reply sent, every copy or retry of a message counted again)",
+        ],
+        "in\n{out}"
+    );
+    let out = text(0, serde_json::json!({"paced": 0}));
+    assert_eq!(
+        lines(&out),
+        ["  receiver   negative replies 0: each a delivery the MTA had to try again or bounce"],
+        "no held line when nothing was held, in\n{out}"
+    );
+}
+
+/// A newcomer's finding: the relay summary showed banner p50 0 and, pipelined, rcpt and
+/// data 0 ms, which nothing explained. A step's wait runs from the reply before it (or
+/// the connect) to its own, kept in whole µs: 0 was a reply already there when the wait
+/// began, a greeting sent at once or a pipelined reply that came with the one before.
+/// The table prints it `<0.001` and says so; the results file keeps its 0 µs. And
+/// "delivering at" says in place what pace it is.
+#[test]
+fn a_reply_already_there_shows_under_a_microsecond_and_pipelining_is_explained() {
+    use crate::stats::Recorder;
+    use crate::stats::hist::HistJson;
+    use crate::stats::recorder::new_histogram;
+    use crate::stats::results::{Results, RunParts, SelfReport};
+    use crate::stats::summary::{RelaySummary, Summary};
+    let hist = |us: &[u64]| {
+        let mut h = new_histogram();
+        for v in us {
+            let _ = h.record(*v);
+        }
+        HistJson::from_hist(&h)
+    };
+    let text = |pipelining: bool, rcpt: &[u64]| {
+        let steps = crate::stats::kind::KINDS
+            .iter()
+            .find(|k| k.name == "relay")
+            .expect("relay kind")
+            .steps;
+        let mut r = Results::assemble(RunParts {
+            command: "relay",
+            run_id: 1,
+            started_us: 0,
+            duration_s: 1.0,
+            config: serde_json::json!({ "pipelining": pipelining }),
+            summary: Summary::Relay(RelaySummary {
+                expected_recipients: 300,
+                delivered: 300,
+                delivered_messages: 300,
+                drain_mpm: Some(9951.0),
+                drain_s: Some(1.5),
+                delivery_per_sec: Some(298.84),
+                ..RelaySummary::default()
+            }),
+            steps,
+            self_report: SelfReport::default(),
+            total: Recorder::new(),
+            series: Vec::new(),
+        });
+        r.latency.clear();
+        r.latency.insert("banner".into(), hist(&[0, 0, 0, 12]));
+        r.latency.insert("mail".into(), hist(&[3, 4, 29_119]));
+        r.latency.insert("rcpt".into(), hist(rcpt));
+        (super::summary(&r, "relay"), r)
+    };
+    let rows = |out: &str| -> Vec<String> {
+        out.lines()
+            .skip_while(|l| !l.starts_with("  latency ms"))
+            .take_while(|l| !l.is_empty() && !l.starts_with("  errors"))
+            .map(String::from)
+            .collect()
+    };
+    let (out, r) = text(true, &[0, 0, 0, 1, 2]);
+    assert_eq!(r.latency["rcpt"].p50_us, 0, "the file keeps the 0 µs");
+    assert_eq!(
+        rows(&out),
+        [
+            "  latency ms     count       p50       p90       p99     p99.9       max",
+            "  banner             4    <0.001     0.012     0.012     0.012     0.012",
+            "  mail               3     0.004    29.119    29.119    29.119    29.119",
+            "  rcpt               5    <0.001     0.002     0.002     0.002     0.002",
+            "  (a step is timed from the reply before it, or the connect, to its own reply: <0.001, under 1 µs, is a reply",
+            "   already there when its wait began, as a greeting sent at once)",
+            "  (pipelined: MAIL, RCPT and DATA go in one write and their replies come back together, so the round trip",
+            "   is in the group's first reply, mail's, or data_end's when the next transaction went with it; rcpt and",
+            "   data show the wait after it, none)",
+        ],
+        "in\n{out}"
+    );
+    assert!(
+        out.contains(
+            "drain 9951 messages/min (last arrival 1.50 s after the first injection), delivering at 298.8/s (the pace between the first and last 5 % of arrivals)"
+        ),
+        "{out}"
+    );
+    // Not pipelined: no pipelining note; the <0.001 note stays for the banner.
+    let (out, _) = text(false, &[0, 0, 0, 1, 2]);
+    assert!(
+        out.contains("as a greeting sent at once)") && !out.contains("(pipelined:"),
+        "{out}"
+    );
+    // Only the banner under 1 µs: its note, none for pipelining.
+    let (out, _) = text(true, &[5, 6, 7]);
+    assert!(
+        out.contains("as a greeting sent at once)") && !out.contains("(pipelined:"),
+        "{out}"
+    );
+}
