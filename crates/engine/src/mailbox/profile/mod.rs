@@ -281,7 +281,7 @@ impl StepRun {
     /// Judges the step on its `book`, in which its actions not done are charged: on
     /// those due after its settle; those of its settle are counted apart.
     fn judge(&self, book: &StepBook, rules: &[Threshold]) -> Step {
-        let settle = (!self.plan.settle.is_zero()).then(|| Settled {
+        let settle = (!self.plan.settle.is_zero()).then_some(Settled {
             from_s: self.from_s,
             duration_s: self.plan.settle.as_secs_f64(),
             actions: book.settle.counters.sent,
