@@ -683,6 +683,61 @@ mod tests {
         assert_eq!(users, [50, 75, 100]);
     }
 
+    /// Issue 43: a split run's merged step adds up its agents' settle actions (3 + 4)
+    /// and, like a run's own step, keeps them out of its figures: 10 + 20 counted actions
+    /// over the 3 s after a 1 s settle are 600/min.
+    #[test]
+    fn merged_agents_add_up_their_settles() {
+        let agent = |actions: u64, kept: u64| {
+            let mut rec = Recorder::new();
+            for _ in 0..actions {
+                rec.record(action(), Duration::from_millis(2));
+            }
+            rec.counters.sent = actions;
+            rec.counters.accepted = actions;
+            let plan = StepPlan {
+                settle: Duration::from_secs(1),
+                length: Duration::from_secs(4),
+                ..one_second(2)
+            };
+            let settle = Settled {
+                from_s: 0.0,
+                duration_s: 1.0,
+                actions: kept,
+            };
+            let step = Step::judge(&plan, 4.0, &rec, None, &[], Waits::default(), false)
+                .settled(Some(settle));
+            let mut r = Results::assemble(crate::stats::results::RunParts {
+                command: "profile",
+                run_id: 1,
+                started_us: 0,
+                duration_s: 4.0,
+                config: serde_json::json!({"population": {"users": 2, "duration_s": 4.0},
+                    "capacity_rules": []}),
+                summary: Summary::Profile(ProfileSummary::default()),
+                steps: STEPS,
+                self_report: Default::default(),
+                total: Recorder::new(),
+                series: Vec::new(),
+            });
+            r.extra.insert(
+                "capacity".into(),
+                serde_json::json!({"steps": [serde_json::to_value(&step).expect("a step")]}),
+            );
+            r
+        };
+        let (a, b) = (agent(10, 3), agent(20, 4));
+        let (json, _) = merged(&[("a.json", &a), ("b.json", &b)], None, &[]).expect("merged");
+        let step = &json["steps"][0];
+        assert_eq!(
+            step["settle"],
+            serde_json::json!({"from_s": 0.0, "duration_s": 1.0, "actions": 7}),
+            "{step:#}"
+        );
+        assert_eq!(step["summary"]["actions"], 30, "{step:#}");
+        assert_eq!(step["summary"]["actions_per_min"], 600.0, "{step:#}");
+    }
+
     /// Issue 43: a step's rates are over the part after its settle: 30 actions due in
     /// the last 3 s of a 4 s step with a 1 s settle are 600/min, not 450.
     #[test]

@@ -138,11 +138,6 @@ impl Ledger {
                 .is_some_and(|s| due < *s + settle)
     }
 
-    /// How long the start of each step is its settle.
-    pub fn settle(&self) -> Duration {
-        self.settle
-    }
-
     /// Notes that the store began the front action of `q`.
     pub fn started(&self, q: &Schedule) {
         if let Ok(mut q) = q.lock() {
@@ -297,7 +292,7 @@ mod tests {
         );
         assert_eq!(iv.counters.sent, 6, "the series has every action");
         let starts = book.starts();
-        let settle = book.settle();
+        let settle = Duration::from_secs(1);
         let kept: Vec<bool> = dues
             .iter()
             .map(|ms| Ledger::in_settle(&starts, settle, at(*ms)))
