@@ -286,12 +286,7 @@ fn plan(a: &RelayArgs) -> Result<Planned, String> {
         drain_timeout,
         levels,
         find_max,
-        settle: a
-            .settle
-            .as_deref()
-            .map(units::duration)
-            .transpose()
-            .map_err(flagged("--settle"))?,
+        settle: super::plan::settle(a.settle.as_deref())?,
         queue_cmd: a.queue_cmd.clone(),
         sut_pids: a.sut_pid.clone(),
         keep_logs: outputs.files.json.clone(),

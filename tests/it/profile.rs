@@ -312,6 +312,16 @@ fn bad_profile_input_is_one_line_and_exit_1() {
             [&remote[..], &["--ramp-users", "2:1/1s"]].concat(),
             "one virtual user per mailbox",
         ),
+        // Issue 43: a settle as long as a step would leave nothing of it measured.
+        (
+            [&remote[..], &["--ramp-users", "1:1/2s", "--settle", "2s"]].concat(),
+            "--settle 2s: not shorter than each step (--ramp-users' PERIOD), 2s",
+        ),
+        (
+            [&remote[..], &["-z", "1s", "--settle", "1500ms"]].concat(),
+            "--settle 1.5s: not shorter than the run (--duration), 1s",
+        ),
+        ([&remote[..], &["--settle", "0s"]].concat(), "--settle 0s"),
         // Issue 25, item 1: a server that never accepts a connection is one line and
         // exit 1, as the README says (it was "1 users held", exit 0).
         (
@@ -959,4 +969,161 @@ fn issue_40_a_profiles_connections_are_counted_and_served_live() {
     assert!(n > 4, "4 logins and the deliveries: {c:#}");
     assert!(c["bytes"].as_u64() > Some(0) && c["bytes_out"].as_u64() > Some(0));
     sigterm(&child.0);
+}
+
+/// Messages in all users' INBOXes, as imaplib counts them.
+fn inbox_total(store: &Store) -> Option<u64> {
+    python(
+        &store.imap,
+        &store.users(),
+        "n = 0
+for u, p in USERS:
+    m = imap(u, p)
+    typ, data = m.select('INBOX')
+    n += int(data[0])
+    m.logout()
+print(n)",
+    )
+    .as_u64()
+}
+
+/// Issue 43, a settle per step (seed 001 waited after each added batch of users): users
+/// who only receive (one LMTP delivery per action, 4 a second each) ramped 1, 2, 3 in
+/// 1.5 s steps with `--settle 500ms`. Every action is a message imaplib finds in an INBOX,
+/// and each step's counted actions and its settle's add up to them all; run again on the
+/// same seed (the same due times, so the same actions in each step) without the settle,
+/// a step holds exactly its counted actions and its settle's — the settle took out of the
+/// step's figures what fell due in it, nothing more.
+#[test]
+fn issue_43_a_settle_is_excluded_from_each_steps_counts() {
+    let Some(store) = Store::start(&["--users", "3", "--fill", "2", "--fill-size", "1k"]) else {
+        return;
+    };
+    let dir = TempDir::new("profile-settle");
+    let path = dir.0.join("receive.toml");
+    std::fs::write(
+        &path,
+        "period = \"1s\"\n[[user]]\nname = \"receiver\"\nclient = \"caching\"\nreceive_size = \"1k\"\nactions = { receive = 4 }\n",
+    )
+    .expect("write the scenario");
+    let scenario = path.to_string_lossy().to_string();
+    let run_it = |settle: Option<&str>, name: &str| {
+        let json = dir.0.join(name);
+        let mut args = [
+            &store.servers()[..],
+            &["--scenario", &scenario, "--ramp-users", "1:1/1500ms"],
+            &["--capacity-rule", "mean(action)>60s", "--seed", "1"],
+        ]
+        .concat();
+        if let Some(s) = settle {
+            args.extend(["--settle", s]);
+        }
+        run_expect_profile(&args, &json)
+    };
+    let before = inbox_total(&store).expect("imaplib counts the INBOXes");
+    assert_eq!(before, 6, "3 users filled with 2 each");
+    let (r, printed) = run_it(Some("500ms"), "settled.json");
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(u64::MAX);
+    let steps = r["extra"]["capacity"]["steps"]
+        .as_array()
+        .expect("steps")
+        .clone();
+    assert_eq!(steps.len(), 3, "{steps:#?}");
+    let counted: Vec<u64> = steps.iter().map(|s| n(&s["summary"]["actions"])).collect();
+    let settled: Vec<u64> = steps.iter().map(|s| n(&s["settle"]["actions"])).collect();
+    for (i, s) in steps.iter().enumerate() {
+        assert_eq!(s["settle"]["duration_s"], 0.5, "{s:#}");
+        let from = s["settle"]["from_s"].as_f64().unwrap_or(-1.0);
+        assert!(
+            (from - 1.5 * i as f64).abs() < 0.05,
+            "step {i}'s settle begins with it, at {} s: {s:#}",
+            1.5 * i as f64
+        );
+        assert_eq!(
+            n(&s["actions"]["action"]["count"]),
+            counted[i],
+            "the step's action row is its counted actions: {s:#}"
+        );
+    }
+    assert!(
+        settled.iter().all(|n| *n > 0) && counted.iter().all(|n| *n > 0),
+        "seed 1 draws actions in every settle and every step: counted {counted:?}, settle {settled:?}"
+    );
+    let all = n(&r["summary"]["actions"]);
+    assert_eq!(
+        counted.iter().sum::<u64>() + settled.iter().sum::<u64>(),
+        all,
+        "counted {counted:?} + settle {settled:?} vs the run's actions"
+    );
+    assert_eq!(n(&r["summary"]["errors"]), 0, "{:#}", r["summary"]);
+    assert_eq!(
+        inbox_total(&store).map(|t| t - before),
+        Some(all),
+        "the run's actions vs the messages imaplib finds delivered"
+    );
+    let each: Vec<String> = steps
+        .iter()
+        .zip(&settled)
+        .map(|(s, k)| format!("{} users: 0.5 s, {k} actions", s["users"]))
+        .collect();
+    let line = format!(
+        "  settle     kept out of each step's figures ({})",
+        each.join("; ")
+    );
+    assert!(printed.contains(&line), "expected {line:?} in:\n{printed}");
+    // The same seed without a settle: each step but the last (whose end the run's stop
+    // decides to the millisecond) holds its counted actions and its settle's.
+    let (plain, _) = run_it(None, "plain.json");
+    let whole: Vec<u64> = plain["extra"]["capacity"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| n(&s["summary"]["actions"]))
+        .collect();
+    let expected: Vec<u64> = counted.iter().zip(&settled).map(|(c, s)| c + s).collect();
+    assert_eq!(
+        whole[..2],
+        expected[..2],
+        "steps without a settle vs counted + settle with one"
+    );
+    assert!(
+        plain["extra"]["capacity"]["steps"][0]
+            .get("settle")
+            .is_none()
+    );
+    // The report shades each settle on the time charts, and a real browser draws them.
+    let spans: Vec<[f64; 2]> = steps
+        .iter()
+        .map(|s| {
+            let from = s["settle"]["from_s"].as_f64().unwrap_or(f64::NAN);
+            [from, from + 0.5]
+        })
+        .collect();
+    let shaded = format!(
+        "\"shaded\":{}",
+        serde_json::to_string(&spans).expect("spans")
+    );
+    let Some(chromium) = crate::report::chromium() else {
+        return;
+    };
+    let json = dir.0.join("settled.json");
+    let page = crate::report::report(&chromium, &[&json], &dir.0.join("r.html"), &[]);
+    page.assert_drawn(
+        "a settled profile",
+        3,
+        &["profile_users", "profile_actions"],
+    );
+    assert!(page.dom.contains(&shaded), "expected {shaded} in the page");
+}
+
+/// Runs `mailbox profile` quietly into `json`, expecting exit 0: its results and what it
+/// printed.
+fn run_expect_profile(args: &[&str], json: &std::path::Path) -> (serde_json::Value, String) {
+    let j = json.to_string_lossy().to_string();
+    let all = [&["mailbox", "profile", "-q", "--json", &j][..], args].concat();
+    let out = run_expect(&all, 0);
+    (
+        results(json),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
 }

@@ -1,7 +1,7 @@
 //! docs/recipes/seed-001.md run as written, at its small scale: the commands of its "At
 //! small scale" block, in order, give seed 001's side-by-side table (capacity and the
 //! store's resources for Dovecot and Cyrus) and a report with both stores' CPU against
-//! users on one chart.
+//! users on one chart; each step's first second (`--settle 1s`) is kept apart.
 
 use crate::util::{TempDir, mailbench};
 
@@ -76,6 +76,27 @@ fn the_seed_001_recipe_prints_its_table_and_draws_its_chart() {
         assert!(
             text.lines().any(|l| l.starts_with(row)),
             "{row} in:\n{text}"
+        );
+    }
+    // `--settle 1s`: each step of each store kept its first second apart, and its counted
+    // actions and its settle's add up to the store's.
+    let r = crate::util::results(&dir.0.join("seed-001.json"));
+    let sides = r["extra"]["sides"].as_array().expect("extra.sides");
+    assert_eq!(sides.len(), 2, "dovecot and cyrus");
+    for side in sides {
+        let r = &side["results"];
+        let steps = r["extra"]["capacity"]["steps"].as_array().expect("steps");
+        let n = |v: &serde_json::Value| v.as_u64().unwrap_or(u64::MAX);
+        let mut sum = 0;
+        for st in steps {
+            assert_eq!(st["settle"]["duration_s"], 1.0, "{}: {st:#}", side["label"]);
+            sum += n(&st["summary"]["actions"]) + n(&st["settle"]["actions"]);
+        }
+        assert_eq!(
+            sum,
+            n(&r["summary"]["actions"]),
+            "{}: the steps' counted and settle actions vs the store's",
+            side["label"]
         );
     }
     let out = mailbench().args(&commands[1]).output().expect("run report");

@@ -133,6 +133,19 @@ pub(super) fn profile_plan(
         }
         _ => None,
     };
+    // Each step's settle: kept out of its figures, so shorter than the step.
+    let settle = super::super::plan::settle(a.settle.as_deref())?;
+    if let Some(d) = settle {
+        let (step, which) = match population {
+            Population::Ramp { period, .. } => (period, "each step (--ramp-users' PERIOD)"),
+            Population::Fixed { run_for, .. } => (run_for, "the run (--duration)"),
+        };
+        if d >= step {
+            return Err(format!(
+                "--settle {d:?}: not shorter than {which}, {step:?}: nothing of the step would be measured; give a shorter --settle or longer steps"
+            ));
+        }
+    }
     let time_scale: f64 = a
         .time_scale
         .parse()
@@ -172,6 +185,7 @@ pub(super) fn profile_plan(
         },
         "capacity_rules": a.capacity_rule,
         "run_limit_s": run_limit.map(|d| d.as_secs_f64()),
+        "settle_s": settle.map(|d| d.as_secs_f64()),
         "send_via": match (a.mta, &a.smtp) { (Some(m), _) => format!("lab {}", m.name()), (None, Some(_)) => "smtp".into(), (None, None) => "lmtp".into() },
         "thresholds": a.out.threshold,
         "interval_s": progress.interval.as_secs_f64(),
@@ -217,6 +231,7 @@ pub(super) fn profile_plan(
         quiet: progress.quiet,
         interval: progress.interval,
         run_limit,
+        settle: settle.unwrap_or_default(),
         config_json,
         seed: a.seed,
         shard: split.shard,

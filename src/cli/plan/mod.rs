@@ -28,3 +28,36 @@ pub mod store;
 pub fn flagged(flag: &'static str) -> impl Fn(String) -> String {
     move |e| format!("{flag}: {e}")
 }
+
+/// `--settle`, as `relay`'s sweeps and `mailbox profile`'s ramps both read it: a duration
+/// above zero of each step kept out of the step's figures (seed 001's steady state per
+/// step); `None` without the flag.
+pub fn settle(spec: Option<&str>) -> Result<Option<std::time::Duration>, String> {
+    let Some(spec) = spec else {
+        return Ok(None);
+    };
+    let d = crate::units::duration(spec).map_err(flagged("--settle"))?;
+    if d.is_zero() {
+        return Err(format!(
+            "--settle {spec}: give a time above zero (e.g. 5s), or leave --settle out"
+        ));
+    }
+    Ok(Some(d))
+}
+
+#[cfg(test)]
+mod tests {
+    /// `--settle` is one duration above zero; anything else is one line naming the flag.
+    #[test]
+    fn settle_is_a_duration_above_zero() {
+        assert_eq!(super::settle(None), Ok(None));
+        assert_eq!(
+            super::settle(Some("1500ms")),
+            Ok(Some(std::time::Duration::from_millis(1500)))
+        );
+        for bad in ["0s", "soon", "-1s"] {
+            let e = super::settle(Some(bad)).expect_err(bad);
+            assert!(e.starts_with("--settle"), "{bad}: {e}");
+        }
+    }
+}

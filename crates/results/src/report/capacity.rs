@@ -56,15 +56,25 @@ pub struct StepPlan {
     pub users: u64,
     /// Its length.
     pub length: Duration,
+    /// Its settle (`--settle`): how long its start is kept out of its figures.
+    pub settle: Duration,
 }
 
 impl StepPlan {
-    /// Every step of a population, in order.
-    pub fn all(p: &Population) -> Vec<StepPlan> {
+    /// Every step of a population, in order, each with a `settle` of that length.
+    pub fn all(p: &Population, settle: Duration) -> Vec<StepPlan> {
+        let mut all = Self::unsettled(p);
+        all.iter_mut().for_each(|s| s.settle = settle);
+        all
+    }
+
+    /// Every step of a population, in order, none with a settle.
+    fn unsettled(p: &Population) -> Vec<StepPlan> {
         match *p {
             Population::Fixed { users, run_for } => vec![StepPlan {
                 users,
                 length: run_for,
+                settle: Duration::ZERO,
             }],
             Population::Ramp {
                 start,
@@ -78,6 +88,7 @@ impl StepPlan {
                 .map(|users| StepPlan {
                     users,
                     length: period,
+                    settle: Duration::ZERO,
                 })
                 .collect(),
         }
@@ -107,6 +118,18 @@ pub struct Waits {
     pub stuck_users: u64,
 }
 
+/// A step's settle (`--settle`): its first part, whose actions are kept out of its
+/// figures and counted here (seed 001 judged only the steady part of each step).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Settled {
+    /// When it began, seconds from the run's start (where the report shades it).
+    pub from_s: f64,
+    /// How long it was, s.
+    pub duration_s: f64,
+    /// The actions that fell due in it (those never done included).
+    pub actions: u64,
+}
+
 /// What one step measured and how it was judged.
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {
@@ -116,8 +139,11 @@ pub struct Step {
     pub seconds: f64,
     /// Its planned length, s.
     pub planned_s: f64,
-    /// The step's summary (what rules read): the actions that fell due in it, wherever
-    /// they finished.
+    /// Its settle, kept out of every other figure of the step (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settle: Option<Settled>,
+    /// The step's summary (what rules read): the actions that fell due in it after its
+    /// settle, wherever they finished; its rates are over the part after the settle.
     pub summary: ProfileSummary,
     /// Per action type (and `action`: all, with the overdue ones).
     pub actions: BTreeMap<String, ActionRow>,
@@ -151,10 +177,11 @@ pub struct Step {
 }
 
 impl Step {
-    /// Judges a step that ran `seconds` of `plan` from what its actions recorded: those
-    /// not done are in the `action` row at the time they had waited and counted as
-    /// `aborted` (its `overdue`); `waits` says how many had not begun when it ended, and
-    /// how many users had waited half of it or more.
+    /// Judges a step that ran `seconds` of `plan` from what its actions recorded (those
+    /// due after its settle): those not done are in the `action` row at the time they had
+    /// waited and counted as `aborted` (its `overdue`); `waits` says how many had not
+    /// begun when it ended, and how many users had waited half of it or more. Its rates
+    /// are over the `seconds` after the plan's settle.
     pub fn judge(
         plan: &StepPlan,
         seconds: f64,
@@ -169,7 +196,11 @@ impl Step {
             sut_cpu: store.as_ref().map(|s| s.cpu_user_pct + s.cpu_sys_pct),
             unstarted: waits.unstarted,
             stuck_users: waits.stuck_users,
-            ..ProfileSummary::derive(rec, action(), seconds)
+            ..ProfileSummary::derive(
+                rec,
+                action(),
+                (seconds - plan.settle.as_secs_f64()).max(0.0),
+            )
         };
         let (latency, _) = Results::tables(rec, STEPS);
         let rules: Vec<ThresholdResult> = rules
@@ -199,6 +230,7 @@ impl Step {
             users: plan.users,
             seconds,
             planned_s: plan.length.as_secs_f64(),
+            settle: None,
             broken: !cut_short && (failed > 0 || stuck_users > 0 || rules.iter().any(|r| r.ok)),
             failed,
             stuck_users,
@@ -212,6 +244,12 @@ impl Step {
         };
         step.verdict = step.judgment();
         step
+    }
+
+    /// The same judgment, with its settle's record (what was kept out of it).
+    pub fn settled(mut self, settle: Option<Settled>) -> Step {
+        self.settle = settle;
+        self
     }
 
     /// The same judgment, marked provisional when `waiting` (actions of it not done yet).
@@ -421,8 +459,19 @@ pub fn merged(
         let mut rec = Recorder::new();
         let (mut users, mut seconds, mut planned_s) = (0u64, 0.0f64, 0.0f64);
         let (mut waits, mut cut_short) = (Waits::default(), false);
+        // The agents' settles: the same instants on the shared clock, their actions added.
+        let mut settle: Option<Settled> = None;
         for (file, list) in &lists {
             let s = &list[k];
+            if let Some(v) = s.get("settle") {
+                let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+                let was = settle.get_or_insert(Settled {
+                    from_s: f("from_s"),
+                    duration_s: f("duration_s"),
+                    actions: 0,
+                });
+                was.actions += v["actions"].as_u64().unwrap_or(0);
+            }
             users += s["users"].as_u64().unwrap_or(0);
             seconds = seconds.max(s["seconds"].as_f64().unwrap_or(0.0));
             planned_s = planned_s.max(s["planned_s"].as_f64().unwrap_or(0.0));
@@ -447,10 +496,11 @@ pub fn merged(
         let plan = StepPlan {
             users,
             length: Duration::from_secs_f64(planned_s),
+            settle: Duration::from_secs_f64(settle.map_or(0.0, |s| s.duration_s.max(0.0))),
         };
-        steps.push(Step::judge(
-            &plan, seconds, &rec, store, &rules, waits, cut_short,
-        ));
+        steps.push(
+            Step::judge(&plan, seconds, &rec, store, &rules, waits, cut_short).settled(settle),
+        );
     }
     let mut v = verdict(&steps, &population);
     let interrupted: Vec<&str> = agents
@@ -535,6 +585,7 @@ mod tests {
             users,
             seconds: 1.0,
             planned_s: 1.0,
+            settle: None,
             summary: ProfileSummary {
                 actions: 10,
                 ..ProfileSummary::default()
@@ -579,6 +630,7 @@ mod tests {
         StepPlan {
             users,
             length: Duration::from_secs(1),
+            settle: Duration::ZERO,
         }
     }
 
@@ -624,8 +676,108 @@ mod tests {
             period: Duration::from_secs(20),
             max: 120,
         };
-        let users: Vec<u64> = StepPlan::all(&ramp).iter().map(|s| s.users).collect();
+        let users: Vec<u64> = StepPlan::all(&ramp, Duration::ZERO)
+            .iter()
+            .map(|s| s.users)
+            .collect();
         assert_eq!(users, [50, 75, 100]);
+    }
+
+    /// Issue 43: a split run's merged step adds up its agents' settle actions (3 + 4)
+    /// and, like a run's own step, keeps them out of its figures: 10 + 20 counted actions
+    /// over the 3 s after a 1 s settle are 600/min.
+    #[test]
+    fn merged_agents_add_up_their_settles() {
+        let agent = |actions: u64, kept: u64| {
+            let mut rec = Recorder::new();
+            for _ in 0..actions {
+                rec.record(action(), Duration::from_millis(2));
+            }
+            rec.counters.sent = actions;
+            rec.counters.accepted = actions;
+            let plan = StepPlan {
+                settle: Duration::from_secs(1),
+                length: Duration::from_secs(4),
+                ..one_second(2)
+            };
+            let settle = Settled {
+                from_s: 0.0,
+                duration_s: 1.0,
+                actions: kept,
+            };
+            let step = Step::judge(&plan, 4.0, &rec, None, &[], Waits::default(), false)
+                .settled(Some(settle));
+            let mut r = Results::assemble(crate::stats::results::RunParts {
+                command: "profile",
+                run_id: 1,
+                started_us: 0,
+                duration_s: 4.0,
+                config: serde_json::json!({"population": {"users": 2, "duration_s": 4.0},
+                    "capacity_rules": []}),
+                summary: Summary::Profile(ProfileSummary::default()),
+                steps: STEPS,
+                self_report: Default::default(),
+                total: Recorder::new(),
+                series: Vec::new(),
+            });
+            r.extra.insert(
+                "capacity".into(),
+                serde_json::json!({"steps": [serde_json::to_value(&step).expect("a step")]}),
+            );
+            r
+        };
+        let (a, b) = (agent(10, 3), agent(20, 4));
+        let (json, _) = merged(&[("a.json", &a), ("b.json", &b)], None, &[]).expect("merged");
+        let step = &json["steps"][0];
+        assert_eq!(
+            step["settle"],
+            serde_json::json!({"from_s": 0.0, "duration_s": 1.0, "actions": 7}),
+            "{step:#}"
+        );
+        assert_eq!(step["summary"]["actions"], 30, "{step:#}");
+        assert_eq!(step["summary"]["actions_per_min"], 600.0, "{step:#}");
+    }
+
+    /// Issue 43: a step's rates are over the part after its settle: 30 actions due in
+    /// the last 3 s of a 4 s step with a 1 s settle are 600/min, not 450.
+    #[test]
+    fn a_steps_rates_leave_out_its_settle() {
+        let plan = StepPlan {
+            settle: Duration::from_secs(1),
+            ..one_second(5)
+        };
+        let mut rec = Recorder::new();
+        for _ in 0..30 {
+            rec.record(action(), Duration::from_millis(2));
+        }
+        rec.counters.sent = 30;
+        rec.counters.accepted = 30;
+        let kept = Settled {
+            from_s: 8.0,
+            duration_s: 1.0,
+            actions: 7,
+        };
+        let s =
+            Step::judge(&plan, 4.0, &rec, None, &[], Waits::default(), false).settled(Some(kept));
+        assert_eq!(s.summary.actions, 30, "the settle's 7 are not the step's");
+        assert_eq!(s.summary.actions_per_min, 600.0);
+        assert_eq!(s.seconds, 4.0, "the step's length is its whole length");
+        let json = serde_json::to_value(&s).expect("a step serializes");
+        assert_eq!(
+            json["settle"],
+            serde_json::json!({"from_s": 8.0, "duration_s": 1.0, "actions": 7})
+        );
+        let none = Step::judge(
+            &one_second(5),
+            1.0,
+            &rec,
+            None,
+            &[],
+            Waits::default(),
+            false,
+        );
+        let json = serde_json::to_value(&none).expect("a step serializes");
+        assert!(json.get("settle").is_none(), "no settle: absent");
     }
 
     #[test]
@@ -726,6 +878,7 @@ mod tests {
         let plan = StepPlan {
             users: 30,
             length: Duration::from_secs(10),
+            settle: Duration::ZERO,
         };
         let cut = Step::judge(&plan, 4.2, &rec, None, &[rule], Waits::default(), true);
         assert!(!cut.broken && !cut.held(), "{cut:?}");

@@ -5,11 +5,13 @@
 //! its wait behind a login or the user's previous action included, however many steps
 //! later it finished. Taking an action off its user's queue and recording it are one step
 //! against a reading of the book, so a reading finds every action either finished or
-//! still due, never both nor neither.
+//! still due, never both nor neither. An action due in the first `--settle` of its step
+//! is its step's settle, booked apart and kept out of the step's figures (seed 001 judged
+//! only the steady part of each step).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::stats::{Recorder, Shards};
 
@@ -65,7 +67,16 @@ pub struct Reading {
     /// Every action due and not done then, any step's.
     pub pending: Vec<Pending>,
     /// The steps asked for: their index and what had finished of their actions.
-    pub steps: Vec<(usize, Recorder)>,
+    pub steps: Vec<(usize, StepBook)>,
+}
+
+/// What finished of one step's actions, its settle's apart.
+#[derive(Clone, Default)]
+pub struct StepBook {
+    /// The actions due after its settle: the step's figures.
+    pub counted: Recorder,
+    /// The actions due in its settle (its first `--settle`), kept out of its figures.
+    pub settle: Recorder,
 }
 
 /// The book.
@@ -73,7 +84,9 @@ pub struct Ledger {
     /// What finished since the interval's start, by worker shard.
     shards: Shards,
     /// Per step, its start and what finished of the actions due in it.
-    steps: Mutex<Vec<(Instant, Recorder)>>,
+    steps: Mutex<Vec<(Instant, StepBook)>>,
+    /// How long the start of each step is its settle (zero: none).
+    settle: Duration,
     /// Every user's queue, in the order users joined.
     users: Mutex<Vec<Schedule>>,
     /// Held (shared) while an action is recorded and taken off its queue, and (exclusive)
@@ -82,11 +95,13 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// An empty book whose finished actions go to `shards` shards.
-    pub fn new(shards: usize) -> Ledger {
+    /// An empty book whose finished actions go to `shards` shards, and whose steps each
+    /// begin with a `settle` of that length (zero: none).
+    pub fn new(shards: usize, settle: Duration) -> Ledger {
         Ledger {
             shards: Shards::new(shards),
             steps: Mutex::new(Vec::new()),
+            settle,
             users: Mutex::new(Vec::new()),
             gate: RwLock::new(()),
         }
@@ -104,13 +119,23 @@ impl Ledger {
     /// Opens a step at `at`: actions due from then on (until the next opens) are its.
     pub fn open_step(&self, at: Instant) {
         if let Ok(mut s) = self.steps.lock() {
-            s.push((at, Recorder::new()));
+            s.push((at, StepBook::default()));
         }
     }
 
     /// The step an action due at `due` belongs to (the first one for one due before it).
     pub fn step_of(starts: &[Instant], due: Instant) -> usize {
         starts.partition_point(|s| *s <= due).saturating_sub(1)
+    }
+
+    /// Whether an action due at `due` fell in its step's settle: the first `settle` of
+    /// the step it belongs to ([`Ledger::step_of`]; one due before the first step is the
+    /// first step's settle when there is one).
+    pub fn in_settle(starts: &[Instant], settle: Duration, due: Instant) -> bool {
+        !settle.is_zero()
+            && starts
+                .get(Self::step_of(starts, due))
+                .is_some_and(|s| due < *s + settle)
     }
 
     /// Notes that the store began the front action of `q`.
@@ -127,8 +152,11 @@ impl Ledger {
         record(&mut self.shards.get(shard));
         if let Ok(mut steps) = self.steps.lock() {
             let i = steps.partition_point(|(s, _)| *s <= due).saturating_sub(1);
-            if let Some((_, rec)) = steps.get_mut(i) {
-                record(rec);
+            if let Some((start, book)) = steps.get_mut(i) {
+                match due < *start + self.settle {
+                    true => record(&mut book.settle),
+                    false => record(&mut book.counted),
+                }
             }
         }
         if let Ok(mut q) = q.lock() {
@@ -138,7 +166,8 @@ impl Ledger {
     }
 
     /// Reads the book now: moves what finished since the last reading into `into`, lists
-    /// what is due and not done, and copies what finished of the steps `copy` names.
+    /// what is due and not done (settles' included), and copies what finished of the steps
+    /// `copy` names.
     pub fn read(&self, into: &mut Recorder, copy: &[usize]) -> Reading {
         let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
         self.shards.drain_into(into);
@@ -193,7 +222,7 @@ mod tests {
     #[test]
     fn an_action_counts_once_in_the_step_it_fell_due_in() {
         let t0 = Instant::now();
-        let book = Ledger::new(1);
+        let book = Ledger::new(1, Duration::ZERO);
         book.open_step(t0);
         let q = book.join();
         let due = t0 + Duration::from_millis(1);
@@ -212,7 +241,7 @@ mod tests {
             }]
         );
         assert_eq!(r.steps.len(), 2);
-        assert!(r.steps.iter().all(|(_, rec)| rec.counters.sent == 0));
+        assert!(r.steps.iter().all(|(_, b)| b.counted.counters.sent == 0));
         book.started(&q);
         let r = book.read(&mut iv, &[]);
         assert!(r.pending[0].started, "begun by the store");
@@ -221,12 +250,58 @@ mod tests {
         let r = book.read(&mut iv, &[0, 1]);
         assert!(r.pending.is_empty(), "{:?}", r.pending);
         assert_eq!(
-            r.steps[0].1.counters.sent, 1,
+            r.steps[0].1.counted.counters.sent, 1,
             "its step: the one it fell due in"
         );
-        assert_eq!(r.steps[1].1.counters.sent, 0);
+        assert_eq!(r.steps[1].1.counted.counters.sent, 0);
         assert_eq!(iv.counters.sent, 1, "and the interval it finished in");
         assert!(!q.lock().unwrap().started, "the next one has not begun");
+    }
+
+    /// Issue 43: with a 1 s settle, an action due in its step's first second is the
+    /// settle's, however late it finishes; one due after it is the step's. Steps opened
+    /// at 0 and 10 s; actions due at 0, 0.999, 1.0, 5, 10.5 and 11 s.
+    #[test]
+    fn actions_due_in_a_steps_settle_are_kept_out_of_its_counts() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let book = Ledger::new(1, Duration::from_secs(1));
+        book.open_step(at(0));
+        book.open_step(at(10_000));
+        let q = book.join();
+        let dues = [0, 999, 1000, 5000, 10_500, 11_000];
+        for ms in dues {
+            q.lock().unwrap().push(at(ms));
+        }
+        for ms in dues {
+            book.finish(0, &q, at(ms), one);
+        }
+        let mut iv = Recorder::new();
+        let r = book.read(&mut iv, &[0, 1]);
+        let n = |rec: &Recorder| rec.counters.sent;
+        let got: Vec<(u64, u64)> = r
+            .steps
+            .iter()
+            .map(|(_, b)| (n(&b.counted), n(&b.settle)))
+            .collect();
+        assert_eq!(
+            got,
+            [(2, 2), (1, 1)],
+            "(counted, settle) per step: 1.0 and 5 s counted in the first, 0 and 0.999 s its \
+             settle; 11 s counted in the second, 10.5 s its settle"
+        );
+        assert_eq!(iv.counters.sent, 6, "the series has every action");
+        let starts = book.starts();
+        let settle = Duration::from_secs(1);
+        let kept: Vec<bool> = dues
+            .iter()
+            .map(|ms| Ledger::in_settle(&starts, settle, at(*ms)))
+            .collect();
+        assert_eq!(kept, [true, true, false, false, true, false]);
+        assert!(
+            !Ledger::in_settle(&starts, Duration::ZERO, at(0)),
+            "no settle: nothing kept out"
+        );
     }
 
     #[test]

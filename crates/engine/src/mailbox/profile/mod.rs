@@ -2,8 +2,9 @@
 //! schedule (`user`), at a fixed count or in steps (`--ramp-users`, the Domino study's
 //! "add load generators") until a step breaks; the capacity is the largest user count
 //! whose step held, shown with the table of steps it stands on (`capacity`). Every action
-//! counts once, in the step it fell due in, at its time as its user saw it (`ledger`). Its
-//! time series (users running, actions per interval, the store's resources) is its own
+//! counts once, in the step it fell due in, at its time as its user saw it (`ledger`);
+//! one due in its step's first `--settle` is the settle's, kept out of the step's figures.
+//! Its time series (users running, actions per interval, the store's resources) is its own
 //! (`series`).
 
 pub mod ledger;
@@ -32,8 +33,8 @@ use crate::transport::connect::ConnectOptions;
 use crate::transport::count::NetTally;
 use crate::transport::target::Target;
 pub use capacity::Population;
-use capacity::{Step, StepPlan, Waits};
-use ledger::{Ledger, Pending};
+use capacity::{Settled, Step, StepPlan, Waits};
+use ledger::{Ledger, Pending, StepBook};
 use scenario::{Action, Scenario};
 
 /// A profile run's latency rows: logins, each action, and every action together (kept
@@ -90,6 +91,10 @@ pub struct ProfilePlan {
     pub interval: Duration,
     /// A ramp's time limit (`-z`): the step it falls in is cut short, and none follows.
     pub run_limit: Option<Duration>,
+    /// `--settle`: the first part of every step, whose actions are kept out of the step's
+    /// figures and counted apart (seed 001 judged only the steady part of each step);
+    /// zero: none. Shorter than a step.
+    pub settle: Duration,
     /// The configuration as recorded in the results file.
     pub config_json: serde_json::Value,
     /// Seeds every user's draws (when its actions fall due, which message, whom it sends
@@ -263,6 +268,8 @@ fn charge<'a>(rec: &mut Recorder, pending: impl IntoIterator<Item = &'a Pending>
 /// A step as it ran, apart from its actions (which the ledger keeps).
 struct StepRun {
     plan: StepPlan,
+    /// When it began, seconds from the run's start.
+    from_s: f64,
     seconds: f64,
     store: Option<SutPoint>,
     cut_short: bool,
@@ -271,43 +278,87 @@ struct StepRun {
 }
 
 impl StepRun {
-    /// Judges the step on what finished of its actions (`rec`) and those due and not done
-    /// at `at` (`pending`, charged at their wait so far).
-    fn judge(
-        &self,
-        mut rec: Recorder,
-        pending: &[Pending],
-        at: Instant,
-        rules: &[Threshold],
-    ) -> Step {
-        charge(&mut rec, pending, at);
+    /// Judges the step on its `book`, in which its actions not done are charged: on
+    /// those due after its settle; those of its settle are counted apart.
+    fn judge(&self, book: &StepBook, rules: &[Threshold]) -> Step {
+        let settle = (!self.plan.settle.is_zero()).then_some(Settled {
+            from_s: self.from_s,
+            duration_s: self.plan.settle.as_secs_f64(),
+            actions: book.settle.counters.sent,
+        });
         Step::judge(
             &self.plan,
             self.seconds,
-            &rec,
+            &book.counted,
             self.store.clone(),
             rules,
             self.waits,
             self.cut_short,
         )
+        .settled(settle)
     }
 }
 
-/// `pending` sorted into the steps they fell due in (`starts`: when each opened).
-fn by_step(pending: &[Pending], starts: &[Instant], until: Instant) -> Vec<Vec<Pending>> {
-    let mut out = vec![Vec::new(); starts.len()];
+/// Actions due and not done, sorted into the steps they fell due in: per step, those
+/// due after its settle (`counted`) and those in it (`settling`).
+struct ByStep {
+    counted: Vec<Vec<Pending>>,
+    settling: Vec<Vec<Pending>>,
+}
+
+impl ByStep {
+    /// Charges step `i`'s actions not done at `at` to its `book` (its settle's to the
+    /// settle's), at the time they had waited then.
+    fn charge(&self, i: usize, book: &mut StepBook, at: Instant) {
+        charge(
+            &mut book.counted,
+            self.counted.get(i).into_iter().flatten(),
+            at,
+        );
+        charge(
+            &mut book.settle,
+            self.settling.get(i).into_iter().flatten(),
+            at,
+        );
+    }
+
+    /// Whether step `i` has actions not done, its settle's included.
+    fn waiting(&self, i: usize) -> bool {
+        let any = |v: &Vec<Vec<Pending>>| v.get(i).is_some_and(|p| !p.is_empty());
+        any(&self.counted) || any(&self.settling)
+    }
+
+    /// How many actions are not done, every step's and settle's.
+    fn len(&self) -> usize {
+        let n = |v: &Vec<Vec<Pending>>| v.iter().map(Vec::len).sum::<usize>();
+        n(&self.counted) + n(&self.settling)
+    }
+}
+
+/// `pending` sorted into the steps they fell due in (`starts`: when each opened), and in
+/// each apart its first `settle`.
+fn by_step(pending: &[Pending], starts: &[Instant], settle: Duration, until: Instant) -> ByStep {
+    let mut out = ByStep {
+        counted: vec![Vec::new(); starts.len()],
+        settling: vec![Vec::new(); starts.len()],
+    };
     for p in pending.iter().filter(|p| p.due < until) {
-        if let Some(v) = out.get_mut(Ledger::step_of(starts, p.due)) {
+        let into = match Ledger::in_settle(starts, settle, p.due) {
+            true => &mut out.settling,
+            false => &mut out.counted,
+        };
+        if let Some(v) = into.get_mut(Ledger::step_of(starts, p.due)) {
             v.push(*p);
         }
     }
     out
 }
 
-/// How the users of step `index` (opened at `t0`, its pending actions sorted `by_step`)
-/// waited when it ended: its actions not begun, and the users with an action due by the
-/// step's `mid`point (of this step or an earlier one) not begun — waiting for half the
-/// step or more, which no store that carries its users makes anyone do.
+/// How the users of step `index` (opened at `t0`, its pending actions sorted `by_step`:
+/// those after its settle) waited when it ended: its actions not begun, and the users with
+/// an action due by the `mid`point of the step's part after its settle (of this step, its
+/// settle or an earlier step) not begun — waiting for half of it or more, which no store
+/// that carries its users makes anyone do.
 fn waits(all: &[Pending], by_step: &[Vec<Pending>], index: usize, mid: Instant) -> Waits {
     let unstarted = by_step
         .get(index)
@@ -369,7 +420,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         seed: plan.seed.unwrap_or(run_id),
         late_after: Duration::from_millis(5),
         seq: AtomicU64::new(0),
-        ledger: Ledger::new(shards_n),
+        ledger: Ledger::new(shards_n, plan.settle),
         tally,
         connections: AtomicU64::new(0),
         connect_failures: AtomicU64::new(0),
@@ -406,7 +457,9 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     let mut wire = Wire::default();
     let mut running = Recorder::new();
     let run_end = plan.run_limit.map(|d| start + d);
-    let mut plans = StepPlan::all(&plan.population).into_iter().peekable();
+    let mut plans = StepPlan::all(&plan.population, plan.settle)
+        .into_iter()
+        .peekable();
     // Where the next step opens on the run's clock: where the last one was planned to end
     // (every due time falls in one step, and every agent of a split run opens its steps
     // at the same instants).
@@ -428,7 +481,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
         // This agent's step: its own users.
         let sp = StepPlan {
             users: plan.shard.share(run_sp.users),
-            length: run_sp.length,
+            ..run_sp
         };
         let before = store.sample().await;
         let step_end = run_end.map_or(t0 + sp.length, |e| e.min(t0 + sp.length));
@@ -481,27 +534,31 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
             _ => None,
         };
         let starts = ctx.ledger.starts();
-        let pending = by_step(&reading.pending, &starts, reading.at);
+        let pending = by_step(&reading.pending, &starts, plan.settle, reading.at);
+        // The midpoint of the step's part after its settle.
+        let steady = (t0 + plan.settle).min(reading.at);
         runs.push(StepRun {
             plan: sp,
+            from_s: t0.saturating_duration_since(start).as_secs_f64(),
             seconds,
             store: point_store,
             cut_short: cut_short(seconds, sp.length),
             waits: waits(
                 &reading.pending,
-                &pending,
+                &pending.counted,
                 index,
-                t0 + (reading.at - t0) / 2,
+                steady + (reading.at - steady) / 2,
             ),
         });
         let mut lines = Vec::new();
-        for (i, rec) in reading.steps {
-            let (Some(r), Some(p)) = (runs.get(i), pending.get(i)) else {
+        for (i, mut book) in reading.steps {
+            let Some(r) = runs.get(i) else {
                 continue;
             };
+            pending.charge(i, &mut book, reading.at);
             let step = r
-                .judge(rec, p, reading.at, &plan.rules)
-                .provisional(!p.is_empty());
+                .judge(&book, &plan.rules)
+                .provisional(pending.counted.get(i).is_some_and(|p| !p.is_empty()));
             if i == index {
                 lines.push(step.line());
                 judged.push(step);
@@ -512,9 +569,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
                 *was = step;
             }
         }
-        open = (0..runs.len())
-            .filter(|i| pending.get(*i).is_some_and(|p| !p.is_empty()))
-            .collect();
+        open = (0..runs.len()).filter(|i| pending.waiting(*i)).collect();
         let ends = judged.iter().any(|s| s.broken || s.cut_short)
             || unreachable.is_some()
             || plans.peek().is_none()
@@ -555,17 +610,19 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     let all: Vec<usize> = (0..runs.len()).collect();
     let fin = ctx.ledger.read(&mut after, &all);
     ctx.wire(&mut wire, &mut after);
-    let pending = by_step(&fin.pending, &ctx.ledger.starts(), end_at);
+    let pending = by_step(&fin.pending, &ctx.ledger.starts(), plan.settle, end_at);
+    // The run's totals hold every action, its steps' settles' too.
     let mut total = Recorder::new();
     let mut steps: Vec<Step> = Vec::new();
-    for (i, mut rec) in fin.steps {
-        let (Some(r), Some(p)) = (runs.get(i), pending.get(i)) else {
+    for (i, mut book) in fin.steps {
+        let Some(r) = runs.get(i) else {
             continue;
         };
         // Waiting until the run gave up on them: after the grace, or once every user left.
-        charge(&mut rec, p, fin.at);
-        total.merge(&rec);
-        steps.push(r.judge(rec, &[], fin.at, &plan.rules));
+        pending.charge(i, &mut book, fin.at);
+        total.merge(&book.counted);
+        total.merge(&book.settle);
+        steps.push(r.judge(&book, &plan.rules));
     }
     // What crossed the wire is the run's, not any action's.
     let c = &mut total.counters;
@@ -573,7 +630,7 @@ pub async fn run(plan: ProfilePlan, shutdown: Shutdown, sut: Pids) -> Result<Res
     c.bytes_out = wire.written;
     c.connections = wire.connections;
     c.connect_failures = wire.failures;
-    let overdue_n = pending.iter().map(Vec::len).sum::<usize>() as u64;
+    let overdue_n = pending.len() as u64;
     if let Some((mut last_iv, p)) = last_interval {
         // The last interval, with what finished in the grace and what never did.
         last_iv.merge(&after);
@@ -671,7 +728,7 @@ mod cut_tests {
             p(2, 300, true),   // running (begun): slow, not unserved
             p(3, 2100, false), // the next step's
         ];
-        let sorted = by_step(&pending, &starts, at(4000));
+        let sorted = by_step(&pending, &starts, Duration::ZERO, at(4000)).counted;
         assert_eq!(sorted[0].len(), 4);
         assert_eq!(sorted[1].len(), 1);
         let w = waits(&pending, &sorted, 0, at(1000));
@@ -689,6 +746,54 @@ mod cut_tests {
         let h = rec.hist(metric(None));
         assert!(h.equivalent(h.max(), 1_900_000), "the oldest waited 1.9 s");
         assert!(h.equivalent(h.min(), 100_000), "the newest 0.1 s");
+    }
+
+    /// Issue 43: actions not done at a step's end are sorted into its settle (due in its
+    /// first 500 ms) or its counted part, and charged to each apart: the step's figures
+    /// hold only the counted ones.
+    #[test]
+    fn actions_not_done_in_a_settle_are_charged_to_the_settle() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let p = |user, due| Pending {
+            user,
+            due: at(due),
+            started: false,
+        };
+        let starts = [at(0), at(2000)];
+        let pending = [p(0, 100), p(1, 499), p(2, 500), p(3, 2200), p(4, 2600)];
+        let sorted = by_step(&pending, &starts, Duration::from_millis(500), at(4000));
+        let n = |v: &Vec<Vec<Pending>>| v.iter().map(Vec::len).collect::<Vec<_>>();
+        assert_eq!(n(&sorted.counted), [1, 1], "due at 500 ms and 2.6 s");
+        assert_eq!(n(&sorted.settling), [2, 1], "due at 100, 499 ms and 2.2 s");
+        assert_eq!(sorted.len(), 5);
+        let mut book = StepBook::default();
+        sorted.charge(0, &mut book, at(3000));
+        assert_eq!(book.counted.counters.sent, 1);
+        assert_eq!(book.settle.counters.sent, 2);
+        assert!(sorted.waiting(1));
+        let run = StepRun {
+            plan: StepPlan {
+                users: 2,
+                length: Duration::from_secs(2),
+                settle: Duration::from_millis(500),
+            },
+            from_s: 0.0,
+            seconds: 2.0,
+            store: None,
+            cut_short: false,
+            waits: Waits::default(),
+        };
+        let step = run.judge(&book, &[]);
+        assert_eq!(step.summary.actions, 1, "only the counted one");
+        assert_eq!(
+            step.settle,
+            Some(Settled {
+                from_s: 0.0,
+                duration_s: 0.5,
+                actions: 2
+            })
+        );
     }
 
     #[test]

@@ -49,6 +49,10 @@ pub struct Chart {
     pub series: Vec<String>,
     /// `[x, y1, y2, …]`, each the same length; `None` is a gap.
     pub data: Vec<Vec<Option<f64>>>,
+    /// Spans of x drawn shaded, `[from, to]`: a profile's settles (`--settle`), the part
+    /// of each step kept out of its figures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shaded: Vec<[f64; 2]>,
 }
 
 /// How a bucket of intervals becomes one point when a long run is thinned.
@@ -440,7 +444,24 @@ fn time_chart(c: &TimeChart, runs: &[(String, &Results)]) -> Option<Chart> {
     let title = runs
         .first()
         .map_or_else(|| c.title.to_string(), |(_, r)| in_words(c.title, r));
-    chart(c.id, &title, c.unit, XAxis::Time, "seconds", false, lines)
+    let mut chart = chart(c.id, &title, c.unit, XAxis::Time, "seconds", false, lines)?;
+    chart.shaded = runs.iter().flat_map(|(_, r)| settles(r)).collect();
+    Some(chart)
+}
+
+/// A profile's settles on its clock (`extra.capacity.steps[].settle`): where its time
+/// charts are shaded.
+fn settles(r: &Results) -> Vec<[f64; 2]> {
+    let steps = r.extra.get("capacity").and_then(|c| c["steps"].as_array());
+    steps
+        .into_iter()
+        .flatten()
+        .filter_map(|st| {
+            let s = st.get("settle")?;
+            let from = s["from_s"].as_f64()?;
+            Some([from, from + s["duration_s"].as_f64()?])
+        })
+        .collect()
 }
 
 /// Consecutive intervals merged so that no run draws more than [`MAX_POINTS`].
@@ -711,6 +732,7 @@ pub fn chart(
         log_y,
         series: lines.into_iter().map(|l| l.label).collect(),
         data,
+        shaded: Vec::new(),
     })
 }
 
@@ -779,6 +801,49 @@ mod tests {
         );
         assert!((first.value(throughput).unwrap_or(0.0) - 10.0 / 3.0).abs() < 1e-9);
         assert_eq!(first.value(latency), Some(2.0));
+    }
+
+    /// Issue 43: a profile's settles (`extra.capacity.steps[].settle`) are the spans its
+    /// time charts shade; a run without them shades nothing.
+    #[test]
+    fn a_profiles_settles_are_shaded_on_its_time_charts() {
+        let users = |t_s: f64| IntervalPoint {
+            t_s,
+            relay: crate::stats::collector::RelayPoint {
+                profile: Some(crate::stats::collector::ProfilePoint {
+                    users: 2,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut r = Results::assemble(crate::stats::results::RunParts {
+            command: "profile",
+            run_id: 1,
+            started_us: 0,
+            duration_s: 4.0,
+            config: serde_json::json!({}),
+            summary: crate::stats::summary::Summary::Profile(Default::default()),
+            steps: crate::stats::Steps(&["action"]),
+            self_report: Default::default(),
+            total: crate::stats::Recorder::new(),
+            series: vec![users(1.0), users(2.0), users(3.0), users(4.0)],
+        });
+        let shaded = |r: &Results| {
+            let charts = all(&[("a".into(), r)]);
+            let c = charts.iter().find(|c| c.id == "profile_users").cloned();
+            c.expect("the users chart").shaded
+        };
+        assert!(shaded(&r).is_empty(), "no settle: nothing shaded");
+        r.extra.insert(
+            "capacity".into(),
+            serde_json::json!({"steps": [
+                {"users": 2, "settle": {"from_s": 0.0, "duration_s": 0.5, "actions": 3}},
+                {"users": 4, "settle": {"from_s": 2.0, "duration_s": 0.5, "actions": 6}},
+            ]}),
+        );
+        assert_eq!(shaded(&r), [[0.0, 0.5], [2.0, 2.5]]);
     }
 
     #[test]

@@ -27,6 +27,17 @@
       axes: [x, { stroke: fg, grid: { stroke: grid }, label: c.unit, size: 60 }],
     };
     opts.hooks = { draw: [function (u) { if (!u._marked) { u._marked = true; done(u); } }] };
+    // Spans kept out of the figures (a profile's settles), shaded under the lines.
+    if (c.shaded) opts.hooks.drawClear = [function (u) {
+      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+      ctx.save(); ctx.fillStyle = "rgba(128, 128, 128, 0.18)";
+      c.shaded.forEach(function (s) {
+        var a = u.valToPos(s[0], "x", true), b = u.valToPos(s[1], "x", true);
+        var l = Math.max(u.bbox.left, a), r = Math.min(u.bbox.left + u.bbox.width, b);
+        if (r > l) ctx.fillRect(l, top, r - l, h);
+      });
+      ctx.restore();
+    }];
     return new uPlot(opts, c.data, into);
   }
   function painted(canvas) {

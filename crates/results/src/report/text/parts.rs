@@ -17,6 +17,29 @@ pub(super) fn num(r: &Results, key: &str) -> f64 {
     r.summary.number(key).unwrap_or(0.0)
 }
 
+/// `--settle`'s line under a table of steps (a sweep's levels, a profile's ramp): what
+/// each `what`'s settle did (`each` says it for one row), kept out of its figures;
+/// nothing when no row has a settle.
+pub(super) fn settles(
+    out: &mut String,
+    rows: &[serde_json::Value],
+    what: &str,
+    each: impl Fn(&serde_json::Value) -> String,
+) {
+    let each: Vec<String> = rows
+        .iter()
+        .filter(|row| row.get("settle").is_some_and(|s| s.is_object()))
+        .map(each)
+        .collect();
+    if !each.is_empty() {
+        let _ = writeln!(
+            out,
+            "  settle     kept out of each {what}'s figures ({})",
+            each.join("; ")
+        );
+    }
+}
+
 /// An optional count, or `-` when there is none.
 pub(super) fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or("-".into(), |v| v.to_string())

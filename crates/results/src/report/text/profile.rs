@@ -124,6 +124,16 @@ fn profile_lines(out: &mut String, r: &Results, s: &crate::stats::summary::Profi
             step_verdict(st)
         );
     }
+    let steps: &[serde_json::Value] = cap["steps"].as_array().map_or(&[], |v| v);
+    super::parts::settles(out, steps, "step", |st| {
+        let s = &st["settle"];
+        format!(
+            "{} users: {:.1} s, {} actions",
+            st["users"],
+            s["duration_s"].as_f64().unwrap_or(0.0),
+            s["actions"]
+        )
+    });
     if !observed {
         let _ = writeln!(
             out,
@@ -240,5 +250,35 @@ mod tests {
             row.ends_with("BROKE 3 users not served for half the step"),
             "{row}"
         );
+    }
+
+    /// Issue 43: each step's settle is one line under the table, what it kept out of the
+    /// step's figures; a run without one has no such line.
+    #[test]
+    fn the_settles_are_said_under_the_steps() {
+        let step = |users: u64, settle: serde_json::Value| {
+            json!({"users": users, "seconds": 2.0, "planned_s": 2.0, "failed": 0,
+                "stuck_users": 0, "cut_short": false, "rules": [], "verdict": "ok",
+                "settle": settle, "summary": {"actions": 10}})
+        };
+        let settle = |actions: u64| json!({"from_s": 0.0, "duration_s": 0.5, "actions": actions});
+        let r = profile(
+            json!({"capacity_users": 4, "broke_at_users": null, "rules": [],
+                   "steps": [step(2, settle(3)), step(4, settle(6))]}),
+            true,
+        );
+        let t = text(&r);
+        assert!(
+            t.contains(
+                "  settle     kept out of each step's figures (2 users: 0.5 s, 3 actions; 4 users: 0.5 s, 6 actions)\n"
+            ),
+            "{t}"
+        );
+        let r = profile(
+            json!({"capacity_users": 4, "broke_at_users": null, "rules": [],
+                   "steps": [step(4, serde_json::Value::Null)]}),
+            true,
+        );
+        assert!(!text(&r).contains("settle"), "{}", text(&r));
     }
 }

@@ -287,7 +287,15 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
                 row["why"].as_str().unwrap_or("")
             );
         }
-        settles(&mut out, rows);
+        super::parts::settles(&mut out, rows, "level", |row| {
+            let s = &row["settle"];
+            format!(
+                "{}: {} s, {} accepted",
+                row["concurrency"],
+                cell(&s["duration_s"], 1),
+                s["accepted"]
+            )
+        });
         let _ = writeln!(out, "  (the detail below is the last level's)");
     }
     let _ = writeln!(out);
@@ -297,30 +305,6 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         1,
     ));
     out
-}
-
-/// `--settle`'s line under a sweep's table: what each level's settle sent, kept out of
-/// the level's figures.
-fn settles(out: &mut String, rows: &[serde_json::Value]) {
-    let each: Vec<String> = rows
-        .iter()
-        .filter_map(|row| {
-            let s = row.get("settle")?;
-            Some(format!(
-                "{}: {} s, {} accepted",
-                row["concurrency"],
-                cell(&s["duration_s"], 1),
-                s["accepted"]
-            ))
-        })
-        .collect();
-    if !each.is_empty() {
-        let _ = writeln!(
-            out,
-            "  settle     kept out of each level's figures ({})",
-            each.join("; ")
-        );
-    }
 }
 
 /// `--trace-io`'s line: what the MTA's processes asked of the kernel per delivered
