@@ -12,6 +12,7 @@
 pub mod append;
 pub mod arrival;
 pub mod bench;
+pub mod fault;
 pub mod imap;
 pub mod labs;
 pub mod net;
