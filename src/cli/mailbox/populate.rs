@@ -98,8 +98,7 @@ fn store_fault(
     };
     let f = crate::cli::plan::fault::parse(spec)?;
     let label = f.label();
-    if !matches!(f.when, FaultWhen::Accepted(_)) || matches!(f.kind, FaultKind::DiskFull { .. })
-    {
+    if !matches!(f.when, FaultWhen::Accepted(_)) || matches!(f.kind, FaultKind::DiskFull { .. }) {
         return Err(format!(
             "--fault {label}: a store takes crash@N or power-loss@N (after N accepted messages)"
         ));

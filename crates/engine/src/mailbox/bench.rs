@@ -8,20 +8,20 @@ use std::sync::Arc;
 // name it here, with the workload they hand it to.
 pub use super::labs::{Fill, MailboxError, StoreSetup, store};
 
+use super::fault::{Census, MessageId, census, record};
 use super::labs::{fill_store, start_mta, tcp};
 use super::plan::{ImapPlan, Pop3Plan};
 use super::populate::aim;
 use super::profile::ProfilePlan;
-use super::fault::{Census, MessageId, census, record};
 use crate::lab::{StoreLab, StoreUser};
 use crate::relay::fault::{Armed, FaultPlan, Fired, arm};
-use crate::stats::timelog::TimeLog;
-use std::time::Instant;
 use crate::run::sampler::{Pids, Sampler};
 use crate::shutdown::Shutdown;
 use crate::stats::Results;
+use crate::stats::timelog::TimeLog;
 use crate::transport::count::NetTally;
 use crate::transport::target::Target;
+use std::time::Instant;
 
 /// A fill that left mailboxes short is no ground for a workload: its numbers would be
 /// taken on other mailboxes than the ones asked for.
@@ -215,13 +215,26 @@ pub async fn workload(
 /// accepted message looked for afterwards. (Against a server of one's own, `populate_own`.)
 pub async fn populate(
     setup: StoreSetup,
-    mut fill: Fill,
+    fill: Fill,
     fault: Option<FaultPlan>,
     shutdown: Shutdown,
 ) -> Result<Results, MailboxError> {
     crate::limits::raise_nofile();
     let keep = setup.keep_logs.clone();
     let (lab, _) = store(setup, None, &shutdown).await?;
+    let mut r = populate_on(&lab, fill, fault, shutdown).await?;
+    lab_extras(lab.as_ref(), keep.as_deref(), &mut r);
+    Ok(r)
+}
+
+/// [`populate`] on a lab store already running (which outlives the run: what a test reads
+/// afterwards with a client of its own).
+pub async fn populate_on(
+    lab: &Arc<dyn StoreLab>,
+    mut fill: Fill,
+    fault: Option<FaultPlan>,
+    shutdown: Shutdown,
+) -> Result<Results, MailboxError> {
     let folders = fill.folders;
     let run = *fill
         .send
@@ -230,8 +243,16 @@ pub async fn populate(
         .get_or_insert_with(crate::run::new_run_id);
     let accepts = Arc::new(TimeLog::default());
     fill.send.accept_log = Some(accepts.clone());
-    let armed = fault.map(|f| arm(f, lab.clone(), accepts.clone(), Instant::now(), shutdown.clone()));
-    let filled = fill_store(&lab, fill, &shutdown).await;
+    let armed = fault.map(|f| {
+        arm(
+            f,
+            lab.clone(),
+            accepts.clone(),
+            Instant::now(),
+            shutdown.clone(),
+        )
+    });
+    let filled = fill_store(lab, fill, &shutdown).await;
     let fault = settle(armed).await?;
     let mut r = filled?;
     r.command = "populate".into();
@@ -241,7 +262,6 @@ pub async fn populate(
         let id: MessageId = |run, seq| format!("<{run:016x}.{seq}@mailbench.test>");
         record(&mut r, plan, fired, &accepts, &c, id, run);
     }
-    lab_extras(lab.as_ref(), keep.as_deref(), &mut r);
     Ok(r)
 }
 
@@ -258,13 +278,17 @@ async fn settle(armed: Option<Armed>) -> Result<Option<(FaultPlan, Option<Fired>
 async fn look(lab: &dyn StoreLab, folders: u32, run: u64) -> Result<Census, MailboxError> {
     // A mailbox whose lock a power cut left behind empty stays locked until Dovecot takes
     // the lock for stale (2 minutes unchanged): a command may wait that long, and more.
-    let connect = super::profile::user::connect_options(
-        std::time::Duration::from_secs(10),
-        LOOK_LIMIT,
-    );
-    census(&tcp(lab.endpoints().imap), lab.users(), folders, run, &connect)
-        .await
-        .map_err(MailboxError::Failed)
+    let connect =
+        super::profile::user::connect_options(std::time::Duration::from_secs(10), LOOK_LIMIT);
+    census(
+        &tcp(lab.endpoints().imap),
+        lab.users(),
+        folders,
+        run,
+        &connect,
+    )
+    .await
+    .map_err(MailboxError::Failed)
 }
 
 /// How long one IMAP command of the look after a fault may take.
@@ -297,19 +321,39 @@ pub async fn append(
     crate::limits::raise_nofile();
     let keep = setup.as_ref().and_then(|s| s.keep_logs.clone());
     let lab = match setup {
-        Some(s) => {
-            let (lab, _) = store(s, None, &shutdown).await?;
-            plan.imap = Some(tcp(lab.endpoints().imap));
-            plan.users = lab.users().to_vec();
-            Some(lab)
-        }
+        Some(s) => Some(store(s, None, &shutdown).await?.0),
         None => None,
     };
+    if let Some(l) = &lab {
+        plan.imap = Some(tcp(l.endpoints().imap));
+        plan.users = l.users().to_vec();
+    }
+    let mut r = append_on(plan, lab.as_ref(), fault, shutdown).await?;
+    if let Some(l) = &lab {
+        lab_extras(l.as_ref(), keep.as_deref(), &mut r);
+    }
+    Ok(r)
+}
+
+/// [`append`] into the plan's server, which is `lab` when given (a lab store already
+/// running, which outlives the run; a fault needs one).
+pub async fn append_on(
+    mut plan: super::append::AppendPlan,
+    lab: Option<&Arc<dyn StoreLab>>,
+    fault: Option<FaultPlan>,
+    shutdown: Shutdown,
+) -> Result<Results, MailboxError> {
     let accepts = Arc::new(TimeLog::default());
     plan.accept_log = Some(accepts.clone());
     let folders = plan.folders;
-    let armed = match (fault, &lab) {
-        (Some(f), Some(l)) => Some(arm(f, l.clone(), accepts.clone(), Instant::now(), shutdown.clone())),
+    let armed = match (fault, lab) {
+        (Some(f), Some(l)) => Some(arm(
+            f,
+            l.clone(),
+            accepts.clone(),
+            Instant::now(),
+            shutdown.clone(),
+        )),
         (Some(f), None) => {
             return Err(MailboxError::Usage(format!(
                 "--fault {}: a fault acts on a lab store started here; add --lab dovecot",
@@ -321,16 +365,13 @@ pub async fn append(
     let filled = super::append::fill(plan, shutdown).await;
     let fault = settle(armed).await?;
     let mut r = filled.map_err(MailboxError::Usage)?;
-    if let Some(l) = &lab {
-        if let Some((plan, fired)) = fault {
-            let run = u64::from_str_radix(&r.run_id, 16)
-                .map_err(|e| MailboxError::Failed(format!("run id {:?}: {e}", r.run_id)))?;
-            let c = look(l.as_ref(), folders, run).await?;
-            // APPEND's generator writes `<RUN.SEQ@mailbench.test>`, the sequence in hex.
-            let id: MessageId = |run, seq| format!("<{run:016x}.{seq:x}@mailbench.test>");
-            record(&mut r, plan, fired, &accepts, &c, id, run);
-            }
-        lab_extras(l.as_ref(), keep.as_deref(), &mut r);
+    if let (Some(l), Some((plan, fired))) = (lab, fault) {
+        let run = u64::from_str_radix(&r.run_id, 16)
+            .map_err(|e| MailboxError::Failed(format!("run id {:?}: {e}", r.run_id)))?;
+        let c = look(l.as_ref(), folders, run).await?;
+        // APPEND's generator writes `<RUN.SEQ@mailbench.test>`, the sequence in hex.
+        let id: MessageId = |run, seq| format!("<{run:016x}.{seq:x}@mailbench.test>");
+        record(&mut r, plan, fired, &accepts, &c, id, run);
     }
     Ok(r)
 }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::imap::conn::{ImapConn, Login};
-use crate::imap::proto::{Command, Cond, Data};
+use crate::imap::proto::{Command, Cond, Data, FetchItems, Section};
 use crate::lab::StoreUser;
 use crate::message::trace::{HEADER_NAME, Trace};
 use crate::relay::fault::{FaultPlan, Fired};
@@ -35,6 +35,9 @@ pub struct Census {
 
 /// Reads every user's INBOX and folders `f2` … `fN` over IMAP and counts the copies of
 /// run `run`'s messages by their trace header. A folder that does not exist holds nothing.
+/// A message the store cannot read back (Dovecot disconnects at the FETCH of a maildir file
+/// a power cut left empty) is counted unreadable, and the mailbox read one message at a
+/// time, on a new connection after each such one.
 pub async fn census(
     imap: &Target,
     users: &[StoreUser],
@@ -45,57 +48,136 @@ pub async fn census(
     let mut c = Census::default();
     let began = std::time::Instant::now();
     for u in users {
-        let login = Login::Login {
-            user: u.address.clone(),
-            pass: u.password.clone(),
-        };
-        let mut conn = ImapConn::open(imap, connect, false, &login)
-            .await
-            .map_err(|e| format!("reading {}'s mailboxes after the fault: {e}", u.address))?;
         for f in 1..=folders.max(1) {
             let mailbox = match f {
                 1 => "INBOX".to_string(),
                 f => format!("f{f}"),
             };
-            let failed = |e: String| format!("reading {} of {}: {e}", mailbox, u.address);
-            let sel = conn
-                .run(&Command::Select {
-                    mailbox: mailbox.clone(),
-                    read_only: true,
-                })
+            let reader = Reader {
+                imap,
+                user: u,
+                mailbox: &mailbox,
+                connect,
+            };
+            reader
+                .read(run, &mut c)
                 .await
-                .map_err(|e| failed(e.to_string()))?;
-            if sel.done.cond != Cond::Ok {
-                continue;
-            }
-            let r = conn
-                .run(&Command::FetchHeader {
-                    first_uid: 1,
-                    field: HEADER_NAME,
-                })
-                .await
-                .map_err(|e| failed(e.to_string()))?;
-            if r.done.cond != Cond::Ok {
-                return Err(failed(r.said()));
-            }
-            for d in &r.data {
-                let Data::Fetch(f) = d else { continue };
-                c.messages += 1;
-                match f
-                    .body
-                    .as_ref()
-                    .and_then(|b| Trace::find(&b.kept))
-                    .filter(|t| t.run == run)
-                {
-                    Some(t) => *c.copies.entry(t.seq).or_insert(0) += 1,
-                    None => c.unreadable += 1,
-                }
-            }
+                .map_err(|e| format!("reading {mailbox} of {}: {e}", u.address))?;
         }
-        conn.logout().await;
     }
     c.took_s = began.elapsed().as_secs_f64();
     Ok(c)
+}
+
+/// One mailbox to read after a fault.
+struct Reader<'a> {
+    imap: &'a Target,
+    user: &'a StoreUser,
+    mailbox: &'a str,
+    connect: &'a ConnectOptions,
+}
+
+impl Reader<'_> {
+    /// A connection with the mailbox selected read-only, and its message count; `None`
+    /// when the mailbox does not exist.
+    async fn open(&self) -> Result<Option<(ImapConn, u32)>, String> {
+        let login = Login::Login {
+            user: self.user.address.clone(),
+            pass: self.user.password.clone(),
+        };
+        let mut conn = ImapConn::open(self.imap, self.connect, false, &login)
+            .await
+            .map_err(|e| e.to_string())?;
+        let sel = conn
+            .run(&Command::Select {
+                mailbox: self.mailbox.to_string(),
+                read_only: true,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        if sel.done.cond != Cond::Ok {
+            return Ok(None);
+        }
+        let exists = sel
+            .data
+            .iter()
+            .rev()
+            .find_map(|d| match d {
+                Data::Exists(n) => Some(*n),
+                _ => None,
+            })
+            .unwrap_or(0);
+        Ok(Some((conn, exists)))
+    }
+
+    /// Counts the mailbox's messages into `c`: all at once, or, when the store breaks off,
+    /// one at a time.
+    async fn read(&self, run: u64, c: &mut Census) -> Result<(), String> {
+        let Some((mut conn, exists)) = self.open().await? else {
+            return Ok(());
+        };
+        let all = conn
+            .run(&Command::FetchHeader {
+                first_uid: 1,
+                field: HEADER_NAME,
+            })
+            .await;
+        if let Ok(r) = &all
+            && r.done.cond == Cond::Ok
+        {
+            for d in &r.data {
+                if let Data::Fetch(f) = d {
+                    c.count(f.body.as_ref().map(|b| b.kept.as_slice()), run);
+                }
+            }
+            conn.logout().await;
+            return Ok(());
+        }
+        let mut conn = None;
+        for n in 1..=exists {
+            let mut open = match conn.take() {
+                Some(open) => open,
+                None => match self.open().await? {
+                    Some((open, _)) => open,
+                    None => return Ok(()),
+                },
+            };
+            let one = open
+                .run(&Command::Fetch {
+                    first: n,
+                    last: n,
+                    items: FetchItems::Part(Section::Header),
+                })
+                .await;
+            match one {
+                Ok(r) if r.done.cond == Cond::Ok => {
+                    let body = r.data.iter().find_map(|d| match d {
+                        Data::Fetch(f) => f.body.as_ref().map(|b| b.kept.clone()),
+                        _ => None,
+                    });
+                    c.count(body.as_deref(), run);
+                    conn = Some(open);
+                }
+                // Refused or cut off: the message is there and cannot be read.
+                _ => c.count(None, run),
+            }
+        }
+        if let Some(open) = conn {
+            open.logout().await;
+        }
+        Ok(())
+    }
+}
+
+impl Census {
+    /// One message found, with its header as fetched (`None`: it could not be read).
+    fn count(&mut self, header: Option<&[u8]>, run: u64) {
+        self.messages += 1;
+        match header.and_then(Trace::find).filter(|t| t.run == run) {
+            Some(t) => *self.copies.entry(t.seq).or_insert(0) += 1,
+            None => self.unreadable += 1,
+        }
+    }
 }
 
 /// How the fill wrote each message's Message-ID, from its run and sequence number.
@@ -231,7 +313,10 @@ mod tests {
         );
         assert_eq!(f["accepted"], 4);
         assert_eq!(f["lost"], 2);
-        assert_eq!(f["lost_message_ids"], serde_json::json!(["<ab.1@t>", "<ab.3@t>"]));
+        assert_eq!(
+            f["lost_message_ids"],
+            serde_json::json!(["<ab.1@t>", "<ab.3@t>"])
+        );
         assert_eq!(f["duplicated_seqs"], serde_json::json!([[2, 2]]));
         assert_eq!(f["unsynced_files"], 2);
         assert_eq!(f["down_s"], 0.5);
