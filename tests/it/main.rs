@@ -153,6 +153,7 @@ mod scale;
 mod send;
 mod sink;
 mod slurm;
+mod store_faults;
 mod stores;
 mod truth;
 mod util;

@@ -198,6 +198,12 @@ pub struct PopulateArgs {
     /// Messages per user.
     #[arg(long, default_value = "10", value_name = "N")]
     pub per_user: String,
+    /// Crash the lab store during the fill and look for every accepted message afterwards
+    /// (issue 42): crash@N (SIGKILL of the store's tree after N accepted messages) or
+    /// power-loss@N (the same, then its mail, kept on LazyFS, drops every write not
+    /// fsynced); the store restarts on the same mail.
+    #[arg(long, value_name = "KIND@N")]
+    pub fault: Option<String>,
     /// How the mailboxes are filled.
     #[command(flatten)]
     pub filling: FillArgs,

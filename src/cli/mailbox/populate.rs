@@ -7,6 +7,7 @@ use crate::cli::finish::deliver;
 use crate::cli::plan::{fill, lab, output, store};
 use crate::lab::{Store, StoreUser};
 use crate::mailbox::bench::StoreSetup;
+use crate::relay::fault::{FaultKind, FaultPlan, FaultWhen};
 use crate::shutdown::Shutdown;
 use crate::transport::target::{Target, parse_target};
 use crate::units;
@@ -22,13 +23,14 @@ enum Destination {
 /// Runs `mailbox populate`. Errors carry their exit code.
 pub(super) async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
-    let setup = lab::store_setup(&a.server, false).map_err(usage)?;
+    let mut setup = lab::store_setup(&a.server, false).map_err(usage)?;
+    let fault = store_fault(&a, setup.as_mut()).map_err(usage)?;
     let per_user = units::count(&a.per_user).map_err(|e| usage(format!("--per-user: {e}")))?;
     if per_user == 0 {
         return Err(usage("--per-user must be at least 1".into()));
     }
     if a.via == ViaArg::Imap || a.imap.is_some() {
-        return populate_imap(&a, setup, per_user).await;
+        return populate_imap(&a, setup, per_user, fault).await;
     }
     if a.flags.is_some() {
         return Err(usage(
@@ -42,6 +44,9 @@ pub(super) async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
     fill.send.config_json["interval_s"] = progress.interval.as_secs_f64().into();
     fill.send.config_json["thresholds"] = a.out.threshold.clone().into();
     fill.send.config_json["per_user"] = per_user.into();
+    if let Some(f) = &fault {
+        fill.send.config_json["fault"] = f.label().into();
+    }
     let into = match (setup, &a.lmtp, &a.server.users_file) {
         (Some(mut setup), _, _) => {
             setup.keep_logs = outputs.files.json.clone();
@@ -65,7 +70,9 @@ pub(super) async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
     }
     let shutdown = Shutdown::install();
     let results = match into {
-        Destination::Lab(setup) => crate::mailbox::bench::populate(setup, fill, shutdown).await,
+        Destination::Lab(setup) => {
+            crate::mailbox::bench::populate(setup, fill, fault, shutdown).await
+        }
         Destination::Own(target, users) => {
             crate::mailbox::bench::populate_own(fill, target, &users, shutdown).await
         }
@@ -76,8 +83,47 @@ pub(super) async fn populate(a: PopulateArgs) -> Result<u8, (u8, String)> {
             "mailbench mailbox populate: {} messages over LMTP in {:.2} s",
             r.counters.sent, r.duration_s
         );
-        crate::report::text::summary(r, &headline)
+        crate::report::text::summary(r, &headline) + &crate::report::text::store::fault_line(r)
     })
+}
+
+/// `--fault`: parsed as relay's, and only `crash` or `power-loss` at a count, on a lab
+/// store that takes them; `power-loss` puts the store's mail on LazyFS.
+fn store_fault(
+    a: &PopulateArgs,
+    setup: Option<&mut StoreSetup>,
+) -> Result<Option<FaultPlan>, String> {
+    let Some(spec) = &a.fault else {
+        return Ok(None);
+    };
+    let f = crate::cli::plan::fault::parse(spec)?;
+    let label = f.label();
+    if !matches!(f.when, FaultWhen::Accepted(_)) || matches!(f.kind, FaultKind::DiskFull { .. }) {
+        return Err(format!(
+            "--fault {label}: a store takes crash@N or power-loss@N (after N accepted messages)"
+        ));
+    }
+    let Some(setup) = setup else {
+        return Err(format!(
+            "--fault {label}: a fault acts on a lab store started here; add --lab dovecot"
+        ));
+    };
+    if !setup.store.takes_faults() {
+        let takers: Vec<&str> = crate::lab::STORES
+            .iter()
+            .filter(|s| s.takes_faults())
+            .map(|s| s.name())
+            .collect();
+        return Err(format!(
+            "--fault {label}: the {} lab cannot take this fault yet; it runs on {}",
+            setup.store.name(),
+            takers.join(", ")
+        ));
+    }
+    if f.kind == FaultKind::PowerLoss {
+        setup.options.placement = crate::lab::QueueKind::Lazyfs;
+    }
+    Ok(Some(f))
 }
 
 /// `populate --via imap`: APPEND with flags, into the lab or a store of one's own.
@@ -85,6 +131,7 @@ async fn populate_imap(
     a: &PopulateArgs,
     setup: Option<StoreSetup>,
     per_user: u64,
+    fault: Option<FaultPlan>,
 ) -> Result<u8, (u8, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
     if a.filling.eml.is_some() {
@@ -144,13 +191,15 @@ async fn populate_imap(
             "fill_concurrency": concurrency,
             "lab": a.server.lab.first().copied().map(Store::name),
             "thresholds": a.out.threshold,
+            "fault": fault.map(|f| f.label()),
         }),
+        accept_log: None,
     };
     let mut setup = setup;
     crate::cli::lab::clean_before_store(&setup);
     crate::cli::lab::keep_store_logs(&mut setup, outputs.files.json.as_deref());
     let shutdown = Shutdown::install();
-    let results = crate::mailbox::bench::append(plan, setup, shutdown)
+    let results = crate::mailbox::bench::append(plan, setup, fault, shutdown)
         .await
         .map_err(exit::mailbox)?;
     deliver(results, &outputs, |r| {
@@ -158,6 +207,6 @@ async fn populate_imap(
             "mailbench mailbox populate: {} messages over IMAP APPEND in {:.2} s",
             r.counters.sent, r.duration_s
         );
-        crate::report::text::summary(r, &headline)
+        crate::report::text::summary(r, &headline) + &crate::report::text::store::fault_line(r)
     })
 }

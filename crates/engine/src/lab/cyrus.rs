@@ -67,6 +67,7 @@ pub const KIND: Store = Store {
     },
     check,
     start: |opts| Ok(Box::new(Lab::start(opts)?)),
+    faults: false,
 };
 
 /// The running lab; stopped and cleaned up on drop.

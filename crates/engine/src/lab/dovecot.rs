@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::fs::queue::LazyQueue;
 use super::host::{self, QueueDir, io};
 use super::{
     LabError, LabServer, MailFormat, QueueKind, ServerMetric, StoreEndpoints, StoreLab,
@@ -32,6 +33,9 @@ pub struct Lab {
     notices: Vec<String>,
     starttls: bool,
     server_stats: bool,
+    /// The mail directory as a LazyFS mount (`--fault power-loss`), whose power a crash
+    /// cuts; unmounted when the lab stops, after Dovecot.
+    lazy: Option<std::sync::Mutex<LazyQueue>>,
 }
 
 /// Dovecot's metrics the lab defines with `--server-stats` (event → name in the results;
@@ -87,6 +91,7 @@ pub const KIND: super::Store = super::Store {
     },
     check,
     start: |opts| Ok(Box::new(Lab::start(opts)?)),
+    faults: true,
 };
 
 /// Checks that a Dovecot lab can run here; the error says how to fix it.
@@ -129,6 +134,15 @@ impl Lab {
         };
         let dir = host::instance_dir(0)?;
         let (mail, notice) = QueueDir::make(&dir, "mail", 0, opts.placement == QueueKind::Tmpfs)?;
+        // The mail on LazyFS for a power cut: Dovecot's sockets and pid file stay in its
+        // run directory, beside it, so nothing of LazyFS's missing `mknod` matters.
+        let lazy = match opts.placement {
+            QueueKind::Lazyfs => Some(std::sync::Mutex::new(
+                LazyQueue::make(&dir, "mail", &[])
+                    .map_err(|e| LabError::Failed(format!("lab dovecot: mail on LazyFS: {e}")))?,
+            )),
+            _ => None,
+        };
         let lab = Lab {
             name: format!("store-{:08x}.mailbench.test", fastrand::u32(..)),
             endpoints: StoreEndpoints {
@@ -144,14 +158,37 @@ impl Lab {
             server_stats: opts.server_stats,
             dir,
             mail,
+            lazy,
         };
         // On any error from here, dropping `lab` stops what was started and removes it.
         lab.write_files(opts)?;
         lab.check_settings(&opts.settings)?;
-        let conf = lab.conf();
+        lab.launch()?;
+        let mut lab = lab;
+        let log = lab.dir.join("log/dovecot.log");
+        // Dovecot's processes log through its log process, a moment later: what they said
+        // while starting is in the file once the greeting probes' own `pop3-login:` line
+        // is (a deadline, for a logging setting that leaves it out; 1 s was passed once on
+        // a loaded CI machine, and the start's complaints went unsaid).
+        let probed = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < probed
+            && !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("pop3-login: "))
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let said = host::start_complaints(&log, &["Fatal: ", "Error: ", "Warning: "], "Dovecot");
+        lab.notices.extend(said);
+        Ok(lab)
+    }
+
+    /// Starts the master on the lab's configuration (a first start, or the restart after a
+    /// crash: the stale pid file of a killed master is no obstacle) and waits until IMAP
+    /// and POP3 greet.
+    fn launch(&self) -> Result<(), LabError> {
+        let conf = self.conf();
         // The master daemonizes and keeps inherited pipes open: its start-up errors go to a
         // file instead, read when it fails.
-        let errors = lab.dir.join("log/start.err");
+        let errors = self.dir.join("log/start.err");
         let err_file = std::fs::File::create(&errors).map_err(|e| io("create the start log", e))?;
         let status = super::command::status(
             Command::new(DOVECOT)
@@ -170,24 +207,9 @@ impl Lab {
                 reason.trim()
             )));
         }
-        let pids = || lab.pids();
-        host::wait_for_greeting(lab.endpoints.imap, &lab.name, "dovecot", &pids)?;
-        host::wait_for_greeting(lab.endpoints.pop3, &lab.name, "dovecot", &pids)?;
-        let mut lab = lab;
-        let log = lab.dir.join("log/dovecot.log");
-        // Dovecot's processes log through its log process, a moment later: what they said
-        // while starting is in the file once the greeting probes' own `pop3-login:` line
-        // is (a deadline, for a logging setting that leaves it out; 1 s was passed once on
-        // a loaded CI machine, and the start's complaints went unsaid).
-        let probed = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < probed
-            && !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("pop3-login: "))
-        {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let said = host::start_complaints(&log, &["Fatal: ", "Error: ", "Warning: "], "Dovecot");
-        lab.notices.extend(said);
-        Ok(lab)
+        let pids = || self.pids();
+        host::wait_for_greeting(self.endpoints.imap, &self.name, "dovecot", &pids)?;
+        host::wait_for_greeting(self.endpoints.pop3, &self.name, "dovecot", &pids)
     }
 
     fn conf(&self) -> String {
@@ -443,6 +465,39 @@ impl StoreLab for Lab {
     fn server_stats(&self) -> Vec<ServerMetric> {
         self.stats_dump()
     }
+
+    /// The master's whole tree killed at once (and any process still working in the mail);
+    /// with `cut_power`, then the LazyFS mail drops what was not fsynced, after its report
+    /// of what that is.
+    fn crash(&self, cut_power: bool) -> Result<super::Crashed, String> {
+        let master = [self.dir.join("run/master.pid")];
+        let mut crashed = super::Crashed {
+            killed: super::crash::kill_trees(&master, &[&self.mail.path])
+                .map_err(|e| format!("lab dovecot: {e}"))?,
+            ..super::Crashed::default()
+        };
+        // Dovecot refuses to start while its pid file names a process that exists, and
+        // the killed master may linger as a zombie nobody reaps: the file goes with it.
+        let _ = std::fs::remove_file(&master[0]);
+        if !cut_power {
+            return Ok(crashed);
+        }
+        let Some(q) = &self.lazy else {
+            return Err("lab dovecot: a power cut needs the mail on LazyFS".into());
+        };
+        let mut q = q.lock().unwrap_or_else(|p| p.into_inner());
+        let u = q.unsynced().map_err(|e| format!("lab dovecot: {e}"))?;
+        q.cut_power().map_err(|e| format!("lab dovecot: {e}"))?;
+        crashed.unsynced_files = Some(u.files);
+        crashed.unsynced_bytes = Some(u.bytes);
+        Ok(crashed)
+    }
+
+    /// `dovecot -c CONF` again, on the same mail, awaited until it greets.
+    fn restart(&self) -> Result<(), String> {
+        self.launch()
+            .map_err(|e| format!("lab dovecot: restart after the crash: {e}"))
+    }
 }
 
 impl Lab {
@@ -489,6 +544,8 @@ impl Drop for Lab {
             &tree,
             std::time::Duration::from_secs(2),
         );
+        // LazyFS unmounted once nothing of Dovecot uses the mail.
+        self.lazy = None;
         self.mail.remove();
         let _ = std::fs::remove_dir_all(&self.dir);
     }

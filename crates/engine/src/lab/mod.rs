@@ -405,6 +405,63 @@ pub trait StoreLab: LabServer {
     fn prepare_folders(&self, _folders: u32) -> Result<(), LabError> {
         Ok(())
     }
+    /// Crashes the store (issue 42): SIGKILL to its whole process tree at once; with
+    /// `cut_power`, then drops every write to its mail that was not fsynced (the mail must
+    /// be on [`QueueKind::Lazyfs`]). It stays down until [`StoreLab::restart`].
+    fn crash(&self, _cut_power: bool) -> Result<Crashed, String> {
+        Err(NO_STORE_FAULTS.into())
+    }
+    /// Starts the store again after [`StoreLab::crash`], on the same configuration and
+    /// mail; returns once it greets.
+    fn restart(&self) -> Result<(), String> {
+        Err(NO_STORE_FAULTS.into())
+    }
+}
+
+/// What a lab store that cannot crash and restart yet says.
+pub const NO_STORE_FAULTS: &str = "crashing and restarting is not supported by this lab store yet";
+
+/// A lab server a fault (`--fault`) can crash and restart: a lab MTA in a relay run, a lab
+/// store in `mailbox populate`; one fault machinery ([`crate::relay::fault`]) drives both.
+pub trait Crashable: Send + Sync {
+    /// SIGKILL to the whole tree; with `cut_power`, then the unsynced writes dropped.
+    fn crash(&self, cut_power: bool) -> Result<Crashed, String>;
+    /// Up again on the same configuration and data, once it greets.
+    fn restart(&self) -> Result<(), String>;
+    /// Fills its data's file system but `leave` bytes (`disk-full`).
+    fn fill_queue(&self, _leave: u64) -> Result<QueueFilled, String> {
+        Err(NO_FAULTS.into())
+    }
+    /// Frees what [`Crashable::fill_queue`] filled.
+    fn free_queue(&self) -> Result<(), String> {
+        Err(NO_FAULTS.into())
+    }
+}
+
+/// A lab MTA crashes, restarts and fills its queue as its own methods say.
+impl Crashable for dyn MtaLab {
+    fn crash(&self, cut_power: bool) -> Result<Crashed, String> {
+        MtaLab::crash(self, cut_power)
+    }
+    fn restart(&self) -> Result<(), String> {
+        MtaLab::restart(self)
+    }
+    fn fill_queue(&self, leave: u64) -> Result<QueueFilled, String> {
+        MtaLab::fill_queue(self, leave)
+    }
+    fn free_queue(&self) -> Result<(), String> {
+        MtaLab::free_queue(self)
+    }
+}
+
+/// A lab store crashes and restarts as its own methods say (it has no `disk-full` yet).
+impl Crashable for dyn StoreLab {
+    fn crash(&self, cut_power: bool) -> Result<Crashed, String> {
+        StoreLab::crash(self, cut_power)
+    }
+    fn restart(&self) -> Result<(), String> {
+        StoreLab::restart(self)
+    }
 }
 
 /// A kind of lab MTA, as the registry [`MTAS`] lists it: the name `--lab` takes and
@@ -600,6 +657,8 @@ pub struct Store {
     settings: SettingsFlag,
     check: fn() -> Result<(), String>,
     start: fn(&StoreOptions) -> Result<Box<dyn StoreLab>, LabError>,
+    /// Whether it takes `crash` and `power-loss` ([`StoreLab::crash`]).
+    faults: bool,
 }
 
 /// Every lab mail store, in the order `--lab`'s help lists them.
@@ -639,6 +698,11 @@ impl Store {
     /// Checks that this lab can run here; the error says how to fix it.
     pub fn check(self) -> Result<(), String> {
         (self.check)()
+    }
+
+    /// Whether `--fault crash` and `power-loss` can act on it.
+    pub fn takes_faults(self) -> bool {
+        self.faults
     }
 
     /// Starts the lab (blocking: it waits for the store to greet).

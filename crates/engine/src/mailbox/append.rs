@@ -45,6 +45,9 @@ pub struct AppendPlan {
     pub connect: ConnectOptions,
     /// The configuration as recorded in the results file.
     pub config_json: serde_json::Value,
+    /// Where each message the store answered `OK` is recorded by its trace sequence
+    /// number (what `--fault` triggers on and judges by).
+    pub accept_log: Option<Arc<crate::stats::timelog::TimeLog>>,
 }
 
 /// Parses `--flags '\Seen=50,\Flagged=10'` (percent of the messages per flag).
@@ -184,7 +187,8 @@ async fn user(
             .map(|(f, _)| *f)
             .collect();
         let size = rng.usize(plan.size.0..=plan.size.1);
-        let message = generate(&u.address, run_id, (i as u64) << 32 | n, size);
+        let seq = (i as u64) << 32 | n;
+        let message = generate(&u.address, run_id, seq, size);
         let octets = message.len() as u64;
         let cmd = Command::Append {
             mailbox: folder,
@@ -203,6 +207,9 @@ async fn user(
             rec.counters.accepted += 1;
             rec.counters.mailbox.appended += 1;
             rec.counters.bytes += octets;
+            if let Some(log) = &plan.accept_log {
+                log.record(seq);
+            }
         } else {
             rec.counters.rejected += 1;
             rec.error(ErrorClass::Rejected, metric(Phase::Append), 0, || r.said());

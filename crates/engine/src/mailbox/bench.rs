@@ -8,16 +8,20 @@ use std::sync::Arc;
 // name it here, with the workload they hand it to.
 pub use super::labs::{Fill, MailboxError, StoreSetup, store};
 
-use super::labs::{start_mta, tcp};
+use super::fault::{Census, MessageId, census, record};
+use super::labs::{fill_store, start_mta, tcp};
 use super::plan::{ImapPlan, Pop3Plan};
 use super::populate::aim;
 use super::profile::ProfilePlan;
 use crate::lab::{StoreLab, StoreUser};
+use crate::relay::fault::{Armed, FaultPlan, Fired, arm};
 use crate::run::sampler::{Pids, Sampler};
 use crate::shutdown::Shutdown;
 use crate::stats::Results;
+use crate::stats::timelog::TimeLog;
 use crate::transport::count::NetTally;
 use crate::transport::target::Target;
+use std::time::Instant;
 
 /// A fill that left mailboxes short is no ground for a workload: its numbers would be
 /// taken on other mailboxes than the ones asked for.
@@ -207,21 +211,89 @@ pub async fn workload(
     Ok(r)
 }
 
-/// Runs `mailbox populate` on a lab store: the LMTP delivery rate into a fresh store. (Against
-/// a server of one's own, `populate_own`.)
+/// Runs `mailbox populate` on a lab store: the LMTP delivery rate into a fresh store; with
+/// `fault`, the store crashed (or its power cut) during the fill, restarted, and every
+/// accepted message looked for afterwards. (Against a server of one's own, `populate_own`.)
 pub async fn populate(
     setup: StoreSetup,
     fill: Fill,
+    fault: Option<FaultPlan>,
     shutdown: Shutdown,
 ) -> Result<Results, MailboxError> {
     crate::limits::raise_nofile();
     let keep = setup.keep_logs.clone();
-    let (lab, filled) = store(setup, Some(fill), &shutdown).await?;
-    let mut r = filled.ok_or_else(|| MailboxError::Failed("nothing was filled".into()))?;
-    r.command = "populate".into();
+    let (lab, _) = store(setup, None, &shutdown).await?;
+    let mut r = populate_on(&lab, fill, fault, shutdown).await?;
     lab_extras(lab.as_ref(), keep.as_deref(), &mut r);
     Ok(r)
 }
+
+/// [`populate`] on a lab store already running (which outlives the run: what a test reads
+/// afterwards with a client of its own).
+pub async fn populate_on(
+    lab: &Arc<dyn StoreLab>,
+    mut fill: Fill,
+    fault: Option<FaultPlan>,
+    shutdown: Shutdown,
+) -> Result<Results, MailboxError> {
+    let folders = fill.folders;
+    let run = *fill
+        .send
+        .load
+        .run_id
+        .get_or_insert_with(crate::run::new_run_id);
+    let accepts = Arc::new(TimeLog::default());
+    fill.send.accept_log = Some(accepts.clone());
+    let armed = fault.map(|f| {
+        arm(
+            f,
+            lab.clone(),
+            accepts.clone(),
+            Instant::now(),
+            shutdown.clone(),
+        )
+    });
+    let filled = fill_store(lab, fill, &shutdown).await;
+    let fault = settle(armed).await?;
+    let mut r = filled?;
+    r.command = "populate".into();
+    if let Some((plan, fired)) = fault {
+        let c = look(lab.as_ref(), folders, run).await?;
+        // LMTP's generator writes `<RUN.SEQ@mailbench.test>`, the sequence in decimal.
+        let id: MessageId = |run, seq| format!("<{run:016x}.{seq}@mailbench.test>");
+        record(&mut r, plan, fired, &accepts, &c, id, run);
+    }
+    Ok(r)
+}
+
+/// Waits for an armed fault to have fired and the store to be up again (or to learn it
+/// never will); a crash or restart that failed fails the run.
+async fn settle(armed: Option<Armed>) -> Result<Option<(FaultPlan, Option<Fired>)>, MailboxError> {
+    match armed {
+        Some(a) => a.finish().await.map(Some).map_err(MailboxError::Failed),
+        None => Ok(None),
+    }
+}
+
+/// Reads every mailbox of the lab store over IMAP after a fault.
+async fn look(lab: &dyn StoreLab, folders: u32, run: u64) -> Result<Census, MailboxError> {
+    // A mailbox whose lock a power cut left behind empty stays locked until Dovecot takes
+    // the lock for stale (2 minutes unchanged): a command may wait that long, and more.
+    let connect =
+        super::profile::user::connect_options(std::time::Duration::from_secs(10), LOOK_LIMIT);
+    census(
+        &tcp(lab.endpoints().imap),
+        lab.users(),
+        folders,
+        run,
+        &connect,
+    )
+    .await
+    .map_err(MailboxError::Failed)
+}
+
+/// How long one IMAP command of the look after a fault may take.
+const LOOK_LIMIT: std::time::Duration = std::time::Duration::from_secs(200);
 
 /// Runs `mailbox populate` on a store of one's own: the fill, aimed at its LMTP `target`
 /// and its `users`, is a `send` run recorded under the populate name.
@@ -244,24 +316,63 @@ pub async fn populate_own(
 pub async fn append(
     mut plan: super::append::AppendPlan,
     setup: Option<StoreSetup>,
+    fault: Option<FaultPlan>,
     shutdown: Shutdown,
 ) -> Result<Results, MailboxError> {
     crate::limits::raise_nofile();
     let keep = setup.as_ref().and_then(|s| s.keep_logs.clone());
     let lab = match setup {
-        Some(s) => {
-            let (lab, _) = store(s, None, &shutdown).await?;
-            plan.imap = Some(tcp(lab.endpoints().imap));
-            plan.users = lab.users().to_vec();
-            Some(lab)
-        }
+        Some(s) => Some(store(s, None, &shutdown).await?.0),
         None => None,
     };
-    let mut r = super::append::fill(plan, shutdown)
-        .await
-        .map_err(MailboxError::Usage)?;
+    if let Some(l) = &lab {
+        plan.imap = Some(tcp(l.endpoints().imap));
+        plan.users = l.users().to_vec();
+    }
+    let mut r = append_on(plan, lab.as_ref(), fault, shutdown).await?;
     if let Some(l) = &lab {
         lab_extras(l.as_ref(), keep.as_deref(), &mut r);
+    }
+    Ok(r)
+}
+
+/// [`append`] into the plan's server, which is `lab` when given (a lab store already
+/// running, which outlives the run; a fault needs one).
+pub async fn append_on(
+    mut plan: super::append::AppendPlan,
+    lab: Option<&Arc<dyn StoreLab>>,
+    fault: Option<FaultPlan>,
+    shutdown: Shutdown,
+) -> Result<Results, MailboxError> {
+    let accepts = Arc::new(TimeLog::default());
+    plan.accept_log = Some(accepts.clone());
+    let folders = plan.folders;
+    let armed = match (fault, lab) {
+        (Some(f), Some(l)) => Some(arm(
+            f,
+            l.clone(),
+            accepts.clone(),
+            Instant::now(),
+            shutdown.clone(),
+        )),
+        (Some(f), None) => {
+            return Err(MailboxError::Usage(format!(
+                "--fault {}: a fault acts on a lab store started here; add --lab dovecot",
+                f.label()
+            )));
+        }
+        _ => None,
+    };
+    let filled = super::append::fill(plan, shutdown).await;
+    let fault = settle(armed).await?;
+    let mut r = filled.map_err(MailboxError::Usage)?;
+    if let (Some(l), Some((plan, fired))) = (lab, fault) {
+        let run = u64::from_str_radix(&r.run_id, 16)
+            .map_err(|e| MailboxError::Failed(format!("run id {:?}: {e}", r.run_id)))?;
+        let c = look(l.as_ref(), folders, run).await?;
+        // APPEND's generator writes `<RUN.SEQ@mailbench.test>`, the sequence in hex.
+        let id: MessageId = |run, seq| format!("<{run:016x}.{seq:x}@mailbench.test>");
+        record(&mut r, plan, fired, &accepts, &c, id, run);
     }
     Ok(r)
 }

@@ -56,29 +56,36 @@ pub async fn store(
         say(&format!("mailbench mailbox: notice: {n}"));
     }
     let filled = match fill {
-        Some(mut f) => {
-            prepare(&lab, f.folders).await?;
-            aim(
-                &mut f.send,
-                tcp(lab.endpoints().lmtp),
-                lab.users(),
-                f.per_user,
-                f.folders,
-            );
-            let r = crate::send::run(f.send, shutdown.clone())
-                .await
-                .map_err(MailboxError::Failed)?;
-            say(&format!(
-                "mailbench mailbox: filled {} users with {} messages in {:.2} s",
-                lab.users().len(),
-                r.counters.accepted,
-                r.duration_s
-            ));
-            Some(r)
-        }
+        Some(f) => Some(fill_store(&lab, f, shutdown).await?),
         None => None,
     };
     Ok((lab, filled))
+}
+
+/// Fills a running lab store's mailboxes over LMTP as `f` says (its folders made first).
+pub async fn fill_store(
+    lab: &Arc<dyn StoreLab>,
+    mut f: Fill,
+    shutdown: &Shutdown,
+) -> Result<Results, MailboxError> {
+    prepare(lab, f.folders).await?;
+    aim(
+        &mut f.send,
+        tcp(lab.endpoints().lmtp),
+        lab.users(),
+        f.per_user,
+        f.folders,
+    );
+    let r = crate::send::run(f.send, shutdown.clone())
+        .await
+        .map_err(MailboxError::Failed)?;
+    say(&format!(
+        "mailbench mailbox: filled {} users with {} messages in {:.2} s",
+        lab.users().len(),
+        r.counters.accepted,
+        r.duration_s
+    ));
+    Ok(r)
 }
 
 /// Starts the store off the runtime (it waits for the store to greet); a setting the store

@@ -6,12 +6,14 @@
 //! `arrival` times mail injected over SMTP until it is visible over IMAP (a relay run whose
 //! receiver is the store). `labs` starts the lab store (filled when asked) and a lab
 //! Postfix they run on; `bench` runs a workload on them while the store's processes are
-//! watched (`net` hands it the bytes the clients counted). `plan` holds what the command
-//! line validated.
+//! watched (`net` hands it the bytes the clients counted); `fault` crashes the lab store
+//! during a fill (`populate --fault`) and looks for every accepted message afterwards.
+//! `plan` holds what the command line validated.
 
 pub mod append;
 pub mod arrival;
 pub mod bench;
+pub mod fault;
 pub mod imap;
 pub mod labs;
 pub mod net;

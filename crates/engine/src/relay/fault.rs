@@ -13,8 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::RelayError;
-use crate::lab::{Crashed, MtaLab, QueueFilled};
+use crate::lab::{Crashable, Crashed, QueueFilled};
 use crate::shutdown::Shutdown;
 use crate::sink::delivery::Delivery;
 use crate::stats::Results;
@@ -76,21 +75,21 @@ impl FaultPlan {
 }
 
 /// What happened when the fault fired, on the wall clock (µs).
-pub(super) struct Fired {
-    /// When the MTA was killed (or its disk began to fill).
-    at_us: u64,
+pub(crate) struct Fired {
+    /// When the server was killed (or its disk began to fill).
+    pub(crate) at_us: u64,
     /// Messages accepted by then.
-    accepted_before: u64,
+    pub(crate) accepted_before: u64,
     /// What the crash did (nothing with `disk-full`).
-    crashed: Crashed,
+    pub(crate) crashed: Crashed,
     /// With `disk-full`: how full the disk was made.
-    filled: Option<QueueFilled>,
-    /// When the MTA greeted again (with `disk-full`: when the space was freed).
-    restarted_us: u64,
+    pub(crate) filled: Option<QueueFilled>,
+    /// When the server greeted again (with `disk-full`: when the space was freed).
+    pub(crate) restarted_us: u64,
 }
 
 /// A fault waiting for its moment during injection.
-pub(super) struct Armed {
+pub(crate) struct Armed {
     plan: FaultPlan,
     injection_over: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<Result<Option<Fired>, String>>,
@@ -99,11 +98,11 @@ pub(super) struct Armed {
 /// How often the trigger looks at the count of accepted messages.
 const POLL: Duration = Duration::from_millis(2);
 
-/// Arms `plan` against `lab`: it fires when `accepts` holds its count, or its time after
-/// `origin` has passed.
-pub(super) fn arm(
+/// Arms `plan` against `lab` (a lab MTA, or a lab store in `mailbox populate`): it fires
+/// when `accepts` holds its count, or its time after `origin` has passed.
+pub(crate) fn arm<L: Crashable + ?Sized + 'static>(
     plan: FaultPlan,
-    lab: Arc<dyn MtaLab>,
+    lab: Arc<L>,
     accepts: Arc<TimeLog>,
     origin: Instant,
     shutdown: Shutdown,
@@ -164,8 +163,8 @@ pub(super) fn arm(
 /// The `disk-full` fault: fills the lab's queue file system, holds it full for `hold`
 /// (cut short by Ctrl-C or SIGTERM, so that a stop does not wait out the hold), and frees
 /// it — freed even when the hold was cut short, so that the drain can go on.
-async fn disk_full(
-    lab: Arc<dyn MtaLab>,
+async fn disk_full<L: Crashable + ?Sized + 'static>(
+    lab: Arc<L>,
     hold: Duration,
     shutdown: &Shutdown,
 ) -> Result<QueueFilled, String> {
@@ -187,14 +186,15 @@ async fn disk_full(
 
 impl Armed {
     /// Called when injection has ended: waits for the fault to have fired (and the MTA to
-    /// be up again), or learns it never will; a crash or restart that failed fails the run.
-    pub(super) async fn finish(self) -> Result<(FaultPlan, Option<Fired>), RelayError> {
+    /// be up again), or learns it never will; a crash or restart that failed fails the run
+    /// (the error is one line naming the fault).
+    pub(crate) async fn finish(self) -> Result<(FaultPlan, Option<Fired>), String> {
         self.injection_over.store(true, Ordering::Relaxed);
         let fired = self
             .task
             .await
-            .map_err(|e| RelayError::Failed(format!("--fault: {e}")))?
-            .map_err(|e| RelayError::Failed(format!("--fault {}: {e}", self.plan.label())))?;
+            .map_err(|e| format!("--fault: {e}"))?
+            .map_err(|e| format!("--fault {}: {e}", self.plan.label()))?;
         Ok((self.plan, fired))
     }
 }
@@ -308,7 +308,7 @@ pub(super) fn record(
 /// The accepted sequence numbers as `[first, last]` ranges, in order: a run's accepted
 /// messages in a few pairs (gaps only where the fault refused or cut some), so that each
 /// can be looked up in the MTA's log by its Message-ID (`<RUN.SEQ@mailbench.test>`).
-fn ranges(accepts: &TimeLog) -> Vec<[u64; 2]> {
+pub(crate) fn ranges(accepts: &TimeLog) -> Vec<[u64; 2]> {
     let mut seqs: Vec<u64> = accepts.entries().into_iter().map(|(s, _)| s).collect();
     seqs.sort_unstable();
     let mut out: Vec<[u64; 2]> = Vec::new();

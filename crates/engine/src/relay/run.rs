@@ -186,7 +186,7 @@ pub async fn run(
     let sent = crate::send::run(r.send, shutdown.clone()).await;
     // The fault fired (and the MTA is up again) before the drain starts.
     let fault = match armed.map(super::fault::Armed::finish) {
-        Some(f) => Some(f.await),
+        Some(f) => Some(f.await.map_err(RelayError::Failed)),
         None => None,
     }
     .transpose();

@@ -16,7 +16,7 @@ mod profile;
 mod queues;
 mod relay;
 mod sink;
-mod store;
+pub mod store;
 #[cfg(test)]
 mod tests;
 

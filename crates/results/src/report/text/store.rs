@@ -1,7 +1,8 @@
 //! A watched mail store's resources over the whole run, as seed 001's tables list them:
 //! memory (the proportional set size, shared pages counted once; RSS summed over all
 //! processes, per process, shared), disk requests, paging and network bytes
-//! (counted at mailbench's clients: loopback keeps no per-process count).
+//! (counted at mailbench's clients: loopback keeps no per-process count); and the line of
+//! a store fault (`mailbox populate --fault`), like relay's.
 
 use std::fmt::Write as _;
 
@@ -52,4 +53,38 @@ pub(super) fn resources(out: &mut String, r: &Results) {
             "  store net  in {i:.0} bytes/s, out {o:.0} bytes/s ({ib:.0} and {ob:.0} bytes, counted at mailbench's clients)"
         );
     }
+}
+
+/// The line of a store fault (`mailbox populate --fault`, from `extra.fault`), like relay's:
+/// when it fired, how long the store was down, what LazyFS held unsynced at the cut, and
+/// what the mailboxes held of the accepted messages afterwards; empty without a fault.
+pub fn fault_line(r: &Results) -> String {
+    let Some(f) = r.extra.get("fault") else {
+        return String::new();
+    };
+    let label = f["fault"].as_str().unwrap_or("?");
+    if f["fired"] != true {
+        return format!(
+            "  fault      {label}: never fired (the count was not reached: {} accepted)\n",
+            f["accepted"]
+        );
+    }
+    let n = |k: &str| f[k].as_u64().unwrap_or(0);
+    let s = |k: &str| f[k].as_f64().unwrap_or(0.0);
+    let unsynced = f["unsynced_files"].as_u64().map_or(String::new(), |u| {
+        format!(", {u} mail files unsynced at the cut")
+    });
+    let found = n("accepted") - n("lost");
+    format!(
+        "  fault      {label} at {:.2} s ({} accepted): down {:.2} s{unsynced}; after recovery {found} of {} accepted messages in their mailboxes: lost {}, duplicated {} ({} errors and {} refusals during the fill, {} messages unreadable)\n",
+        s("at_s"),
+        n("accepted_before"),
+        s("down_s"),
+        n("accepted"),
+        n("lost"),
+        n("duplicated"),
+        n("errors"),
+        n("rejected"),
+        n("unreadable"),
+    )
 }
