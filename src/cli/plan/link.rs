@@ -43,6 +43,9 @@ pub fn link(spec: &str) -> Result<LinkShape, String> {
             other => return Err(bad(&format!("no setting {other:?}"))),
         }
     }
+    if !shape.jitter.is_zero() && shape.delay.is_zero() {
+        return Err(bad("a jitter varies a delay; give delay= too"));
+    }
     if shape.jitter > shape.delay {
         return Err(bad("the jitter is larger than the delay"));
     }
@@ -104,6 +107,10 @@ mod tests {
             ("mta:delay", "is not KEY=VALUE"),
             ("mta:loss=1%", "no setting \"loss\""),
             ("mta:delay=5ms:jitter=10ms", "jitter is larger"),
+            (
+                "mta-mta:jitter=5ms",
+                "a jitter varies a delay; give delay= too",
+            ),
             ("mta:rate=0", "rate of 0"),
             ("mta:delay=50", "has no unit"),
             ("mta:delay=1h", "longer than any network's delay"),
