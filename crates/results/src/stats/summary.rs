@@ -320,7 +320,8 @@ pub struct RelaySummary {
     pub drain_aborted: bool,
     /// The same message to the same recipient again.
     pub duplicates: u64,
-    /// Messages cut off at the end that arrived anyway.
+    /// Messages whose 250 never reached the client (cut off by the end of the run, a stop
+    /// or a fault) that arrived anyway: the MTA had them, the client could not know.
     pub aborted_delivered: u64,
     /// Null-sender messages that arrived (bounces, delay notices and other notifications).
     pub bounces: u64,

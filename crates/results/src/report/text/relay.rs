@@ -181,7 +181,7 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "  other mail bounces (null sender) {}  delay notices {}  untraced {}  cut off by the end but delivered {}",
+        "  other mail bounces (null sender) {}  delay notices {}  untraced {}  cut off before their 250 but delivered {}",
         s.bounces, s.delay_notices, s.untraced, s.aborted_delivered
     );
     if let Some(n) = s.receiver_rejected {
