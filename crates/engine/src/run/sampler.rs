@@ -615,11 +615,21 @@ impl Observed {
                 .max()
                 .unwrap_or(0)
         };
+        // A profile's series is its own, read without the names: no point holds them, and
+        // a peak of 0 would read as an idle process (a newcomer's finding).
+        let named_points = series.iter().any(|p| {
+            p.relay
+                .sut
+                .as_ref()
+                .is_some_and(|s| !s.by_process.is_empty())
+        });
         let peak = |name: &str| {
-            series
-                .iter()
-                .filter_map(|p| p.relay.sut.as_ref()?.by_process.get(name).copied())
-                .fold(0.0, f64::max)
+            named_points.then(|| {
+                series
+                    .iter()
+                    .filter_map(|p| p.relay.sut.as_ref()?.by_process.get(name).copied())
+                    .fold(0.0, f64::max)
+            })
         };
         let rows: Vec<serde_json::Value> = rows
             .into_iter()

@@ -30,13 +30,16 @@ pub(super) fn by_process(out: &mut String, sut: &serde_json::Value, what: &str) 
         "peak % core"
     );
     for r in rows.iter().take(TOP) {
+        // No peak where the run's intervals were not read by name (a profile's).
+        let peak = r["cpu_peak_pct"]
+            .as_f64()
+            .map_or("-".to_string(), |p| format!("{p:.0}"));
         let _ = writeln!(
             out,
-            "    {:<24} {:>8.2} {:>5.1} % {:>12.0}",
+            "    {:<24} {:>8.2} {:>5.1} % {peak:>12}",
             r["name"].as_str().unwrap_or("?"),
             f(r, "cpu_s"),
             f(r, "share_pct"),
-            f(r, "cpu_peak_pct"),
         );
     }
     if rows.len() > TOP {
@@ -90,5 +93,13 @@ mod tests {
         let mut none = String::new();
         by_process(&mut none, &serde_json::json!({}), "MTA");
         assert_eq!(none, "", "no block for a file without the names");
+        // A profile's intervals are not read by name: no peak, not a peak of 0.
+        let sut = serde_json::json!({"by_process": [{"name": "imap", "cpu_s": 0.14, "share_pct": 40.0, "cpu_peak_pct": null}]});
+        let mut out = String::new();
+        by_process(&mut out, &sut, "store");
+        assert!(
+            out.ends_with("    imap                         0.14  40.0 %            -\n"),
+            "got:\n{out}"
+        );
     }
 }
