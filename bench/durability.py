@@ -11,9 +11,18 @@ time from the restart to the last delivery. A configuration documented as unsafe
 beside the defaults (`--variant`). A fault a lab does not take yet is shown as such: its
 one-line refusal is mailbench's own.
 
+The lab stores run after the MTAs (`--stores`): `mailbench mailbox populate --lab STORE`
+fills 4 mailboxes with 50 messages each over LMTP and is crashed or has its power cut
+(the mail on LazyFS) after the 200th accepted (the power cut thus with no delivery in
+flight: a cut mid-fill can leave a lock Dovecot waits 2 minutes on), with
+`mail_fsync=never` beside the defaults; the crash hits IMAP APPENDs after 100. Every
+mailbox is read back over IMAP after the restart: accepted, lost, duplicated, unreadable,
+unsynced files at the cut, and the time the read-back took.
+
 Usage: bench/durability.py [--rounds 3] [-n 300] [--at 100]
        [--mtas postfix,exim,opensmtpd,sendmail,qmail] [--faults crash,power-loss,disk-full]
-       [--variant sendmail:SuperSafe=False] [--no-variant] [--bin PATH] [--out DIR]
+       [--variant sendmail:SuperSafe=False] [--no-variant] [--stores dovecot]
+       [--bin PATH] [--out DIR]      (--mtas none or --stores none: leave them out)
 Needs root, FUSE (LazyFS: scripts/install-deps.sh builds it), Postfix and
 scripts/install-mtas.sh. Loopback only; every run is bounded in count and time (a
 drain of 60 s at most). With --out DIR each run's results file and the MTA's log
@@ -25,7 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import arg, flag, scratch  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MTAS = arg("--mtas", "postfix,exim,opensmtpd,sendmail,qmail").split(",")
+MTAS = [m for m in arg("--mtas", "postfix,exim,opensmtpd,sendmail,qmail").split(",")
+        if m not in ("", "none")]
+STORES = [m for m in arg("--stores", "dovecot").split(",") if m not in ("", "none")]
 FAULTS = arg("--faults", "crash,power-loss,disk-full").split(",")
 ROUNDS, N, AT = arg("--rounds", 3), arg("-n", 300), arg("--at", 100)
 VARIANT = None if flag("--no-variant") else arg("--variant", "sendmail:SuperSafe=False")
@@ -53,6 +64,32 @@ def one(mta, conf, fault, work):
         lines = (p.stderr.strip() or p.stdout.strip() or f"exit {p.returncode}").splitlines()
         return None, lines[-1]
     return json.load(open(json_path))["summary"], None
+
+
+# A store's figures (`extra.fault` of `mailbox populate --fault`) and their heads.
+STORE_FIGURES = [("accepted", "accepted"), ("lost", "lost"), ("duplicated", "dup"),
+                 ("unreadable", "unreadable"), ("unsynced_files", "unsynced"),
+                 ("look_s", "look s")]
+# (label, --store-conf, fault, --via, at): the store runs.
+STORE_RUNS = [("defaults", None, "crash", "imap", 100),
+              ("defaults", None, "power-loss", "lmtp", 200),
+              ("mail_fsync=never", "mail_fsync=never", "power-loss", "lmtp", 200)]
+
+
+def one_store(store, conf, fault, via, at, work):
+    """One faulted fill of a lab store: its `extra.fault`, or the line mailbench refused
+    it with."""
+    json_path = os.path.join(work, f"{store}-{fault}-{via}-{time.monotonic_ns()}.json")
+    cmd = [MB, "mailbox", "populate", "--lab", store, "--users", "4", "--per-user", "50",
+           "--fill-size", "2k", "--via", via, "--fault", f"{fault}@{at}", "-q",
+           "--json", json_path]
+    if conf:
+        cmd += ["--store-conf", conf]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if p.returncode == 1 or not os.path.exists(json_path):
+        lines = (p.stderr.strip() or p.stdout.strip() or f"exit {p.returncode}").splitlines()
+        return None, lines[-1]
+    return json.load(open(json_path))["extra"].get("fault", {}), None
 
 
 def cell(values):
@@ -92,6 +129,18 @@ def main():
                     refused[key] = why
                 else:
                     runs.setdefault(key, []).append(summary)
+    store_runs, store_refused = {}, {}
+    for _ in range(ROUNDS):
+        for store in STORES:
+            for label, conf, fault, via, at in STORE_RUNS:
+                key = (store, label, fault, via)
+                if key in store_refused:
+                    continue
+                got, why = one_store(store, conf, fault, via, at, work)
+                if why:
+                    store_refused[key] = why
+                else:
+                    store_runs.setdefault(key, []).append(got)
     head = f"{'mta':<28}{'fault':<12}" + "".join(f"{h:>16}" for _, h in FIGURES)
     lines = [f"# durability: {N} messages at 100/s, the fault after {AT} accepted, "
              f"{ROUNDS} rounds (median (min-max)); {time.monotonic() - t0:.0f} s", head]
@@ -105,6 +154,24 @@ def main():
             got = runs.get(key, [])
             lines.append(f"{name:<28}{fault:<12}"
                          + "".join(f"{cell([s.get(k) for s in got]):>16}" for k, _ in FIGURES))
+    if STORES:
+        lines += ["", f"# stores: 4 users x 50 messages of 2 KiB, {ROUNDS} rounds "
+                  "(median (min-max)); crash after 100 accepted APPENDs, power cut after "
+                  "all 200 accepted over LMTP",
+                  f"{'store':<28}{'fault':<18}"
+                  + "".join(f"{h:>12}" for _, h in STORE_FIGURES)]
+        for store in STORES:
+            for label, _, fault, via, _ in STORE_RUNS:
+                key = (store, label, fault, via)
+                name = f"{store} {label}"
+                if key in store_refused:
+                    lines.append(f"{name:<28}{fault + ' ' + via:<18}  not taken: "
+                                 f"{store_refused[key]}")
+                    continue
+                got = store_runs.get(key, [])
+                lines.append(f"{name:<28}{fault + ' ' + via:<18}"
+                             + "".join(f"{cell([g.get(k) for g in got]):>12}"
+                                       for k, _ in STORE_FIGURES))
     text = "\n".join(lines)
     print(text)
     if OUT:

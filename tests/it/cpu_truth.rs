@@ -283,9 +283,11 @@ fn a_tree_whose_children_exit_mid_interval_costs_what_its_cgroup_counts_interval
     let report = observed.report(&points);
     let total = reference.last().map_or(0.0, |r| r.1);
     // What the tree burned, by its programs' own clocks: 3 × 0.45 + 9 × 0.15 = 2.7 s, plus
-    // the shells and each of the 12 Pythons' exit (under 100 ms each).
+    // the shells and each of the 12 Pythons' start and exit: under 100 ms each when warm,
+    // more on a fresh machine's first runs (CI's cgroup counted 3.916 s). This only checks
+    // that the burners ran; the figures below are checked against the cgroup's own count.
     assert!(
-        (2.7..3.9).contains(&total),
+        (2.7..5.5).contains(&total),
         "the cgroup counted {total:.3} s; the burners alone take 2.7 s"
     );
     let mine =
