@@ -39,7 +39,7 @@ MTAS = [m for m in arg("--mtas", "postfix,exim,opensmtpd,sendmail,qmail").split(
 STORES = [m for m in arg("--stores", "dovecot").split(",") if m not in ("", "none")]
 FAULTS = arg("--faults", "crash,power-loss,disk-full").split(",")
 ROUNDS, N, AT = arg("--rounds", 3), arg("-n", 300), arg("--at", 100)
-VARIANT = None if flag("--no-variant") else arg("--variant", "sendmail:SuperSafe=False")
+VARIANT = None if flag("--no-variant") or not MTAS else arg("--variant", "sendmail:SuperSafe=False")
 MB = arg("--bin", "") or os.path.join(ROOT, "target", "release", "mailbench")
 OUT = arg("--out", "")
 # The figures of a cell, as the relay summary spells them, and their column heads.
@@ -143,7 +143,8 @@ def main():
                     store_runs.setdefault(key, []).append(got)
     head = f"{'mta':<28}{'fault':<12}" + "".join(f"{h:>16}" for _, h in FIGURES)
     lines = [f"# durability: {N} messages at 100/s, the fault after {AT} accepted, "
-             f"{ROUNDS} rounds (median (min-max)); {time.monotonic() - t0:.0f} s", head]
+             f"{ROUNDS} rounds (median (min-max)); {time.monotonic() - t0:.0f} s"]
+    lines += [head] if setups else []
     for mta, conf in setups:
         for fault in FAULTS:
             key = (mta, conf, fault)
@@ -159,7 +160,7 @@ def main():
                   "(median (min-max)); crash after 100 accepted APPENDs, power cut after "
                   "all 200 accepted over LMTP",
                   f"{'store':<28}{'fault':<18}"
-                  + "".join(f"{h:>12}" for _, h in STORE_FIGURES)]
+                  + "".join(f"{h:>16}" for _, h in STORE_FIGURES)]
         for store in STORES:
             for label, _, fault, via, _ in STORE_RUNS:
                 key = (store, label, fault, via)
@@ -170,7 +171,7 @@ def main():
                     continue
                 got = store_runs.get(key, [])
                 lines.append(f"{name:<28}{fault + ' ' + via:<18}"
-                             + "".join(f"{cell([g.get(k) for g in got]):>12}"
+                             + "".join(f"{cell([g.get(k) for g in got]):>16}"
                                        for k, _ in STORE_FIGURES))
     text = "\n".join(lines)
     print(text)
