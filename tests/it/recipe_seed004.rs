@@ -65,7 +65,7 @@ fn the_seed_004_recipe_runs_and_its_table_carries_the_results_files_figures() {
         .args(["-ec", &recipe()])
         .current_dir(&dir.0)
         .env("PATH", path)
-        .envs([("N", "200"), ("DURATION", "10s"), ("ROUNDS", "4")])
+        .envs([("N", "200"), ("DURATION", "4s"), ("ROUNDS", "2")])
         .env_remove("QUEUE")
         .output()
         .expect("run sh");

@@ -21,12 +21,26 @@ pub fn check_root(what: &str) -> Result<(), String> {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (bound and released).
+/// A free TCP port on 127.0.0.1 (bound and released), never one this process was given
+/// before: a lab asks for several in a row before its server binds any, and the kernel
+/// may hand a released port out again at once (Dovecot was once given one port for two
+/// listeners and refused its configuration: "duplicate listener").
 pub fn free_port() -> Result<u16, LabError> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| LabError::Failed(format!("cannot find a free loopback port: {e}")))
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    for _ in 0..64 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| LabError::Failed(format!("cannot find a free loopback port: {e}")))?;
+        if !given.contains(&port) {
+            given.push(port);
+            return Ok(port);
+        }
+    }
+    Err(LabError::Failed(
+        "cannot find a free loopback port this run has not used yet (64 tries)".into(),
+    ))
 }
 
 /// A fresh directory for one lab instance, `mailbench-lab-PID-HOP-RANDOM`, mode 755, with
@@ -397,6 +411,15 @@ pub fn chown_to(path: &Path, owner: &str) -> Result<(), LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_ports_are_never_handed_out_twice() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..300 {
+            let port = free_port().expect("a free port");
+            assert!(seen.insert(port), "port {port} was handed out twice");
+        }
+    }
 
     #[test]
     fn a_pid_file_s_first_word_is_the_pid() {
