@@ -282,6 +282,8 @@ const RELAY_MODE_KEYS: &[&str] = &[
     "restart_last_delivery_s",
     // none when nothing arrived, or no connection of the MTA's was held by mailbench
     "last_arrival_after_injection_s",
+    // only where the last message arrived before injection ended
+    "last_arrival_before_injection_end_s",
     "drain_end_after_injection_s",
     "net_to_mta_bytes",
     "net_from_mta_bytes",

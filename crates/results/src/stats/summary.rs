@@ -403,6 +403,11 @@ pub struct RelaySummary {
     /// nothing arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_arrival_after_injection_s: Option<f64>,
+    /// Seconds from the last arrival to the end of injection, where the last message
+    /// arrived before injection ended (`last_arrival_after_injection_s` is 0 there): a
+    /// newcomer read "+0.00 s to flush" as a flush that took no time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_arrival_before_injection_end_s: Option<f64>,
     /// Seconds from the end of injection to the end of the drain (everything arrived and
     /// the MTA's queue seen empty, the drain timeout, or a signal).
     #[serde(default, skip_serializing_if = "Option::is_none")]

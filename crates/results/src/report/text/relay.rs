@@ -9,14 +9,21 @@ use crate::stats::summary::Summary;
 use crate::stats::{Results, Steps};
 
 /// Seed 003's "+s to flush" (the time the MTA took to deliver what it still held when
-/// injection ended) and the bytes it moved, where the run has them.
+/// injection ended) and the bytes it moved, where the run has them. A last arrival before
+/// the end of injection is said so, with how long before: "+0.00 s" read as a flush that
+/// took no time.
 fn after_injection(out: &mut String, s: &crate::stats::summary::RelaySummary) {
     if let Some(end) = s.drain_end_after_injection_s {
-        let last = s
-            .last_arrival_after_injection_s
-            .map_or("no arrival".to_string(), |t| {
-                format!("last arrival +{t:.2} s")
-            });
+        let last = match (
+            s.last_arrival_before_injection_end_s,
+            s.last_arrival_after_injection_s,
+        ) {
+            (Some(b), _) => {
+                format!("last arrival {b:.2} s before the end of injection (nothing left to flush)")
+            }
+            (None, Some(t)) => format!("last arrival +{t:.2} s"),
+            (None, None) => "no arrival".to_string(),
+        };
         let _ = writeln!(
             out,
             "  to flush   {last}, drain ended +{end:.2} s after the end of injection"
@@ -198,11 +205,11 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
             "  receiver   tarpit {t} s before every reply (--sink-tarpit): the MTA's deliveries wait for it"
         );
     }
-    if s.maillog_sent.is_some() {
+    if let Some(sent) = s.maillog_sent {
         let _ = writeln!(
             out,
-            "  MTA log    delivered {}{}  still queued {}",
-            opt(s.maillog_sent),
+            "  MTA log    delivered {sent}{}{}  still queued {}",
+            log_beside_sink(sent, s),
             s.maillog_bounced
                 .map_or(String::new(), |b| format!("  bounced {b}")),
             opt(s.queued_left)
@@ -305,6 +312,33 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
         1,
     ));
     out
+}
+
+/// Why the MTA log's `sent` deliveries differ from the delivered line's count, where they
+/// do: a newcomer read "MTA log delivered 117" against "delivered 100 of 100" as a
+/// miscount. The log counts every message the MTA queued, also those whose transaction a
+/// fault cut before its 250 reached the client (the client counts them as errors, not
+/// accepted; the sink's count of them is `aborted_delivered`).
+fn log_beside_sink(sent: u64, s: &crate::stats::summary::RelaySummary) -> String {
+    let of_accepted = s.delivered;
+    if sent > of_accepted {
+        let more = sent - of_accepted;
+        let cut = if s.aborted_delivered > 0 {
+            format!("; the sink got {} such", s.aborted_delivered)
+        } else {
+            ", or mail not of this run".into()
+        };
+        format!(
+            " ({more} more than the {of_accepted} accepted ones delivered: transactions cut before their 250 reached the client, after the MTA had queued them{cut})"
+        )
+    } else if sent < of_accepted {
+        format!(
+            " ({} fewer than the {of_accepted} the receiver counted)",
+            of_accepted - sent
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// `--trace-io`'s line: what the MTA's processes asked of the kernel per delivered

@@ -80,6 +80,7 @@ pub const RELAY: Kind = Kind {
                 "restart_last_delivery_s",
                 // seed 003's "+s to flush" and the MTA's network bytes (issue 43)
                 "last_arrival_after_injection_s",
+                "last_arrival_before_injection_end_s",
                 "drain_end_after_injection_s",
                 "net_to_mta_bytes",
                 "net_from_mta_bytes",
