@@ -277,6 +277,7 @@ const RELAY_MODE_KEYS: &[&str] = &[
     "fault_down_s",
     "fault_duplicated_messages",
     "fault_unsynced_files",
+    "fault_made_up",
     "fault_refused_4xx",
     "restart_first_delivery_s",
     "restart_last_delivery_s",

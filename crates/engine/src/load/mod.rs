@@ -8,6 +8,7 @@
 //! (`mailbox::pop3`, `mailbox::imap`) plug in the same way and get pacing, budgets, the
 //! live line and the generator's warnings unchanged.
 
+pub mod outage;
 pub mod schedule;
 mod setup;
 pub mod shard;
@@ -64,6 +65,9 @@ pub struct LoadPlan {
     pub shard: Shard,
     /// When the load starts, on the wall clock shared by all agents (`--start-at`).
     pub start_at: Option<std::time::SystemTime>,
+    /// A server down on purpose for a while (a relay's `--fault`): in closed loop, a unit
+    /// that fails with its connection while it is down waits for it and is made up.
+    pub outage: Option<Arc<outage::Outage>>,
 }
 
 /// What the engine needs to know of a failure that ended a connection.

@@ -503,6 +503,11 @@ pub struct RelaySummary {
     /// reported them (the cut dropped that data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_unsynced_files: Option<u64>,
+    /// With `crash` or `power-loss` in closed loop: messages cut or refused while the MTA
+    /// was down (counted in `errors`) that the run made up with as many more once the
+    /// restarted MTA greeted, so that the outage did not use up `-n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_made_up: Option<u64>,
     /// With `disk-full`: the MTA's 4xx replies to the generator (the full disk's
     /// refusals; `extra.fault.refusals_4xx` quotes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

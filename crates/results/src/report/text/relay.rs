@@ -460,9 +460,15 @@ fn fault_line(out: &mut String, s: &crate::stats::summary::RelaySummary) {
     let unsynced = s.fault_unsynced_files.map_or(String::new(), |n| {
         format!(", {n} queue files unsynced at the cut")
     });
+    let made_up = match s.fault_made_up {
+        Some(n) if n > 0 => format!(
+            "; {n} messages cut or refused while it was down (in errors) made up by as many after the restart"
+        ),
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "  fault      {fault} at {at:.2} s ({before} accepted): down {down:.2} s{unsynced}; {after}; lost {}, damaged {} (arrived cut or altered), duplicated {} messages",
+        "  fault      {fault} at {at:.2} s ({before} accepted): down {down:.2} s{unsynced}{made_up}; {after}; lost {}, damaged {} (arrived cut or altered), duplicated {} messages",
         s.lost,
         s.damaged,
         s.fault_duplicated_messages.unwrap_or(0)
