@@ -4,7 +4,9 @@
 //! [`Driver`] trait, and the run skeleton (ticks, live line, self CPU). A run split over
 //! agents (`--shard I/N`) takes its own part of the sequence numbers, connections and
 //! source addresses (`shard`). A session that fails keeps what its set-up had measured
-//! (`setup`). SMTP's driver is `send::driver`; POP3's and IMAP's
+//! (`setup`). A server down on purpose (a relay's `--fault`) holds closed-loop units that
+//! failed with it until it is up, and makes them up (`outage`). SMTP's driver is
+//! `send::driver`; POP3's and IMAP's
 //! (`mailbox::pop3`, `mailbox::imap`) plug in the same way and get pacing, budgets, the
 //! live line and the generator's warnings unchanged.
 
