@@ -317,6 +317,117 @@ fn a_power_cut_mid_injection_loses_nothing_postfix_accepted_as_its_log_shows() {
     );
 }
 
+/// A newcomer's finding: in the default closed loop (64 connections), `relay --lab
+/// sendmail --fault power-loss@100 -n 300` spent the 200 messages left on cut
+/// transactions and refused connects while Sendmail was down, and accepted nothing after
+/// its restart. Now a connection that fails while the MTA is down waits for it to greet
+/// again and its message is made up on a new connection: all 300 are accepted, the
+/// failed attempts stay in `errors` (each made up once), and Postfix's log has a
+/// `status=sent` line for every accepted message, plus one for each cut one it had
+/// queued before the kill took its 250 (the sink's `aborted_delivered`).
+#[test]
+fn a_closed_loop_crash_makes_up_what_failed_while_postfix_was_down() {
+    if require("postfix").is_none() {
+        return;
+    }
+    let dir = TempDir::new("fault-closed");
+    let json = dir.0.join("relay.json");
+    let j = json.to_string_lossy().to_string();
+    let started = Instant::now();
+    let out = run_expect(
+        &[
+            "relay",
+            "--lab",
+            "postfix",
+            "-n",
+            "300",
+            "--size",
+            "1k",
+            "--fault",
+            "crash@100",
+            "--drain-timeout",
+            "15s",
+            "--json",
+            &j,
+        ],
+        0,
+    );
+    let took = started.elapsed();
+    let r = results(&json);
+    let s = &r["summary"];
+    let f = &r["extra"]["fault"];
+    assert_eq!(f["fired"], true, "the fault fired: {f:#}");
+    assert_eq!(r["config"]["concurrency"], 64, "the default closed loop");
+    assert_fired_after(s, 100);
+    let n = |k: &str| {
+        s[k].as_u64()
+            .unwrap_or_else(|| panic!("summary {k}: {s:#}"))
+    };
+    let made_up = n("fault_made_up");
+    assert!(made_up > 0, "the crash cut or refused some: {s:#}");
+    assert_eq!(
+        (n("accepted"), n("rejected"), n("errors"), n("sent")),
+        (300, 0, made_up, 300 + made_up),
+        "expected (accepted, rejected, errors, sent) = (300, 0, {made_up}, {}): every failure while Postfix was down made up once",
+        300 + made_up
+    );
+    assert_eq!(
+        (n("delivered"), n("lost"), n("duplicates")),
+        (300, 0, 0),
+        "expected (delivered, lost, duplicates) = (300, 0, 0)"
+    );
+    assert!(
+        s["restart_first_delivery_s"].is_f64(),
+        "delivered after the restart: {s:#}"
+    );
+    let run = f["trace_run"].as_str().expect("trace_run");
+    let log = read_maillog(&json.with_extension("maillog.0"), run);
+    assert_eq!(log.starts, 2, "Postfix started, crashed and started again");
+    let accepted: BTreeSet<u64> = f["accepted_seqs"]
+        .as_array()
+        .expect("accepted_seqs")
+        .iter()
+        .flat_map(|r| r[0].as_u64().expect("first")..=r[1].as_u64().expect("last"))
+        .collect();
+    assert_eq!(accepted.len(), 300, "the listed accepted messages");
+    let after_fault = accepted.iter().filter(|q| **q >= 300).count() as u64;
+    assert_eq!(
+        after_fault, made_up,
+        "expected the {made_up} made-up messages (numbers 300 and up) among the accepted, got {after_fault}"
+    );
+    let unsent: Vec<u64> = accepted
+        .iter()
+        .copied()
+        .filter(|q| !log.sent.contains_key(q))
+        .collect();
+    assert_eq!(
+        unsent,
+        Vec::<u64>::new(),
+        "Postfix's log: every accepted message sent"
+    );
+    let cut_but_sent = log.sent.keys().filter(|q| !accepted.contains(q)).count() as u64;
+    assert_eq!(
+        (log.sent.len() as u64, cut_but_sent),
+        (300 + n("aborted_delivered"), n("aborted_delivered")),
+        "expected Postfix's log to have sent the 300 accepted and the {} cut before their 250 the sink got",
+        n("aborted_delivered")
+    );
+    assert_eq!(
+        n("maillog_sent"),
+        log.sent.values().map(|c| *c as u64).sum::<u64>(),
+        "maillog_sent is the log's status=sent count"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!(
+        "; {made_up} messages cut or refused while it was down (in errors) made up by as many after the restart;"
+    );
+    assert!(text.contains(&want), "expected {want:?} in:\n{text}");
+    assert!(
+        took < Duration::from_secs(20),
+        "the run drained in time: {took:?}"
+    );
+}
+
 #[test]
 fn bad_fault_values_and_places_are_refused_in_one_line() {
     refused_in_one_line(

@@ -74,9 +74,11 @@ pub struct ProfileArgs {
     /// is refused: each virtual user needs its own mailbox].
     #[arg(long, value_name = "N")]
     pub max_users: Option<String>,
-    /// Seed 001's steady state per step: the first DURATION of each step (of the run,
-    /// without --ramp-users) is kept out of the step's figures and its capacity judgment,
-    /// its actions counted apart (in the step's `settle`); shorter than a step.
+    /// Leave the first DURATION of each ramp step (of the run, without --ramp-users) out
+    /// of that step's figures and capacity judgment, so a step is judged once its users
+    /// have settled in; the actions in it are shown apart (the step's `settle`) and still
+    /// count in the run's totals. A bare number is seconds (--settle 500 is 500 s, not
+    /// ms, as with relay's --settle and --drain-timeout); shorter than a step.
     #[arg(long, value_name = "DURATION")]
     pub settle: Option<String>,
     /// Simulated time per real second: 60 runs an hour of each user's actions in a

@@ -125,12 +125,13 @@ pub struct RelayArgs {
     /// deliveries at 1 MiB/s each way.
     #[arg(long, value_name = "HOP:SHAPE")]
     pub link: Vec<String>,
-    /// Longest wait for deliveries after injection; what has not arrived is lost.
+    /// Longest wait for deliveries after injection (a bare number is seconds); what has
+    /// not arrived is lost.
     #[arg(long, default_value = "120s", value_name = "DURATION")]
     pub drain_timeout: String,
-    /// Seed 001's steady state per step: before each level of a sweep (or step of
-    /// --find-max) the same load runs this long, is drained, and is kept out of the step's
-    /// figures (counted apart in its row's `settle`).
+    /// Before each level of a sweep (or step of --find-max), run the same load this long,
+    /// drain it and leave it out of the level's figures (shown apart in its row's
+    /// `settle`). A bare number is seconds (--settle 5 is 5 s).
     #[arg(long, value_name = "DURATION")]
     pub settle: Option<String>,
     /// Find the highest open-loop rate the MTA sustains: double the rate per step until it

@@ -192,6 +192,7 @@ fn assemble(s: Shape) -> (LoadPlan, serde_json::Value) {
         units: crate::run::live::MESSAGES,
         shard: crate::load::shard::Shard::WHOLE,
         start_at: None,
+        outage: None,
     };
     (plan, json)
 }

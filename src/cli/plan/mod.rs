@@ -60,4 +60,51 @@ mod tests {
             assert!(e.starts_with("--settle"), "{bad}: {e}");
         }
     }
+
+    /// The help of `--settle` in `command path`, as `--help` prints it.
+    fn settle_help(path: &[&str]) -> String {
+        let mut c = crate::cli::command();
+        for name in path {
+            c = c
+                .find_subcommand(name)
+                .unwrap_or_else(|| panic!("no subcommand {name}"))
+                .clone();
+        }
+        c.get_arguments()
+            .find(|a| a.get_id() == "settle")
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_else(|| panic!("{path:?} has no --settle help"))
+    }
+
+    /// A newcomer's finding: `mailbox profile --settle`'s help opened with "Seed 001's
+    /// steady state per step". It says plainly what it does, that the settle's actions
+    /// still count in the run's totals, and what a bare number means: seconds, as for
+    /// relay's --settle and --drain-timeout (`--settle 500` is 500 s, not 500 ms).
+    #[test]
+    fn settle_s_help_says_what_it_does_and_a_bare_number_is_seconds() {
+        assert_eq!(
+            super::settle(Some("500")),
+            Ok(Some(std::time::Duration::from_secs(500)))
+        );
+        assert_eq!(
+            crate::units::duration("500"),
+            Ok(std::time::Duration::from_secs(500)),
+            "--drain-timeout reads a bare number as seconds too"
+        );
+        let profile = settle_help(&["mailbox", "profile"]);
+        assert_eq!(
+            profile,
+            "Leave the first DURATION of each ramp step (of the run, without --ramp-users) out \
+             of that step's figures and capacity judgment, so a step is judged once its users \
+             have settled in; the actions in it are shown apart (the step's `settle`) and still \
+             count in the run's totals. A bare number is seconds (--settle 500 is 500 s, not ms, as with \
+             relay's --settle and --drain-timeout); shorter than a step"
+        );
+        let relay = settle_help(&["relay"]);
+        assert!(
+            relay.contains("A bare number is seconds"),
+            "expected relay's --settle help to say a bare number is seconds, got {relay:?}"
+        );
+    }
 }

@@ -277,11 +277,14 @@ const RELAY_MODE_KEYS: &[&str] = &[
     "fault_down_s",
     "fault_duplicated_messages",
     "fault_unsynced_files",
+    "fault_made_up",
     "fault_refused_4xx",
     "restart_first_delivery_s",
     "restart_last_delivery_s",
     // none when nothing arrived, or no connection of the MTA's was held by mailbench
     "last_arrival_after_injection_s",
+    // only where the last message arrived before injection ended
+    "last_arrival_before_injection_end_s",
     "drain_end_after_injection_s",
     "net_to_mta_bytes",
     "net_from_mta_bytes",

@@ -249,6 +249,25 @@ pub fn count_files_where(dir: &Path, keep: &dyn Fn(&str) -> bool) -> usize {
         .sum()
 }
 
+/// Files below `dir`, recursively, with the owner-execute bit set: Postfix's mark of a
+/// queue file cleanup finished writing (mode 0700). A file without it is a transaction
+/// in progress, or one a crash cut: Postfix's queue manager never takes it up (a
+/// closed-loop crash on the lab Postfix left 13 such empty 0600 files in `incoming`,
+/// and the drain waited its whole timeout for them).
+pub fn count_complete_files(dir: &Path) -> usize {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => count_complete_files(&e.path()),
+            Ok(m) => usize::from(m.permissions().mode() & 0o100 != 0),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// Lines of a log file that contain `needle` (deliveries an MTA logged).
 pub fn count_lines(log: &Path, needle: &str) -> usize {
     count_lines_with(log, needle, &[])
@@ -434,6 +453,27 @@ mod tests {
             std::fs::write(&f, text).expect("write");
             assert_eq!(read_pid(&f), pid, "{text:?}");
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Only files with the owner-execute bit count, at any depth: Postfix's complete
+    /// queue files (0700), not the 0600 ones a crash cut mid-write.
+    #[test]
+    fn only_complete_queue_files_count() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("mailbench-qtest-{}", std::process::id()));
+        let sub = dir.join("incoming/A");
+        std::fs::create_dir_all(&sub).expect("temp dir");
+        for (name, mode) in [("A1", 0o700), ("A2", 0o600), ("A3", 0o700)] {
+            let f = sub.join(name);
+            std::fs::write(&f, "").expect("write");
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        }
+        let f = dir.join("incoming/B1");
+        std::fs::write(&f, "").expect("write");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert_eq!(count_complete_files(&dir.join("incoming")), 2);
+        assert_eq!(count_files(&dir.join("incoming")), 4);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -610,14 +610,16 @@ impl MtaLab for Lab {
         self.logging
     }
 
-    /// Files under incoming, active, deferred and hold, in all instances.
+    /// Complete files (cleanup done: mode 0700) under incoming, active, deferred and hold,
+    /// in all instances.
     fn queued(&self) -> usize {
         self.instances
             .iter()
             .map(|i| {
+                // Complete files only: one a crash cut mid-write is never delivered.
                 ["incoming", "active", "deferred", "hold"]
                     .iter()
-                    .map(|q| host::count_files(&i.queue.path.join(q)))
+                    .map(|q| host::count_complete_files(&i.queue.path.join(q)))
                     .sum::<usize>()
             })
             .sum()

@@ -4,10 +4,13 @@
 //! [`Driver`] trait, and the run skeleton (ticks, live line, self CPU). A run split over
 //! agents (`--shard I/N`) takes its own part of the sequence numbers, connections and
 //! source addresses (`shard`). A session that fails keeps what its set-up had measured
-//! (`setup`). SMTP's driver is `send::driver`; POP3's and IMAP's
+//! (`setup`). A server down on purpose (a relay's `--fault`) holds closed-loop units that
+//! failed with it until it is up, and makes them up (`outage`). SMTP's driver is
+//! `send::driver`; POP3's and IMAP's
 //! (`mailbox::pop3`, `mailbox::imap`) plug in the same way and get pacing, budgets, the
 //! live line and the generator's warnings unchanged.
 
+pub mod outage;
 pub mod schedule;
 mod setup;
 pub mod shard;
@@ -64,6 +67,9 @@ pub struct LoadPlan {
     pub shard: Shard,
     /// When the load starts, on the wall clock shared by all agents (`--start-at`).
     pub start_at: Option<std::time::SystemTime>,
+    /// A server down on purpose for a while (a relay's `--fault`): in closed loop, a unit
+    /// that fails with its connection while it is down waits for it and is made up.
+    pub outage: Option<Arc<outage::Outage>>,
 }
 
 /// What the engine needs to know of a failure that ended a connection.

@@ -78,6 +78,8 @@ pub struct Schedule {
     deadline: Option<Duration>,
     /// Slots this agent has claimed (closed loop).
     claimed: AtomicU64,
+    /// Slots added to the count (closed loop): units an outage made up ([`Self::extend`]).
+    extra: AtomicU64,
     stopped: AtomicBool,
     open: Mutex<OpenState>,
     seed: u64,
@@ -104,6 +106,7 @@ impl Schedule {
             max_messages,
             deadline,
             claimed: AtomicU64::new(0),
+            extra: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
             open: Mutex::new(OpenState {
                 next_u: 0.0,
@@ -125,6 +128,16 @@ impl Schedule {
         self.stopped.store(true, Ordering::Relaxed);
     }
 
+    /// One more slot for this agent in closed loop (a unit that failed while the server
+    /// was down on purpose, made up on a new connection), with a sequence number of its
+    /// own: the count grows by one of this agent's stripes. Nothing in open loop, whose
+    /// schedule is of times.
+    pub fn extend(&self) {
+        if matches!(self.pacing, Pacing::Closed) {
+            self.extra.fetch_add(self.shard.count, Ordering::Relaxed);
+        }
+    }
+
     /// The next slot, or `None` when the run is over.
     pub fn claim(&self) -> Option<Slot> {
         if self.stopped.load(Ordering::Relaxed) {
@@ -141,7 +154,11 @@ impl Schedule {
                 let seq = k
                     .checked_mul(self.shard.count)
                     .and_then(|s| s.checked_add(self.shard.index))
-                    .filter(|s| *s < self.max_messages);
+                    .filter(|s| {
+                        *s < self
+                            .max_messages
+                            .saturating_add(self.extra.load(Ordering::Relaxed))
+                    });
                 let Some(seq) = seq else {
                     self.claimed.fetch_sub(1, Ordering::Relaxed);
                     return None;
@@ -422,6 +439,31 @@ mod tests {
         assert_eq!(total, 10_000);
         s.stop();
         assert_eq!(s.claim(), None);
+    }
+
+    /// A unit made up after an outage is one more slot, with a sequence number no other
+    /// slot had: agent 1 of 3 with a count of 9 has 1, 4, 7, then 10 for the one made up.
+    #[test]
+    fn an_extended_closed_loop_hands_out_one_new_number_per_unit_made_up() {
+        let s = Schedule::new(
+            Instant::now(),
+            Pacing::Closed,
+            9,
+            None,
+            1,
+            Shard { index: 1, count: 3 },
+        );
+        let seqs = |s: &Schedule| {
+            std::iter::from_fn(|| s.claim())
+                .map(|x| x.seq)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(seqs(&s), vec![1, 4, 7]);
+        s.extend();
+        assert_eq!(seqs(&s), vec![10]);
+        s.extend();
+        s.extend();
+        assert_eq!(seqs(&s), vec![13, 16]);
     }
 
     #[test]

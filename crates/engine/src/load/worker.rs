@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::outage::Outage;
 use super::schedule::Pacing;
 use super::shard::Shard;
 use super::{Driver, Failure, Next, Shared};
@@ -113,8 +114,10 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                                 }
                             }
                             lost(&eng, id, &e, slot.intended, begun, t0);
-                            // Do not spin on a dead target; open loop shows this as lag.
-                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            if !outlast(&eng, 1, closed_loop).await {
+                                // Do not spin on a dead target; open loop shows this as lag.
+                                tokio::time::sleep(Duration::from_millis(10)).await;
+                            }
                             continue;
                         }
                     }
@@ -216,16 +219,47 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                 // The connection is gone, and with it every follow-on already sent: each
                 // waited from its own start (where the unit before it ended, or for those
                 // claimed during this one, where this one began) until now.
+                let mut cut = 1;
                 for n in next.drain(..).chain(carried.drain(..)) {
                     lost(&eng, id, &e, None, n.begun, n.t0);
+                    cut += 1;
                 }
                 live = None;
+                outlast(&eng, cut, closed_loop).await;
             }
         }
     }
     if let Some(old) = live.take() {
         Box::pin(close(old.conn, &eng, id)).await;
     }
+}
+
+/// In closed loop, where `n` units just failed with their connection while the server
+/// was down on purpose (the plan's outage): waits for it to be up again (at most
+/// [`Outage::WAIT_AT_MOST`], or until the run stops), then gives the count one more unit
+/// for each, so that the outage does not use up the run's count. The failed units stay
+/// counted as they were (errors). False when there is no outage under way (nothing
+/// waited).
+async fn outlast<D: Driver>(eng: &Shared<D>, n: u64, closed_loop: bool) -> bool {
+    let Some(o) = eng
+        .plan
+        .outage
+        .as_ref()
+        .filter(|o| closed_loop && o.is_down())
+    else {
+        return false;
+    };
+    let up = tokio::select! {
+        up = o.wait_up(Outage::WAIT_AT_MOST) => up,
+        _ = eng.stop.cancelled() => false,
+    };
+    if up {
+        o.made_up(n);
+        for _ in 0..n {
+            eng.schedule.extend();
+        }
+    }
+    true
 }
 
 /// How many units a new connection may carry: `per_conn`'s fixed number or a draw from

@@ -251,6 +251,7 @@ pub async fn populate_on(
             accepts.clone(),
             Instant::now(),
             shutdown.clone(),
+            None,
         )
     });
     let filled = fill_store(lab, fill, &shutdown).await;
@@ -354,6 +355,7 @@ pub async fn append_on(
             accepts.clone(),
             Instant::now(),
             shutdown.clone(),
+            None,
         )),
         (Some(f), None) => {
             return Err(MailboxError::Usage(format!(

@@ -372,6 +372,9 @@ pub(super) fn combine(
         // Seed 003's "+s to flush" and the MTA's network bytes.
         last_arrival_after_injection_s: last_arrival_us
             .map(|t| t.saturating_sub(x.inject_end_us) as f64 / 1e6),
+        last_arrival_before_injection_end_s: last_arrival_us
+            .filter(|t| *t < x.inject_end_us)
+            .map(|t| (x.inject_end_us - t) as f64 / 1e6),
         drain_end_after_injection_s: Some(x.end_us.saturating_sub(x.inject_end_us) as f64 / 1e6),
         net_to_mta_bytes: Some(x.net.to_mta),
         net_from_mta_bytes: x.net.from_mta,

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::lab::{Crashable, Crashed, QueueFilled};
+use crate::load::outage::{EndOnDrop, Outage};
 use crate::shutdown::Shutdown;
 use crate::sink::delivery::Delivery;
 use crate::stats::Results;
@@ -99,13 +100,16 @@ pub(crate) struct Armed {
 const POLL: Duration = Duration::from_millis(2);
 
 /// Arms `plan` against `lab` (a lab MTA, or a lab store in `mailbox populate`): it fires
-/// when `accepts` holds its count, or its time after `origin` has passed.
+/// when `accepts` holds its count, or its time after `origin` has passed. `outage`, where
+/// given, is begun just before a crash and ended once the restarted server greets (or
+/// the fault task ends otherwise).
 pub(crate) fn arm<L: Crashable + ?Sized + 'static>(
     plan: FaultPlan,
     lab: Arc<L>,
     accepts: Arc<TimeLog>,
     origin: Instant,
     shutdown: Shutdown,
+    outage: Option<Arc<Outage>>,
 ) -> Armed {
     let injection_over = Arc::new(AtomicBool::new(false));
     let over = injection_over.clone();
@@ -138,6 +142,10 @@ pub(crate) fn arm<L: Crashable + ?Sized + 'static>(
             }));
         }
         let power = plan.kind == FaultKind::PowerLoss;
+        let _ends = outage.map(|o| {
+            o.begin();
+            EndOnDrop(o)
+        });
         let l = lab.clone();
         let crashed = tokio::task::spawn_blocking(move || l.crash(power))
             .await
@@ -201,7 +209,8 @@ impl Armed {
 
 /// Puts the fault's outcome in the results: the summary's `fault_*` fields, and
 /// `extra.fault` with the lost, damaged and duplicated messages by sequence number (with the run's
-/// trace id, to look each one up in the MTA's log).
+/// trace id, to look each one up in the MTA's log). `made_up`: the messages a closed
+/// loop made up for those cut or refused while the MTA was down (`None`: no outage).
 pub(super) fn record(
     results: &mut Results,
     plan: FaultPlan,
@@ -209,6 +218,7 @@ pub(super) fn record(
     delivery: &Delivery,
     accepts: &TimeLog,
     origin_us: u64,
+    made_up: Option<u64>,
 ) {
     let run = results.run_id.clone();
     let lost_seqs = results.extra.get("lost_seqs").cloned().unwrap_or_default();
@@ -265,6 +275,7 @@ pub(super) fn record(
         .max()
         .map(|t| secs(t.saturating_sub(f.restarted_us)));
     s.fault_unsynced_files = f.crashed.unsynced_files.as_ref().map(|v| v.len() as u64);
+    s.fault_made_up = made_up;
     // The full disk's refusals: every 4xx reply of the run (none come before the disk
     // fills or after it is freed), as the generator tallied them with their texts.
     let refusals: Vec<&crate::stats::results::ErrorRow> = results

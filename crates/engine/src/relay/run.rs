@@ -179,10 +179,25 @@ pub async fn run(
     })));
     let data_ends = r.send.data_end_log.clone();
     let origin_us = crate::stats::clock::unix_us();
-    let armed = r
+    // A crash or power cut takes the MTA down until its restart greets: closed-loop
+    // connections that fail meanwhile wait for it and make their messages up (an
+    // open-loop schedule goes on at its times across the restart as it is).
+    let outage = r
         .fault
-        .zip(lab_arc.clone())
-        .map(|(f, l)| super::fault::arm(f, l, r.accepts.clone(), Instant::now(), shutdown.clone()));
+        .filter(|f| !matches!(f.kind, super::fault::FaultKind::DiskFull { .. }))
+        .filter(|_| matches!(r.send.load.pacing, crate::load::schedule::Pacing::Closed))
+        .map(|_| Arc::new(crate::load::outage::Outage::default()));
+    r.send.load.outage = outage.clone();
+    let armed = r.fault.zip(lab_arc.clone()).map(|(f, l)| {
+        super::fault::arm(
+            f,
+            l,
+            r.accepts.clone(),
+            Instant::now(),
+            shutdown.clone(),
+            outage.clone(),
+        )
+    });
     let sent = crate::send::run(r.send, shutdown.clone()).await;
     // The fault fired (and the MTA is up again) before the drain starts.
     let fault = match armed.map(super::fault::Armed::finish) {
@@ -287,7 +302,16 @@ pub async fn run(
     }
     super::qstates::record(&mut results, queue_states, progress.interval);
     if let Some((plan, fired)) = fault {
-        super::fault::record(&mut results, plan, fired, &delivery, &r.accepts, origin_us);
+        let made_up = outage.as_ref().map(|o| o.units_made_up());
+        super::fault::record(
+            &mut results,
+            plan,
+            fired,
+            &delivery,
+            &r.accepts,
+            origin_us,
+            made_up,
+        );
     }
     if drain_end == super::drain::DrainEnd::TimedOut
         && let crate::stats::summary::Summary::Relay(s) = &results.summary

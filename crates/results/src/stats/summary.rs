@@ -403,6 +403,11 @@ pub struct RelaySummary {
     /// nothing arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_arrival_after_injection_s: Option<f64>,
+    /// Seconds from the last arrival to the end of injection, where the last message
+    /// arrived before injection ended (`last_arrival_after_injection_s` is 0 there): a
+    /// newcomer read "+0.00 s to flush" as a flush that took no time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_arrival_before_injection_end_s: Option<f64>,
     /// Seconds from the end of injection to the end of the drain (everything arrived and
     /// the MTA's queue seen empty, the drain timeout, or a signal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -498,6 +503,11 @@ pub struct RelaySummary {
     /// reported them (the cut dropped that data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_unsynced_files: Option<u64>,
+    /// With `crash` or `power-loss` in closed loop: messages cut or refused while the MTA
+    /// was down (counted in `errors`) that the run made up with as many more once the
+    /// restarted MTA greeted, so that the outage did not use up `-n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_made_up: Option<u64>,
     /// With `disk-full`: the MTA's 4xx replies to the generator (the full disk's
     /// refusals; `extra.fault.refusals_4xx` quotes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

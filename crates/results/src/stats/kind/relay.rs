@@ -75,11 +75,13 @@ pub const RELAY: Kind = Kind {
                 "fault_down_s",
                 "fault_duplicated_messages",
                 "fault_unsynced_files",
+                "fault_made_up",
                 "fault_refused_4xx",
                 "restart_first_delivery_s",
                 "restart_last_delivery_s",
                 // seed 003's "+s to flush" and the MTA's network bytes (issue 43)
                 "last_arrival_after_injection_s",
+                "last_arrival_before_injection_end_s",
                 "drain_end_after_injection_s",
                 "net_to_mta_bytes",
                 "net_from_mta_bytes",
