@@ -1,7 +1,8 @@
 //! Issue 43 — the MTA's CPU by process name: a lab Postfix relaying 300 messages shows
 //! the processes `ps` lists for it (smtpd receiving, cleanup and trivial-rewrite filing,
 //! qmgr scheduling, smtp delivering to the sink), and their CPU adds up to the tree's
-//! total, which is the kernel's count of the lab's cgroup (or `/proc`'s per process).
+//! total, which is the kernel's count of the lab's cgroup (or `/proc`'s per process); the
+//! report draws them stacked over time in a real browser.
 
 use crate::util::{TempDir, describe, require, results, run};
 
@@ -74,5 +75,23 @@ fn issue_43_a_lab_postfixs_cpu_by_process_names_its_processes_and_adds_up_to_the
     assert!(
         text.contains("MTA cost by process") && text.contains(&line),
         "the summary's block shows {line:?}:\n{text}"
+    );
+    // The report's stacked chart of them draws in a real browser, the busiest name first.
+    let Some(chromium) = crate::report::chromium() else {
+        return;
+    };
+    let page = crate::report::report(&chromium, &[&json], &dir.0.join("r.html"), &[]);
+    page.assert_drawn("relay", 3, &["sut_cpu", "sut_by_process"]);
+    let chart = page
+        .dom
+        .split("\"id\":\"sut_by_process\"")
+        .nth(1)
+        .and_then(|c| c.split("\"id\":").next())
+        .unwrap_or_else(|| panic!("the chart's data on the page"));
+    let top = rows[0]["name"].as_str().unwrap_or("?");
+    assert!(chart.contains("\"stacked\":true"), "drawn stacked: {chart}");
+    assert!(
+        chart.contains(&format!("\"{top}\"")),
+        "the stacked chart has a band for the busiest name, {top}: {chart}"
     );
 }

@@ -575,3 +575,113 @@ fn a_saturated_qmail_of_ones_own_read_from_proc_stays_within_the_machine_and_its
     check_cpu(&r, &text, &reference, Some(0.2));
     drop(lab);
 }
+
+/// A Python that names itself `mb-sleeper`, says `ready` and waits for a line; then
+/// sleeps 200 × 5 ms, prints the voluntary and involuntary context switches its own
+/// `getrusage(RUSAGE_SELF)` counted over the sleeps, and waits for a line again.
+const SLEEPER: &str = "import ctypes, resource, sys, time
+ctypes.CDLL(None).prctl(15, b'mb-sleeper', 0, 0, 0)
+print('ready', flush=True)
+sys.stdin.readline()
+a = resource.getrusage(resource.RUSAGE_SELF)
+for _ in range(200):
+    time.sleep(0.005)
+b = resource.getrusage(resource.RUSAGE_SELF)
+print(b.ru_nvcsw - a.ru_nvcsw, b.ru_nivcsw - a.ru_nivcsw, flush=True)
+sys.stdin.readline()
+";
+
+/// Waits up to 5 s for process `pid` to be asleep (`S` in its stat): blocked in a read.
+fn asleep(pid: u32) {
+    let limit = Instant::now() + Duration::from_secs(5);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, f)| f.split_whitespace().next());
+        if state == Some("S") {
+            return;
+        }
+        assert!(
+            Instant::now() < limit,
+            "mb-sleeper {pid} never blocked in its read in 5 s: {stat}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn issue_43_a_process_that_sleeps_200_times_shows_its_own_context_switches_under_its_name() {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new("python3")
+        .args(["-c", SLEEPER])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    let pid = child.id();
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut go = child.stdin.take().expect("stdin");
+    let mut line = String::new();
+    out.read_line(&mut line).expect("python's ready");
+    assert_eq!(line, "ready\n", "python's first line");
+    // Blocked in its read before the first reading: that wait is before what is counted.
+    asleep(pid);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let (report, theirs) = rt.block_on(async {
+        let pids: Pids = Arc::new(move || mailbench::stats::sut::descendants(&[pid]));
+        let start = Instant::now();
+        // Readings every 250 ms while it sleeps: the counts add up across them.
+        let sampler = Sampler::start(pids, None, None, None, Duration::from_millis(250), start);
+        go.write_all(b"go\n").expect("tell python to start");
+        let theirs = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("python's counts");
+            asleep(pid);
+            line
+        })
+        .await
+        .expect("python's counts");
+        let observed = sampler.finish().await;
+        let mut points = grid(start.elapsed().as_secs_f64(), 0.25);
+        observed.fill(&mut points, now_us());
+        (observed.report(&points), theirs)
+    });
+    drop(go);
+    let _ = child.wait();
+    let mut n = theirs.split_whitespace().map(|v| v.parse::<u64>());
+    let (Some(Ok(vol)), Some(Ok(invol))) = (n.next(), n.next()) else {
+        panic!("python printed its switches as two numbers: {theirs:?}");
+    };
+    assert!(
+        vol >= 200,
+        "200 sleeps are 200 waits at least: python counted {vol}"
+    );
+    let rows = report["by_process"]
+        .as_array()
+        .expect("extra.sut.by_process");
+    let row = rows
+        .iter()
+        .find(|r| r["name"] == "mb-sleeper")
+        .unwrap_or_else(|| panic!("a row for mb-sleeper: {rows:#?}"));
+    let got = |k: &str| row[k].as_u64().unwrap_or_else(|| panic!("{k} in {row}"));
+    // Between the first reading and the last mailbench sees one wait Python's two
+    // getrusage calls do not: its read of the second line, after it printed. Nothing else
+    // it does there waits (a write to a pipe with room, getrusage), so exactly one more.
+    assert_eq!(
+        got("vol_ctxt_switches"),
+        vol + 1,
+        "mb-sleeper's voluntary switches: python counted {vol} over its sleeps, and one wait after"
+    );
+    // The scheduler may take the CPU from it outside the sleeps too (2 cores shared with
+    // the test's own threads): never fewer than Python counted, a few more at most.
+    let i = got("invol_ctxt_switches");
+    assert!(
+        (invol..=invol + 3).contains(&i),
+        "mb-sleeper's involuntary switches: python counted {invol} over its sleeps, mailbench {i}"
+    );
+}

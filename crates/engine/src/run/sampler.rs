@@ -585,8 +585,8 @@ impl Observed {
 impl Observed {
     /// The CPU by process name over the watch (`extra.sut.by_process`), busiest first:
     /// each name's CPU seconds (user, system), its share of the tree's `total_s`, its
-    /// busiest point in `series` (% of a core), and its most memory and processes at a
-    /// reading; `None` when no process was read. Each name's CPU is taken times `k`
+    /// busiest point in `series` (% of a core), its most memory and processes at a
+    /// reading, and its context switches; `None` when no process was read. Each name's CPU is taken times `k`
     /// ([`names_within`]), so that the names never sum more than the tree.
     fn by_process(
         &self,
@@ -643,6 +643,8 @@ impl Observed {
                     "cpu_peak_pct": peak(name),
                     "peak_rss_kib": most(name, |c| c.rss_kib),
                     "peak_procs": most(name, |c| c.procs),
+                    "vol_ctxt_switches": c.vol_cs,
+                    "invol_ctxt_switches": c.invol_cs,
                 })
             })
             .collect();

@@ -221,6 +221,11 @@ pub fn sample_at(pids: &[u32], pss: bool, cg: Option<&Cgroup>) -> Read {
             at = when;
         }
     }
+    // The switches after the CPU, not in the passes: they would lengthen each pass, and
+    // the names' CPU would be read further from the cgroup's count.
+    for p in &mut last.procs {
+        (p.vol_cs, p.invol_cs) = switches(p.pid, p.threads);
+    }
     let live = &last.reaped.0;
     let page_kib = page_kib();
     s.shared_kib = live.iter().map(|p| statm_shared_pages(*p)).sum::<u64>() * page_kib;
@@ -360,6 +365,8 @@ fn read_pass(pids: &[u32], members: &HashSet<u32>, cg: Option<&Cgroup>) -> Pass 
             kids_s: kids,
             kids_sys_s: kids_sys,
             rss_kib: num(21) * page_kib,
+            threads: num(17),
+            ..ProcCpu::default()
         });
         s.rss_kib += num(21) * page_kib;
         s.procs += 1;
@@ -378,6 +385,42 @@ fn read_pass(pids: &[u32], members: &HashSet<u32>, cg: Option<&Cgroup>) -> Pass 
         at: began + began.elapsed() / 2,
         procs,
     }
+}
+
+/// The context switches of `pid`'s `threads` (voluntary, involuntary): `status`'s
+/// counts, which are its main thread's alone, summed over `task/TID/status` when it has
+/// several; (0, 0) where they cannot be read (it ended meanwhile).
+fn switches(pid: u32, threads: u64) -> (u64, u64) {
+    let of = |path: String| -> (u64, u64) {
+        let Ok(status) = std::fs::read_to_string(path) else {
+            return (0, 0);
+        };
+        let v = |l: &str| l.trim().parse::<u64>().unwrap_or(0);
+        let (mut vol, mut invol) = (0, 0);
+        for line in status.lines() {
+            if let Some(n) = line.strip_prefix("voluntary_ctxt_switches:") {
+                vol = v(n);
+            } else if let Some(n) = line.strip_prefix("nonvoluntary_ctxt_switches:") {
+                invol = v(n);
+            }
+        }
+        (vol, invol)
+    };
+    if threads <= 1 {
+        return of(format!("/proc/{pid}/status"));
+    }
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|t| {
+                    of(format!(
+                        "/proc/{pid}/task/{}/status",
+                        t.file_name().to_string_lossy()
+                    ))
+                })
+                .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
+        })
+        .unwrap_or_default()
 }
 
 /// Adds what `/proc/PID/io` counts of `pid` (its reaped children's included) to `s`.

@@ -13,6 +13,13 @@
 //! `qmail-smtpd`), to `reaped by NAME`. What stays unnamed is the CPU of a process that
 //! ended without its parent in the tree reaping it (reparented away) after its last
 //! reading, and the tick-rounding of the reaped counts.
+//!
+//! Context switches (`/proc/PID/status`'s `voluntary_ctxt_switches`, a process waiting:
+//! on the disk, a lock, a client; `nonvoluntary_ctxt_switches`, a process the scheduler
+//! took the CPU from) are counted the same way from each process's own count, but the
+//! kernel keeps no reaped children's count a reader of `/proc` can see: the switches of a
+//! process after its last reading (all of them for one that lived and ended between two
+//! readings) and those of a multi-threaded process's ended threads are not counted.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -38,6 +45,12 @@ pub struct ProcCpu {
     pub kids_sys_s: f64,
     /// Its resident memory, KiB.
     pub rss_kib: u64,
+    /// Times it gave up the CPU to wait (`voluntary_ctxt_switches`, its threads summed).
+    pub vol_cs: u64,
+    /// Times the scheduler took the CPU from it (`nonvoluntary_ctxt_switches`).
+    pub invol_cs: u64,
+    /// Its threads (`stat`'s num_threads): where its switches are read from.
+    pub threads: u64,
 }
 
 impl ProcCpu {
@@ -58,6 +71,11 @@ pub struct NameCount {
     pub rss_kib: u64,
     /// Its processes now.
     pub procs: u64,
+    /// Voluntary context switches since the first reading (those of processes that ended
+    /// after their last reading are not counted: see the module's comment).
+    pub vol_cs: u64,
+    /// Involuntary context switches since the first reading, counted as `vol_cs` is.
+    pub invol_cs: u64,
 }
 
 /// The counts by name, kept from one reading to the next.
@@ -94,6 +112,14 @@ impl ByName {
         let mut ended: HashMap<u32, Vec<&ProcCpu>> = HashMap::new();
         for p in self.seen.values().filter(|p| !live.contains(&p.key())) {
             ended.entry(p.ppid).or_default().push(p);
+        }
+        // Switches: what each process's own counts grew by (all of them for one born
+        // since); an ended process's last ones are not seen.
+        for p in now {
+            let before = self.seen.get(&p.key());
+            let c = self.totals.entry(p.comm.clone()).or_default();
+            c.vol_cs += p.vol_cs.saturating_sub(before.map_or(0, |q| q.vol_cs));
+            c.invol_cs += p.invol_cs.saturating_sub(before.map_or(0, |q| q.invol_cs));
         }
         let mut add = |name: &str, cpu: f64, sys: f64| {
             if cpu > 0.0 {
@@ -146,7 +172,39 @@ mod tests {
             kids_s,
             kids_sys_s: kids_s / 4.0,
             rss_kib: 1000,
+            ..ProcCpu::default()
         }
+    }
+
+    #[test]
+    fn switches_grow_by_each_processs_own_count_and_an_ended_ones_tail_is_not_seen() {
+        let cs = |mut p: ProcCpu, vol: u64, invol: u64| {
+            (p.vol_cs, p.invol_cs) = (vol, invol);
+            p
+        };
+        let mut by = ByName::default();
+        let first = by.update(vec![
+            cs(proc(1, 0, "master", 1.0, 0.0), 100, 10),
+            cs(proc(2, 1, "smtpd", 1.0, 0.0), 50, 5),
+        ]);
+        assert_eq!((first["smtpd"].vol_cs, first["smtpd"].invol_cs), (0, 0));
+        // master waited 20 times more; smtpd 2 ended (what it did since is not seen); an
+        // smtpd 3 was born and has 7 and 1 already.
+        let second = by.update(vec![
+            cs(proc(1, 0, "master", 1.0, 1.5), 120, 11),
+            cs(proc(3, 1, "smtpd", 0.25, 0.0), 7, 1),
+        ]);
+        assert_eq!(
+            (second["master"].vol_cs, second["master"].invol_cs),
+            (20, 1)
+        );
+        assert_eq!((second["smtpd"].vol_cs, second["smtpd"].invol_cs), (7, 1));
+        // A reused id with another start is a new process: all its switches are new.
+        let mut again = cs(proc(3, 1, "smtpd", 0.25, 0.0), 4, 2);
+        again.start += 1;
+        let third = by.update(vec![cs(proc(1, 0, "master", 1.0, 1.75), 120, 11), again]);
+        assert_eq!((third["smtpd"].vol_cs, third["smtpd"].invol_cs), (11, 3));
+        assert_eq!(third["master"].vol_cs, 20);
     }
 
     #[test]

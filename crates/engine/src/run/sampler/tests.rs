@@ -296,6 +296,7 @@ fn names(of: &[(&str, f64)]) -> BTreeMap<String, NameCount> {
                 sys_s: cpu_s * 0.2,
                 rss_kib: 1000,
                 procs: 1,
+                ..NameCount::default()
             };
             (n.to_string(), c)
         })

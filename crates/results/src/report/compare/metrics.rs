@@ -150,6 +150,19 @@ pub fn figures(doc: &Value) -> Vec<Figure> {
         Better::Less,
         cpu_s(sut).zip(messages).map(|(c, n)| c * 1000.0 / n),
     );
+    // Which of the server's processes got more expensive (seeds 000 and 004 read `top`):
+    // each process name's CPU per unit, as the tree's (names that used none left out).
+    for r in sut["by_process"].as_array().into_iter().flatten() {
+        if let (Some(name), Some(c)) = (r["name"].as_str(), r["cpu_s"].as_f64())
+            && c > 0.0
+        {
+            push(
+                format!("server cpu ms/unit: {name}"),
+                Better::Less,
+                messages.map(|n| c * 1000.0 / n),
+            );
+        }
+    }
     for (key, name) in [
         ("disk_read_kib_per_s", "server disk read KiB/s"),
         ("disk_write_kib_per_s", "server disk write KiB/s"),
@@ -250,6 +263,8 @@ mod tests {
             "latency": {"total": {"p50_us": 1500, "p99_us": 9000}},
             "duration_s": 4.0,
             "extra": {"sut": {"cpu_avg_pct": 50.0, "cpu_user_s": 1.5, "cpu_sys_s": 0.5,
+                              "by_process": [{"name": "smtpd", "cpu_s": 1.25}, {"name": "pickup", "cpu_s": 0.0},
+                                             {"name": "reaped by qmail-smtpd", "cpu_s": 0.5}],
                               "disk_write_kib_per_s": 500.0, "device_write_iops": 250.0,
                               "net_in_bytes_per_s": 1200.0, "net_out_bytes_per_s": 64000.0},
                       "sink": {"rejected": 7}},
@@ -263,6 +278,20 @@ mod tests {
         assert_eq!(get("p50(total) ms"), Some(1.5));
         assert_eq!(get("p99(total) ms"), Some(9.0));
         assert_eq!(get("server cpu ms/unit"), Some(2.0));
+        // Each process name's CPU per message as the tree's: 1.25 s over 1000 messages.
+        assert_eq!(get("server cpu ms/unit: smtpd"), Some(1.25));
+        assert_eq!(get("server cpu ms/unit: reaped by qmail-smtpd"), Some(0.5));
+        assert_eq!(
+            get("server cpu ms/unit: pickup"),
+            None,
+            "a name that used none"
+        );
+        let names: Vec<&str> = f.iter().map(|x| x.name.as_str()).collect();
+        let at = |n: &str| names.iter().position(|x| *x == n);
+        assert!(
+            at("server cpu ms/unit") < at("server cpu ms/unit: smtpd"),
+            "the names under the tree's row, busiest first: {names:?}"
+        );
         assert_eq!(get("server disk write KiB/unit"), Some(2.0));
         assert_eq!(get("queue device writes/unit"), Some(1.0));
         assert_eq!(get("receiver negative replies"), Some(7.0));

@@ -386,6 +386,43 @@ mod tests {
         assert!(c.slower_than(25.0).is_empty());
     }
 
+    /// Issue 43: two runs show which of the server's processes got more expensive, a row
+    /// per process name; a name only one run has is a row with the other's cell empty.
+    #[test]
+    fn issue_43_each_process_name_is_a_row_of_cpu_per_message() {
+        let relay = |smtpd_s: f64, more: Option<(&str, f64)>| {
+            let mut by = vec![serde_json::json!({"name": "smtpd", "cpu_s": smtpd_s})];
+            by.extend(more.map(|(n, c)| serde_json::json!({"name": n, "cpu_s": c})));
+            let mut r = run(1000.0, 2000, 1);
+            r["summary"]["accepted"] = 500.into();
+            r["extra"] =
+                serde_json::json!({"sut": {"cpu_user_s": 2.0, "cpu_sys_s": 1.0, "by_process": by}});
+            r
+        };
+        let c = compare(
+            &[
+                side("a", vec![relay(1.0, None)]),
+                side("b", vec![relay(1.5, Some(("cleanup", 0.25)))]),
+            ],
+            false,
+        )
+        .expect("comparable");
+        let row = |n: &str| c.rows.iter().find(|r| r.name == n).expect(n);
+        let smtpd = row("server cpu ms/unit: smtpd");
+        // 1.0 s and 1.5 s over 500 messages.
+        assert_eq!(
+            (smtpd.cells[0].median, smtpd.cells[1].median),
+            (Some(2.0), Some(3.0))
+        );
+        assert_eq!(smtpd.cells[1].change_pct, Some(50.0));
+        let cleanup = row("server cpu ms/unit: cleanup");
+        assert_eq!(
+            (cleanup.cells[0].median, cleanup.cells[1].median),
+            (None, Some(0.5)),
+            "only the candidate has it"
+        );
+    }
+
     /// Issue 40: a ramp that never broke showed "20" beside a capacity that broke, as if
     /// both were measured; the comparison says which is only a lower bound.
     #[test]

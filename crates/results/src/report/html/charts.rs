@@ -53,6 +53,10 @@ pub struct Chart {
     /// of each step kept out of its figures.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shaded: Vec<[f64; 2]>,
+    /// The lines are drawn stacked, each a band on the ones before it (the server's CPU
+    /// by process name); the data keep each line's own values.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stacked: bool,
 }
 
 /// How a bucket of intervals becomes one point when a long run is thinned.
@@ -409,9 +413,90 @@ pub fn all(runs: &[(String, &Results)]) -> Vec<Chart> {
         .iter()
         .filter_map(|c| time_chart(c, runs))
         .collect();
+    charts.extend(
+        runs.iter()
+            .enumerate()
+            .filter_map(|(i, (label, r))| process_chart(i, label, r, runs.len())),
+    );
     charts.extend(percentile_charts(runs));
     charts.extend(step_charts(runs));
     charts
+}
+
+/// How many process names the stacked chart draws; the rest are one band, `others`.
+const TOP_NAMES: usize = 6;
+
+/// The server's CPU by process name over time (`series[].sut.by_process`, % of one
+/// core), one band per name stacked, the [`TOP_NAMES`] busiest over the run and the
+/// rest as `others`: which of its processes was busy when, as `top` would have shown it.
+/// One chart per run (run `i` of `of`; stacks of two runs on one chart would not read);
+/// `None` for a run whose intervals were not read by name.
+fn process_chart(i: usize, label: &str, r: &Results, of: usize) -> Option<Chart> {
+    fn by(p: &IntervalPoint) -> Option<&BTreeMap<String, f64>> {
+        p.relay.sut.as_ref().map(|s| &s.by_process)
+    }
+    let mut total: BTreeMap<&str, f64> = BTreeMap::new();
+    for p in &r.series {
+        for (name, pct) in by(p).into_iter().flatten() {
+            *total.entry(name.as_str()).or_default() += pct * p.dt_s;
+        }
+    }
+    let mut names: Vec<(&str, f64)> = total.into_iter().collect();
+    names.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let top: Vec<&str> = names.iter().take(TOP_NAMES).map(|(n, _)| *n).collect();
+    let rest = names.len() > TOP_NAMES;
+    let series = thin(&r.series);
+    // A bucket's mean of `get` over its points read by name; None where none was.
+    let mean = |b: &Bucket, get: &dyn Fn(&BTreeMap<String, f64>) -> f64| {
+        let v: Vec<f64> = b.points.iter().filter_map(by).map(get).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let mut lines: Vec<Line> = top
+        .iter()
+        .map(|name| Line {
+            label: (*name).to_string(),
+            points: series
+                .iter()
+                .map(|b| (b.last_t, mean(b, &|m| m.get(*name).copied().unwrap_or(0.0))))
+                .collect(),
+        })
+        .collect();
+    if rest {
+        let others = |m: &BTreeMap<String, f64>| {
+            m.iter()
+                .filter(|(n, _)| !top.contains(&n.as_str()))
+                .map(|(_, v)| v)
+                .sum::<f64>()
+        };
+        lines.push(Line {
+            label: "others".into(),
+            points: series
+                .iter()
+                .map(|b| (b.last_t, mean(b, &others)))
+                .collect(),
+        });
+    }
+    let title = in_words("{server} CPU by process", r);
+    let (id, title) = if of > 1 {
+        (
+            format!("sut_by_process_{}", i + 1),
+            format!("{title}: {label}"),
+        )
+    } else {
+        ("sut_by_process".to_string(), title)
+    };
+    let mut chart = chart(
+        &id,
+        &title,
+        "% of one core",
+        XAxis::Time,
+        "seconds",
+        false,
+        lines,
+    )?;
+    chart.stacked = true;
+    chart.shaded = settles(r);
+    Some(chart)
 }
 
 /// A line's label: prefixed with its run's when several runs share the chart.
@@ -733,6 +818,7 @@ pub fn chart(
         series: lines.into_iter().map(|l| l.label).collect(),
         data,
         shaded: Vec::new(),
+        stacked: false,
     })
 }
 
@@ -844,6 +930,83 @@ mod tests {
             ]}),
         );
         assert_eq!(shaded(&r), [[0.0, 0.5], [2.0, 2.5]]);
+    }
+
+    /// Issue 43: the server's CPU by process name over time, stacked: the six busiest
+    /// names over the run, each its own % of a core per interval, and the rest summed as
+    /// `others`; a run not read by name draws none.
+    #[test]
+    fn the_servers_cpu_by_process_is_a_stacked_chart_of_the_busiest_names_and_others() {
+        let at = |t_s: f64, by: &[(&str, f64)]| IntervalPoint {
+            t_s,
+            dt_s: 1.0,
+            relay: crate::stats::collector::RelayPoint {
+                sut: Some(crate::stats::SutPoint {
+                    by_process: by.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        // Eight names: smtp busiest over the run, p1 and p2 the least busy.
+        let first = [
+            ("smtp", 50.0),
+            ("smtpd", 30.0),
+            ("cleanup", 20.0),
+            ("qmgr", 10.0),
+            ("master", 8.0),
+            ("scache", 6.0),
+            ("p1", 2.0),
+            ("p2", 1.0),
+        ];
+        let run = |series: Vec<IntervalPoint>| {
+            Results::assemble(crate::stats::results::RunParts {
+                command: "relay",
+                run_id: 1,
+                started_us: 0,
+                duration_s: 2.0,
+                config: serde_json::json!({}),
+                summary: crate::stats::summary::Summary::Imap(Default::default()),
+                steps: crate::stats::Steps(&["total"]),
+                self_report: Default::default(),
+                total: crate::stats::Recorder::new(),
+                series,
+            })
+        };
+        let r = run(vec![
+            at(1.0, &first),
+            at(2.0, &[("smtpd", 40.0), ("p1", 3.0)]),
+        ]);
+        let charts = all(&[("a".into(), &r)]);
+        let c = charts
+            .iter()
+            .find(|c| c.id == "sut_by_process")
+            .expect("the chart");
+        assert!(c.stacked);
+        assert_eq!(
+            c.series,
+            [
+                "smtpd", "smtp", "cleanup", "qmgr", "master", "scache", "others"
+            ]
+        );
+        assert_eq!(c.data[0], [Some(1.0), Some(2.0)]);
+        assert_eq!(c.data[1], [Some(30.0), Some(40.0)], "smtpd");
+        assert_eq!(
+            c.data[2],
+            [Some(50.0), Some(0.0)],
+            "smtp, idle in the second"
+        );
+        assert_eq!(c.data[7], [Some(3.0), Some(3.0)], "others: p1 and p2");
+        let json = serde_json::to_string(c).expect("json");
+        assert!(json.contains("\"stacked\":true"), "{json}");
+        // A run whose points hold no names (a profile's) has no such chart.
+        let none = run(vec![at(1.0, &[])]);
+        assert!(
+            all(&[("a".into(), &none)])
+                .iter()
+                .all(|c| c.id != "sut_by_process")
+        );
     }
 
     #[test]

@@ -38,7 +38,25 @@
       });
       ctx.restore();
     }];
-    return new uPlot(opts, c.data, into);
+    var data = c.data;
+    // Stacked (the server's CPU by process): each line drawn on the sum of those before
+    // it, filled down to it; the legend shows each line's own value.
+    if (c.stacked) {
+      var sum = c.data[0].map(function () { return 0; });
+      data = [c.data[0]].concat(c.data.slice(1).map(function (col) {
+        sum = sum.map(function (a, j) { return a + (col[j] || 0); });
+        return sum.map(function (a, j) { return col[j] == null ? null : a; });
+      }));
+      opts.bands = [];
+      for (var b = 2; b < data.length; b++) opts.bands.push({ series: [b, b - 1] });
+      opts.series.forEach(function (s, i) {
+        if (i === 0) return;
+        s.fill = colors[(i - 1) % colors.length] + "99";
+        s.value = function (u, v, si, di) { var o = c.data[si][di]; return o == null ? "–" : o.toFixed(1); };
+      });
+      opts.scales.y.range = function (u, min, max) { return [0, max > 0 ? max * 1.05 : 1]; };
+    }
+    return new uPlot(opts, data, into);
   }
   function painted(canvas) {
     var ctx = canvas.getContext("2d"), d = ctx.getImageData(0, 0, canvas.width, canvas.height).data, n = 0;
