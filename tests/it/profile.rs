@@ -1064,7 +1064,11 @@ fn issue_43_a_settle_is_excluded_from_each_steps_counts() {
     let each: Vec<String> = steps
         .iter()
         .zip(&settled)
-        .map(|(s, k)| format!("{} users: 0.5 s, {k} actions", s["users"]))
+        .map(|(s, k)| {
+            let users = s["users"].as_u64().unwrap_or(0);
+            let plural = if users == 1 { "" } else { "s" };
+            format!("{users} user{plural}: 0.5 s, {k} actions")
+        })
         .collect();
     let line = format!(
         "  settle     kept out of each step's figures ({})",

@@ -78,7 +78,7 @@ pub struct ProfileArgs {
     /// of that step's figures and capacity judgment, so a step is judged once its users
     /// have settled in; the actions in it are shown apart (the step's `settle`) and still
     /// count in the run's totals. A bare number is seconds (--settle 500 is 500 s, not
-    /// ms, as with relay's --settle and --drain-timeout); shorter than a step.
+    /// ms, as with relay's --settle and --drain-timeout). It must be shorter than a step.
     #[arg(long, value_name = "DURATION")]
     pub settle: Option<String>,
     /// Simulated time per real second: 60 runs an hour of each user's actions in a

@@ -99,7 +99,7 @@ mod tests {
              of that step's figures and capacity judgment, so a step is judged once its users \
              have settled in; the actions in it are shown apart (the step's `settle`) and still \
              count in the run's totals. A bare number is seconds (--settle 500 is 500 s, not ms, as with \
-             relay's --settle and --drain-timeout); shorter than a step"
+             relay's --settle and --drain-timeout). It must be shorter than a step"
         );
         let relay = settle_help(&["relay"]);
         assert!(

@@ -7,16 +7,18 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::outage::Outage;
+use super::outage::{Mark, Outage};
 use super::schedule::Pacing;
 use super::shard::Shard;
 use super::{Driver, Failure, Next, Shared};
 use crate::stats::{Metric, Recorder};
 
-/// An open connection and how many more units it may carry.
+/// An open connection, how many more units it may carry, and where the outages stood
+/// when it was attempted.
 struct Open<C> {
     conn: C,
     left: u64,
+    mark: Mark,
 }
 
 /// A unit whose work is on the wire.
@@ -77,6 +79,7 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                 eng.in_flight.fetch_add(1, Ordering::Relaxed);
                 let mut opened = (0, 0);
                 if live.is_none() {
+                    let mark = outage_mark(&eng);
                     // open is boxed: its future is kilobytes and runs once per
                     // connection; inline it would make every task that large (10,000
                     // connections held 80 MB of task state).
@@ -88,6 +91,7 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                             live = Some(Open {
                                 conn,
                                 left: quota(eng.plan.per_conn, &mut rng),
+                                mark,
                             });
                         }
                         Err(e) => {
@@ -114,7 +118,7 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                                 }
                             }
                             lost(&eng, id, &e, slot.intended, begun, t0);
-                            if !outlast(&eng, 1, closed_loop).await {
+                            if !outlast(&eng, 1, closed_loop, mark).await {
                                 // Do not spin on a dead target; open loop shows this as lag.
                                 tokio::time::sleep(Duration::from_millis(10)).await;
                             }
@@ -224,8 +228,9 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
                     lost(&eng, id, &e, None, n.begun, n.t0);
                     cut += 1;
                 }
+                let mark = o.mark;
                 live = None;
-                outlast(&eng, cut, closed_loop).await;
+                outlast(&eng, cut, closed_loop, mark).await;
             }
         }
     }
@@ -234,18 +239,27 @@ pub(super) async fn run<D: Driver>(id: usize, eng: Arc<Shared<D>>) {
     }
 }
 
-/// In closed loop, where `n` units just failed with their connection while the server
-/// was down on purpose (the plan's outage): waits for it to be up again (at most
-/// [`Outage::WAIT_AT_MOST`], or until the run stops), then gives the count one more unit
-/// for each, so that the outage does not use up the run's count. The failed units stay
-/// counted as they were (errors). False when there is no outage under way (nothing
-/// waited).
-async fn outlast<D: Driver>(eng: &Shared<D>, n: u64, closed_loop: bool) -> bool {
+/// Where the plan's outages stand now (nothing to mark without one).
+fn outage_mark<D: Driver>(eng: &Shared<D>) -> Mark {
+    eng.plan
+        .outage
+        .as_ref()
+        .map(|o| o.mark())
+        .unwrap_or_default()
+}
+
+/// In closed loop, where `n` units just failed with their connection, attempted at
+/// `mark`, because the server was down on purpose (the plan's outage, [`Outage::cut`]):
+/// waits for it to be up again (at most [`Outage::WAIT_AT_MOST`], or until the run
+/// stops), then gives the count one more unit for each, so that the outage does not use
+/// up the run's count. The failed units stay counted as they were (errors). False when
+/// the failure was not the outage's (nothing waited).
+async fn outlast<D: Driver>(eng: &Shared<D>, n: u64, closed_loop: bool, mark: Mark) -> bool {
     let Some(o) = eng
         .plan
         .outage
         .as_ref()
-        .filter(|o| closed_loop && o.is_down())
+        .filter(|o| closed_loop && o.cut(mark))
     else {
         return false;
     };

@@ -127,9 +127,10 @@ fn profile_lines(out: &mut String, r: &Results, s: &crate::stats::summary::Profi
     let steps: &[serde_json::Value] = cap["steps"].as_array().map_or(&[], |v| v);
     super::parts::settles(out, steps, "step", |st| {
         let s = &st["settle"];
+        let users = st["users"].as_u64().unwrap_or(0);
         format!(
-            "{} users: {:.1} s, {} actions",
-            st["users"],
+            "{users} user{}: {:.1} s, {} actions",
+            if users == 1 { "" } else { "s" },
             s["duration_s"].as_f64().unwrap_or(0.0),
             s["actions"]
         )

@@ -472,7 +472,7 @@ fn fault_line(out: &mut String, s: &crate::stats::summary::RelaySummary) {
     });
     let made_up = match s.fault_made_up {
         Some(n) if n > 0 => format!(
-            "; {n} messages cut or refused while it was down (in errors) made up by as many after the restart"
+            "; {n} messages cut or refused while it was down (in errors) replaced by as many new ones after the restart"
         ),
         _ => String::new(),
     };
