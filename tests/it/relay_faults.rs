@@ -345,8 +345,12 @@ fn a_closed_loop_crash_makes_up_what_failed_while_postfix_was_down() {
             "1k",
             "--fault",
             "crash@100",
+            // In some runs the restarted Postfix's smtpd found trivial-rewrite not yet
+            // listening ('connect #1 to subsystem private/rewrite: Connection refused')
+            // and tried again 10 s later: 57 deliveries came 10 s after the rest, and a
+            // 15 s drain passed them once.
             "--drain-timeout",
-            "15s",
+            "40s",
             "--json",
             &j,
         ],
@@ -454,7 +458,7 @@ fn a_closed_loop_crash_makes_up_what_failed_while_postfix_was_down() {
     );
     assert!(text.contains(&want), "expected {want:?} in:\n{text}");
     assert!(
-        took < Duration::from_secs(20),
+        took < Duration::from_secs(45),
         "the run drained in time: {took:?}"
     );
 }
