@@ -572,7 +572,11 @@ fn a_saturated_qmail_of_ones_own_read_from_proc_stays_within_the_machine_and_its
         "{}",
         r["extra"]["sut"]
     );
-    check_cpu(&r, &text, &reference, Some(0.2));
+    // 0.25 s: CI's fresh machine once read 0.204 s short in a 1.234 s interval (the
+    // reading 0.23 s late at 180 % of the two cores) and 0.215 s over in the next; quiet
+    // here the worst interval is 0.05-0.12 s (0.04-0.10 s before the context-switch
+    // reads were added to each reading: under watch).
+    check_cpu(&r, &text, &reference, Some(0.25));
     drop(lab);
 }
 
