@@ -68,7 +68,7 @@ pub struct LoadPlan {
     /// When the load starts, on the wall clock shared by all agents (`--start-at`).
     pub start_at: Option<std::time::SystemTime>,
     /// A server down on purpose for a while (a relay's `--fault`): in closed loop, a unit
-    /// that fails with its connection while it is down waits for it and is made up.
+    /// whose connection the outage cut or refused waits for it to be up and is made up.
     pub outage: Option<Arc<outage::Outage>>,
 }
 

@@ -3,10 +3,11 @@
 //! through the count while it is down: a newcomer's `relay --lab sendmail --fault
 //! power-loss@100 -n 300` (64 connections) spent the 200 messages left on 128 cut
 //! transactions and 72 refused connects in Sendmail's 0.28 s down, and accepted nothing
-//! after its restart. With an outage, a unit that fails with its connection while the
-//! server is down is counted as it was (an error), then its worker waits for the server to
-//! be up again (at most [`Outage::WAIT_AT_MOST`]) and the count gets one more unit for it,
-//! sent on a new connection.
+//! after its restart. With an outage, a unit whose connection it cut or refused (one
+//! attempted before the server went down, or while it was down: [`Outage::cut`]) is
+//! counted as it was (an error), then its worker waits for the server to be up again (at
+//! most [`Outage::WAIT_AT_MOST`]) and the count gets one more unit for it, sent on a new
+//! connection.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
