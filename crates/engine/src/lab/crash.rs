@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 const GONE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Kills the trees rooted at the pids in `pid_files` with SIGKILL (roots first), then those
-/// of the processes still working in one of `queues`, and waits until none of them runs; how
+/// of the processes still working in one of `queues`, then every process left in a root's
+/// session or process group, and waits until none of them runs; how
 /// many were killed, or which still ran at the deadline. A delivery process an MTA forked
 /// twice, so that it left the tree (Sendmail's background delivery), still works in its
 /// queue and holds its messages: a crash that spared it would let it deliver from its
@@ -46,6 +47,13 @@ pub fn kill_trees(pid_files: &[PathBuf], queues: &[&Path]) -> Result<usize, Stri
     }
     let end = Instant::now() + GONE_LIMIT;
     loop {
+        // What the roots forked while the tree was read, orphaned by their death.
+        for pid in crate::stats::sut::led_by(&roots) {
+            if !all.contains(&pid) {
+                kill9(pid);
+                all.push(pid);
+            }
+        }
         let left: Vec<u32> = all
             .iter()
             .copied()
@@ -90,5 +98,54 @@ fn kill9(pid: u32) {
     // SAFETY: kill(2) with a plain pid and signal number touches no memory of ours.
     unsafe {
         libc::kill(pid, libc::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// A child its parent forked and left (reparented to init when the parent exits, as
+    /// when a master is killed right after a fork) is still killed: it stays in the
+    /// root's process group.
+    #[test]
+    fn an_orphan_left_in_the_roots_group_is_killed_too() {
+        let dir = std::env::temp_dir().join(format!("mailbench-crash-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let orphan_file = dir.join("orphan.pid");
+        // The subshell starts the orphan and exits at once; the root sleeps on.
+        let mut root = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "(sleep 60 & echo $! > {}); exec sleep 60",
+                orphan_file.display()
+            ))
+            .process_group(0)
+            .spawn()
+            .expect("spawn sh");
+        let pid_file = dir.join("root.pid");
+        std::fs::write(&pid_file, format!("{}\n", root.id())).expect("pid file");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let orphan = loop {
+            if let Some(p) = super::super::host::read_pid(&orphan_file) {
+                break p;
+            }
+            assert!(Instant::now() < deadline, "the orphan never started");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(
+            !crate::stats::sut::descendants(&[root.id()]).contains(&orphan),
+            "the orphan has left the root's tree"
+        );
+        let killed = kill_trees(&[pid_file], &[]);
+        let _ = root.wait();
+        let orphan_runs = super::super::leftovers::running(orphan);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            (killed.map(|n| n >= 2), orphan_runs),
+            (Ok(true), false),
+            "expected the root and the orphan {orphan} killed"
+        );
     }
 }

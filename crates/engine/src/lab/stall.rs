@@ -239,10 +239,11 @@ pub fn stuck_among(pids: &[u32], port: Option<u16>) -> Vec<Seen> {
 }
 
 /// One line on what `pids` are doing: the first stuck process and why, then up to three
-/// more by name; or, when none is stuck, what the first of them waits in.
+/// more by name; or, when none is stuck, what the first of them waits in; then who else
+/// holds `port`'s listening socket.
 pub fn describe(pids: &[u32], port: Option<u16>) -> String {
     let stuck = stuck_among(pids, port);
-    match stuck.split_first() {
+    let said = match stuck.split_first() {
         Some((first, rest)) => {
             let mut line = format!(
                 "{} {}",
@@ -280,35 +281,76 @@ pub fn describe(pids: &[u32], port: Option<u16>) -> String {
                 None => "none of its processes runs".to_string(),
             }
         }
-    }
+    };
+    said + &outsiders_line(pids, port)
 }
 
 /// The processes in process group `pgid` (a lab command and what it started).
 pub fn group(pgid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        // After the name: state, ppid, pgrp.
-        let pgrp = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok());
-        if pgrp == Some(pgid) {
-            out.push(pid);
-        }
+    crate::stats::sut::led_by(&[pgid])
+}
+
+/// The processes outside `pids` that hold a socket listening on `port`: a server's
+/// children that outlived it (a crash that missed them) keep its listening socket and
+/// take their share of the connections, which wait there unanswered.
+fn outsiders_serving(pids: &[u32], port: u16) -> Vec<Seen> {
+    let inodes = listening(port);
+    if inodes.is_empty() {
+        return Vec::new();
     }
-    out.sort_unstable();
-    out
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found: Vec<Seen> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|p| !pids.contains(p) && holds(*p, &inodes))
+        .filter_map(look)
+        .collect();
+    found.sort_by_key(|s| s.pid);
+    found
+}
+
+/// "; port P is also held outside the lab's tree by NAME (pid N), …", or nothing.
+fn outsiders_line(pids: &[u32], port: Option<u16>) -> String {
+    let Some(port) = port else {
+        return String::new();
+    };
+    let out = outsiders_serving(pids, port);
+    if out.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = out.iter().take(3).map(Seen::label).collect();
+    let more = out.len().saturating_sub(3);
+    format!(
+        "; port {port} is also held outside the lab's tree by {}{}",
+        names.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process outside the lab's pids that listens on the lab's port is named; one of
+    /// the lab's is not.
+    #[test]
+    fn a_listener_outside_the_lab_is_named() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let me = std::process::id();
+        let line = outsiders_line(&[], Some(port));
+        assert!(
+            line.contains(&format!("(pid {me})")) && line.contains(&format!("port {port}")),
+            "expected this process named as holding port {port}: {line:?}"
+        );
+        assert_eq!(outsiders_line(&[me], Some(port)), "", "one of the lab's");
+    }
 
     #[test]
     fn a_peer_is_read_from_ss_s_table() {

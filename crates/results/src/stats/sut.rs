@@ -112,6 +112,37 @@ pub fn descendants(roots: &[u32]) -> Vec<u32> {
     v
 }
 
+/// Every process in a session or process group that one of `leaders` leads: where a
+/// daemon's children stay when it dies. A child forked while [`descendants`] read the
+/// tree is reparented to init once its parent is killed, out of the tree but still in
+/// its session: four smtpd a killed Postfix master had just forked kept its listening
+/// socket and its accept lock, and the restarted Postfix never greeted.
+pub fn led_by(leaders: &[u32]) -> Vec<u32> {
+    if leaders.is_empty() {
+        return Vec::new();
+    }
+    let me = std::process::id();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut v: Vec<u32> = rd
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let f = stat_fields(pid)?;
+            let led = |i: usize| f.get(i)?.parse::<u32>().ok();
+            (pid != me
+                && [led(2), led(3)]
+                    .iter()
+                    .flatten()
+                    .any(|l| leaders.contains(l)))
+            .then_some(pid)
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
 impl Sample {
     /// All the CPU seconds, user and system.
     pub fn cpu_s(&self) -> f64 {
