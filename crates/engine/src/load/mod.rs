@@ -312,7 +312,12 @@ pub async fn run<D: Driver>(
                 });
                 exporter::publish_interval(run_id, plan.units.noun, total, D::STEPS, &p, gauges);
                 let counters = total.counters.clone();
-                let extra = format!("{extra}{}", done_share(plan, counters.sent, p.t_s));
+                let made_up = plan.outage.as_ref().map_or(0, |o| o.units_made_up());
+                let count = match plan.count {
+                    u64::MAX => u64::MAX,
+                    n => n.saturating_add(made_up),
+                };
+                let extra = format!("{extra}{}", done_share(count, plan.duration, counters.sent, p.t_s));
                 runner.live().update(&p, &counters, plan.units, &extra);
             }
             joined = workers.join_next() => match joined {
@@ -441,11 +446,13 @@ pub(crate) async fn start_at(
     (now.checked_sub(behind).unwrap_or(now), Some(offset))
 }
 
-/// How far the run is towards its end (`-n` or `-z`, whichever comes first), for the live
-/// line: `  42% done`; nothing when the run has no end.
-fn done_share(plan: &LoadPlan, sent: u64, elapsed_s: f64) -> String {
-    let by_count = (plan.count != u64::MAX).then(|| sent as f64 / plan.count.max(1) as f64);
-    let by_time = plan.duration.map(|d| elapsed_s / d.as_secs_f64().max(1e-9));
+/// How far the run is towards its end (`-n` units or `-z` time, whichever comes first),
+/// for the live line: `  42% done`; nothing when the run has no end. `count` includes the
+/// units an outage cut, as their replacements are still to be sent (a crash run read
+/// "100% done" with its replacements still going out).
+fn done_share(count: u64, duration: Option<Duration>, sent: u64, elapsed_s: f64) -> String {
+    let by_count = (count != u64::MAX).then(|| sent as f64 / count.max(1) as f64);
+    let by_time = duration.map(|d| elapsed_s / d.as_secs_f64().max(1e-9));
     match by_count.into_iter().chain(by_time).reduce(f64::max) {
         Some(share) => format!("  {:.0}% done", (share * 100.0).min(100.0)),
         None => String::new(),
@@ -502,7 +509,23 @@ fn bottleneck_warnings(plan: &LoadPlan, f: &Finished, late_after: Duration) -> V
 
 #[cfg(test)]
 mod tests {
-    use super::Crashed;
+    use super::{Crashed, done_share};
+    use std::time::Duration;
+
+    /// The share is of the count or of the time, whichever is further; nothing without an
+    /// end; never above 100 %.
+    #[test]
+    fn the_share_done_is_of_the_count_or_the_time() {
+        assert_eq!(done_share(400, None, 300, 1.0), "  75% done");
+        // 300 + 100 made up after an outage: 300 sent is not yet the end.
+        assert_eq!(done_share(300 + 100, None, 300, 1.0), "  75% done");
+        assert_eq!(
+            done_share(400, Some(Duration::from_secs(2)), 100, 1.0),
+            "  50% done"
+        );
+        assert_eq!(done_share(u64::MAX, None, 5, 1.0), "");
+        assert_eq!(done_share(10, None, 12, 1.0), "  100% done");
+    }
 
     #[test]
     fn a_worker_that_panicked_is_in_the_warnings_and_an_aborted_one_is_not() {
