@@ -199,13 +199,22 @@ impl Flavor for Exim {
             .count()
     }
 
-    /// Each message is a `-H` (header) file under `input/`.
+    /// Each message is a `-H` (header) file under `input/`, one Exim can still deliver
+    /// with its `-D` (data) file beside it. A power cut can leave a delivered message's
+    /// `-H` and `-J` (its journal: every recipient delivered, `D` in `exim -bp`) without
+    /// the `-D`: Exim never completes nor delivers it, and a drain that counted it waited
+    /// its whole timeout for mail that had arrived.
     fn queued(queue: &Path) -> usize {
-        host::count_files_where(&queue.join("input"), &|f| f.ends_with("-H"))
+        host::count_files_where(&queue.join("input"), &|f| {
+            f.file_name()
+                .and_then(|n| n.to_str()?.strip_suffix("-H"))
+                .is_some_and(|id| f.with_file_name(format!("{id}-D")).exists())
+        })
     }
 
-    /// One queue, as `exim -bpc` counts it: Exim keeps no separate deferred or frozen
-    /// directory (those are flags inside each message's `-H` file, not read here).
+    /// One queue, the messages Exim can still deliver (`exim -bpc` also counts a `-H`
+    /// whose `-D` a power cut took): Exim keeps no separate deferred or frozen directory
+    /// (those are flags inside each message's `-H` file, not read here).
     fn states(queue: &Path) -> Vec<QueueState> {
         vec![QueueState::new("queue", Self::queued(queue) as u64)]
     }
@@ -214,6 +223,21 @@ impl Flavor for Exim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message with its data file counts; a delivered one a power cut left as `-H` and
+    /// `-J` without its `-D` does not, nor a lone `-D` (a reception in progress).
+    #[test]
+    fn the_queue_is_the_messages_exim_can_still_deliver() {
+        let q = std::env::temp_dir().join(format!("mailbench-exim-q-{}", std::process::id()));
+        let input = q.join("input/L");
+        std::fs::create_dir_all(&input).expect("dir");
+        for f in ["1a-H", "1a-D", "2b-H", "2b-J", "3c-D"] {
+            std::fs::write(input.join(f), "x").expect("file");
+        }
+        let n = Exim::queued(&q);
+        let _ = std::fs::remove_dir_all(&q);
+        assert_eq!(n, 1, "expected only 1a (its -H and -D) queued");
+    }
 
     #[test]
     fn deliveries_and_dns_deferrals_are_read_from_the_main_log() {

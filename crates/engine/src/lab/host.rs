@@ -232,9 +232,9 @@ pub fn count_files(dir: &Path) -> usize {
     count_files_where(dir, &|_| true)
 }
 
-/// Files below `dir`, recursively, whose name `keep` accepts (an MTA's queue files of one
-/// kind).
-pub fn count_files_where(dir: &Path, keep: &dyn Fn(&str) -> bool) -> usize {
+/// Files below `dir`, recursively, whose path `keep` accepts (an MTA's queue files of one
+/// kind, or those of a message it can still deliver).
+pub fn count_files_where(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> usize {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -243,7 +243,7 @@ pub fn count_files_where(dir: &Path, keep: &dyn Fn(&str) -> bool) -> usize {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
                 count_files_where(&e.path(), keep)
             } else {
-                usize::from(keep(&e.file_name().to_string_lossy()))
+                usize::from(keep(&e.path()))
             }
         })
         .sum()

@@ -166,7 +166,7 @@ impl Flavor for OpenSmtpd {
     fn queued(queue: &Path) -> usize {
         ["incoming", "queue"]
             .iter()
-            .map(|d| super::host::count_files_where(&queue.join(d), &|f| f == "message"))
+            .map(|d| super::host::count_files_where(&queue.join(d), &|f| f.ends_with("message")))
             .sum()
     }
 
@@ -177,7 +177,7 @@ impl Flavor for OpenSmtpd {
         ["incoming", "queue"]
             .iter()
             .map(|d| {
-                let n = super::host::count_files_where(&queue.join(d), &|f| f == "message");
+                let n = super::host::count_files_where(&queue.join(d), &|f| f.ends_with("message"));
                 QueueState::new(d, n as u64)
             })
             .collect()

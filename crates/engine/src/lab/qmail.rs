@@ -296,13 +296,24 @@ impl Flavor for Qmail {
         0
     }
 
-    /// Each message is a file in `mess/`.
+    /// Each message is a file in `mess/`, one qmail-send still works on: its number in
+    /// `todo/` (not yet preprocessed) or in `info/` (until its delivery ends: "end msg"
+    /// unlinks it, then qmail-clean the rest). A kill between the two leaves the `mess/`
+    /// file alone, which qmail-send removes only after 36 hours; a drain that counted it
+    /// waited its whole timeout for a message its log showed delivered.
     fn queued(queue: &Path) -> usize {
-        super::host::count_files(&queue.join("mess"))
+        super::host::count_files_where(&queue.join("mess"), &|f| {
+            let (Some(id), Some(split)) = (f.file_name(), f.parent().and_then(Path::file_name))
+            else {
+                return false;
+            };
+            queue.join("todo").join(id).exists() || queue.join("info").join(split).join(id).exists()
+        })
     }
 
-    /// `qmail-qstat`'s two numbers: files below `mess/` (messages in the queue) and
-    /// below `todo/` (not yet preprocessed by qmail-send), counted as it counts them.
+    /// `qmail-qstat`'s two numbers: messages in the queue (`mess/`, without those a crash
+    /// left that qmail-send no longer works on, which qmail-qstat counts) and files below
+    /// `todo/` (not yet preprocessed by qmail-send).
     fn states(queue: &Path) -> Vec<QueueState> {
         vec![
             QueueState::new("queue", Self::queued(queue) as u64),
@@ -314,6 +325,26 @@ impl Flavor for Qmail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message in `todo/` or `info/` counts; a `mess/` file a kill left after its
+    /// delivery ended ("end msg", `info/` unlinked) does not.
+    #[test]
+    fn the_queue_is_the_messages_qmail_send_still_works_on() {
+        let q = std::env::temp_dir().join(format!("mailbench-qmail-q-{}", std::process::id()));
+        for (dir, f) in [
+            ("mess/3", "100"),
+            ("todo", "100"),
+            ("mess/5", "200"),
+            ("info/5", "200"),
+            ("mess/7", "300"),
+        ] {
+            std::fs::create_dir_all(q.join(dir)).expect("dir");
+            std::fs::write(q.join(dir).join(f), "x").expect("file");
+        }
+        let n = Qmail::queued(&q);
+        let _ = std::fs::remove_dir_all(&q);
+        assert_eq!(n, 2, "expected 100 (todo) and 200 (info) queued, not 300");
+    }
 
     fn options(settings: &[(&str, &str)], per_destination: Option<u32>) -> LabOptions {
         LabOptions {
