@@ -11,7 +11,7 @@ use super::plan::load::Defaults;
 use super::plan::output::OutputPlan;
 use super::plan::send::{Implied, plan as send_plan};
 use crate::lab::Mta;
-use crate::relay::fault::{FaultKind, FaultPlan};
+use crate::relay::fault::{FaultKind, FaultPlan, FaultWhen};
 use crate::relay::verdict::StepRules;
 use crate::relay::{FindMaxPlan, RelayDns, RelayError, RelayPlan};
 use crate::shutdown::Shutdown;
@@ -447,11 +447,26 @@ fn fault_fits(
             Mta::having(takes)
         ));
     };
-    if a.lab.len() > 1 || !takes(&mta.features()) {
+    if a.lab.len() > 1 {
+        return Err(format!(
+            "--fault {label}: a fault acts on one lab MTA; --lab {} compares MTAs, one run each: run each with its own --fault",
+            a.lab.iter().map(|m| m.name()).collect::<Vec<_>>().join(",")
+        ));
+    }
+    if !takes(&mta.features()) {
         return Err(format!(
             "--fault {label}: the {} lab cannot take this fault yet; it runs on {}",
             mta.name(),
             Mta::having(takes)
+        ));
+    }
+    if let FaultWhen::Accepted(k) = f.when
+        && send.load.count != u64::MAX
+        && k > send.load.count
+    {
+        return Err(format!(
+            "--fault {label}: the run sends {} messages (-n), so the MTA never accepts {k} and the fault would never fire; give a count up to -n, or raise -n",
+            send.load.count
         ));
     }
     let others = [

@@ -490,6 +490,32 @@ fn bad_fault_values_and_places_are_refused_in_one_line() {
         &["relay", "--lab", "sendmail", "--fault", "disk-full@5"],
         "the sendmail lab cannot take this fault yet; it runs on --lab postfix and exim",
     );
+    // Newcomers' findings: a list of labs was told "the postfix lab cannot take this
+    // fault", and a count above -n ran to the end and exited 0 with "never fired".
+    refused_in_one_line(
+        &[
+            "relay",
+            "--lab",
+            "postfix,exim",
+            "--fault",
+            "crash@10",
+            "-n",
+            "10",
+        ],
+        "a fault acts on one lab MTA; --lab postfix,exim compares MTAs, one run each",
+    );
+    refused_in_one_line(
+        &[
+            "relay",
+            "--lab",
+            "postfix",
+            "-n",
+            "50",
+            "--fault",
+            "crash@1000",
+        ],
+        "the run sends 50 messages (-n), so the MTA never accepts 1000 and the fault would never fire",
+    );
     refused_in_one_line(
         &[
             "relay", "--lab", "postfix", "-c", "1,2", "--fault", "crash@5",
