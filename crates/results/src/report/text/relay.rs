@@ -316,31 +316,43 @@ pub fn render_relay(r: &Results, steps: Steps, headline: &str) -> String {
 
 /// Why the MTA log's `sent` deliveries differ from the delivered line's count, where they
 /// do: a newcomer read "MTA log delivered 117" against "delivered 100 of 100" as a
-/// miscount. The log counts every message the MTA queued, also those whose transaction a
-/// fault cut before its 250 reached the client (the client counts them as errors, not
-/// accepted; the sink's count of them is `aborted_delivered`).
+/// miscount. The log counts every delivery the MTA made: also those of messages whose
+/// transaction a fault cut before its 250 reached the client (the client counts them as
+/// errors, not accepted; the sink's count of them is `aborted_delivered`), and the second
+/// copies of messages it delivered twice (the sink's `duplicates`: a newcomer's Sendmail
+/// power cut read "39 more … transactions cut" where 32 were duplicates).
 fn log_beside_sink(sent: u64, s: &crate::stats::summary::RelaySummary) -> String {
     let of_accepted = s.delivered;
     if sent > of_accepted {
         let more = sent - of_accepted;
+        let (cut, dup) = (s.aborted_delivered, s.duplicates);
         // Sendmail delivers before its 250 and logs after: a kill between the two leaves
         // deliveries the sink got and the log never shows (power-loss@100: log 303, the
         // sink 300 + 7 cut).
-        let sink_total = of_accepted + s.aborted_delivered;
+        let sink_total = of_accepted + cut + dup;
         let unlogged = match sink_total.checked_sub(sent) {
             Some(k) if k > 0 => {
                 format!(", and {k} of the sink's {sink_total} deliveries have no line in the log")
             }
             _ => String::new(),
         };
-        let cut = if s.aborted_delivered > 0 {
-            format!("; the sink got {} such{unlogged}", s.aborted_delivered)
+        let mut got = Vec::new();
+        if cut > 0 {
+            got.push(format!(
+                "{cut} from transactions cut before their 250 reached the client, after the MTA had queued them"
+            ));
+        }
+        if dup > 0 {
+            got.push(format!(
+                "{dup} second copies of accepted messages (duplicates)"
+            ));
+        }
+        let why = if got.is_empty() {
+            "transactions cut before their 250 reached the client, after the MTA had queued them, or mail not of this run".to_string()
         } else {
-            ", or mail not of this run".into()
+            format!("the sink got {}{unlogged}", got.join(", and "))
         };
-        format!(
-            " ({more} more than the {of_accepted} accepted ones delivered: transactions cut before their 250 reached the client, after the MTA had queued them{cut})"
-        )
+        format!(" ({more} more than the {of_accepted} accepted ones delivered: {why})")
     } else if sent < of_accepted {
         format!(
             " ({} fewer than the {of_accepted} the receiver counted)",
@@ -470,9 +482,16 @@ fn fault_line(out: &mut String, s: &crate::stats::summary::RelaySummary) {
     let unsynced = s.fault_unsynced_files.map_or(String::new(), |n| {
         format!(", {n} queue files unsynced at the cut")
     });
+    // Closed loop makes up what the outage cut; open loop keeps its schedule, and what
+    // failed meanwhile is its cost (a newcomer's open-loop crash: 176 of 300 failed, and
+    // the line said nothing of it).
     let made_up = match s.fault_made_up {
         Some(n) if n > 0 => format!(
             "; {n} messages cut or refused while it was down (in errors) replaced by as many new ones after the restart"
+        ),
+        None if s.injection.errors > 0 => format!(
+            "; {} sends failed in all (see errors), none replaced: the open loop kept its schedule",
+            s.injection.errors
         ),
         _ => String::new(),
     };

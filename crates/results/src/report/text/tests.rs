@@ -440,6 +440,14 @@ fn issue_42_the_delivery_and_fault_lines_tell_intact_from_damaged() {
         out.contains("delivered  294 of 300 recipients (294 messages)  bounced 0"),
         "{out}"
     );
+    // Open loop (nothing made up): the failures are the outage's cost, said.
+    let mut open = relay(0);
+    open.injection.errors = 176;
+    let out = text(open);
+    assert!(
+        out.contains("86 queue files unsynced at the cut; 176 sends failed in all (see errors), none replaced: the open loop kept its schedule; nothing delivered"),
+        "{out}"
+    );
     assert!(
         out.contains("lost 6, damaged 0 (arrived cut or altered)"),
         "{out}"
@@ -637,7 +645,8 @@ fn relay_text(s: crate::stats::summary::RelaySummary) -> String {
 /// had queued when the cut took their 250 from the client. The line says so where the
 /// counts differ, and nothing more where they agree. A closed-loop power-loss@100 on
 /// Sendmail here logged 303 against the sink's 300 + 7 cut: Sendmail delivers before its
-/// 250 and logs after, so a kill between leaves deliveries with no log line, said too.
+/// 250 and logs after, so a kill between leaves deliveries with no log line, said too;
+/// and the duplicates, second deliveries the log counts as well.
 #[test]
 fn the_mta_log_line_says_why_it_counts_more_than_were_accepted() {
     use crate::stats::summary::RelaySummary;
@@ -646,6 +655,7 @@ fn the_mta_log_line_says_why_it_counts_more_than_were_accepted() {
         delivered: 100,
         delivered_messages: 100,
         aborted_delivered,
+        duplicates: 0,
         maillog_sent: Some(sent),
         queued_left: Some(0),
         ..RelaySummary::default()
@@ -659,7 +669,7 @@ fn the_mta_log_line_says_why_it_counts_more_than_were_accepted() {
     let cases = [
         (
             run(117, 17),
-            "  MTA log    delivered 117 (17 more than the 100 accepted ones delivered: transactions cut before their 250 reached the client, after the MTA had queued them; the sink got 17 such)  still queued 0",
+            "  MTA log    delivered 117 (17 more than the 100 accepted ones delivered: the sink got 17 from transactions cut before their 250 reached the client, after the MTA had queued them)  still queued 0",
         ),
         (
             run(103, 0),
@@ -671,7 +681,15 @@ fn the_mta_log_line_says_why_it_counts_more_than_were_accepted() {
         ),
         (
             run(103, 7),
-            "  MTA log    delivered 103 (3 more than the 100 accepted ones delivered: transactions cut before their 250 reached the client, after the MTA had queued them; the sink got 7 such, and 4 of the sink's 107 deliveries have no line in the log)  still queued 0",
+            "  MTA log    delivered 103 (3 more than the 100 accepted ones delivered: the sink got 7 from transactions cut before their 250 reached the client, after the MTA had queued them, and 4 of the sink's 107 deliveries have no line in the log)  still queued 0",
+        ),
+        // A newcomer's Sendmail power cut: 39 more, 7 cut and 32 delivered twice.
+        (
+            RelaySummary {
+                duplicates: 32,
+                ..run(139, 7)
+            },
+            "  MTA log    delivered 139 (39 more than the 100 accepted ones delivered: the sink got 7 from transactions cut before their 250 reached the client, after the MTA had queued them, and 32 second copies of accepted messages (duplicates))  still queued 0",
         ),
         (run(100, 0), "  MTA log    delivered 100  still queued 0"),
     ];
