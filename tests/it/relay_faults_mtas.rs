@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::durability::left_behind;
-use crate::relay_faults::run_faulted;
+use crate::relay_faults::{assert_duplicates_as_logged, run_faulted, sent_twice};
 use crate::util::{TempDir, results, run_expect};
 
 /// What an MTA's log says of one run's messages, by sequence number.
@@ -192,34 +192,10 @@ fn faulted_run(
         !log.recovered.is_empty(),
         "some messages received before the crash were delivered only by the restarted {mta}: {log:?}"
     );
-    let log_dups: BTreeMap<u64, u64> = log
-        .sent
-        .iter()
-        .filter(|(_, n)| **n > 1)
-        .map(|(q, n)| (*q, *n as u64 - 1))
-        .collect();
-    let said: BTreeMap<u64, u64> = f["duplicated_seqs"]
-        .as_array()
-        .expect("duplicated_seqs")
-        .iter()
-        .map(|p| (p[0].as_u64().expect("seq"), p[1].as_u64().expect("copies")))
-        .collect();
-    for (q, n) in &log_dups {
-        assert_eq!(
-            said.get(q),
-            Some(n),
-            "message {q}: mailbench {said:?}, log {log_dups:?}"
-        );
-    }
     // A duplicate the log does not show: a delivery the kill cut after the sink's 250,
     // logged by no one, made again by the restarted MTA (its one logged delivery).
-    for (q, n) in said.iter().filter(|(q, _)| !log_dups.contains_key(q)) {
-        assert!(
-            *n == 1 && log.recovered.contains(q) && log.sent.get(q) == Some(&1),
-            "message {q} duplicated {n} times by mailbench, not by the log, and not undelivered at the crash"
-        );
-    }
-    assert_eq!(s["duplicates"].as_u64(), Some(said.values().sum()));
+    let said = assert_duplicates_as_logged(f, s, &log.sent, &log.recovered);
+    let log_dups = sent_twice(&log.sent);
     eprintln!(
         "{mta} {fault}: accepted {}, lost 0, duplicated {said:?} (the log: {log_dups:?}), recovered from the queue {}, unsynced at the cut {}",
         accepted.len(),
